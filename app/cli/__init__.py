@@ -1,0 +1,48 @@
+"""The `ollama-deck` command: the GUI by default, headless sub-commands for scripts.
+
+Each sub-command lives in its own module here and registers itself in SUBCOMMANDS:
+`add_arguments(parser)` fills its parser and `run(args) -> int` executes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from app import __version__
+
+PAGES = ("dashboard", "server", "log")
+
+# name -> module under app.cli providing add_arguments(parser) and run(args) -> int
+SUBCOMMANDS: dict[str, str] = {}
+
+
+def _gui_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ollama-deck",
+        description="Control panel for a local Ollama server on one GPU.",
+        epilog=("Headless sub-commands: " + ", ".join(sorted(SUBCOMMANDS)) + " (ollama-deck NAME --help)")
+        if SUBCOMMANDS
+        else None,
+    )
+    p.add_argument("--version", action="version", version=f"ollama-deck {__version__}")
+    p.add_argument("--screenshot", metavar="PATH", help="render the window after the first samples, save a PNG and exit")
+    p.add_argument("--page", choices=PAGES, default="dashboard", help="page to show first (and to capture)")
+    p.add_argument("--url", help="attach to the Ollama server at this URL instead of the configured host:port")
+    p.add_argument("--config-dir", help="use this directory for settings instead of the user config directory")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        module = importlib.import_module(f"app.cli.{SUBCOMMANDS[argv[0]]}")
+        parser = argparse.ArgumentParser(prog=f"ollama-deck {argv[0]}", description=module.__doc__)
+        module.add_arguments(parser)
+        return int(module.run(parser.parse_args(argv[1:])))
+    args = _gui_parser().parse_args(argv)
+    from app.ui.main import run_gui
+
+    return run_gui(args)

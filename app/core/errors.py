@@ -1,0 +1,116 @@
+"""Typed errors shared by every layer; each keeps Ollama's own message and says what to do."""
+
+from __future__ import annotations
+
+# Substrings Ollama and llama.cpp use when a load or allocation runs out of memory.
+OOM_SUBSTRINGS: tuple[str, ...] = (
+    "out of memory",
+    "cudamalloc failed",
+    "failed to allocate",
+    "allocation failed",
+    "not enough memory",
+    "insufficient memory",
+    "model requires more system memory",
+    "memory layout cannot be allocated",
+)
+
+
+def is_oom_message(text: str) -> bool:
+    """True when an Ollama/llama.cpp message reports running out of memory."""
+    low = text.lower()
+    return any(s in low for s in OOM_SUBSTRINGS)
+
+
+class DeckError(Exception):
+    """An error a user can act on: `message` says what happened, `hint` what to do."""
+
+    hint: str = ""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if hint is not None:
+            self.hint = hint
+
+    def user_text(self) -> str:
+        """Message and hint in one line for a status bar or stderr."""
+        return f"{self.message} — {self.hint}" if self.hint else self.message
+
+
+class OllamaError(DeckError):
+    """An error from (or on the way to) the Ollama server."""
+
+    status: int | None = None
+
+    def __init__(self, message: str, hint: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, hint)
+        if status is not None:
+            self.status = status
+
+
+class OllamaConnectError(OllamaError):
+    hint = "Is the server running? Start it on the Server page or check host and port."
+
+
+class OllamaTimeout(OllamaError):
+    hint = "The server did not answer in time; it may be loading a large model or stuck."
+
+
+class MalformedResponse(OllamaError):
+    hint = "The server sent something that is not Ollama's API; check that host:port is Ollama."
+
+
+class ModelNotFound(OllamaError):
+    status = 404
+    hint = "Pull the model first (Models page) or check the name and tag."
+
+
+class BadRequest(OllamaError):
+    status = 400
+    hint = "The server refused the request as sent."
+
+
+class ServerError(OllamaError):
+    status = 500
+    hint = "See the server log for details."
+
+
+class OutOfMemory(ServerError):
+    hint = "Lower context length or parallel requests, quantize the KV cache, or use a smaller quantization."
+
+
+class QueueFull(OllamaError):
+    status = 503
+    hint = "Too many requests are waiting; raise max queue or send fewer at once."
+
+
+class StreamError(OllamaError):
+    """An in-band `{"error": ...}` line after a stream had started (HTTP status stays 200)."""
+
+    hint = "The server failed mid-reply; see the server log."
+
+
+class StreamOutOfMemory(StreamError, OutOfMemory):
+    """An in-band error line that reports running out of memory."""
+
+
+def error_for_status(status: int, message: str) -> OllamaError:
+    """Map an HTTP status and Ollama's `error` text to a typed error keeping the text."""
+    if status == 404:
+        return ModelNotFound(message, status=404)
+    if status == 400:
+        return BadRequest(message, status=400)
+    if status == 503:
+        return QueueFull(message, status=503)
+    if status >= 500:
+        if is_oom_message(message):
+            return OutOfMemory(message, status=status)
+        return ServerError(message, status=status)
+    return OllamaError(message, status=status, hint="Unexpected HTTP status from the server.")
+
+
+def error_for_stream_line(message: str) -> StreamError:
+    """Map an in-band error line to a typed error."""
+    if is_oom_message(message):
+        return StreamOutOfMemory(message, status=200)
+    return StreamError(message, status=200)

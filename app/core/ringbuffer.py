@@ -1,0 +1,63 @@
+"""Preallocated numpy ring buffers for time series: O(1) append, ordered views for plotting."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+
+class TimeSeriesRing:
+    """A fixed-capacity buffer of (t, channel values) rows; NaN marks a gap.
+
+    One writer thread and one reader thread may use it at once: appends and views are guarded
+    by a lock held only for a copy, and `version` lets a reader skip redraws when nothing changed.
+    """
+
+    def __init__(self, capacity: int, channels: int) -> None:
+        if capacity < 2 or channels < 1:
+            raise ValueError("capacity must be >= 2 and channels >= 1")
+        self.capacity = capacity
+        self.channels = channels
+        self._t = np.full(capacity, np.nan)
+        self._v = np.full((capacity, channels), np.nan)
+        self._next = 0
+        self._count = 0
+        self._lock = threading.Lock()
+        self.version = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def append(self, t: float, values) -> None:
+        """Add one row; `values` has one number per channel (NaN for N/A)."""
+        with self._lock:
+            i = self._next
+            self._t[i] = t
+            self._v[i, :] = values
+            self._next = (i + 1) % self.capacity
+            self._count = min(self._count + 1, self.capacity)
+            self.version += 1
+
+    def view(self, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of (t, values) in time order, optionally only rows with t >= since."""
+        with self._lock:
+            if self._count < self.capacity:
+                t = self._t[: self._count].copy()
+                v = self._v[: self._count].copy()
+            else:
+                order = np.r_[self._next : self.capacity, 0 : self._next]
+                t = self._t[order]
+                v = self._v[order]
+        if since is not None and len(t):
+            start = int(np.searchsorted(t, since, side="left"))
+            t, v = t[start:], v[start:]
+        return t, v
+
+    def last(self) -> tuple[float, np.ndarray] | None:
+        """The newest row, or None when empty."""
+        with self._lock:
+            if not self._count:
+                return None
+            i = (self._next - 1) % self.capacity
+            return float(self._t[i]), self._v[i].copy()

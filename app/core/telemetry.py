@@ -1,0 +1,75 @@
+"""Telemetry snapshots and the GPU backend seam. Units are in the field names."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+NAN = math.nan
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """Static facts about the GPU, read once."""
+
+    name: str
+    driver: str
+    memory_total_mib: float
+    index: int = 0
+    uuid: str = ""
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """One GPU reading; NaN where the driver reports N/A."""
+
+    t: float  # time.monotonic() seconds
+    memory_used_mib: float
+    memory_total_mib: float
+    server_memory_mib: float  # used by the Ollama process tree; NaN when NVML cannot attribute it
+    utilization_pct: float
+    power_w: float
+    temperature_c: float
+
+
+@dataclass(frozen=True)
+class HostSample:
+    """One host reading: RAM and the server process tree's CPU and resident memory."""
+
+    t: float
+    ram_used_mib: float
+    ram_total_mib: float
+    server_cpu_pct: float  # percent of one core, summed over the tree; NaN without a server
+    server_rss_mib: float
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What one sampler tick produced."""
+
+    t: float
+    gpu: GpuSample | None
+    host: HostSample
+    tokens_per_s: float  # aggregate over requests the app has in flight
+
+
+class GpuBackend(Protocol):
+    """A source of GPU readings (NVML, a null backend, or a scripted one in tests)."""
+
+    @property
+    def available(self) -> bool:
+        """True when readings can be taken."""
+
+    @property
+    def unavailable_reason(self) -> str:
+        """Why there are no readings (empty when available)."""
+
+    def info(self) -> GpuInfo | None:
+        """Static GPU facts, or None when unavailable."""
+
+    def sample(self, t: float, server_pids: Sequence[int]) -> GpuSample | None:
+        """A reading at time t, attributing memory to server_pids where possible; None when unavailable."""
+
+    def close(self) -> None:
+        """Release the library."""

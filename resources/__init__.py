@@ -1,0 +1,1 @@
+"""Non-code resources: stylesheet and icons."""

@@ -1,0 +1,1 @@
+"""Pytest fixtures (registered in tests/conftest.py)."""
