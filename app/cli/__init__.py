@@ -12,7 +12,7 @@ import sys
 
 from app import __version__
 
-PAGES = ("dashboard", "server", "log")
+PAGES = ("dashboard", "server")
 
 # name -> module under app.cli providing add_arguments(parser) and run(args) -> int
 SUBCOMMANDS: dict[str, str] = {}

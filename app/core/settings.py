@@ -39,6 +39,47 @@ FORM_VARIABLES: dict[str, str] = {
     "OLLAMA_MODELS": "models directory",
 }
 
+# Variables Ollama reads besides the ones the form owns; an OLLAMA_* name outside both is likely a typo.
+OTHER_SERVER_VARIABLES = frozenset({
+    "OLLAMA_LOAD_TIMEOUT", "OLLAMA_SCHED_SPREAD", "OLLAMA_ORIGINS", "OLLAMA_DEBUG",
+    "OLLAMA_NOPRUNE", "OLLAMA_NOHISTORY", "OLLAMA_LLM_LIBRARY", "OLLAMA_MULTIUSER_CACHE",
+    "OLLAMA_NEW_ENGINE", "OLLAMA_NEW_ESTIMATES", "OLLAMA_INTEL_GPU", "OLLAMA_VULKAN",
+    "OLLAMA_TMPDIR", "OLLAMA_RUNNERS_DIR", "OLLAMA_REMOTES", "OLLAMA_NO_CLOUD",
+})
+
+# What each field is called in the form, for messages a user reads.
+FIELD_LABELS: dict[str, str] = {
+    "num_parallel": "Parallel requests",
+    "context_length": "Context length",
+    "kv_cache_type": "KV-cache type",
+    "flash_attention": "Flash attention",
+    "keep_alive": "Keep-alive",
+    "max_loaded_models": "Max loaded models",
+    "max_queue": "Max queue",
+    "gpu_overhead_mib": "GPU overhead",
+    "host": "Host",
+    "port": "Port",
+    "models_dir": "Models directory",
+    "extra_env": "Extra environment",
+    "ollama_binary": "ollama binary",
+    "allow_network": "Allow network access",
+}
+
+# The environment variable behind each field (fields without one are app preferences).
+FIELD_ENV_VARIABLES: dict[str, str] = {
+    "num_parallel": "OLLAMA_NUM_PARALLEL",
+    "context_length": "OLLAMA_CONTEXT_LENGTH",
+    "kv_cache_type": "OLLAMA_KV_CACHE_TYPE",
+    "flash_attention": "OLLAMA_FLASH_ATTENTION",
+    "keep_alive": "OLLAMA_KEEP_ALIVE",
+    "max_loaded_models": "OLLAMA_MAX_LOADED_MODELS",
+    "max_queue": "OLLAMA_MAX_QUEUE",
+    "gpu_overhead_mib": "OLLAMA_GPU_OVERHEAD",
+    "host": "OLLAMA_HOST",
+    "port": "OLLAMA_HOST",
+    "models_dir": "OLLAMA_MODELS",
+}
+
 _DURATION_RE = re.compile(r"^-?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HOSTNAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
@@ -64,6 +105,8 @@ class ServerSettings:
     models_dir: str = ""
     extra_env: str = ""
     ollama_binary: str = ""  # preference: explicit path to `ollama`; empty = search PATH
+    # Binding beyond loopback must be confirmed: Ollama's API has no authentication.
+    allow_network: bool = False
 
     def replace(self, **changes: Any) -> "ServerSettings":
         """A copy with some fields changed."""
@@ -94,16 +137,7 @@ class ServerSettings:
 
     def extra_env_pairs(self) -> list[tuple[str, str]]:
         """The extra environment lines as (name, value), skipping blanks and comments."""
-        pairs = []
-        for line in self.extra_env.splitlines():
-            text = line.strip()
-            if not text or text.startswith("#"):
-                continue
-            if text.startswith("export "):
-                text = text[len("export "):].strip()
-            name, _, value = text.partition("=")
-            pairs.append((name.strip(), value.strip().strip('"').strip("'")))
-        return pairs
+        return [(name, value) for _, name, value, _ in _extra_env_lines(self.extra_env)]
 
     def to_env(self) -> dict[str, str]:
         """The OLLAMA_* environment for `ollama serve`; defaults are left unset so Ollama decides."""
@@ -134,8 +168,10 @@ class ServerSettings:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> tuple["ServerSettings", list[str]]:
+    def from_json(cls, data: Any) -> tuple["ServerSettings", list[str]]:
         """Build from a dict; unknown keys and wrongly typed values are dropped and reported."""
+        if not isinstance(data, dict):
+            return cls(), [f"The settings are not a JSON object ({type(data).__name__}); using defaults."]
         problems: list[str] = []
         kwargs: dict[str, Any] = {}
         defaults = cls()
@@ -145,20 +181,50 @@ class ServerSettings:
             value = data[f.name]
             default = getattr(defaults, f.name)
             if f.name == "context_length":
-                ok = value is None or (isinstance(value, int) and not isinstance(value, bool))
+                ok, wanted = value is None or _is_int(value), "a whole number of tokens or null"
             elif isinstance(default, bool):
-                ok = isinstance(value, bool)
+                ok, wanted = isinstance(value, bool), "true or false"
             elif isinstance(default, int):
-                ok = isinstance(value, int) and not isinstance(value, bool)
+                ok, wanted = _is_int(value), "a whole number"
             else:
-                ok = isinstance(value, str)
+                ok, wanted = isinstance(value, str), "text"
             if ok:
                 kwargs[f.name] = value
             else:
-                problems.append(f"{f.name}: {value!r} is not valid; using the default {default!r}")
+                problems.append(
+                    f"{_label(f.name)}: {_short_repr(value)} is not {wanted}; "
+                    f"using the default {_short_repr(default)}."
+                )
         for key in sorted(set(data) - {f.name for f in fields(cls)}):
-            problems.append(f"{key}: unknown setting, ignored")
+            problems.append(f"'{key}': not a setting this version knows; ignored.")
         return cls(**kwargs), problems
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _label(name: str) -> str:
+    return f"{FIELD_LABELS.get(name, name)} ({name})"
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _extra_env_lines(text: str) -> list[tuple[int, str, str, bool]]:
+    """(line number, name, value, has '=') for each non-blank, non-comment line."""
+    lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.startswith("export "):
+            stripped = stripped[len("export "):].strip()
+        name, eq, value = stripped.partition("=")
+        lines.append((number, name.strip(), value.strip().strip('"').strip("'"), bool(eq)))
+    return lines
 
 
 @dataclass(frozen=True)
@@ -186,6 +252,46 @@ def parse_keep_alive(text: str) -> float | None:
     for number, _, unit in re.findall(r"(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)", t):
         total += float(number) * units[unit]
     return sign * total
+
+
+def _is_windows_absolute(path: str) -> bool:
+    return bool(re.match(r"^([A-Za-z]:[\\/]|\\\\)", path))
+
+
+def _host_problem(host: str) -> str:
+    """Why a host cannot be bound, or ''."""
+    if not host:
+        return "Host is empty: use 127.0.0.1 for this machine only."
+    if "://" in host:
+        return "Write the host without a scheme, e.g. 127.0.0.1 (not http://…)."
+    if re.fullmatch(r"[^:\[\]]+:\d+", host):
+        return "Put the port in the Port field; Host takes only the address, e.g. 127.0.0.1."
+    if not _valid_host(host):
+        return "Host must be an IP address or a hostname, e.g. 127.0.0.1."
+    return ""
+
+
+def _check_extra_env(text: str) -> tuple[list[str], list[str]]:
+    """Errors and warnings for the extra NAME=value lines."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    seen: set[str] = set()
+    for number, name, _value, has_eq in _extra_env_lines(text):
+        where = f"line {number}"
+        if not _ENV_NAME_RE.match(name):
+            errors.append(f"{where}: '{name}' is not a valid variable name (write NAME=value)")
+        elif not has_eq:
+            errors.append(f"{where}: {name} has no value (write {name}=value)")
+        elif name in INVENTED_VARIABLES:
+            errors.append(f"{where}: {name} does not exist in Ollama: {INVENTED_VARIABLES[name]}")
+        elif name in FORM_VARIABLES:
+            errors.append(f"{where}: {name} is set by the form ({FORM_VARIABLES[name]}); set it there")
+        elif name.startswith("OLLAMA_") and name not in OTHER_SERVER_VARIABLES:
+            warnings.append(f"{where}: {name} is not a variable Ollama is known to read; check the spelling")
+        if name in seen:
+            warnings.append(f"{where}: {name} is set twice; the last line wins")
+        seen.add(name)
+    return errors, warnings
 
 
 def _valid_host(host: str) -> bool:
@@ -231,8 +337,13 @@ def validate(s: ServerSettings) -> Validation:
                 "choose On to be sure."
             )
 
-    if parse_keep_alive(s.keep_alive) is None:
+    keep_alive_s = parse_keep_alive(s.keep_alive)
+    if keep_alive_s is None:
         errors["keep_alive"] = "Keep-alive must be a duration like 5m, 1h or 30s, seconds, or -1 for forever."
+    elif keep_alive_s == 0:
+        warnings["keep_alive"] = (
+            "0 unloads the model after every request, so each request pays the load time."
+        )
 
     if not 0 <= s.max_loaded_models <= 64:
         errors["max_loaded_models"] = "Max loaded models must be between 0 (Ollama decides) and 64."
@@ -246,8 +357,14 @@ def validate(s: ServerSettings) -> Validation:
             "so the default context falls from 32768 to 4096."
         )
 
-    if not s.host or not _valid_host(s.host):
-        errors["host"] = "Host must be an IP address or a hostname, e.g. 127.0.0.1."
+    host_problem = _host_problem(s.host)
+    if host_problem:
+        errors["host"] = host_problem
+    elif s.exposed_to_network and not s.allow_network:
+        errors["host"] = (
+            f"Binding to {s.host} would expose the server to the network, and Ollama's API has no "
+            "authentication. Tick “Allow network access” to confirm, or use 127.0.0.1."
+        )
     elif s.exposed_to_network:
         warnings["host"] = (
             f"Binding to {s.host} exposes the server to the network, and Ollama's API has no "
@@ -258,14 +375,19 @@ def validate(s: ServerSettings) -> Validation:
     elif s.port < 1024:
         warnings["port"] = "Ports below 1024 need administrator rights on most systems."
 
-    extra_problems = []
-    for name, _value in s.extra_env_pairs():
-        if not _ENV_NAME_RE.match(name):
-            extra_problems.append(f"'{name}' is not a valid variable name (write NAME=value)")
-        elif name in INVENTED_VARIABLES:
-            extra_problems.append(f"{name} does not exist in Ollama: {INVENTED_VARIABLES[name]}")
-        elif name in FORM_VARIABLES:
-            extra_problems.append(f"{name} is set by the form ({FORM_VARIABLES[name]}); set it there")
-    if extra_problems:
-        errors["extra_env"] = "; ".join(extra_problems) + "."
+    if s.models_dir.strip().startswith("~"):
+        errors["models_dir"] = (
+            "Ollama does not expand ~ in OLLAMA_MODELS; write the folder's full path."
+        )
+    elif s.models_dir and not (s.models_dir.startswith("/") or _is_windows_absolute(s.models_dir)):
+        warnings["models_dir"] = (
+            "A relative models directory is resolved from wherever the server starts; "
+            "use a full path."
+        )
+
+    extra_errors, extra_warnings = _check_extra_env(s.extra_env)
+    if extra_errors:
+        errors["extra_env"] = "; ".join(extra_errors) + "."
+    if extra_warnings:
+        warnings["extra_env"] = "; ".join(extra_warnings) + "."
     return Validation(errors, warnings)

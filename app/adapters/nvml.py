@@ -1,0 +1,295 @@
+"""NVIDIA GPU readings through NVML (the nvidia-ml-py package, imported as pynvml).
+
+Every NVML call goes through one choke point, `NvmlBackend._query`, which turns the driver's
+"not supported / no permission / unknown" answers into explicit defaults (NaN) and a lost GPU
+into a backend that stops sampling with a reason. Nothing here raises into the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from typing import Any, Callable, Sequence
+
+from app.core.telemetry import GpuBackend, GpuInfo, GpuSample
+
+try:  # the package is a hard dependency, but a broken install must not take the app down
+    import pynvml
+except ImportError:  # pragma: no cover - exercised by monkeypatching pynvml to None
+    pynvml = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+NAN = math.nan
+MIB = 1024 * 1024
+
+_EVERYTHING_ELSE_WORKS = " — GPU graphs are off; everything else works."
+REASON_NO_PACKAGE = (
+    "nvidia-ml-py is not installed (pip install nvidia-ml-py)" + _EVERYTHING_ELSE_WORKS
+)
+REASON_NO_LIBRARY = (
+    "No NVIDIA driver found (libnvidia-ml.so could not be loaded)" + _EVERYTHING_ELSE_WORKS
+)
+REASON_DRIVER_NOT_LOADED = (
+    "NVIDIA driver is installed but not loaded (check `nvidia-smi`; a reboot after a driver "
+    "install usually fixes it)" + _EVERYTHING_ELSE_WORKS
+)
+REASON_VERSION_MISMATCH = (
+    "NVIDIA driver and kernel module versions differ (reboot after the driver update)"
+    + _EVERYTHING_ELSE_WORKS
+)
+REASON_NO_PERMISSION = (
+    "No permission to read the NVIDIA GPU (NVML refused access)" + _EVERYTHING_ELSE_WORKS
+)
+REASON_NO_GPU = "NVIDIA driver found but no GPU" + _EVERYTHING_ELSE_WORKS
+
+
+def gpu_lost_reason(gpu_name: str, detail: str) -> str:
+    """The user-facing text for a GPU that stopped answering mid-run."""
+    return (
+        f"GPU lost: the driver no longer reaches {gpu_name or 'the GPU'} ({detail}). "
+        "GPU graphs stopped; everything else works. Check `nvidia-smi`; a reboot usually helps."
+    )
+
+
+def _error_classes(*names: str) -> tuple[type[BaseException], ...]:
+    """The pynvml exception classes that exist in the installed version, by name."""
+    return tuple(getattr(pynvml, n) for n in names if hasattr(pynvml, n))
+
+
+def _text(value: Any) -> str:
+    """NVML strings arrive as bytes in older bindings and str in newer ones."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+class NullGpuBackend:
+    """A GPU backend with no GPU: every reading is None and `unavailable_reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        self._reason = reason
+
+    @property
+    def available(self) -> bool:
+        """Always False."""
+        return False
+
+    @property
+    def unavailable_reason(self) -> str:
+        """Why there are no GPU readings, in user words."""
+        return self._reason
+
+    def info(self) -> GpuInfo | None:
+        """Always None."""
+        return None
+
+    def sample(self, t: float, server_pids: Sequence[int]) -> GpuSample | None:
+        """Always None."""
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class NvmlBackend:
+    """Readings of one NVIDIA GPU. NVML is initialised once, on first use, from any thread."""
+
+    def __init__(self, index: int = 0) -> None:
+        self.index = index
+        self._lock = threading.Lock()
+        self._initialised = False
+        self._nvml_open = False
+        self._handle: Any = None
+        self._info: GpuInfo | None = None
+        self._reason = ""
+        self._lost = False
+        self._warned: set[str] = set()
+
+    # --- GpuBackend -----------------------------------------------------------------------
+    @property
+    def available(self) -> bool:
+        """True while the GPU answers; never raises."""
+        self._ensure_init()
+        return self._info is not None and not self._lost
+
+    @property
+    def unavailable_reason(self) -> str:
+        """Why there are no readings (empty while available)."""
+        self._ensure_init()
+        return self._reason
+
+    def info(self) -> GpuInfo | None:
+        """Name, driver and total memory (MiB); kept after a loss, None if never reachable."""
+        self._ensure_init()
+        return self._info
+
+    def sample(self, t: float, server_pids: Sequence[int]) -> GpuSample | None:
+        """One reading at time t (seconds); memory in MiB, power in W, temperature in °C."""
+        if not self.available:
+            return None
+        h = self._handle
+        # Memory info v1: used = total - free, reserved driver memory included, because what
+        # matters for fitting a model is what can no longer be allocated.
+        mem = self._query(pynvml.nvmlDeviceGetMemoryInfo, h, default=None)
+        used = mem.used / MIB if mem is not None else NAN
+        total = mem.total / MIB if mem is not None else self._info.memory_total_mib
+        util = self._query(pynvml.nvmlDeviceGetUtilizationRates, h, default=None)
+        power_mw = self._query(pynvml.nvmlDeviceGetPowerUsage, h)
+        temp_c = self._query(pynvml.nvmlDeviceGetTemperature, h, pynvml.NVML_TEMPERATURE_GPU)
+        server = self._server_memory_mib(server_pids)
+        if self._lost:
+            return None
+        return GpuSample(
+            t=t,
+            memory_used_mib=used,
+            memory_total_mib=total,
+            server_memory_mib=server,
+            utilization_pct=float(util.gpu) if util is not None else NAN,
+            power_w=float(power_mw) / 1000.0,
+            temperature_c=float(temp_c),
+        )
+
+    def close(self) -> None:
+        """Shut NVML down; later calls report the backend as unavailable."""
+        with self._lock:
+            if self._nvml_open:
+                try:
+                    pynvml.nvmlShutdown()
+                except Exception:  # noqa: BLE001 - closing must not fail the caller
+                    log.debug("nvmlShutdown failed", exc_info=True)
+                self._nvml_open = False
+            self._initialised = True
+            self._info = None
+            if not self._reason:
+                self._reason = "GPU readings were closed" + _EVERYTHING_ELSE_WORKS
+
+    # --- the choke point ------------------------------------------------------------------
+    def _query(self, fn: Callable[..., Any], *args: Any, default: Any = NAN) -> Any:
+        """Call one NVML function; N/A-style errors give `default`, a lost GPU marks us lost."""
+        if self._lost:
+            return default
+        try:
+            return fn(*args)
+        except _error_classes(
+            "NVMLError_GpuIsLost",
+            "NVMLError_GpuNotFound",
+            "NVMLError_ResetRequired",
+            "NVMLError_DriverNotLoaded",
+            "NVMLError_Uninitialized",
+        ) as err:
+            self._mark_lost(_text(err))
+            return default
+        except pynvml.NVMLError as err:
+            # NotSupported (GeForce cards lack some counters), NoPermission, FunctionNotFound
+            # (older drivers), Timeout, Unknown: this field is N/A, the rest still read.
+            name = getattr(fn, "__name__", repr(fn))
+            if name not in self._warned:
+                self._warned.add(name)
+                log.info("NVML %s unavailable on GPU %d: %s", name, self.index, _text(err))
+            return default
+
+    def _mark_lost(self, detail: str) -> None:
+        if not self._lost:
+            name = self._info.name if self._info else ""
+            self._lost = True
+            self._reason = gpu_lost_reason(name, detail)
+            log.warning("NVIDIA GPU %d lost: %s", self.index, detail)
+
+    # --- internals ------------------------------------------------------------------------
+    def _ensure_init(self) -> None:
+        if self._initialised:
+            return
+        with self._lock:
+            if self._initialised:
+                return
+            try:
+                self._reason = self._open()
+            except Exception as err:  # noqa: BLE001 - availability checks never raise
+                log.exception("NVML initialisation failed")
+                self._reason = f"NVIDIA GPU readings failed to start ({err})" + _EVERYTHING_ELSE_WORKS
+                self._info = None
+            self._initialised = True
+
+    def _open(self) -> str:
+        """Initialise NVML and read the static facts; returns a reason when unavailable."""
+        if pynvml is None:
+            return REASON_NO_PACKAGE
+        try:
+            pynvml.nvmlInit()
+        except _error_classes("NVMLError_LibraryNotFound"):
+            return REASON_NO_LIBRARY
+        except _error_classes("NVMLError_DriverNotLoaded"):
+            return REASON_DRIVER_NOT_LOADED
+        except _error_classes("NVMLError_LibRmVersionMismatch"):
+            return REASON_VERSION_MISMATCH
+        except _error_classes("NVMLError_NoPermission"):
+            return REASON_NO_PERMISSION
+        except pynvml.NVMLError as err:
+            return f"NVIDIA driver could not be initialised ({_text(err)})" + _EVERYTHING_ELSE_WORKS
+        self._nvml_open = True
+        try:
+            count = int(pynvml.nvmlDeviceGetCount())
+            if count == 0:
+                return REASON_NO_GPU
+            if not 0 <= self.index < count:
+                return f"GPU {self.index} not found: the driver sees {count} GPU(s)" + _EVERYTHING_ELSE_WORKS
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
+            name = _text(pynvml.nvmlDeviceGetName(self._handle))
+            driver = _text(pynvml.nvmlSystemGetDriverVersion())
+            total_mib = pynvml.nvmlDeviceGetMemoryInfo(self._handle).total / MIB
+        except _error_classes("NVMLError_GpuIsLost", "NVMLError_GpuNotFound") as err:
+            return gpu_lost_reason("", _text(err))
+        except pynvml.NVMLError as err:
+            return f"NVIDIA GPU {self.index} could not be read ({_text(err)})" + _EVERYTHING_ELSE_WORKS
+        uuid = _text(self._query(pynvml.nvmlDeviceGetUUID, self._handle, default=""))
+        self._info = GpuInfo(name=name, driver=driver, memory_total_mib=total_mib, index=self.index, uuid=uuid)
+        return ""
+
+    def _server_memory_mib(self, server_pids: Sequence[int]) -> float:
+        """GPU memory (MiB) held by the server's processes; NaN when NVML cannot attribute it."""
+        if not server_pids:
+            return NAN
+        wanted = set(server_pids)
+        listed: list[Any] = []
+        lists_read = 0
+        for fn_name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            fn = getattr(pynvml, fn_name, None)
+            procs = self._query(fn, self._handle, default=None) if fn is not None else None
+            if procs is not None:
+                lists_read += 1
+                listed.extend(procs)
+        if lists_read == 0:
+            return NAN
+        # A process that does compute and graphics appears in both lists with the same
+        # memory: count each pid once. None is NVML's N/A (Windows WDDM, some containers).
+        per_pid: dict[int, list[float]] = {}
+        for p in listed:
+            if p.pid in wanted:
+                used = getattr(p, "usedGpuMemory", None)
+                per_pid.setdefault(p.pid, []).append(NAN if used is None else used / MIB)
+        if not per_pid and listed and not any(_pid_visible(p.pid) for p in listed):
+            # Inside a container NVML reports host pids, which never match ours: unknown, not 0.
+            return NAN
+        total = 0.0
+        for values in per_pid.values():
+            known = [v for v in values if not math.isnan(v)]
+            total += max(known) if known else NAN
+        return total
+
+
+def _pid_visible(pid: int) -> bool:
+    """Whether a process id exists in this process's pid namespace (True where unknowable)."""
+    if not os.path.isdir("/proc"):
+        return True
+    return os.path.exists(f"/proc/{pid}")
+
+
+def make_gpu_backend(index: int = 0) -> GpuBackend:
+    """An NVML backend for GPU `index` when one answers, else a NullGpuBackend saying why."""
+    backend = NvmlBackend(index)
+    if backend.available:
+        return backend
+    reason = backend.unavailable_reason
+    backend.close()
+    return NullGpuBackend(reason)

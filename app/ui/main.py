@@ -1,0 +1,159 @@
+"""Composition root of the GUI: picks the concrete adapters and wires them to the widgets."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
+
+from app.adapters.aio import LoopThread
+from app.adapters.host import HostProbe
+from app.adapters.nvml import make_gpu_backend
+from app.adapters.ollama_client import OllamaClient
+from app.adapters.sampler import Sampler
+from app.adapters.settings_store import SettingsStore
+from app.adapters.supervisor import ServerSupervisor
+from app.core.settings import ServerSettings
+from app.core.throughput import TokenMeter
+from app.ui.controller import ServerController
+from app.ui.dashboard import DashboardPage
+from app.ui.main_window import MainWindow
+from app.ui.server_page import ServerPage
+from app.ui.theme import apply_theme
+
+log = logging.getLogger(__name__)
+
+SCREENSHOT_TIMEOUT_S = 20.0
+SCREENSHOT_MIN_SAMPLES = 3
+
+
+def settings_for_url(settings: ServerSettings, url: str) -> ServerSettings:
+    """The settings with host and port taken from a URL like http://127.0.0.1:11434."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if not parts.hostname:
+        raise ValueError(f"'{url}' is not a server URL (expected e.g. http://127.0.0.1:11434)")
+    return settings.replace(host=parts.hostname, port=parts.port or 11434)
+
+
+class GpuLossWatch(QObject):
+    """Turns 'the GPU stopped answering' seen on the sampler thread into one queued signal."""
+
+    lost = Signal(str)  # the backend's reason
+
+    def __init__(self, gpu) -> None:
+        super().__init__()
+        self._gpu = gpu
+        self._had_gpu = gpu.available
+        self._reported = False
+
+    def on_sample(self, sample) -> None:
+        """Sampler callback (sampler thread)."""
+        if self._had_gpu and sample.gpu is None and not self._reported:
+            self._reported = True
+            self.lost.emit(self._gpu.unavailable_reason)
+
+
+class DeckApp:
+    """Everything the running GUI owns, so that it can be built and torn down in one place."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._closed = False
+        self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None)
+        loaded = self.store.load()
+        settings = loaded.settings
+        if args.url:
+            settings = settings_for_url(settings, args.url)
+        self.loop = LoopThread()
+        self.controller = ServerController(
+            self.loop, None, OllamaClient, self.store.save)  # supervisor set below
+        self.supervisor = ServerSupervisor(
+            settings, on_status=self.controller.on_status, on_log=self.controller.on_log)
+        self.controller.attach_supervisor(self.supervisor)
+        self.meter = TokenMeter()
+        self.gpu = make_gpu_backend()
+        self.gpu_watch = GpuLossWatch(self.gpu)
+        self.sampler = Sampler(
+            self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
+            on_sample=self.gpu_watch.on_sample)
+
+        self.window = MainWindow(self.controller)
+        self.window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
+        self.dashboard = DashboardPage(self.sampler.buffers, self.gpu.info(), self.gpu.unavailable_reason)
+        self.server_page = ServerPage(self.controller, settings)
+        self.window.add_page("dashboard", "Dashboard", self.dashboard)
+        self.window.add_page("server", "Server", self.server_page)
+        self.gpu_watch.lost.connect(self._on_gpu_lost)
+        if loaded.problems:
+            self.window.banner.show_message(
+                "About your settings file:\n" + "\n".join(f"• {p}" for p in loaded.problems), "warning")
+        self.window.resize(1440, 900)
+
+    def _on_gpu_lost(self, reason: str) -> None:
+        self.dashboard.set_gpu_unavailable_reason(reason)
+        self.window.header.set_gpu(None, reason)
+        self.window.banner.show_message(reason, "error")
+
+    def start(self) -> None:
+        """Begin sampling and look for a server."""
+        self.sampler.start()
+        self.controller.probe()
+
+    def close(self) -> None:
+        """Stop sampling, stop a managed server, stop the loop (once; later calls do nothing)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.sampler.stop()
+        self.controller.shutdown()
+        self.loop.stop()
+        self.gpu.close()
+
+
+def _take_screenshot(deck: DeckApp, path: str, app: QApplication) -> None:
+    """Once a few samples are in and the server probe finished, save the window as PNG and quit."""
+    deadline = time.monotonic() + SCREENSHOT_TIMEOUT_S
+    timer = QTimer()
+
+    def check() -> None:
+        enough = len(deck.sampler.buffers) >= SCREENSHOT_MIN_SAMPLES
+        probed = deck.controller.probed
+        if (enough and probed) or time.monotonic() > deadline:
+            timer.stop()
+            deck.dashboard.redraw_now()
+            app.processEvents()
+            ok = deck.window.grab().save(path)
+            if not ok:
+                print(f"ollama-deck: could not write the screenshot to {path}", file=sys.stderr)
+            app.exit(0 if ok else 1)
+
+    timer.timeout.connect(check)
+    timer.start(100)
+    deck._screenshot_timer = timer  # keep it alive
+
+
+def run_gui(args: argparse.Namespace) -> int:
+    """Build the window, run the Qt event loop and return the exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("ollama-deck")
+    app.setDesktopFileName("ollama-deck")
+    apply_theme(app)
+    try:
+        deck = DeckApp(args)
+    except ValueError as exc:
+        print(f"ollama-deck: {exc}", file=sys.stderr)
+        return 2
+    deck.window.show_page(args.page)
+    deck.window.show()
+    deck.start()
+    if args.screenshot:
+        _take_screenshot(deck, args.screenshot, app)
+    app.aboutToQuit.connect(deck.close)
+    return app.exec()

@@ -1,0 +1,82 @@
+"""The main window: header, page navigation and the pages."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.ui.banner import Banner
+from app.ui.header import Header
+
+
+class MainWindow(QMainWindow):
+    """A sidebar of pages beside a stack, under a header that always shows the server and GPU."""
+
+    def __init__(self, controller, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("ollama-deck")
+        self.controller = controller
+        self.header = Header()
+        self.banner = Banner()
+        self.sidebar = QListWidget()
+        self.sidebar.setObjectName("Sidebar")
+        self.sidebar.setFixedWidth(170)
+        self.sidebar.setIconSize(QSize(18, 18))
+        self.stack = QStackedWidget()
+        self._pages: dict[str, QWidget] = {}
+
+        body = QWidget()
+        bl = QHBoxLayout(body)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.setSpacing(0)
+        bl.addWidget(self.sidebar)
+        col = QWidget()
+        cl = QVBoxLayout(col)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(0)
+        cl.addWidget(self.banner)
+        cl.addWidget(self.stack, 1)
+        bl.addWidget(col, 1)
+
+        root = QWidget()
+        rl = QVBoxLayout(root)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.setSpacing(0)
+        rl.addWidget(self.header)
+        rl.addWidget(body, 1)
+        self.setCentralWidget(root)
+        self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
+
+        controller.status_changed.connect(self.header.set_status)
+        controller.running_models_changed.connect(self.header.set_running_models)
+        self.header.set_status(controller.status)
+
+    def add_page(self, name: str, title: str, widget: QWidget) -> None:
+        """Add a page under a short name used by --page."""
+        self._pages[name] = widget
+        item = QListWidgetItem(title)
+        item.setSizeHint(QSize(160, 46))
+        self.sidebar.addItem(item)
+        self.stack.addWidget(widget)
+        if self.sidebar.count() == 1:
+            self.sidebar.setCurrentRow(0)
+
+    def show_page(self, name: str) -> None:
+        """Switch to a page by its short name."""
+        widget = self._pages[name]
+        self.sidebar.setCurrentRow(self.stack.indexOf(widget))
+
+    def page(self, name: str) -> QWidget:
+        return self._pages[name]
+
+    @property
+    def page_names(self) -> list[str]:
+        return list(self._pages)

@@ -1,0 +1,70 @@
+"""Texts and choices the settings form shows; kept apart so the form's wiring stays readable."""
+
+from __future__ import annotations
+
+CONTEXT_PRESETS: tuple[int, ...] = (2048, 4096, 8192, 16384, 32768, 40960, 65536, 131072)
+DEFAULT_CUSTOM_CONTEXT = 8192
+
+KV_CACHE_CHOICES: tuple[tuple[str, str], ...] = (
+    ("f16", "f16 — 2 bytes/element"),
+    ("q8_0", "q8_0 — ≈1.06 bytes/element"),
+    ("q4_0", "q4_0 — ≈0.56 bytes/element"),
+)
+FLASH_ATTENTION_CHOICES: tuple[tuple[str, str], ...] = (
+    ("auto", "Auto — Ollama decides"),
+    ("on", "On"),
+    ("off", "Off"),
+)
+
+PARALLEL_LABEL = "Parallel requests\n(batch size)"
+PARALLEL_HINT = (
+    "What articles call “batch size”: requests served at once per model. Each slot gets the full "
+    "context, so the KV cache grows as context × parallel. Not num_batch, which is the "
+    "prompt-processing batch of one model."
+)
+CONTEXT_DEFAULT_TEXT = "Default (Ollama picks by VRAM)"
+CONTEXT_HINT = (
+    "Tokens per request slot, e.g. 8192 or 32k. Default: 4096 below 23 GiB of VRAM, "
+    "32768 from 23 GiB (an RTX 4090)."
+)
+MAX_LOADED_HINT = "0 = Ollama decides (3 per GPU)."
+MAX_QUEUE_HINT = "Requests waiting beyond this are refused with 503 “server busy”."
+GPU_OVERHEAD_HINT = (
+    "VRAM Ollama leaves free on each GPU. Above ~1 GiB a 24 GB card falls to the 4096 default "
+    "context."
+)
+KV_HINT = (
+    "q8_0 halves the KV cache and is close to lossless; q4_0 quarters it. Both need flash attention."
+)
+FLASH_HINT = "Auto is on for qwen3. Off turns a q8_0/q4_0 KV cache back into f16."
+KEEP_ALIVE_HINT = (
+    "How long a model stays loaded after a request: 5m, 1h, 300 (seconds); -1 forever, "
+    "0 unload at once."
+)
+HOST_HINT = "127.0.0.1 = this machine only; 0.0.0.0 or a LAN address opens the API to the network."
+ALLOW_NETWORK_TEXT = "Allow network access (no authentication)"
+MODELS_DIR_PLACEHOLDER = "Ollama's default (~/.ollama/models)"
+MODELS_DIR_HINT = "Empty = Ollama's default, ~/.ollama/models."
+BINARY_PLACEHOLDER = "Search PATH for ollama"
+BINARY_HINT = "Empty = the first ollama on PATH."
+EXTRA_ENV_PLACEHOLDER = "OLLAMA_LOAD_TIMEOUT=10m\nCUDA_VISIBLE_DEVICES=0"
+EXTRA_ENV_HINT = "NAME=value per line for what the form does not cover; # starts a comment."
+PREVIEW_TITLE = "Environment for ollama serve"
+PREVIEW_INVALID_NOTE = "# Not valid yet: fix the fields marked in red."
+PREVIEW_DEFAULTS_NOTE = "# every other variable: Ollama's default"
+
+
+def parse_context_text(text: str) -> int | None:
+    """Tokens from '8192', '8,192', '32k' or '32K'; None if it is not a whole number."""
+    cleaned = text.strip().replace(",", "").replace("_", "").replace(" ", "")
+    multiplier = 1
+    if cleaned[-1:] in ("k", "K"):
+        cleaned, multiplier = cleaned[:-1], 1024
+    if not (cleaned.isascii() and cleaned.isdigit()):
+        return None
+    return int(cleaned) * multiplier
+
+
+CONTEXT_PARSE_ERROR = (
+    "Context length must be a whole number of tokens, e.g. 8192 or 32k — or choose Default."
+)

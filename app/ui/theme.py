@@ -1,0 +1,57 @@
+"""The dark theme: a Fusion palette plus the stylesheet in resources/style.qss."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtWidgets import QApplication
+
+# Colours shared by widgets that paint themselves (state pills, banners, plots).
+ACCENT = "#4cc2ff"
+OK = "#3ddc84"
+WARNING = "#f0b429"
+ERROR = "#ff6b6b"
+DIM = "#8b8e99"
+BACKGROUND = "#15161b"
+PANEL = "#1b1c22"
+TEXT = "#e6e7eb"
+
+
+def stylesheet() -> str:
+    """The application stylesheet text, with @RES@ pointing at the installed resources folder."""
+    folder = resources.files("app.resources")
+    text = folder.joinpath("style.qss").read_text(encoding="utf-8")
+    return text.replace("@RES@", Path(str(folder)).as_posix())
+
+
+def apply_theme(app: QApplication, base_point_size: float = 11.0) -> None:
+    """Fusion style, a dark palette (for what the stylesheet does not reach) and the stylesheet."""
+    app.setStyle("Fusion")
+    pal = QPalette()
+    roles = {
+        QPalette.Window: BACKGROUND,
+        QPalette.WindowText: TEXT,
+        QPalette.Base: "#101115",
+        QPalette.AlternateBase: "#17181d",
+        QPalette.ToolTipBase: "#2a2c33",
+        QPalette.ToolTipText: TEXT,
+        QPalette.Text: TEXT,
+        QPalette.Button: "#262831",
+        QPalette.ButtonText: TEXT,
+        QPalette.BrightText: "#ffffff",
+        QPalette.Highlight: "#2f6f9a",
+        QPalette.HighlightedText: "#ffffff",
+        QPalette.Link: ACCENT,
+        QPalette.PlaceholderText: DIM,
+    }
+    for role, colour in roles.items():
+        pal.setColor(role, QColor(colour))
+    pal.setColor(QPalette.Disabled, QPalette.Text, QColor("#6c6f79"))
+    pal.setColor(QPalette.Disabled, QPalette.ButtonText, QColor("#6c6f79"))
+    app.setPalette(pal)
+    font = QFont(app.font())
+    font.setPointSizeF(base_point_size)
+    app.setFont(font)
+    app.setStyleSheet(stylesheet())

@@ -1,0 +1,126 @@
+"""The whole GUI through its real entry points: `python -m app --screenshot`, and the composition root."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QImage
+
+from app.adapters.ollama_client import OllamaClient
+from app.core.server_state import ServerState
+from app.ui.main import DeckApp, settings_for_url
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env_without_ollama(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(PROJECT_ROOT))
+    # A PATH with this interpreter's folder only: no `ollama` can be found there.
+    env["PATH"] = str(Path(sys.executable).parent)
+    return env
+
+
+@pytest.mark.parametrize("page", ["dashboard", "server"])
+def test_screenshot_command_writes_png_of_each_page(tmp_path, page):
+    out = tmp_path / f"{page}.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(out), "--page", page,
+         "--config-dir", str(tmp_path / "cfg"), "--url", "http://127.0.0.1:9"],
+        env=_env_without_ollama(tmp_path), capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(out))
+    assert not image.isNull()
+    assert (image.width(), image.height()) == (1440, 900)
+    # Not a blank frame: the dark theme plus text gives many distinct colours.
+    colours = {image.pixel(x, y) for x in range(0, 1440, 37) for y in range(0, 900, 29)}
+    assert len(colours) > 10
+
+
+def test_bad_url_exits_with_message(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "--url", "http://", "--config-dir", str(tmp_path)],
+        env=_env_without_ollama(tmp_path), capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "not a server URL" in result.stderr
+
+
+def test_settings_for_url_takes_host_and_port():
+    from app.core.settings import ServerSettings
+
+    s = settings_for_url(ServerSettings(), "http://192.168.1.5:11500")
+    assert (s.host, s.port) == ("192.168.1.5", 11500)
+    assert settings_for_url(ServerSettings(), "localhost").port == 11434
+
+
+def _args(tmp_path: Path, **kw) -> argparse.Namespace:
+    base = dict(config_dir=str(tmp_path / "cfg"), url=None, page="dashboard", screenshot=None)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+@pytest.fixture
+def deck_factory(qtbot):
+    made: list[DeckApp] = []
+
+    def make(args: argparse.Namespace) -> DeckApp:
+        deck = DeckApp(args)
+        qtbot.addWidget(deck.window)
+        deck.window.show()
+        deck.start()
+        made.append(deck)
+        return deck
+
+    yield make
+    for deck in made:
+        deck.close()
+
+
+def test_attaches_to_running_server_and_header_shows_loaded_model(qtbot, tmp_path, fake_ollama, deck_factory):
+    deck = deck_factory(_args(tmp_path, url=fake_ollama.url))
+    header = deck.window.header
+    qtbot.waitUntil(lambda: header.state_pill.text() == ServerState.RUNNING_ATTACHED.value, timeout=10_000)
+    qtbot.waitUntil(lambda: header.version_label.text() == "Ollama 0.12.6", timeout=10_000)
+    assert not deck.server_page.stop_button.isEnabled()
+
+    async def load() -> None:
+        async with OllamaClient(fake_ollama.url) as client:
+            await client.load("qwen3:14b")
+
+    deck.loop.run(load(), timeout=10)
+    qtbot.waitUntil(lambda: "qwen3:14b" in header.models_label.text(), timeout=10_000)
+    assert "100% GPU" in header.models_label.text()
+    # Samples keep arriving on the sampler thread while all this happens.
+    qtbot.waitUntil(lambda: len(deck.sampler.buffers) >= 2, timeout=10_000)
+
+
+def test_corrupt_settings_file_is_reported_at_start(qtbot, tmp_path, deck_factory):
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "settings.json").write_text("{ this is not json")
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    assert deck.window.banner.isVisible()
+    assert "settings" in deck.window.banner.text.lower()
+    kept = [p for p in cfg.iterdir() if p.name.startswith("settings.json.corrupt")]
+    assert kept and kept[0].read_text() == "{ this is not json"
+
+
+def test_settings_applied_in_the_app_are_there_after_a_restart(qtbot, tmp_path, deck_factory):
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    form = deck.server_page.form
+    form.findChild(object, "num_parallel").setValue(6)
+    qtbot.waitUntil(lambda: deck.server_page.apply_button.isEnabled(), timeout=10_000)
+    deck.server_page.apply_button.click()
+    path = tmp_path / "cfg" / "settings.json"
+    qtbot.waitUntil(lambda: path.exists() and json.loads(path.read_text())["settings"]["num_parallel"] == 6,
+                    timeout=10_000)
+    deck.close()
+    again = deck_factory(_args(tmp_path))
+    assert again.server_page.form.settings().num_parallel == 6

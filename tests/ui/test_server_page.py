@@ -1,0 +1,166 @@
+"""The Server page driving a real supervisor, a real stand-in `ollama` subprocess and a real settings file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+from PySide6.QtCore import Qt
+
+from app.adapters.ollama_client import OllamaClient
+from app.adapters.settings_store import SettingsStore
+from app.adapters.supervisor import ServerSupervisor
+from app.core.server_state import ServerState
+from app.core.settings import ServerSettings
+from app.ui.controller import ServerController
+from app.ui.header import Header
+from app.ui.server_page import ServerPage
+from tests.fakes.server_fixtures import free_port, is_gone
+
+WAIT_MS = 10_000
+
+
+@pytest.fixture
+def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path):
+    """Build (controller, page, store) around a supervisor with small timeouts."""
+    made = []
+
+    def make(settings: ServerSettings | None = None, **supervisor_kwargs):
+        settings = settings or ServerSettings(port=free_port())
+        store = SettingsStore(tmp_path / "config")
+        controller = ServerController(supervisor_loop, None, OllamaClient, store.save)
+        options = {"start_timeout_s": 5.0, "stop_grace_s": 0.5, "health_interval_s": 0.2}
+        options.update(supervisor_kwargs)
+        supervisor = ServerSupervisor(
+            settings, on_status=controller.on_status, on_log=controller.on_log, **options)
+        controller.attach_supervisor(supervisor)
+        page = ServerPage(controller, settings)
+        qtbot.addWidget(page)
+        page.resize(1300, 850)
+        page.show()
+        made.append(controller)
+        return controller, page, store
+
+    yield make
+    for controller in made:
+        controller.shutdown()
+
+
+def wait_state(qtbot, page: ServerPage, state: ServerState, timeout: int = WAIT_MS) -> None:
+    qtbot.waitUntil(lambda: page._status.state is state, timeout=timeout)
+
+
+def test_start_stop_managed_server_streams_its_log(qtbot, page_factory):
+    controller, page, _store = page_factory()
+    controller.probe()
+    wait_state(qtbot, page, ServerState.STOPPED)
+    qtbot.waitUntil(lambda: page.start_button.isEnabled(), timeout=WAIT_MS)
+    assert not page.stop_button.isEnabled()
+
+    qtbot.mouseClick(page.start_button, Qt.LeftButton)
+    wait_state(qtbot, page, ServerState.RUNNING_MANAGED)
+    qtbot.waitUntil(lambda: "Listening on" in page.log_view.plain_text(), timeout=WAIT_MS)
+    pids = controller.server_pids()
+    assert pids and all(psutil.pid_exists(p) for p in pids)
+    qtbot.waitUntil(lambda: page.stop_button.isEnabled(), timeout=WAIT_MS)
+    assert not page.start_button.isEnabled()
+    assert "managed by ollama-deck" in page.card._details["Process"].text()
+    assert page.card._details["Version"].text() == "0.12.6"
+
+    qtbot.mouseClick(page.stop_button, Qt.LeftButton)
+    wait_state(qtbot, page, ServerState.STOPPED)
+    qtbot.waitUntil(lambda: all(is_gone(p) for p in pids), timeout=WAIT_MS)
+
+
+def test_apply_restarts_with_new_settings_and_saves_them(qtbot, page_factory):
+    controller, page, store = page_factory()
+    controller.start()
+    wait_state(qtbot, page, ServerState.RUNNING_MANAGED)
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    assert not page.apply_button.isEnabled()  # nothing changed yet
+    first_pids = controller.server_pids()
+
+    page.form.findChild(object, "num_parallel").setValue(4)
+    qtbot.waitUntil(lambda: page.apply_button.isEnabled(), timeout=WAIT_MS)
+    assert page.apply_button.text() == "Apply and restart"
+    qtbot.mouseClick(page.apply_button, Qt.LeftButton)
+
+    qtbot.waitUntil(lambda: "OLLAMA_NUM_PARALLEL:4" in page.log_view.plain_text(), timeout=WAIT_MS)
+    wait_state(qtbot, page, ServerState.RUNNING_MANAGED)
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    assert all(is_gone(p) for p in first_pids)
+    assert store.load().settings.num_parallel == 4
+    assert not page.apply_button.isEnabled()
+
+
+def test_crash_shows_exit_code_and_last_lines(qtbot, page_factory, monkeypatch):
+    monkeypatch.setenv("FAKE_OLLAMA_CRASH_AFTER_S", "1.0")
+    monkeypatch.setenv("FAKE_OLLAMA_CRASH_EXIT_CODE", "3")
+    controller, page, _store = page_factory()
+    controller.start()
+    wait_state(qtbot, page, ServerState.RUNNING_MANAGED)
+    wait_state(qtbot, page, ServerState.CRASHED)
+    assert page._status.exit_code == 3
+    assert page.banner.isVisible()
+    assert "Last log lines" in page.banner.text and "panic" in page.banner.text
+    assert "exited with code 3" in page.card._details["Process"].text()
+    assert page.start_button.isEnabled()
+
+
+def test_attached_server_cannot_be_stopped_and_explains_how_to_apply(qtbot, page_factory, external_standin):
+    external = external_standin()
+    controller, page, _store = page_factory(ServerSettings(port=external.port))
+    controller.probe()
+    wait_state(qtbot, page, ServerState.RUNNING_ATTACHED)
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    assert not page.stop_button.isEnabled() and not page.start_button.isEnabled()
+    assert "never stops what it did not start" in page.reason_label.text()
+    assert page.hint_box.isVisible() and page.hint_text.text()
+
+    page.form.findChild(object, "num_parallel").setValue(2)
+    qtbot.waitUntil(lambda: page.apply_button.isEnabled(), timeout=WAIT_MS)
+    assert "not ours" in page.reason_label.text()
+    qtbot.mouseClick(page.apply_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: "OLLAMA_NUM_PARALLEL=2" in page.hint_text.text(), timeout=WAIT_MS)
+    controller.shutdown()
+    assert external.process.poll() is None  # still running: not ours to stop
+
+
+def test_missing_binary_disables_start_with_reason(qtbot, page_factory):
+    controller, page, _store = page_factory(which=lambda _name: None)
+    controller.probe()
+    wait_state(qtbot, page, ServerState.NOT_INSTALLED)
+    assert not page.start_button.isEnabled()
+    assert "ollama binary is found" in page.reason_label.text()
+    assert "Install Ollama" in page.card.message.text()
+
+
+def test_port_taken_by_something_else_is_reported_and_left_alone(qtbot, page_factory, plain_http_server):
+    port = plain_http_server.server_address[1]
+    controller, page, _store = page_factory(ServerSettings(port=port))
+    controller.probe()
+    wait_state(qtbot, page, ServerState.PORT_CONFLICT)
+    assert page.banner.isVisible() and str(port) in page.banner.text
+    assert not page.start_button.isEnabled()
+    assert "another port" in page.reason_label.text()
+
+
+def test_invalid_form_blocks_apply_and_start_with_reason(qtbot, page_factory):
+    controller, page, _store = page_factory()
+    controller.probe()
+    wait_state(qtbot, page, ServerState.STOPPED)
+    page.form.findChild(object, "keep_alive").setText("soon")
+    qtbot.waitUntil(lambda: not page.apply_button.isEnabled(), timeout=WAIT_MS)
+    assert not page.start_button.isEnabled()
+    assert "Fix the fields marked in red" in page.reason_label.text()
+
+
+def test_header_follows_status(qtbot, page_factory):
+    controller, page, _store = page_factory()
+    header = Header()
+    qtbot.addWidget(header)
+    controller.status_changed.connect(header.set_status)
+    controller.start()
+    qtbot.waitUntil(lambda: header.state_pill.text() == ServerState.RUNNING_MANAGED.value, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: header.version_label.text() == "Ollama 0.12.6", timeout=WAIT_MS)
