@@ -141,6 +141,7 @@ def _take_screenshot(deck: DeckApp, path: str, app: QApplication) -> None:
 def run_gui(args: argparse.Namespace) -> int:
     """Build the window, run the Qt event loop and return the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per health check is noise
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("ollama-deck")
     app.setDesktopFileName("ollama-deck")

@@ -137,6 +137,16 @@ _TITLES = {
 }
 
 
+_LOG_PLACEHOLDER = "The log of a server started by ollama-deck appears here."
+_LOG_PLACEHOLDERS = {
+    ServerState.RUNNING_ATTACHED: (
+        "This server was not started by ollama-deck, so its log is not here.\n"
+        "A systemd service logs to the journal: journalctl -u ollama -f\n"
+        "The desktop app writes ~/.ollama/logs/server.log"
+    ),
+}
+
+
 class ServerPage(QWidget):
     """Edits settings and drives the server through a ServerController."""
 
@@ -240,6 +250,7 @@ class ServerPage(QWidget):
         elif status.state is ServerState.PORT_CONFLICT:
             self.banner.show_message(status.message, "error")
         self.hint_box.setVisible(status.state is ServerState.RUNNING_ATTACHED and bool(status.apply_hint))
+        self.log_view.text.setPlaceholderText(_LOG_PLACEHOLDERS.get(status.state, _LOG_PLACEHOLDER))
         self.hint_text.setText(status.apply_hint)
         self._refresh()
 
