@@ -16,6 +16,7 @@ PAGES = ("dashboard", "server")
 
 # name -> module under app.cli providing add_arguments(parser) and run(args) -> int
 SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS["estimate"] = "estimate"
 
 
 def _gui_parser() -> argparse.ArgumentParser:

@@ -114,3 +114,9 @@ def error_for_stream_line(message: str) -> StreamError:
     if is_oom_message(message):
         return StreamOutOfMemory(message, status=200)
     return StreamError(message, status=200)
+
+
+class EstimateError(DeckError):
+    """A VRAM estimate cannot be made from the given model metadata or settings."""
+
+    hint = "Check the model metadata and the settings you entered."

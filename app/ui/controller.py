@@ -12,6 +12,7 @@ from typing import Any, Callable, Coroutine
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.core.errors import DeckError
+from app.core.model_shape import shape_from_show
 from app.core.server_state import ServerState, ServerStatus
 from app.core.settings import ServerSettings
 
@@ -31,6 +32,9 @@ class ServerController(QObject):
     busy_changed = Signal(bool)
     error = Signal(str)  # a user-facing message
     settings_applied = Signal(object)  # ServerSettings now in force (saved)
+    apply_checked = Signal(object)  # ApplyReport after a guarded apply
+    models_listed = Signal(list)  # list[LocalModel] from /api/tags
+    model_shape_ready = Signal(str, object, str)  # name, ModelShape | None, error text
 
     def __init__(
         self,
@@ -39,16 +43,21 @@ class ServerController(QObject):
         client_factory: Callable[[str], Any],
         save_settings: Callable[[ServerSettings], None],
         parent: QObject | None = None,
+        applier: Any = None,
+        last_good: ServerSettings | None = None,
     ) -> None:
         super().__init__(parent)
         self._loop = loop
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._save_settings = save_settings
+        self._applier = applier  # GuardedApplier: verify a managed restart and roll back if it broke
+        self.last_good: ServerSettings | None = last_good
         self._pending_lines: collections.deque[str] = collections.deque(maxlen=5000)
         self._lines_lock = threading.Lock()
         self._busy = 0
         self._busy_lock = threading.Lock()
+        self._closed = False
         self._status: ServerStatus = ServerStatus(ServerState.STOPPED) if supervisor is None else supervisor.status
         self.probed = False  # True once the first probe finished (used by --screenshot)
         self._ps_future: concurrent.futures.Future | None = None
@@ -59,10 +68,12 @@ class ServerController(QObject):
         self._log_timer.start()
         self.status_changed.connect(self._remember_status)
 
-    def attach_supervisor(self, supervisor: Any) -> None:
-        """Set the supervisor when it needs this controller's callbacks to be built."""
+    def attach_supervisor(self, supervisor: Any, applier: Any = None) -> None:
+        """Set the supervisor (and its guarded applier) when they need this controller's callbacks."""
         self._supervisor = supervisor
         self._status = supervisor.status
+        if applier is not None:
+            self._applier = applier
 
     # --- callbacks from the loop thread -------------------------------------------------
     def on_status(self, status: ServerStatus) -> None:
@@ -119,21 +130,65 @@ class ServerController(QObject):
         """Stop the managed server; refused for an attached one."""
         return self._run(self._supervisor.stop())
 
-    def apply(self, settings: ServerSettings, then_start: bool = False) -> concurrent.futures.Future:
-        """Save the settings; restart a managed server with them, or start one if asked."""
+    def apply(self, settings: ServerSettings, then_start: bool = False, model: str | None = None,
+              predicted: Any = None) -> concurrent.futures.Future:
+        """Save the settings; restart a managed server with them (verified with `model` against
+        `predicted` when a guarded applier is set, rolling back if it broke), or start one if asked."""
+
+        async def save(s: ServerSettings) -> None:
+            await asyncio.get_running_loop().run_in_executor(None, self._save_settings, s)
+            self.settings_applied.emit(s)
 
         async def work() -> ServerStatus:
-            await asyncio.get_running_loop().run_in_executor(None, self._save_settings, settings)
-            self.settings_applied.emit(settings)
-            if self._supervisor.status.state.is_running:
+            await save(settings)
+            state = self._supervisor.status.state
+            if state is ServerState.RUNNING_MANAGED and self._applier is not None:
+                report = await self._applier.apply(settings, self.last_good or settings, model, predicted)
+                if report.judgement.keep:
+                    self.last_good = settings
+                elif report.restored is not None:
+                    await save(report.restored)
+                self.apply_checked.emit(report)
+                return self._supervisor.status
+            if state.is_running:
                 # Managed: restart with the settings. Attached: only refreshes how to apply them.
                 return await self._supervisor.restart(settings)
             self._supervisor.settings = settings
             if then_start:
-                return await self._supervisor.start()
+                status = await self._supervisor.start()
+                if status.state is ServerState.RUNNING_MANAGED:
+                    self.last_good = settings
+                return status
             return await self._supervisor.probe()
 
         return self._run(work())
+
+    def list_models(self) -> concurrent.futures.Future:
+        """Read /api/tags; the result arrives as models_listed."""
+
+        async def work() -> None:
+            async with self._client_factory(self._supervisor.settings.base_url) as client:
+                self.models_listed.emit(await client.tags())
+
+        return self._submit(work())
+
+    def fetch_model_shape(self, name: str) -> concurrent.futures.Future:
+        """Read a model's metadata (/api/show verbose + its size); arrives as model_shape_ready."""
+
+        async def work() -> None:
+            try:
+                async with self._client_factory(self._supervisor.settings.base_url) as client:
+                    details = await client.show(name, verbose=True)
+                    sizes = {m.name: m.size_bytes for m in await client.tags()}
+                show = {"model_info": details.model_info, "details": details.details,
+                        "tensors": list(details.tensors) if details.tensors else None}
+                shape = shape_from_show(show, sizes.get(name, 0))
+            except DeckError as exc:
+                self.model_shape_ready.emit(name, None, f"Cannot price {name}: {exc.user_text()}")
+            else:
+                self.model_shape_ready.emit(name, shape, "")
+
+        return self._submit(work())
 
     def server_pids(self) -> list[int]:
         """PIDs of the server process tree (thread-safe read for the sampler)."""
@@ -144,6 +199,9 @@ class ServerController(QObject):
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Stop polling and the managed server (blocking; call on quit)."""
+        if self._closed:
+            return
+        self._closed = True
         self._log_timer.stop()
         if self._ps_future is not None:
             self._ps_future.cancel()
@@ -153,9 +211,20 @@ class ServerController(QObject):
             log.warning("closing the supervisor failed: %s", exc)
 
     # --- internals ------------------------------------------------------------------------
+    def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        """Schedule on the loop; after shutdown nothing runs (a late signal must not reach a closed loop)."""
+        if self._closed:
+            coro.close()
+            fut: concurrent.futures.Future = concurrent.futures.Future()
+            fut.cancel()
+            return fut
+        return self._loop.submit(coro)
+
     def _run(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        fut = self._submit(coro)
+        if fut.cancelled():
+            return fut
         self._set_busy(+1)
-        fut = self._loop.submit(coro)
         fut.add_done_callback(self._done)
         return fut
 
@@ -180,7 +249,7 @@ class ServerController(QObject):
 
     def _ensure_ps_poll(self) -> None:
         if self._ps_future is None or self._ps_future.done():
-            self._ps_future = self._loop.submit(self._poll_ps())
+            self._ps_future = self._submit(self._poll_ps())
 
     async def _poll_ps(self) -> None:
         """While the server runs, read /api/ps every few seconds and publish changes."""

@@ -14,13 +14,16 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from app.adapters.aio import LoopThread
+from app.adapters.apply_history import ApplyHistory
+from app.adapters.guarded_apply import GuardedApplier
 from app.adapters.host import HostProbe
 from app.adapters.nvml import make_gpu_backend
 from app.adapters.ollama_client import OllamaClient
 from app.adapters.sampler import Sampler
 from app.adapters.settings_store import SettingsStore
 from app.adapters.supervisor import ServerSupervisor
-from app.core.settings import ServerSettings
+from app.core.pricing import others_bytes
+from app.core.settings import MIB, ServerSettings
 from app.core.throughput import TokenMeter
 from app.ui.controller import ServerController
 from app.ui.dashboard import DashboardPage
@@ -72,12 +75,14 @@ class DeckApp:
             settings = settings_for_url(settings, args.url)
         self.loop = LoopThread()
         self.controller = ServerController(
-            self.loop, None, OllamaClient, self.store.save)  # supervisor set below
+            self.loop, None, OllamaClient, self.store.save, last_good=settings)  # supervisor set below
         self.supervisor = ServerSupervisor(
             settings, on_status=self.controller.on_status, on_log=self.controller.on_log)
-        self.controller.attach_supervisor(self.supervisor)
         self.meter = TokenMeter()
         self.gpu = make_gpu_backend()
+        self.history = ApplyHistory(Path(args.config_dir) / "history.sqlite3" if args.config_dir else None)
+        self.controller.attach_supervisor(
+            self.supervisor, GuardedApplier(self.supervisor, OllamaClient, self.gpu, record=self.history.add))
         self.gpu_watch = GpuLossWatch(self.gpu)
         self.sampler = Sampler(
             self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
@@ -94,6 +99,27 @@ class DeckApp:
             self.window.banner.show_message(
                 "About your settings file:\n" + "\n".join(f"• {p}" for p in loaded.problems), "warning")
         self.window.resize(1440, 900)
+        self._loaded_vram = 0
+        self.controller.running_models_changed.connect(
+            lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes for m in models)))
+        self._gpu_feed = QTimer()
+        self._gpu_feed.setInterval(1000)
+        self._gpu_feed.timeout.connect(self._feed_fit_panel)
+        self._feed_fit_panel()
+
+    def _feed_fit_panel(self) -> None:
+        """Give the fit panel the GPU's size and what other processes use (64 MiB steps: no churn)."""
+        sample = self.sampler.latest
+        gpu = sample.gpu if sample is not None else None
+        if gpu is None:
+            info = self.gpu.info()
+            if info is None:
+                self.server_page.fit_panel.set_gpu(None)
+            return
+        others = others_bytes(gpu.memory_used_mib, gpu.server_memory_mib,
+                              self.controller.status.state.is_running, self._loaded_vram)
+        step = 64 * MIB
+        self.server_page.fit_panel.set_gpu(int(gpu.memory_total_mib * MIB), others // step * step)
 
     def _on_gpu_lost(self, reason: str) -> None:
         self.dashboard.set_gpu_unavailable_reason(reason)
@@ -103,6 +129,7 @@ class DeckApp:
     def start(self) -> None:
         """Begin sampling and look for a server."""
         self.sampler.start()
+        self._gpu_feed.start()
         self.controller.probe()
 
     def close(self) -> None:
@@ -110,6 +137,7 @@ class DeckApp:
         if self._closed:
             return
         self._closed = True
+        self._gpu_feed.stop()
         self.sampler.stop()
         self.controller.shutdown()
         self.loop.stop()

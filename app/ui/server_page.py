@@ -6,6 +6,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
+    QMessageBox,
+    QTabWidget,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -22,6 +24,7 @@ from app.core.server_state import ServerState, ServerStatus
 from app.core.settings import ServerSettings
 from app.ui.banner import Banner
 from app.ui.header import STATE_COLOURS
+from app.ui.fit_panel import FitPanel
 from app.ui.settings_form import SettingsForm
 
 LOG_MAX_LINES = 5000
@@ -164,7 +167,7 @@ class ServerPage(QWidget):
         form_scroll = QScrollArea()
         form_scroll.setWidgetResizable(True)
         form_scroll.setWidget(self.form)
-        form_scroll.setMinimumWidth(520)
+        form_scroll.setMinimumWidth(440)
 
         right = QWidget()
         rl = QVBoxLayout(right)
@@ -189,6 +192,15 @@ class ServerPage(QWidget):
         self.reason_label.setWordWrap(True)
         rl.addWidget(self.reason_label)
 
+
+        self.banner = Banner()
+        rl.addWidget(self.banner)
+        self.fit_panel = FitPanel()
+        self.fit_panel.set_settings(settings)
+        self.log_view = LogView()
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("ServerTabs")
+        self.tabs.addTab(self.fit_panel, "VRAM price")
         self.hint_box = QFrame()
         self.hint_box.setObjectName("HintBox")
         self.hint_box.setStyleSheet("#HintBox { background: #132a3a; border: 1px solid #2f6f9a; border-radius: 6px; }"
@@ -207,19 +219,26 @@ class ServerPage(QWidget):
         hl.addWidget(hint_title)
         hl.addWidget(self.hint_text)
         hl.addWidget(copy, 0, Qt.AlignRight)
-        rl.addWidget(self.hint_box)
+        hl.addStretch(1)
+        self.tabs.addTab(self.log_view, "Server log")
+        self.hint_tab_index = self.tabs.addTab(self.hint_box, "Apply on this server")
+        self.tabs.setTabVisible(self.hint_tab_index, False)
+        self.tabs.setMinimumHeight(430)
+        rl.addWidget(self.tabs, 1)
+        self.confirm_dialog: QMessageBox | None = None
 
-        self.banner = Banner()
-        rl.addWidget(self.banner)
-        self.log_view = LogView()
-        rl.addWidget(self.log_view, 1)
-
+        right_scroll = QScrollArea()
+        right_scroll.setWidgetResizable(True)
+        right_scroll.setWidget(right)
+        right_scroll.setMinimumWidth(440)
+        right_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         split = QSplitter(Qt.Horizontal)
         split.addWidget(form_scroll)
-        split.addWidget(right)
+        split.addWidget(right_scroll)
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
-        split.setSizes([560, 700])
+        split.setSizes([560, 680])
         outer = QVBoxLayout(self)
         outer.setContentsMargins(16, 12, 16, 12)
         title = QLabel("Server")
@@ -231,6 +250,13 @@ class ServerPage(QWidget):
         self.stop_button.clicked.connect(self._stop)
         self.apply_button.clicked.connect(self._apply)
         self.form.edited.connect(lambda _s: self._refresh())
+        self.form.edited.connect(self.fit_panel.set_settings)
+        self.fit_panel.model_selected.connect(controller.fetch_model_shape)
+        self.fit_panel.grid_cell_chosen.connect(self._use_grid_cell)
+        controller.model_shape_ready.connect(self.fit_panel.set_model_shape)
+        controller.models_listed.connect(lambda models: self.fit_panel.set_models([m.name for m in models]))
+        controller.version_changed.connect(self.fit_panel.set_version)
+        controller.apply_checked.connect(self._on_apply_checked)
         self.form.validity_changed.connect(lambda _ok: self._refresh())
         controller.status_changed.connect(self.set_status)
         controller.log_lines.connect(self.log_view.append_lines)
@@ -242,14 +268,18 @@ class ServerPage(QWidget):
     # --- reactions ------------------------------------------------------------------------
     def set_status(self, status: ServerStatus) -> None:
         """Show a new server status and enable what makes sense in it."""
+        was_running = self._status.state.is_running
         self._status = status
+        if status.state.is_running and (not was_running or not self.fit_panel.model_combo.count()):
+            self.controller.list_models()
         self.card.set_status(status, self._applied)
         if status.state is ServerState.CRASHED and status.last_log_lines:
             self.banner.show_message(
                 f"{status.message}\nLast log lines:\n" + "\n".join(status.last_log_lines[-8:]), "error")
         elif status.state is ServerState.PORT_CONFLICT:
             self.banner.show_message(status.message, "error")
-        self.hint_box.setVisible(status.state is ServerState.RUNNING_ATTACHED and bool(status.apply_hint))
+        attached = status.state is ServerState.RUNNING_ATTACHED and bool(status.apply_hint)
+        self.tabs.setTabVisible(self.hint_tab_index, attached)
         self.log_view.text.setPlaceholderText(_LOG_PLACEHOLDERS.get(status.state, _LOG_PLACEHOLDER))
         self.hint_text.setText(status.apply_hint)
         self._refresh()
@@ -282,7 +312,8 @@ class ServerPage(QWidget):
         if state is ServerState.PORT_CONFLICT:
             reasons.append("Start is disabled: choose another port or free this one.")
         if dirty and valid and state is ServerState.RUNNING_ATTACHED:
-            reasons.append("This server is not ours: applying saves the settings; see below how to use them there.")
+            reasons.append("This server is not ours: applying saves the settings; the 'Apply on this server' "
+                           "tab says how to use them there.")
         self.reason_label.setText("\n".join(reasons))
         self.reason_label.setVisible(bool(reasons))
 
@@ -299,5 +330,55 @@ class ServerPage(QWidget):
     def _apply(self) -> None:
         self.banner.clear()
         settings = self.form.settings()
+        est = self.fit_panel.estimate
+        if est is not None and est.verdict in ("spills", "wont_load"):
+            self._confirm_risky(settings, est)
+            return
+        self._apply_now(settings)
+
+    def _apply_now(self, settings: ServerSettings) -> None:
         self.apply_requested.emit(settings)
-        self.controller.apply(settings)
+        model = self.fit_panel.model_name or None
+        self.controller.apply(settings, model=model, predicted=self.fit_panel.estimate)
+
+    def _confirm_risky(self, settings: ServerSettings, est) -> None:
+        """Ask before applying settings predicted to spill or not to load (non-blocking dialog)."""
+        if est.verdict == "wont_load":
+            title = "These settings will not load"
+            consequence = (f"{self.fit_panel.model_name} needs {est.total_gpu_bytes / 2**30:.1f} GiB on a GPU "
+                           f"with {est.available_bytes / 2**30:.1f} GiB available, so loading it will fail "
+                           "with an out-of-memory error.")
+        else:
+            title = "These settings spill to the CPU"
+            consequence = (f"Ollama will put {est.layers_total - est.layers_on_gpu} of {est.layers_total} layers "
+                           f"of {self.fit_panel.model_name} on the CPU ({est.processor}), and generation gets "
+                           "several times slower.")
+        box = QMessageBox(QMessageBox.Warning, title, consequence, QMessageBox.NoButton, self)
+        box.setObjectName("ConfirmRiskyApply")
+        apply_anyway = box.addButton("Apply anyway", QMessageBox.AcceptRole)
+        box.addButton("Keep current settings", QMessageBox.RejectRole)
+        box.setDefaultButton(box.buttons()[-1])
+
+        def done(_result: int) -> None:
+            if box.clickedButton() is apply_anyway:
+                self._apply_now(settings)
+            self.confirm_dialog = None
+
+        box.finished.connect(done)
+        self.confirm_dialog = box
+        box.open()
+
+    def _on_apply_checked(self, report) -> None:
+        if report.judgement.keep:
+            self.banner.show_message("Applied. " + report.judgement.reason, "info")
+            return
+        text = "Rolled back to the last good settings. " + report.judgement.reason
+        if not report.rollback_ok:
+            text += " The server did not come back with the restored settings either; see the server log."
+        self.banner.show_message(text, "error")
+
+    def _use_grid_cell(self, parallel: int, context: int) -> None:
+        """Put a heat-map cell's parallel and context into the form."""
+        self.form.set_settings(self.form.settings().replace(num_parallel=parallel, context_length=context))
+        self.fit_panel.set_settings(self.form.settings())
+        self._refresh()

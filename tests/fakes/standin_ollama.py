@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import urllib.request
+from typing import Callable
 from pathlib import Path
 from typing import Mapping
 
@@ -34,6 +35,10 @@ FAILURE_VARIABLES: dict[str, str] = {
     "FAKE_OLLAMA_CRASH_MESSAGE": "final error line of that crash (default: a Go nil-pointer panic)",
     "FAKE_OLLAMA_IGNORE_SIGTERM": "1: server and runner ignore SIGTERM (only SIGKILL stops them)",
     "FAKE_OLLAMA_OOM_ON_LOAD": "1: the first model load fails with CUDA out of memory (HTTP 500)",
+    "FAKE_OLLAMA_OOM_ABOVE_MIB": "every load needing more than this many MiB (weights + KV for context x "
+                                 "parallel + graph) fails with CUDA out of memory (HTTP 500)",
+    "FAKE_OLLAMA_GPU_MIB": "GPU memory in MiB: a load needing more is split, the rest on the CPU "
+                           "(/api/ps size_vram < size)",
 }
 
 _GO_PANIC = (
@@ -246,13 +251,17 @@ def run_serve(env: Mapping[str, str]) -> int:
         if delay > 0 and stop.wait(delay):
             return 0
         try:
-            fake = FakeOllama.from_env(env, version=version)
+            gpu_mib = env.get("FAKE_OLLAMA_GPU_MIB")
+            extra = {"gpu_memory_bytes": int(float(gpu_mib) * (1 << 20))} if gpu_mib else {}
+            fake = FakeOllama.from_env(env, version=version, **extra)
         except OSError:
             emit(f"Error: listen tcp {host}:{port}: bind: address already in use")
             return 1
         fake.on_log = LoadLogRelay(fake)
         if env.get("FAKE_OLLAMA_OOM_ON_LOAD") == "1":
             fail_first_load_with_oom(fake)
+        if env.get("FAKE_OLLAMA_OOM_ABOVE_MIB"):
+            fail_loads_above(fake, int(float(env["FAKE_OLLAMA_OOM_ABOVE_MIB"]) * (1 << 20)))
         fake.start()
         try:
             emit(slog_line("INFO", "routes.go:1564", f"Listening on {host}:{fake.port} (version {version})"))
@@ -308,21 +317,39 @@ class LoadLogRelay:
 
 def fail_first_load_with_oom(fake: object) -> None:
     """Make the first model load run out of VRAM: llama.cpp's allocation lines, then HTTP 500."""
+    armed = [True]
+    lock = threading.Lock()
+
+    def fire(model: object, _size: int) -> bool:
+        with lock:
+            hit = armed[0] and model.name not in fake.loaded  # type: ignore[attr-defined]
+            if hit:
+                armed[0] = False
+            return hit
+
+    _oom_when(fake, fire)
+
+
+def fail_loads_above(fake: object, threshold_bytes: int) -> None:
+    """Make every load needing more than threshold_bytes run out of VRAM (llama.cpp lines, HTTP 500)."""
+    _oom_when(fake, lambda model, size: size > threshold_bytes and model.name not in fake.loaded)  # type: ignore[attr-defined]
+
+
+def _oom_when(fake: object, fire: Callable[[object, int], bool]) -> None:
+    """Wrap the fake's loader: when fire(model, bytes needed) holds, fail the load as llama.cpp does."""
     from tests.fakes.fake_ollama import OOM_MESSAGE
     from tests.fakes.fake_ollama_infer import Refused
 
     original = fake.ensure_loaded  # type: ignore[attr-defined]
-    armed = [True]
-    lock = threading.Lock()
 
     def ensure_loaded(ex: object, model: object, num_ctx: object, keep_alive_s: object) -> None:
-        with lock:
-            fire = armed[0] and model.name not in fake.loaded  # type: ignore[attr-defined]
-            if fire:
-                armed[0] = False
-        if not fire:
+        wanted = int(num_ctx) if num_ctx else int(model.parameters.get("num_ctx")  # type: ignore[attr-defined]
+                                                  or fake.default_context_length())  # type: ignore[attr-defined]
+        ctx = min(max(wanted, 4), model.context_length)  # type: ignore[attr-defined]
+        needed = model.loaded_bytes(ctx * fake.num_parallel, fake.effective_kv_type())  # type: ignore[attr-defined]
+        if not fire(model, needed):
             return original(ex, model, num_ctx, keep_alive_s)
-        size = model.size  # type: ignore[attr-defined]
+        size = needed
         fake.log(slog_line("INFO", "server.go:400", "starting runner", model=model.name))  # type: ignore[attr-defined]
         for line in (
             f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating {size / (1 << 20):.2f} MiB on device 0: "

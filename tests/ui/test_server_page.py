@@ -8,6 +8,8 @@ import psutil
 import pytest
 from PySide6.QtCore import Qt
 
+from app.adapters.apply_history import ApplyHistory
+from app.adapters.guarded_apply import GuardedApplier
 from app.adapters.ollama_client import OllamaClient
 from app.adapters.settings_store import SettingsStore
 from app.adapters.supervisor import ServerSupervisor
@@ -16,6 +18,7 @@ from app.core.settings import ServerSettings
 from app.ui.controller import ServerController
 from app.ui.header import Header
 from app.ui.server_page import ServerPage
+from tests.fakes.scripted_gpu import ScriptedGpuBackend
 from tests.fakes.server_fixtures import free_port, is_gone
 
 WAIT_MS = 10_000
@@ -29,12 +32,14 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path):
     def make(settings: ServerSettings | None = None, **supervisor_kwargs):
         settings = settings or ServerSettings(port=free_port())
         store = SettingsStore(tmp_path / "config")
-        controller = ServerController(supervisor_loop, None, OllamaClient, store.save)
+        controller = ServerController(supervisor_loop, None, OllamaClient, store.save, last_good=settings)
         options = {"start_timeout_s": 5.0, "stop_grace_s": 0.5, "health_interval_s": 0.2}
         options.update(supervisor_kwargs)
         supervisor = ServerSupervisor(
             settings, on_status=controller.on_status, on_log=controller.on_log, **options)
-        controller.attach_supervisor(supervisor)
+        no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
+        history = ApplyHistory(tmp_path / "history.sqlite3")
+        controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu, record=history.add))
         page = ServerPage(controller, settings)
         qtbot.addWidget(page)
         page.resize(1300, 850)
@@ -116,7 +121,7 @@ def test_attached_server_cannot_be_stopped_and_explains_how_to_apply(qtbot, page
     qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
     assert not page.stop_button.isEnabled() and not page.start_button.isEnabled()
     assert "never stops what it did not start" in page.reason_label.text()
-    assert page.hint_box.isVisible() and page.hint_text.text()
+    assert page.tabs.isTabVisible(page.hint_tab_index) and page.hint_text.text()
 
     page.form.findChild(object, "num_parallel").setValue(2)
     qtbot.waitUntil(lambda: page.apply_button.isEnabled(), timeout=WAIT_MS)
@@ -164,3 +169,64 @@ def test_header_follows_status(qtbot, page_factory):
     controller.start()
     qtbot.waitUntil(lambda: header.state_pill.text() == ServerState.RUNNING_MANAGED.value, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: header.version_label.text() == "Ollama 0.12.6", timeout=WAIT_MS)
+
+
+def _running_with_prices(qtbot, page_factory, settings=None):
+    controller, page, store = page_factory(settings or ServerSettings(
+        port=free_port(), context_length=4096, flash_attention="on"))
+    controller.start()
+    wait_state(qtbot, page, ServerState.RUNNING_MANAGED)
+    qtbot.waitUntil(lambda: page.fit_panel.estimate is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    return controller, page, store
+
+
+def test_fit_panel_prices_the_form_as_it_changes(qtbot, page_factory):
+    _controller, page, _store = _running_with_prices(qtbot, page_factory)
+    panel = page.fit_panel
+    assert panel.model_name == "qwen3:14b"
+    assert panel.estimate.verdict == "fits"
+    assert panel.verdict_label.text().startswith("Fits")
+    assert panel.heatmap.cell_at(1, 4096).verdict == "fits"
+
+    page.form.findChild(object, "num_parallel").setValue(32)  # 32 slots x 4096 tokens x 160 KiB = 20 GiB of KV
+    qtbot.waitUntil(lambda: panel.estimate.verdict in ("spills", "wont_load"), timeout=WAIT_MS)
+    assert panel.estimate.kv_bytes == 20 * 2**30
+    assert any(w in panel.verdict_label.text() for w in ("Spills", "Will not load"))
+
+    panel.heatmap.cell_clicked.emit(2, 8192)  # as a click on that cell does
+    qtbot.waitUntil(lambda: panel.estimate.verdict == "fits", timeout=WAIT_MS)
+    assert (page.form.settings().num_parallel, page.form.settings().context_length) == (2, 8192)
+
+
+def test_risky_apply_asks_first_and_an_oom_rolls_back(qtbot, page_factory, monkeypatch):
+    monkeypatch.setenv("FAKE_OLLAMA_OOM_ABOVE_MIB", "12000")
+    controller, page, store = _running_with_prices(qtbot, page_factory)
+    good = controller.settings
+    page.form.set_settings(page.form.settings().replace(num_parallel=16, context_length=32768))
+    page.fit_panel.set_settings(page.form.settings())
+    page._refresh()
+    qtbot.waitUntil(lambda: page.fit_panel.estimate.verdict in ("spills", "wont_load"), timeout=WAIT_MS)
+
+    qtbot.mouseClick(page.apply_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: page.confirm_dialog is not None and page.confirm_dialog.isVisible(), timeout=WAIT_MS)
+    assert "on the CPU" in page.confirm_dialog.text() or "out-of-memory" in page.confirm_dialog.text()
+    keep = [b for b in page.confirm_dialog.buttons() if b.text() == "Keep current settings"][0]
+    keep.click()
+    qtbot.waitUntil(lambda: page.confirm_dialog is None, timeout=WAIT_MS)
+    assert controller.settings == good  # nothing applied
+
+    qtbot.mouseClick(page.apply_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: page.confirm_dialog is not None, timeout=WAIT_MS)
+    anyway = [b for b in page.confirm_dialog.buttons() if b.text() == "Apply anyway"][0]
+    with qtbot.waitSignal(controller.apply_checked, timeout=30_000) as blocker:
+        anyway.click()
+    report = blocker.args[0]
+    assert report.judgement.rollback
+    qtbot.waitUntil(lambda: page.banner.isVisible() and "Rolled back" in page.banner.text, timeout=WAIT_MS)
+    assert "ran out of memory" in page.banner.text
+    wait_state(qtbot, page, ServerState.RUNNING_MANAGED)
+    assert controller.settings == good
+    qtbot.waitUntil(lambda: store.load().settings == good, timeout=WAIT_MS)
+    assert page.form.settings().num_parallel == 16  # the user's values stay in the form
+    qtbot.waitUntil(lambda: page.apply_button.isEnabled(), timeout=WAIT_MS)  # ... and can be edited and retried

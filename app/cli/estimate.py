@@ -1,0 +1,158 @@
+"""Price a load setting in GPU memory: weights, KV cache, compute buffers, runtime, verdict.
+
+Reads the model from a saved /api/show reply (--show, --model-size) or from a running server
+(--model, --url). Exit status 0 on any verdict, 2 when the input is unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from app.core.errors import DeckError, EstimateError, ModelNotFound
+from app.core.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
+                                VramEstimate, era_for_version, estimate)
+from app.core.estimator_memory import KV_TYPES, MIB
+from app.core.model_shape import ModelShape, shape_from_show
+
+DEFAULT_URL = "http://127.0.0.1:11434"
+RTX_4090_MIB = 24564  # what nvidia-smi reports for a 24 GB RTX 4090
+ERA_TEXT = {OllamaEra.A: "era A (Ollama <= 0.11.10, legacy estimate places layers)",
+            OllamaEra.B: "era B (Ollama 0.11.11-0.29, Go engine)",
+            OllamaEra.C: "era C (Ollama >= 0.30, llama-server --fit)"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Fill the `estimate` parser."""
+    src = parser.add_argument_group("model (one of)")
+    src.add_argument("--show", metavar="SHOW.json", help="a saved /api/show reply (verbose gives exact tensor sizes)")
+    src.add_argument("--model-size", metavar="BYTES", type=int, help="size on disk in bytes (with --show)")
+    src.add_argument("--model", metavar="NAME", help="read the model from a running server instead")
+    src.add_argument("--url", default=DEFAULT_URL, help=f"server for --model (default {DEFAULT_URL})")
+    s = parser.add_argument_group("settings")
+    s.add_argument("--ctx", type=int, required=True, help="context tokens per request (num_ctx)")
+    s.add_argument("--parallel", type=int, default=1, help="parallel requests (OLLAMA_NUM_PARALLEL)")
+    s.add_argument("--kv-cache", choices=KV_TYPES, default="f16", help="KV cache type (OLLAMA_KV_CACHE_TYPE)")
+    s.add_argument("--flash-attention", choices=("on", "off"), default="on")
+    s.add_argument("--batch", type=int, default=512, help="num_batch (default 512)")
+    s.add_argument("--ubatch", type=int, help="micro-batch (default: equal to --batch, as Ollama passes it)")
+    s.add_argument("--num-gpu", type=int, help="force this many layers onto the GPU")
+    s.add_argument("--gpu-overhead-mib", type=float, default=0.0, help="OLLAMA_GPU_OVERHEAD in MiB")
+    g = parser.add_argument_group("GPU")
+    g.add_argument("--gpu-total-mib", type=float, default=RTX_4090_MIB, help=f"GPU memory (default {RTX_4090_MIB}, an RTX 4090)")
+    g.add_argument("--gpu-used-mib", type=float, default=0.0, help="memory used by other processes")
+    g.add_argument("--runtime-overhead-mib", type=float, default=DEFAULT_RUNTIME_OVERHEAD_BYTES / MIB,
+                   help="CUDA context/runtime per process (default %(default).0f; an H200 measured ~590)")
+    parser.add_argument("--ollama-version", help="e.g. 0.11.10 (default: the server's with --model, else current)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+async def _fetch(url: str, name: str) -> tuple[dict[str, Any], int, str]:
+    """(show dict, size on disk, version) of `name` from a live server."""
+    from app.adapters.ollama_client import OllamaClient
+
+    async with OllamaClient(url) as client:
+        details = await client.show(name, verbose=True)
+        local = await client.tags()
+        version = await client.version()
+    wanted = {name, name if ":" in name else f"{name}:latest"}
+    sizes = [m.size_bytes for m in local if m.name in wanted or m.model in wanted]
+    if not sizes:
+        raise ModelNotFound(f"model '{name}' not found in /api/tags")
+    show = {"model_info": details.model_info, "details": details.details,
+            "tensors": list(details.tensors) if details.tensors else None}
+    return show, sizes[0], version
+
+
+def _load_show(path: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise EstimateError(f"no such file: {path}", "Save an /api/show reply there first.") from None
+    except (OSError, ValueError) as exc:
+        raise EstimateError(f"cannot read {path} as JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise EstimateError(f"{path} is not a JSON object like /api/show returns")
+    return data
+
+
+def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
+    if args.model and args.show:
+        raise EstimateError("give either --show or --model, not both")
+    if args.model:
+        show, size, version = asyncio.run(_fetch(args.url, args.model))
+        return shape_from_show(show, size), args.ollama_version or version
+    if not args.show:
+        raise EstimateError("no model given", "Pass --show SHOW.json --model-size BYTES, or --model NAME.")
+    if args.model_size is None:
+        raise EstimateError("--show needs --model-size BYTES", "Use the `size` from ollama list / /api/tags.")
+    return shape_from_show(_load_show(args.show), args.model_size), args.ollama_version
+
+
+def _mib(n: int) -> tuple[str, str]:
+    return f"{n / MIB:10.1f}", f"{n / (1024 * MIB):7.2f}"
+
+
+def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate) -> str:
+    """Readable, aligned text report."""
+    fa = "on" if settings.flash_attention else "off"
+    lines = [
+        f"model      {shape.architecture}, {shape.n_layer} layers, {shape.quantization}"
+        f" ({'tensor list' if shape.weights.from_tensors else 'split from file size'})",
+        f"setting    ctx {settings.num_ctx} x {settings.parallel} slot(s), KV {est.kv_cache_type},"
+        f" flash attention {fa}, batch {settings.num_batch}/{settings.ubatch}",
+        f"ollama     {ERA_TEXT[est.era]}",
+        "",
+        f"{'':22}{'MiB':>10} {'GiB':>7}",
+    ]
+    rows = [("weights on GPU", est.weights_gpu_bytes), ("weights in RAM", est.weights_cpu_bytes),
+            ("KV cache on GPU", est.kv_gpu_bytes), ("compute buffers", est.compute_bytes),
+            ("runtime (CUDA)", est.overhead_bytes), ("total at load", est.total_gpu_bytes),
+            ("peak, long prompt", est.peak_gpu_bytes), ("free for Ollama", est.available_bytes),
+            ("headroom at peak", est.headroom_bytes)]
+    lines += [f"{label:22}{m} {g}" for label, n in rows for m, g in [_mib(n)]]
+    lines += [
+        f"{'compute if FA on/off':22}{est.compute_flash_on_bytes / MIB:10.1f} / {est.compute_flash_off_bytes / MIB:.1f} MiB",
+        f"{'layers on GPU':22}{est.layers_on_gpu:>7}/{est.layers_total}",
+        f"{'ollama ps':22}{est.processor}",
+    ]
+    if est.legacy is not None:
+        lines.append(f"{'Ollama own estimate':22}{est.legacy.total_bytes / MIB:10.1f} MiB total,"
+                     f" {est.legacy.vram_bytes / MIB:.1f} MiB on GPU, {est.legacy.layers}/{est.legacy.layers_model} layers")
+    lines += [f"{'verdict':22}{est.verdict}", "", est.explanation]
+    lines += [f"note: {n}" for n in est.notes]
+    return "\n".join(lines)
+
+
+def to_json(est: VramEstimate) -> dict[str, Any]:
+    """The estimate as a JSON-ready dict."""
+    data = asdict(est)
+    data["era"] = est.era.value
+    data["notes"] = list(est.notes)
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute `ollama-deck estimate`; 0 on success, 2 on unusable input."""
+    try:
+        shape, version = _inputs(args)
+        settings = LoadSettings(
+            num_ctx=args.ctx, parallel=args.parallel, kv_cache_type=args.kv_cache,
+            flash_attention=args.flash_attention == "on", num_batch=args.batch, num_ubatch=args.ubatch,
+            num_gpu=args.num_gpu, gpu_overhead_bytes=int(args.gpu_overhead_mib * MIB))
+        gpu = GpuMemory(total_bytes=int(args.gpu_total_mib * MIB), used_by_others_bytes=int(args.gpu_used_mib * MIB),
+                        runtime_overhead_bytes=int(args.runtime_overhead_mib * MIB))
+        est = estimate(shape, settings, gpu, era_for_version(version))
+    except DeckError as exc:
+        print(f"ollama-deck estimate: {exc.user_text()}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(to_json(est), indent=1))
+    else:
+        print(render_table(shape, settings, est))
+    return 0

@@ -1,0 +1,119 @@
+"""llama.cpp's own memory arithmetic: KV cache cells, compute-graph buffers and runtime peaks.
+
+Sizes follow how llama.cpp (the engine inside Ollama) allocates: context padded to 256 cells,
+one KV stream per parallel slot, sliding-window layers holding only window + ubatch cells,
+and a compute buffer sized for the worst-case prompt batch. The constants marked "fitted" were
+calibrated against llama-server on an NVIDIA H200 (benchmarks/vram/); the buffers they describe
+do not depend on the GPU model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.core.model_shape import ModelShape
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+KV_BYTES_PER_ELEMENT: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+KV_TYPES = tuple(KV_BYTES_PER_ELEMENT)
+CELL_PAD = 256
+
+# Activations alive at the compute buffer's high-water mark, in f32 values per batch token:
+# the FFN gate/up/product (3 × n_ff) beside four hidden-state rows (fitted: exact on Qwen3-14B).
+FFN_LIVE_FF_ROWS = 3
+FFN_LIVE_EMBD_ROWS = 4
+# Without flash attention the KQ matrix is live with this many hidden-state rows beside it (fitted).
+NO_FA_LIVE_EMBD_ROWS = 5.4
+# A quantized KV cache adds Hadamard-rotation temporaries per batch token, in f32 values per
+# K/V width (fitted).
+QUANT_KV_ROT_ROWS = 18.0
+# Memory the CUDA pool and cuBLAS take on the first requests regardless of settings (fitted).
+POOL_BASE_BYTES = 10 * MIB
+
+
+def pad_to(value: int, multiple: int) -> int:
+    """Round value up to a multiple."""
+    return -(-value // multiple) * multiple
+
+
+@dataclass(frozen=True)
+class ContextPlan:
+    """How llama.cpp lays out context cells for num_ctx × parallel."""
+
+    n_ctx_total: int  # KV cells of full-attention layers over all slots
+    n_ctx_seq: int  # cells per slot (one stream per slot)
+    n_stream: int
+    n_ubatch: int  # tokens in the worst-case compute batch
+    swa_cells_per_stream: int  # cells a sliding-window layer keeps per slot (0: no such layers)
+
+
+def plan_context(shape: ModelShape, num_ctx: int, parallel: int, n_ubatch: int) -> ContextPlan:
+    """Cells and streams llama.cpp allocates for num_ctx tokens per slot and `parallel` slots."""
+    n_ctx = pad_to(num_ctx * parallel, CELL_PAD)
+    n_ctx_seq = pad_to(n_ctx // parallel, CELL_PAD)
+    n_ctx = n_ctx_seq * parallel
+    ubatch = min(n_ubatch, n_ctx)
+    swa = 0
+    if shape.sliding_window and any(shape.swa_layers):
+        swa = pad_to(min(n_ctx_seq, shape.sliding_window + ubatch), CELL_PAD)
+    return ContextPlan(n_ctx, n_ctx_seq, parallel, ubatch, swa)
+
+
+def effective_kv_type(kv_type: str, flash_attention: bool) -> str:
+    """KV type actually used: Ollama falls back to f16 when flash attention is off."""
+    return kv_type if flash_attention else "f16"
+
+
+def kv_layer_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str) -> list[int]:
+    """KV cache bytes of each layer (K and V together)."""
+    b = KV_BYTES_PER_ELEMENT[kv_type]
+    out = []
+    for il in range(shape.n_layer):
+        cells = plan.swa_cells_per_stream * plan.n_stream if shape.swa_layers[il] else plan.n_ctx_total
+        width = shape.n_head_kv[il] * (shape.key_length + shape.value_length)
+        out.append(int(cells * width * b))
+    return out
+
+
+def _mask_bytes(shape: ModelShape, plan: ContextPlan, flash_attention: bool) -> int:
+    per = 2 if flash_attention else 4
+    total = per * plan.n_ctx_seq * plan.n_ubatch
+    if plan.swa_cells_per_stream:
+        total += per * plan.swa_cells_per_stream * plan.n_ubatch
+    return total
+
+
+def compute_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_attention: bool) -> int:
+    """GPU compute buffer llama.cpp reserves for the worst-case batch, at full offload."""
+    t = plan.n_ubatch
+    ffn = 4 * t * (FFN_LIVE_FF_ROWS * shape.n_ff + FFN_LIVE_EMBD_ROWS * shape.n_embd)
+    logits = 4 * plan.n_stream * shape.n_vocab + 4 * t * shape.n_embd
+    live = max(ffn, logits)
+    if not flash_attention:
+        kq = 4 * t * shape.n_head * plan.n_ctx_seq
+        live = max(live, kq + int(4 * t * NO_FA_LIVE_EMBD_ROWS * shape.n_embd))
+    elif kv_type != "f16":
+        live += int(4 * t * QUANT_KV_ROT_ROWS * max(shape.n_embd_k_gqa, shape.n_embd_v_gqa))
+    return live + _mask_bytes(shape, plan, flash_attention)
+
+
+def host_compute_bytes(shape: ModelShape, plan: ContextPlan, flash_attention: bool) -> int:
+    """Pinned host compute buffer (inputs, masks) llama.cpp keeps beside the GPU one."""
+    return 4 * 4 * plan.n_ubatch * shape.n_embd + _mask_bytes(shape, plan, flash_attention)
+
+
+def peak_extra_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_attention: bool,
+                     n_kv: int | None = None) -> int:
+    """GPU memory the CUDA pool adds on top of the reserved buffers while a prompt of n_kv
+    tokens is processed in one slot (default: a prompt filling the slot)."""
+    cells = plan.n_ctx_seq if n_kv is None else min(pad_to(max(n_kv, 1), CELL_PAD), plan.n_ctx_seq)
+    t = plan.n_ubatch
+    if not flash_attention:
+        # cuBLAS multiplies V by an f16 copy of the softmaxed KQ matrix
+        return POOL_BASE_BYTES + 2 * t * shape.n_head * cells
+    if kv_type != "f16":
+        # the prompt kernels read K and V converted to f16
+        return POOL_BASE_BYTES + 2 * cells * (shape.n_embd_k_gqa + shape.n_embd_v_gqa)
+    return POOL_BASE_BYTES

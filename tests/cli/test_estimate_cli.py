@@ -1,0 +1,108 @@
+"""`ollama-deck estimate`: the real entry point, from a saved /api/show reply or a live server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+QWEN_SHOW = str(ROOT / "tests/data/show_qwen3_14b.json")
+QWEN_SIZE = "9000210784"
+BASE = ["estimate", "--show", QWEN_SHOW, "--model-size", QWEN_SIZE]
+
+
+def test_json_output_through_python_dash_m() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", *BASE, "--ctx", "32768", "--parallel", "1", "--kv-cache", "f16",
+         "--flash-attention", "on", "--gpu-total-mib", "24564", "--gpu-used-mib", "600", "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    for key in ("weights_gpu_bytes", "weights_cpu_bytes", "kv_bytes", "compute_bytes", "overhead_bytes",
+                "total_gpu_bytes", "layers_on_gpu", "layers_total", "verdict", "peak_gpu_bytes", "processor"):
+        assert key in out
+    assert out["kv_bytes"] == 5 * 1024 ** 3 and out["layers_total"] == 41
+    assert out["verdict"] == "fits" and out["era"] == "C"
+    assert out["total_gpu_bytes"] == (out["weights_gpu_bytes"] + out["kv_gpu_bytes"] + out["compute_bytes"]
+                                      + out["overhead_bytes"])
+
+
+def test_bad_input_exits_2_through_python_dash_m() -> None:
+    proc = subprocess.run([sys.executable, "-m", "app", *BASE, "--ctx", "65536"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2
+    assert "training context 40960" in proc.stderr and proc.stdout == ""
+
+
+def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*BASE, "--ctx", "32768", "--parallel", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "KV cache on GPU" in out and "MiB" in out and "GiB" in out
+    assert "verdict               spills" in out
+    assert "several times slower" in out and "CPU/GPU" in out
+
+
+def test_era_a_shows_ollamas_own_estimate(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*BASE, "--ctx", "8192", "--ollama-version", "0.11.10", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["era"] == "A" and out["legacy"]["layers_model"] == 41
+    assert out["legacy"]["total_bytes"] > out["total_gpu_bytes"]
+
+
+def test_quantized_kv_without_flash_attention_is_noted(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*BASE, "--ctx", "8192", "--kv-cache", "q8_0", "--flash-attention", "off"]) == 0
+    assert "Ollama uses f16 instead" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["estimate", "--show", "/nonexistent/show.json", "--model-size", "1", "--ctx", "4096"], "no such file"),
+    (["estimate", "--show", QWEN_SHOW, "--ctx", "4096"], "--model-size"),
+    (["estimate", "--ctx", "4096"], "no model given"),
+    ([*BASE, "--ctx", "4096", "--parallel", "0"], "parallel must be at least 1"),
+    ([*BASE, "--ctx", "4096", "--gpu-used-mib", "-5"], "must not be negative"),
+    ([*BASE, "--ctx", "4096", "--ollama-version", "banana"], "cannot read Ollama version"),
+    (["estimate", "--show", QWEN_SHOW, "--model-size", "-3", "--ctx", "4096"], "model size"),
+])
+def test_bad_input_names_the_problem(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_architecture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    show = json.loads(Path(QWEN_SHOW).read_text())
+    show["model_info"]["general.architecture"] = "rwkv7"
+    path = tmp_path / "show.json"
+    path.write_text(json.dumps(show))
+    assert main(["estimate", "--show", str(path), "--model-size", QWEN_SIZE, "--ctx", "4096"]) == 2
+    assert "unsupported architecture 'rwkv7'" in capsys.readouterr().err
+
+
+def test_invalid_choice_is_refused_by_argparse(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*BASE, "--ctx", "4096", "--kv-cache", "q5_0"])
+    assert exc.value.code == 2 and "q5_0" in capsys.readouterr().err
+
+
+def test_model_from_a_live_server(fake_ollama, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--model", "qwen3:14b", "--url", fake_ollama.url, "--ctx", "8192", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["era"] == "B"  # the stand-in reports version 0.12.6
+    assert out["layers_total"] == 41 and out["kv_bytes"] == 40 * 8192 * 8 * 256 * 2
+    names = [r.path for r in fake_ollama.requests]
+    assert "/api/show" in names and "/api/tags" in names
+
+
+def test_unknown_model_on_a_live_server(fake_ollama, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--model", "nope:1b", "--url", fake_ollama.url, "--ctx", "4096"]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_server_down(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--model", "qwen3:14b", "--url", "http://127.0.0.1:9", "--ctx", "4096"]) == 2
+    assert "127.0.0.1:9" in capsys.readouterr().err
