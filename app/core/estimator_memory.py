@@ -24,13 +24,20 @@ CELL_PAD = 256
 # the FFN gate/up/product (3 × n_ff) beside four hidden-state rows (fitted: exact on Qwen3-14B).
 FFN_LIVE_FF_ROWS = 3
 FFN_LIVE_EMBD_ROWS = 4
-# Without flash attention the KQ matrix is live with this many hidden-state rows beside it (fitted).
-NO_FA_LIVE_EMBD_ROWS = 5.4
-# A quantized KV cache adds Hadamard-rotation temporaries per batch token, in f32 values per
-# K/V width (fitted).
-QUANT_KV_ROT_ROWS = 18.0
-# Memory the CUDA pool and cuBLAS take on the first requests regardless of settings (fitted).
-POOL_BASE_BYTES = 10 * MIB
+# Without flash attention the f32 KQ matrix is live beside n_ff + 2 × n_embd values per token
+# (fitted on one row, then exact on all 10 measured flash-off rows).
+NO_FA_LIVE_FF_ROWS = 1
+NO_FA_LIVE_EMBD_ROWS = 2
+# A quantized KV cache with flash attention keeps one layer's K (or V) of every cell of every slot
+# as 4 bytes per value, beside five hidden-state rows per batch token (fitted on 14 rows).
+QUANT_KV_BYTES_PER_VALUE = 4
+QUANT_KV_LIVE_EMBD_ROWS = 5
+# The CUDA memory pool grows on the first prompts: a fixed part plus quantized activations per
+# batch token (fitted: 14-40 MiB on the H200 rows).
+POOL_BASE_BYTES = int(14.5 * MIB)
+POOL_BYTES_PER_TOKEN_PER_FF = 0.75
+# Without flash attention cuBLAS also needs workspace and f16 copies of the inputs (fitted).
+NO_FA_POOL_BASE_BYTES = 82 * MIB
 
 
 def pad_to(value: int, multiple: int) -> int:
@@ -93,9 +100,12 @@ def compute_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_atte
     live = max(ffn, logits)
     if not flash_attention:
         kq = 4 * t * shape.n_head * plan.n_ctx_seq
-        live = max(live, kq + int(4 * t * NO_FA_LIVE_EMBD_ROWS * shape.n_embd))
+        beside = 4 * t * (NO_FA_LIVE_FF_ROWS * shape.n_ff + NO_FA_LIVE_EMBD_ROWS * shape.n_embd)
+        live = max(live, kq + beside)
     elif kv_type != "f16":
-        live += int(4 * t * QUANT_KV_ROT_ROWS * max(shape.n_embd_k_gqa, shape.n_embd_v_gqa))
+        cells = plan.n_ctx_total
+        width = max(shape.n_embd_k_gqa, shape.n_embd_v_gqa)
+        live = max(live, QUANT_KV_BYTES_PER_VALUE * cells * width + 4 * t * QUANT_KV_LIVE_EMBD_ROWS * shape.n_embd)
     return live + _mask_bytes(shape, plan, flash_attention)
 
 
@@ -104,16 +114,23 @@ def host_compute_bytes(shape: ModelShape, plan: ContextPlan, flash_attention: bo
     return 4 * 4 * plan.n_ubatch * shape.n_embd + _mask_bytes(shape, plan, flash_attention)
 
 
+def _worst_kq_cells(prompt_tokens: int, ubatch: int, max_cells: int) -> int:
+    """Largest (batch tokens × KV cells in view) over the micro-batches of one prompt."""
+    full, rest = divmod(prompt_tokens, ubatch)
+    worst = ubatch * min(pad_to(full * ubatch, CELL_PAD), max_cells) if full else 0
+    if rest:
+        worst = max(worst, rest * min(pad_to(prompt_tokens, CELL_PAD), max_cells))
+    return worst
+
+
 def peak_extra_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_attention: bool,
-                     n_kv: int | None = None) -> int:
-    """GPU memory the CUDA pool adds on top of the reserved buffers while a prompt of n_kv
-    tokens is processed in one slot (default: a prompt filling the slot)."""
-    cells = plan.n_ctx_seq if n_kv is None else min(pad_to(max(n_kv, 1), CELL_PAD), plan.n_ctx_seq)
+                     prompt_tokens: int | None = None) -> int:
+    """GPU memory the CUDA pool adds on top of the reserved buffers while one slot processes a
+    prompt of prompt_tokens tokens (default: a prompt that fills the slot)."""
     t = plan.n_ubatch
-    if not flash_attention:
-        # cuBLAS multiplies V by an f16 copy of the softmaxed KQ matrix
-        return POOL_BASE_BYTES + 2 * t * shape.n_head * cells
-    if kv_type != "f16":
-        # the prompt kernels read K and V converted to f16
-        return POOL_BASE_BYTES + 2 * cells * (shape.n_embd_k_gqa + shape.n_embd_v_gqa)
-    return POOL_BASE_BYTES
+    pool = POOL_BASE_BYTES + int(POOL_BYTES_PER_TOKEN_PER_FF * shape.n_ff * t)
+    if flash_attention:
+        return pool  # quantized or not, the flash kernels read the cache in place
+    tokens = plan.n_ctx_seq if prompt_tokens is None else max(1, min(prompt_tokens, plan.n_ctx_seq))
+    # cuBLAS multiplies V by an f16 copy of the softmaxed KQ matrix of the largest micro-batch
+    return pool + NO_FA_POOL_BASE_BYTES + 2 * shape.n_head * _worst_kq_cells(tokens, t, plan.n_ctx_seq)

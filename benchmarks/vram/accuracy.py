@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from app.core.estimator import GpuMemory, LoadSettings, OllamaEra, estimate  # noqa: E402
+from app.core.estimator import DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra, estimate  # noqa: E402
 from app.core.estimator_memory import peak_extra_bytes, plan_context  # noqa: E402
 from app.core.model_shape import shape_from_show  # noqa: E402
 
@@ -107,7 +107,6 @@ def main() -> None:
     proc = [abs(x["err_process_mib"]) for x in results]
     proc_pct = [abs(x["err_process_pct"]) for x in results]
     peaks = [abs(x["err_peak_mib"]) for x in results if x["err_peak_mib"] is not None]
-    skipped = [r for r in load_rows() if r.get("status") != "ok"]
     print()
     print(f"rows compared: {len(results)} (files: {', '.join(sorted({x['row']['source'] for x in results}))})")
     print(f"runtime overhead on this H200 (median process - buffers): {overhead:.0f} MiB")
@@ -117,9 +116,31 @@ def main() -> None:
           f"{max(proc_pct):.2f} % (target 8 % or 600 MiB)")
     if peaks:
         print(f"peak while serving: median |err| {statistics.median(peaks):.0f} MiB, worst {max(peaks):.0f} MiB")
-    for r in skipped:
-        print(f"not loaded: ctx {r['ctx_per_slot']} x{r['parallel']} kv {r['kv_cache']} fa {r['flash_attention']}: "
-              f"{r.get('status')} {' | '.join(r.get('log_tail', [])[-2:])}")
+    default = compare(rows, DEFAULT_RUNTIME_OVERHEAD_BYTES / MIB)
+    worst_default = max(abs(x["err_process_mib"]) for x in default)
+    print(f"process total with the estimator's consumer-card default runtime overhead "
+          f"({DEFAULT_RUNTIME_OVERHEAD_BYTES / MIB:.0f} MiB) instead: worst |err| {worst_default:.0f} MiB")
+    print(repeatability())
+    seen = set()
+    for r in load_rows():
+        key = (r["ctx_per_slot"], r["parallel"], r["kv_cache"], r["flash_attention"])
+        if r.get("status") != "ok" and key not in seen:
+            seen.add(key)
+            why = next((ln.split(" E ", 1)[-1] for ln in r.get("log_tail", []) if "requires" in ln), r.get("status"))
+            print(f"not loaded: ctx {key[0]} x{key[1]} kv {key[2]} flash attention {key[3]}: {why}")
+
+
+def repeatability() -> str:
+    """How far two runs of the same grid differ in process and peak memory."""
+    runs = [json.loads(p.read_text())["rows"] for p in sorted(HERE.glob("h200_llama_server_run*.json"))]
+    if len(runs) < 2:
+        return "repeat runs: only one run present"
+    first = {r["grid_index"]: r for r in runs[0] if r.get("status") == "ok"}
+    diffs = [(abs(r["process_mib"] - first[r["grid_index"]]["process_mib"]),
+              abs(r["peak_mib"] - first[r["grid_index"]]["peak_mib"]))
+             for r in runs[1] if r.get("status") == "ok" and r["grid_index"] in first]
+    return (f"repeat runs ({len(diffs)} configurations measured twice): process differs by at most "
+            f"{max(d[0] for d in diffs):.0f} MiB, peak by at most {max(d[1] for d in diffs):.0f} MiB")
 
 
 if __name__ == "__main__":

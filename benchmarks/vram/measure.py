@@ -63,6 +63,11 @@ GRID: list[tuple[int, int, str, str, int, int, int | None]] = [
     (8192, 1, "q8_0", "off", 2048, 512, None),
     (8192, 1, "f16", "on", 2048, 2048, None),
     (8192, 1, "f16", "off", 1024, 1024, None),
+    (10000, 3, "q8_0", "on", 2048, 512, None),
+    (24576, 1, "q4_0", "on", 2048, 512, None),
+    (12288, 2, "f16", "off", 2048, 512, None),
+    (40960, 2, "f16", "on", 2048, 512, 8192),
+    (8192, 1, "f16", "on", 256, 256, None),
 ]
 
 BUFFER_RE = re.compile(r"(\S+) (model|KV|compute|output) buffer size =\s*([\d.]+) MiB")
@@ -125,7 +130,7 @@ def run_one(args, handle, cfg, port: int) -> dict:
     log_path = Path(args.logdir) / f"server_{ctx}_{par}_{kv}_{fa}_{batch}_{ubatch}.log"
     cmd = [args.server, "-m", args.model, "--host", "127.0.0.1", "--port", str(port), "-ngl", "99",
            "--fit", "off", "-c", str(ctx * par), "-np", str(par), "-fa", fa, "-ctk", kv, "-ctv", kv,
-           "-b", str(batch), "-ub", str(ubatch), "-t", "8", "--no-webui"]
+           "-b", str(batch), "-ub", str(ubatch), "-t", "8", "--no-webui", "--log-verbosity", "4"]
     row["command"] = " ".join(["llama-server"] + cmd[1:])
     t0 = time.monotonic()
     with open(log_path, "w") as log:
