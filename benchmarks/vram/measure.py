@@ -7,7 +7,10 @@ process's GPU memory every 20 ms for the peak. Rows are written to the output JS
 configuration so a run cut short keeps what it measured.
 
 Usage: python measure.py --server PATH --model PATH --out rows.json [--deadline-s 480] [--only N,M]
-Needs nvidia-ml-py (pynvml) and the standard library.
+       [--grid calibration|heldout] [--shape NAME --vocab N]
+`--grid heldout` runs the smaller grid used on the held-out model shapes (make_gguf.py --shape);
+`--shape` is recorded in every row and `--vocab` keeps the prompt's token ids inside the model's
+vocabulary. Needs nvidia-ml-py (pynvml) and the standard library.
 """
 
 from __future__ import annotations
@@ -70,6 +73,24 @@ GRID: list[tuple[int, int, str, str, int, int, int | None]] = [
     (8192, 1, "f16", "on", 256, 256, None),
 ]
 
+# The out-of-sample grid for other model shapes: 4k-32k per slot, 1-8 slots, every KV type, flash
+# attention on and off (a long flash-off prompt for the peak), one larger micro-batch.
+HELDOUT_GRID: list[tuple[int, int, str, str, int, int, int | None]] = [
+    (4096, 1, "f16", "on", 2048, 512, None),
+    (32768, 1, "f16", "on", 2048, 512, None),
+    (4096, 1, "f16", "off", 2048, 512, None),
+    (32768, 1, "q8_0", "on", 2048, 512, None),
+    (16384, 1, "f16", "off", 2048, 512, None),
+    (8192, 8, "q8_0", "on", 2048, 512, None),
+    (8192, 4, "f16", "on", 2048, 512, None),
+    (16384, 1, "q4_0", "on", 2048, 512, None),
+    (8192, 2, "f16", "off", 2048, 512, None),
+    (4096, 8, "q4_0", "on", 2048, 512, None),
+    (8192, 1, "f16", "on", 2048, 2048, None),
+    (32768, 1, "f16", "off", 2048, 512, 16384),
+]
+GRIDS = {"calibration": GRID, "heldout": HELDOUT_GRID}
+
 BUFFER_RE = re.compile(r"(\S+) (model|KV|compute|output) buffer size =\s*([\d.]+) MiB")
 OFFLOAD_RE = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 
@@ -115,7 +136,9 @@ def parse_log(text: str) -> dict:
     out: dict = {}
     for dev, kind, mib in BUFFER_RE.findall(text):
         key = f"{dev}_{kind}".lower()
-        out[key] = out.get(key, 0.0) + float(mib) if kind == "model" else float(mib)
+        # a model split over files logs one model line per file, and a sliding-window model one KV
+        # line per cache (full-attention and window layers); compute is reserved once per device
+        out[key] = out.get(key, 0.0) + float(mib) if kind in ("model", "KV") else float(mib)
     m = OFFLOAD_RE.search(text)
     if m:
         out["layers_offloaded"], out["layers_total"] = int(m.group(1)), int(m.group(2))
@@ -163,8 +186,9 @@ def run_one(args, handle, cfg, port: int) -> dict:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         long_len = long_tokens if long_tokens else ctx - N_PREDICT - 64
-        prompts = [list(range(1000, 1000 + long_len))]
-        prompts += [[(5000 + 37 * i + j) % 150000 for j in range(SHORT_PROMPT_TOKENS)] for i in range(par - 1)]
+        span = min(150000, args.vocab - 1000)  # token ids stay inside the vocabulary
+        prompts = [[1000 + j % (span - 1000) for j in range(long_len)]]
+        prompts += [[(5000 + 37 * i + j) % span for j in range(SHORT_PROMPT_TOKENS)] for i in range(par - 1)]
         body = {"n_predict": N_PREDICT, "temperature": 0, "cache_prompt": False, "ignore_eos": True}
         t1 = time.monotonic()
         with ThreadPoolExecutor(max_workers=par) as pool:
@@ -209,7 +233,11 @@ def main() -> None:
     ap.add_argument("--logdir", default="/tmp")
     ap.add_argument("--deadline-s", type=float, default=480)
     ap.add_argument("--only", default="")
+    ap.add_argument("--grid", choices=sorted(GRIDS), default="calibration")
+    ap.add_argument("--shape", default="", help="model shape name recorded in every row (make_gguf.py --shape)")
+    ap.add_argument("--vocab", type=int, default=151936, help="the model's vocabulary size")
     args = ap.parse_args()
+    grid = GRIDS[args.grid]
     start = time.monotonic()
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)
@@ -221,14 +249,18 @@ def main() -> None:
         "gpu_used_before_mib": info.used / MIB,
         "model_file_bytes": os.path.getsize(args.model),
     }
-    picks = [int(i) for i in args.only.split(",") if i] or range(len(GRID))
+    if args.shape:
+        meta.update(shape=args.shape, grid=args.grid)
+    picks = [int(i) for i in args.only.split(",") if i] or range(len(grid))
     rows = []
     for n, i in enumerate(picks):
         if time.monotonic() - start > args.deadline_s:
             meta["stopped_at_deadline_before_row"] = i
             break
-        row = run_one(args, handle, GRID[i], 8100 + n)
+        row = run_one(args, handle, grid[i], 8100 + n)
         row["grid_index"] = i
+        if args.shape:
+            row["shape"] = args.shape
         rows.append(row)
         Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
         print(json.dumps({k: row.get(k) for k in ("grid_index", "ctx_per_slot", "parallel", "kv_cache",
