@@ -24,8 +24,8 @@ CREATE TABLE IF NOT EXISTS apply_checks (
 
 
 def default_history_path() -> Path:
-    """history.sqlite3 in the user data directory."""
-    return Path(platformdirs.user_data_dir("ollama-deck")) / "history.sqlite3"
+    """apply-checks.sqlite3 in the user data directory."""
+    return Path(platformdirs.user_data_dir("ollama-deck")) / "apply-checks.sqlite3"
 
 
 class ApplyHistory:

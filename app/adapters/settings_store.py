@@ -14,8 +14,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import tempfile
-import time
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,14 +21,11 @@ from typing import Any, Mapping
 
 import platformdirs
 
+from app.adapters.atomic_json import STALE_TEMP_AGE_S, free_name, remove_stale_temp_files, utc_stamp, write_atomic
 from app.core.errors import DeckError
 from app.core.settings import SETTINGS_VERSION, FIELD_LABELS, ServerSettings, validate
 
 SETTINGS_FILE_NAME = "settings.json"
-_TEMP_PREFIX = ".settings.json."
-_TEMP_SUFFIX = ".tmp"
-# A temp file this old belongs to a save that died (killed, power loss); newer ones may be live.
-STALE_TEMP_AGE_S = 60.0
 
 # Older names of version 0, and how to turn their values into version 1.
 _V0_RENAMES = {
@@ -154,7 +149,7 @@ class SettingsStore:
         return LoadResult(settings, [text] + problems + field_problems, backup, preferences)
 
     def _set_aside_corrupt(self, why: str) -> LoadResult:
-        target = _free_name(self.config_dir / f"{SETTINGS_FILE_NAME}.corrupt-{_stamp()}")
+        target = free_name(self.config_dir / f"{SETTINGS_FILE_NAME}.corrupt-{utc_stamp()}")
         try:
             os.replace(self.path, target)
         except OSError as exc:
@@ -176,7 +171,7 @@ class SettingsStore:
                     return candidate
             except OSError:
                 continue
-        target = _free_name(base)
+        target = free_name(base)
         try:
             _write_atomic(target, raw)
         except SettingsSaveError:
@@ -184,17 +179,7 @@ class SettingsStore:
         return target
 
     def _remove_stale_temp_files(self) -> None:
-        try:
-            candidates = list(self.config_dir.glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"))
-        except OSError:
-            return
-        now = time.time()
-        for temp in candidates:
-            try:
-                if now - temp.stat().st_mtime > STALE_TEMP_AGE_S:
-                    temp.unlink()
-            except OSError:
-                continue
+        remove_stale_temp_files(self.path, STALE_TEMP_AGE_S)
 
     # ---- saving --------------------------------------------------------------------------
 
@@ -249,7 +234,7 @@ class SettingsStore:
         elif isinstance(existing, dict) and "version" not in existing:
             tag = "v0-backup"  # load() normally kept this copy already; _keep_copy finds it
         else:
-            tag = f"corrupt-{_stamp()}"
+            tag = f"corrupt-{utc_stamp()}"
         backup = self._keep_copy(raw, tag)
         if backup is None:
             raise SettingsSaveError(
@@ -294,41 +279,10 @@ def _migrate_v0(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 def _write_atomic(path: Path, payload: bytes) -> None:
     """Write payload to path so that a reader sees the old or the new file, never a part."""
-    directory = path.parent
-    temp_name = None
     try:
-        fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=_TEMP_SUFFIX, dir=directory)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-        temp_name = None
-        _fsync_directory(directory)
+        write_atomic(path, payload)
     except OSError as exc:
         raise _save_error(path, exc) from exc
-    finally:
-        if temp_name is not None:
-            try:
-                os.unlink(temp_name)
-            except OSError:
-                pass
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename itself durable, where the platform allows it."""
-    if os.name == "nt":
-        return  # Windows cannot open a directory; its renames are journaled
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # the new file is already in place; some file systems refuse fsync on directories
-    finally:
-        os.close(fd)
 
 
 def _is_int(value: Any) -> bool:
@@ -361,19 +315,3 @@ def _kept_note(backup: Path | None, what: str) -> str:
     if backup is None:
         return f"Could not keep a copy of {what}; save only when the values above are right."
     return f"A copy of {what} is kept at {backup}."
-
-
-def _stamp() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-
-
-def _free_name(path: Path) -> Path:
-    """path, or path-2, path-3, … whichever does not exist yet."""
-    if not path.exists():
-        return path
-    number = 2
-    while True:
-        candidate = path.with_name(f"{path.name}-{number}")
-        if not candidate.exists():
-            return candidate
-        number += 1

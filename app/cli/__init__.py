@@ -12,11 +12,13 @@ import sys
 
 from app import __version__
 
-PAGES = ("dashboard", "server")
+PAGES = ("dashboard", "server", "console", "models", "bench")
 
 # name -> module under app.cli providing add_arguments(parser) and run(args) -> int
 SUBCOMMANDS: dict[str, str] = {}
 SUBCOMMANDS["estimate"] = "estimate"
+SUBCOMMANDS["prompt"] = "prompt"
+SUBCOMMANDS["bench"] = "bench"
 
 
 def _gui_parser() -> argparse.ArgumentParser:

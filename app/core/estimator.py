@@ -123,6 +123,8 @@ class VramEstimate:
     explanation: str
     legacy: LegacyEstimate | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    full_offload_gpu_bytes: int = 0  # total at load if every layer were on the GPU
+    forced_layers: bool = False  # True when num_gpu fixed the placement
 
 
 def validate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory) -> None:
@@ -213,6 +215,7 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory,
                 n_gpu = n
                 break
     placed = _place(shape, n_gpu, kv, compute, gpu.runtime_overhead_bytes)
+    full = _place(shape, layers_total, kv, compute, gpu.runtime_overhead_bytes).total_gpu
     peak = placed.total_gpu + (extra if n_gpu > 0 else 0)
     kv_cpu = sum(kv) - placed.kv_gpu
     host = host_compute_bytes(shape, plan, settings.flash_attention)
@@ -229,7 +232,8 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory,
         total_gpu_bytes=placed.total_gpu, peak_gpu_bytes=peak, free_bytes=gpu.free_bytes,
         available_bytes=available, headroom_bytes=available - peak, layers_on_gpu=n_gpu,
         layers_total=layers_total, processor=processor, verdict=verdict, explanation="",
-        legacy=legacy, notes=tuple(notes),
+        legacy=legacy, notes=tuple(notes), full_offload_gpu_bytes=full,
+        forced_layers=settings.num_gpu is not None,
     )
     return replace(est, explanation=explain(est, settings.num_ctx, settings.flash_attention))
 

@@ -72,9 +72,16 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
                 f"{_g(est.total_gpu_bytes)} on the GPU ({parts}) but only {free} is free.")
     if est.verdict == "spills":
         on_cpu = est.layers_total - est.layers_on_gpu
-        return (f"Spills: only {est.layers_on_gpu} of {est.layers_total} layers fit in {free} free "
-                f"(all on the GPU would need more); {on_cpu} layers run on the CPU, so generation "
-                f"gets several times slower. Lower the context or parallel requests, or quantize the KV cache.")
+        slower = f"{on_cpu} layers run on the CPU, so generation gets several times slower"
+        if est.forced_layers:
+            return f"Spills: num_gpu puts {est.layers_on_gpu} of {est.layers_total} layers on the GPU; {slower}."
+        if est.legacy is not None and est.full_offload_gpu_bytes <= est.available_bytes:
+            return (f"Spills: Ollama's own estimate ({_g(est.legacy.total_bytes)}) does not fit in {free} free, so "
+                    f"it offloads only {est.layers_on_gpu} of {est.layers_total} layers although all of them would "
+                    f"need {_g(est.full_offload_gpu_bytes)}; {slower}. A newer Ollama places layers by real sizes.")
+        return (f"Spills: only {est.layers_on_gpu} of {est.layers_total} layers fit in {free} free (all on the "
+                f"GPU needs {_g(est.full_offload_gpu_bytes)}); {slower}. Lower the context or parallel requests, "
+                f"or quantize the KV cache.")
     if est.verdict == "tight" and est.total_gpu_bytes <= est.available_bytes < est.peak_gpu_bytes:
         why = "without flash attention" if not flash_attention else "while it is processed"
         return (f"Tight: loads in {_g(est.total_gpu_bytes)} of {free} free ({parts}), but a prompt filling "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from app.core import model_fit
 from app.core.errors import EstimateError
 from app.core.estimator import GpuMemory, LoadSettings, OllamaEra, VramEstimate, era_for_version, estimate
 from app.core.model_shape import ModelShape
@@ -17,30 +18,9 @@ GRID_PARALLEL = (1, 2, 3, 4, 6, 8, 12, 16)
 GRID_CONTEXT = (2048, 4096, 8192, 16384, 24576, 32768, 40960, 65536, 131072)
 
 
-def _version_tuple(version: str | None) -> tuple[int, ...] | None:
-    if not version:
-        return None
-    parts = []
-    for piece in version.lstrip("v").split("-")[0].split("."):
-        if not piece.isdigit():
-            break
-        parts.append(int(piece))
-    return tuple(parts) or None
-
-
 def default_context_length(gpu_total_bytes: int, gpu_overhead_bytes: int, version: str | None) -> int:
-    """Ollama's default num_ctx: 2048 up to 0.6.6, then 4096, VRAM-tiered from 0.15.5 (after the overhead)."""
-    v = _version_tuple(version)
-    if v is not None and v <= (0, 6, 6):
-        return 2048
-    if v is not None and v < (0, 15, 5):
-        return 4096
-    usable = gpu_total_bytes - gpu_overhead_bytes
-    if usable >= 47 * GIB:
-        return 262144
-    if usable >= 23 * GIB:
-        return 32768
-    return 4096
+    """Ollama's default num_ctx for this GPU and version (see model_fit.default_context_length)."""
+    return model_fit.default_context_length(version, gpu_total_bytes, gpu_overhead_bytes)
 
 
 def load_settings_for(settings: ServerSettings, shape: ModelShape, gpu_total_bytes: int,
@@ -49,17 +29,8 @@ def load_settings_for(settings: ServerSettings, shape: ModelShape, gpu_total_byt
 
     A context above the model's training context is clamped, as Ollama does; flash attention
     'auto' counts as on (Ollama enables it for the architectures it supports)."""
-    overhead = settings.gpu_overhead_mib * MIB
-    ctx = settings.context_length or default_context_length(gpu_total_bytes, overhead, version)
-    ctx = min(ctx, shape.context_length) if shape.context_length else ctx
-    return LoadSettings(
-        num_ctx=ctx,
-        parallel=settings.num_parallel,
-        kv_cache_type=settings.kv_cache_type,
-        flash_attention=settings.flash_attention != "off",
-        num_batch=num_batch,
-        gpu_overhead_bytes=overhead,
-    )
+    ctx, _source = model_fit.context_for(settings, None, version, gpu_total_bytes, shape.context_length)
+    return model_fit.load_settings(settings, ctx, num_batch)
 
 
 def price(settings: ServerSettings, shape: ModelShape, gpu: GpuMemory, version: str | None) -> VramEstimate:

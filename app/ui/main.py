@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 import time
@@ -16,18 +17,23 @@ from PySide6.QtWidgets import QApplication
 from app.adapters.aio import LoopThread
 from app.adapters.apply_history import ApplyHistory
 from app.adapters.guarded_apply import GuardedApplier
+from app.adapters.history import BenchHistory
 from app.adapters.host import HostProbe
 from app.adapters.nvml import make_gpu_backend
 from app.adapters.ollama_client import OllamaClient
+from app.adapters.preset_store import PresetStore
 from app.adapters.sampler import Sampler
 from app.adapters.settings_store import SettingsStore
 from app.adapters.supervisor import ServerSupervisor
 from app.core.pricing import others_bytes
 from app.core.settings import MIB, ServerSettings
 from app.core.throughput import TokenMeter
+from app.ui.bench_page import BenchPage
+from app.ui.console_page import ConsolePage
 from app.ui.controller import ServerController
 from app.ui.dashboard import DashboardPage
 from app.ui.main_window import MainWindow
+from app.ui.models_page import ModelsPage
 from app.ui.server_page import ServerPage
 from app.ui.theme import apply_theme
 
@@ -80,7 +86,7 @@ class DeckApp:
             settings, on_status=self.controller.on_status, on_log=self.controller.on_log)
         self.meter = TokenMeter()
         self.gpu = make_gpu_backend()
-        self.history = ApplyHistory(Path(args.config_dir) / "history.sqlite3" if args.config_dir else None)
+        self.history = ApplyHistory(Path(args.config_dir) / "apply-checks.sqlite3" if args.config_dir else None)
         self.controller.attach_supervisor(
             self.supervisor, GuardedApplier(self.supervisor, OllamaClient, self.gpu, record=self.history.add))
         self.gpu_watch = GpuLossWatch(self.gpu)
@@ -94,6 +100,16 @@ class DeckApp:
         self.server_page = ServerPage(self.controller, settings)
         self.window.add_page("dashboard", "Dashboard", self.dashboard)
         self.window.add_page("server", "Server", self.server_page)
+        self.console_page = ConsolePage(self.loop, OllamaClient, self.controller, self.meter,
+                                        PresetStore(self.store.config_dir))
+        self.models_page = ModelsPage(self.loop, OllamaClient, self.controller, self.gpu.info(),
+                                      self.gpu.unavailable_reason)
+        self.window.add_page("console", "Prompt", self.console_page)
+        self.window.add_page("models", "Models", self.models_page)
+        self.bench_page = BenchPage(
+            self.controller, self.loop, self.supervisor, OllamaClient, gpu=self.gpu, meter=self.meter,
+            history=BenchHistory(Path(args.config_dir) / "benchmarks.sqlite3" if args.config_dir else None))
+        self.window.add_page("bench", "Benchmark", self.bench_page)
         self.gpu_watch.lost.connect(self._on_gpu_lost)
         if loaded.problems:
             self.window.banner.show_message(
@@ -123,6 +139,7 @@ class DeckApp:
 
     def _on_gpu_lost(self, reason: str) -> None:
         self.dashboard.set_gpu_unavailable_reason(reason)
+        self.models_page.set_gpu(None, reason)
         self.window.header.set_gpu(None, reason)
         self.window.banner.show_message(reason, "error")
 
@@ -139,6 +156,9 @@ class DeckApp:
         self._closed = True
         self._gpu_feed.stop()
         self.sampler.stop()
+        self.console_page.shutdown()
+        self.models_page.shutdown()
+        self.bench_page.shutdown()
         self.controller.shutdown()
         self.loop.stop()
         self.gpu.close()
@@ -181,6 +201,9 @@ def run_gui(args: argparse.Namespace) -> int:
         return 2
     deck.window.show_page(args.page)
     deck.window.show()
+    # The ~100k objects Qt, pyqtgraph and numpy leave at start-up never die; a full collection
+    # that walks them all stalls the window ~50 ms (a fast stream triggers one every few seconds).
+    gc.freeze()
     deck.start()
     if args.screenshot:
         _take_screenshot(deck, args.screenshot, app)

@@ -102,6 +102,12 @@ class HttpMixin:
 
             def setup(self) -> None:
                 super().setup()
+                # Go's net package turns Nagle off on every TCP connection, so Ollama's stream lines
+                # leave at once; without this a kept-alive connection stalls ~40 ms on delayed ACKs.
+                try:
+                    self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                except OSError:
+                    pass
                 with fake._lock:
                     fake._sockets.add(self.connection)
 

@@ -180,11 +180,18 @@ def _generate(server: "FakeOllama", ex: Exchange, model: FakeModel, body: dict[s
     decode_start = time.monotonic()
     last_token_at = decode_start
     thinking_text, content_text = [], []
+    due = decode_start
     for index, (text, is_thinking) in enumerate(pieces):
         if rule is not None and index == rule.after_chunks and _inject(ex, rule, stream):
             return
         # Drift-free pacing: token i is due at start + i/rate, whatever the previous write cost.
-        ex.wait_until(decode_start + (index + 1) / server.tokens_per_s)
+        # With decode_slowdown, each step takes longer the more slots decode at once, as a
+        # batched GPU does: aggregate throughput rises with parallel, sub-linearly.
+        if server.decode_slowdown:
+            due += (1 + server.decode_slowdown * max(0, server.active_slots - 1)) / server.tokens_per_s
+            ex.wait_until(due)
+        else:
+            ex.wait_until(decode_start + (index + 1) / server.tokens_per_s)
         last_token_at = time.monotonic()
         (thinking_text if is_thinking else content_text).append(text)
         if stream:

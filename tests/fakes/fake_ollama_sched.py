@@ -65,6 +65,11 @@ class SchedulerMixin:
             self._active += 1
             self._slot_cv.notify_all()
 
+    @property
+    def active_slots(self) -> int:
+        """Decode slots in use now."""
+        return self._active
+
     def release_slot(self) -> None:
         """Give a decode slot back and wake the queue."""
         with self._slot_cv:

@@ -41,6 +41,27 @@ FAILURE_VARIABLES: dict[str, str] = {
                            "(/api/ps size_vram < size)",
 }
 
+# Pacing of the stand-in's replies (FakeOllama's keyword, and how to read the value).
+PACING_VARIABLES: dict[str, tuple[str, type, str]] = {
+    "FAKE_OLLAMA_TOKENS_PER_S": ("tokens_per_s", float, "decode rate of one reply, tokens/s (default 200)"),
+    "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": ("prompt_tokens_per_s", float, "prompt processing rate, tokens/s"),
+    "FAKE_OLLAMA_ANSWER_TOKENS": ("answer_tokens", int, "answer tokens per reply (default 30)"),
+    "FAKE_OLLAMA_THINKING_TOKENS": ("thinking_tokens", int, "thinking tokens per reply when thinking"),
+    "FAKE_OLLAMA_LOAD_S": ("load_s", float, "seconds a model load takes"),
+    "FAKE_OLLAMA_DECODE_SLOWDOWN": ("decode_slowdown", float,
+                                    "per-token time grows by this fraction per other busy slot"),
+}
+
+
+def pacing_from_env(env: Mapping[str, str]) -> dict[str, object]:
+    """FakeOllama keywords from the FAKE_OLLAMA_* pacing variables that are set."""
+    out: dict[str, object] = {}
+    for name, (keyword, kind, _help) in PACING_VARIABLES.items():
+        if env.get(name, "").strip():
+            out[keyword] = kind(env[name])
+    return out
+
+
 _GO_PANIC = (
     "panic: runtime error: invalid memory address or nil pointer dereference",
     "[signal SIGSEGV: segmentation violation code=0x1 addr=0x18 pc=0x5581e3b2c1a4]",
@@ -253,6 +274,7 @@ def run_serve(env: Mapping[str, str]) -> int:
         try:
             gpu_mib = env.get("FAKE_OLLAMA_GPU_MIB")
             extra = {"gpu_memory_bytes": int(float(gpu_mib) * (1 << 20))} if gpu_mib else {}
+            extra.update(pacing_from_env(env))
             fake = FakeOllama.from_env(env, version=version, **extra)
         except OSError:
             emit(f"Error: listen tcp {host}:{port}: bind: address already in use")

@@ -1,0 +1,131 @@
+"""A TCP connection that stamps every block it receives with the time the kernel received it.
+
+When 64 streams get a token in the same instant (a batched decode step does exactly that), a
+single-threaded reader reaches the last socket up to a millisecond after the first; a stamp
+taken by the reader would be that much late. On Linux the kernel records each packet's arrival
+(SO_TIMESTAMPNS) and hands it over with the data, so the stamp is exact whatever the loop was
+busy with. Elsewhere, or if the kernel sends no stamp, the time the loop saw the data is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import socket
+import struct
+import sys
+import time
+from typing import Callable
+
+# Linux's value on the architectures that use the generic socket numbers (not exported by Python's
+# socket module); elsewhere another option may hide behind 35, so stamps are taken by the loop there.
+SO_TIMESTAMPNS = 35
+_GENERIC_ABI = ("x86_64", "i686", "i386", "aarch64", "arm64", "armv7l", "armv8l", "riscv64", "ppc64le", "s390x")
+_TIMESPEC = struct.Struct("@qq")
+_ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
+RECV_BYTES = 256 * 1024
+
+DataHandler = Callable[[bytes, float], None]
+ClosedHandler = Callable[[BaseException | None], None]
+
+
+class StampedSocket:
+    """A connected non-blocking socket read by the running loop; see the module docstring."""
+
+    def __init__(self, sock: socket.socket, clock: Callable[[], float], on_data: DataHandler,
+                 on_closed: ClosedHandler) -> None:
+        self._sock = sock
+        self._clock = clock
+        self._on_data = on_data
+        self._on_closed = on_closed
+        self._loop = asyncio.get_running_loop()
+        self._closed = False
+        # Kernel stamps are wall-clock times: usable only when our clock is the monotonic one.
+        self.kernel_stamps = clock is time.monotonic and _enable_kernel_stamps(sock)
+        self._loop.add_reader(sock.fileno(), self._readable)
+
+    @classmethod
+    async def connect(cls, host: str, port: int, timeout_s: float, clock: Callable[[], float], on_data: DataHandler,
+                      on_closed: ClosedHandler) -> "StampedSocket":
+        """Connect (OSError or asyncio.TimeoutError on failure) and start reading."""
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        error: OSError | None = None
+        for family, kind, proto, _name, address in infos:
+            sock = socket.socket(family, kind, proto)
+            sock.setblocking(False)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                await asyncio.wait_for(loop.sock_connect(sock, address), timeout_s)
+            except (OSError, asyncio.TimeoutError) as exc:
+                sock.close()
+                if isinstance(exc, asyncio.TimeoutError):
+                    raise
+                error = exc
+                continue
+            return cls(sock, clock, on_data, on_closed)
+        raise error or OSError(f"no address for {host}:{port}")
+
+    @property
+    def closed(self) -> bool:
+        """True once either side closed the connection."""
+        return self._closed
+
+    async def send(self, data: bytes) -> None:
+        """Send all of data (OSError when the connection broke)."""
+        await self._loop.sock_sendall(self._sock, data)
+
+    def close(self) -> None:
+        """Stop reading and close the socket (no on_closed call)."""
+        if not self._closed:
+            self._closed = True
+            self._loop.remove_reader(self._sock.fileno())
+            self._sock.close()
+
+    def _readable(self) -> None:
+        # One read per wake-up: the selector calls again while data waits, and other sockets get
+        # their turn in between.
+        try:
+            if self.kernel_stamps:
+                data, ancillary, _flags, _address = self._sock.recvmsg(RECV_BYTES, _ANCILLARY_BYTES)
+            else:
+                data, ancillary = self._sock.recv(RECV_BYTES), []
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._lost(exc)
+            return
+        now = self._clock()
+        if not data:
+            self._lost(None)
+            return
+        self._on_data(data, self._arrival(ancillary, now))
+
+    def _arrival(self, ancillary: list, now: float) -> float:
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC.size:
+                seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
+                wall_minus_monotonic = time.time_ns() - time.monotonic_ns()
+                stamped = (seconds * 1_000_000_000 + nanoseconds - wall_minus_monotonic) / 1e9
+                # A clock step between arrival and now could give nonsense: keep it within the last second.
+                return stamped if now - 1.0 <= stamped <= now else now
+        return now
+
+    def _lost(self, exc: BaseException | None) -> None:
+        if self._closed:
+            return
+        self.close()
+        self._on_closed(exc)
+
+
+def _enable_kernel_stamps(sock: socket.socket) -> bool:
+    if not sys.platform.startswith("linux") or not _ANCILLARY_BYTES or platform.machine() not in _GENERIC_ABI:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
+
+
+__all__ = ["StampedSocket"]

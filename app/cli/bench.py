@@ -1,0 +1,257 @@
+"""Measure throughput and latency per setting and recommend one: the articles' table, on your GPU.
+
+Without --managed the server at --url is used as it runs, and only the client side varies
+(--concurrency). With --managed, ollama-deck starts its own `ollama serve` and restarts it for
+every --parallel (and --kv-cache, --context, --flash-attention) value, then stops it again.
+Prints the table and the recommendation; --json/--csv/--markdown write the results (- for stdout).
+Exit status: 0 when the sweep ran, 1 when no point could be measured or the server could not be
+used, 2 on unusable input, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from app import __version__
+from app.core.bench_stats import LatencyTargets
+from app.core.errors import DeckError
+from app.core.loadgen_plan import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
+                                   parse_prompt_file, prompt_sets)
+from app.core.settings import KV_CACHE_TYPES, ServerSettings
+from app.core.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
+from app.core.sweep_run import TABLE_HEADER, SweepRun, run_to_csv, run_to_json, run_to_markdown, table_rows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Fill the `bench` parser."""
+    parser.add_argument("--model", required=True, help="model to load, e.g. qwen3:14b")
+    parser.add_argument("--url", help="server address (default: host and port from the saved settings)")
+    s = parser.add_argument_group("server settings (need --managed: each value restarts the server)")
+    s.add_argument("--managed", action="store_true", help="start and restart our own `ollama serve` per point")
+    s.add_argument("--parallel", help="OLLAMA_NUM_PARALLEL values, e.g. 1,2,4,8")
+    s.add_argument("--kv-cache", help=f"OLLAMA_KV_CACHE_TYPE values from {','.join(KV_CACHE_TYPES)}")
+    s.add_argument("--context", help="OLLAMA_CONTEXT_LENGTH values, e.g. 8192,16384")
+    s.add_argument("--flash-attention", help="OLLAMA_FLASH_ATTENTION values from on,off,auto")
+    s.add_argument("--force", action="store_true",
+                   help="also run points the estimate says will not load or would spill to the CPU")
+    w = parser.add_argument_group("workload")
+    w.add_argument("--concurrency", help="concurrent clients per point, e.g. 1,4,8 (default: the point's parallel)")
+    stop = w.add_mutually_exclusive_group()
+    stop.add_argument("--requests", type=int, help="counted requests per point (default: 4 per client, at least 8)")
+    stop.add_argument("--duration", type=float, metavar="S", help="seconds of new requests per point")
+    w.add_argument("--rate", type=float, metavar="RPS", help="open loop: Poisson arrivals per second "
+                   "(--concurrency then caps requests in flight)")
+    w.add_argument("--warmup", type=int, help="uncounted warm-up requests per point (default: one per client)")
+    w.add_argument("--num-predict", type=int, default=DEFAULT_NUM_PREDICT,
+                   help=f"output tokens per request (default {DEFAULT_NUM_PREDICT}; 0 = no cap)")
+    think = w.add_mutually_exclusive_group()
+    think.add_argument("--think", dest="think", action="store_const", const=True,
+                       help="thinking on (default: the model decides; thinking models think)")
+    think.add_argument("--no-think", dest="think", action="store_const", const=False, help="thinking off")
+    w.add_argument("--prompt-file", help="prompts: one per line, JSON Lines with \"prompt\", or a JSON array")
+    w.add_argument("--prompt-set", default=DEFAULT_PROMPT_SET,
+                   help=f"built-in prompts: {', '.join(prompt_sets())} (default {DEFAULT_PROMPT_SET})")
+    t = parser.add_argument_group("targets (for the recommendation)")
+    t.add_argument("--ttft-p95-ms", type=float, default=2000.0, help="time-to-first-token p95 target (default 2000)")
+    t.add_argument("--tpot-p95-ms", type=float, default=100.0, help="time-per-output-token p95 target (default 100)")
+    t.add_argument("--min-success", type=float, default=0.99, help="least share of successful requests (default 0.99)")
+    o = parser.add_argument_group("output")
+    o.add_argument("--json", metavar="OUT", help="write the results as JSON (- for stdout)")
+    o.add_argument("--csv", metavar="OUT", help="write one CSV row per point")
+    o.add_argument("--markdown", metavar="OUT", help="write a Markdown report")
+    o.add_argument("--no-history", action="store_true", help="do not keep this run in the benchmark history")
+    o.add_argument("--config-dir", help="settings folder (default: the user config folder)")
+    o.add_argument("--history", metavar="FILE", help="history database (default: the user data folder)")
+    o.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+class InputError(ValueError):
+    """Unusable command-line input."""
+
+
+def _values(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    values = tuple(v.strip() for v in text.split(",") if v.strip())
+    bad = [v for v in values if v not in allowed]
+    if bad or not values:
+        raise InputError(f"{what}: {', '.join(bad) or 'nothing given'} — choose from {', '.join(allowed)}")
+    return values
+
+
+def _settings(args: argparse.Namespace) -> ServerSettings:
+    from app.adapters.settings_store import SettingsStore
+
+    settings = SettingsStore(Path(args.config_dir) if args.config_dir else None).load().settings
+    if args.url:
+        parts = urlsplit(args.url if "://" in args.url else f"http://{args.url}")
+        if not parts.hostname:
+            raise InputError(f"'{args.url}' is not a server URL (expected e.g. http://127.0.0.1:11434)")
+        settings = settings.replace(host=parts.hostname, port=parts.port or 11434)
+    return settings
+
+
+def build_spec(args: argparse.Namespace, base: ServerSettings) -> SweepSpec:
+    """The sweep the arguments describe; InputError/SweepPlanError say what is wrong."""
+    server_axes = [args.parallel, args.kv_cache, args.context, args.flash_attention]
+    if any(v is not None for v in server_axes) and not args.managed:
+        raise InputError("--parallel, --kv-cache, --context and --flash-attention restart the server per value, "
+                         "so they need --managed; without it only --concurrency varies")
+    contexts = parse_int_list(args.context, "--context") if args.context else None
+    axes = SweepAxes(parallel=parse_int_list(args.parallel, "--parallel") if args.parallel else None,
+                     concurrency=parse_int_list(args.concurrency, "--concurrency") if args.concurrency else None,
+                     kv_cache_types=_values(args.kv_cache, KV_CACHE_TYPES, "--kv-cache"),
+                     context_lengths=contexts, flash_attention=_values(args.flash_attention, ("on", "off", "auto"),
+                                                                      "--flash-attention"))
+    if args.prompt_file:
+        try:
+            text = Path(args.prompt_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read --prompt-file {args.prompt_file}: {exc.strerror or exc}") from None
+        prompts = parse_prompt_file(text, args.prompt_file)
+    else:
+        sets = prompt_sets()
+        if args.prompt_set not in sets:
+            raise InputError(f"--prompt-set {args.prompt_set!r} is unknown; choose from {', '.join(sets)}")
+        prompts = sets[args.prompt_set]
+    per_client = 4 if args.requests is None and args.duration is None else None
+    plan = LoadPlan(model=args.model, prompts=prompts, mode="open" if args.rate else "closed",
+                    concurrency=1, rate_rps=args.rate or 0.0, requests=args.requests, duration_s=args.duration,
+                    requests_per_client=per_client,
+                    warmup_requests=args.warmup, num_predict=args.num_predict or None, think=args.think)
+    problems = [p for p in plan.problems() if "clients" not in p and "in-flight" not in p]  # set per point
+    if problems:
+        raise InputError(" ".join(problems))
+    if args.rate and axes.concurrency is None:
+        axes = replace(axes, concurrency=(0,))  # open loop: no in-flight cap unless --concurrency sets one
+    targets = LatencyTargets(args.ttft_p95_ms, args.tpot_p95_ms, args.min_success)
+    spec = SweepSpec(base, axes, plan, targets, managed=args.managed, force=args.force)
+    spec.plan()  # raises SweepPlanError early
+    return spec
+
+
+def render_table(run: SweepRun) -> str:
+    """The results as an aligned text table with the recommendation under it."""
+    rows = [list(TABLE_HEADER)] + table_rows(run.results)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER) - 1)]
+    lines = []
+    rec = run.recommendation.index if run.recommendation else None
+    for n, row in enumerate(rows):
+        mark = "*" if n and run.results[n - 1].point.index == rec else " "
+        cells = [row[i].rjust(widths[i]) for i in range(len(widths))] + [row[-1]]
+        lines.append(f"{mark} " + "  ".join(cells))
+    out = [f"{run.title} — {run.spec.workload.describe(per_point_clients=True)}", "", *lines]
+    if run.recommendation:
+        out += ["", run.recommendation.text]
+    out += [f"note: {n}" for n in run.notes]
+    return "\n".join(out)
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    Path(path).write_text(text, encoding="utf-8")
+
+
+class _Progress:
+    """Progress lines on stderr: one per phase, and the request count at most once a second."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self._last = ("", -1)
+        self._last_t = 0.0
+
+    def __call__(self, p) -> None:  # SweepProgress
+        if self.quiet:
+            return
+        key = (p.phase, p.point)
+        now = time.monotonic()
+        if key == self._last and now - self._last_t < 1.0:
+            return
+        self._last, self._last_t = key, now
+        eta = f", about {p.eta_s:.0f} s left" if p.eta_s is not None else ""
+        where = f"[{min(p.point + 1, p.points)}/{p.points}] {p.label} " if p.label else ""
+        print(f"{where}{p.phase} {p.detail}{eta}".rstrip(), file=sys.stderr, flush=True)
+
+
+async def _run(spec: SweepSpec, args: argparse.Namespace, history) -> SweepRun:
+    from app.adapters.nvml import make_gpu_backend
+    from app.adapters.supervisor import ServerSupervisor
+    from app.adapters.sweep_runner import SweepRunner
+    from app.core.server_state import ServerState
+
+    gpu = make_gpu_backend()
+    supervisor = None
+    try:
+        if spec.managed:
+            supervisor = ServerSupervisor(spec.base)
+            status = await supervisor.probe()
+            if status.state is ServerState.RUNNING_ATTACHED:
+                raise InputError(f"--managed: an Ollama that ollama-deck did not start already answers at "
+                                 f"{spec.base.base_url} ({status.message}); stop it, or pick a free port with --url")
+            if status.state in (ServerState.NOT_INSTALLED, ServerState.PORT_CONFLICT):
+                raise InputError(f"--managed: {status.message}")
+        runner = SweepRunner(supervisor, base_url=spec.base.base_url, gpu=gpu,
+                             server_pids=supervisor.server_pids if supervisor else (lambda: []),
+                             app_version=__version__)
+        run_id: list[int] = []
+
+        def started(run: SweepRun) -> None:
+            if history is not None:
+                run_id.append(history.begin(run))
+
+        def point_done(_run: SweepRun, result) -> None:
+            if history is not None and run_id:
+                history.add_point(run_id[0], result)
+
+        run = await runner.run(spec, _Progress(args.quiet), point_done, started)
+        if history is not None and run_id:
+            history.finish(run_id[0], run)
+        return run
+    finally:
+        if supervisor is not None:
+            await supervisor.close()
+        gpu.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute `ollama-deck bench`."""
+    try:
+        base = _settings(args)
+        spec = build_spec(args, base)
+    except (InputError, SweepPlanError, PromptFileError) as exc:
+        print(f"ollama-deck bench: {exc}", file=sys.stderr)
+        return 2
+    history = None
+    if not args.no_history:
+        from app.adapters.history import BenchHistory
+
+        history = BenchHistory(Path(args.history) if args.history else None)
+    try:
+        result = asyncio.run(_run(spec, args, history))
+    except KeyboardInterrupt:
+        print("ollama-deck bench: interrupted; the server was put back as it was.", file=sys.stderr)
+        return 130
+    except InputError as exc:
+        print(f"ollama-deck bench: {exc}", file=sys.stderr)
+        return 2
+    except DeckError as exc:
+        print(f"ollama-deck bench: {exc.user_text()}", file=sys.stderr)
+        return 1
+    # With the JSON on stdout the table goes to stderr, so the JSON can be piped.
+    print(render_table(result), file=sys.stderr if args.json == "-" else sys.stdout)
+    if args.json:
+        _write(args.json, json.dumps(run_to_json(result), indent=1, ensure_ascii=False) + "\n")
+    if args.csv:
+        _write(args.csv, run_to_csv(result))
+    if args.markdown:
+        _write(args.markdown, run_to_markdown(result))
+    return 0 if any(r.ran for r in result.results) else 1

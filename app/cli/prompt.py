@@ -1,0 +1,155 @@
+"""Send one prompt, stream the reply and report its figures (TTFT, tokens, tokens/s, load, total).
+
+The answer streams to stdout and the thinking trace to stderr, each line marked "thinking> ";
+the figures follow on stderr, so `> answer.txt` keeps only the answer. With --json, stdout holds
+exactly one JSON object (figures, answer and thinking) and the live text goes to stderr.
+Exit status: 0 done, 1 the server refused or failed, 2 bad arguments, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from app.core.errors import DeckError
+from app.core.ollama_types import StreamChunk
+from app.core.reply_stats import figure_rows
+
+DEFAULT_URL = "http://127.0.0.1:11434"
+THINK_MARK = "thinking> "
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Fill the `prompt` parser."""
+    parser.add_argument("text", metavar="TEXT", help='the prompt ("-" reads it from stdin)')
+    parser.add_argument("--model", required=True, help="local model, e.g. qwen3:14b")
+    parser.add_argument("--url", help=f"Ollama server (default: the saved settings' address, else {DEFAULT_URL})")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--think", dest="think", action="store_const", const=True, help="thinking mode (think: true)")
+    mode.add_argument("--no-think", dest="think", action="store_const", const=False,
+                      help="non-thinking mode (think: false)")
+    mode.add_argument("--think-level", dest="think", choices=("low", "medium", "high"),
+                      help="thinking effort, for models that take levels (e.g. gpt-oss)")
+    parser.add_argument("--num-predict", type=int, metavar="N", help="at most N tokens (thinking included)")
+    parser.add_argument("--system", default="", help="system prompt")
+    parser.add_argument("--temperature", type=float)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--num-ctx", type=int, metavar="N", help="context tokens (a new value reloads the model)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object with the figures at the end")
+    parser.add_argument("--config-dir", help="settings folder to read the default URL from")
+
+
+class _StdioSink:
+    """Writes the stream as it comes: answer to `answer_out`, marked thinking to `thinking_out`."""
+
+    def __init__(self, answer_out: TextIO, thinking_out: TextIO) -> None:
+        self.answer_out = answer_out
+        self.thinking_out = thinking_out
+        self._thinking_at_line_start = True
+        self._in_thinking = False
+        self._dim = thinking_out.isatty()
+
+    def on_chunk(self, index: int, chunk: StreamChunk) -> None:
+        if chunk.thinking:
+            self._in_thinking = True
+            self._write_thinking(chunk.thinking)
+        if chunk.content:
+            self._end_thinking()
+            self.answer_out.write(chunk.content)
+            self.answer_out.flush()
+
+    def _write_thinking(self, text: str) -> None:
+        out = []
+        for piece in text.splitlines(keepends=True):
+            if self._thinking_at_line_start:
+                out.append(THINK_MARK)
+            out.append(piece)
+            self._thinking_at_line_start = piece.endswith("\n")
+        body = "".join(out)
+        self.thinking_out.write(f"\x1b[2m{body}\x1b[0m" if self._dim else body)
+        self.thinking_out.flush()
+
+    def _end_thinking(self) -> None:
+        if self._in_thinking:
+            self._in_thinking = False
+            if not self._thinking_at_line_start:
+                self.thinking_out.write("\n")
+                self._thinking_at_line_start = True
+            self.thinking_out.flush()
+
+    def on_done(self, outcome: Any) -> None:
+        self._end_thinking()
+        if outcome.content and not outcome.content.endswith("\n"):
+            self.answer_out.write("\n")
+        self.answer_out.flush()
+
+
+def _default_url(config_dir: str | None) -> str:
+    from app.adapters.settings_store import SettingsStore
+
+    try:
+        return SettingsStore(Path(config_dir) if config_dir else None).load().settings.base_url
+    except Exception:  # noqa: BLE001 - an unreadable settings file must not stop a prompt
+        return DEFAULT_URL
+
+
+def _prompt_text(text: str) -> str:
+    return sys.stdin.read() if text == "-" else text
+
+
+async def _send(url: str, request: Any, sink: _StdioSink) -> Any:
+    from app.adapters.ollama_client import OllamaClient
+    from app.adapters.prompt_runner import stream_reply
+
+    async with OllamaClient(url) as client:
+        return await stream_reply(client, request, sink=sink)
+
+
+def _error_text(error: DeckError) -> str:
+    if "does not support thinking" in error.message:
+        return f"{error.message} — this model has no thinking mode; use --no-think."
+    return error.user_text()
+
+
+def _report(outcome: Any, request: Any, url: str) -> dict[str, Any]:
+    data: dict[str, Any] = {"model": request.model, "url": url, "think": request.think}
+    data.update(outcome.stats.to_json())
+    data.update({"answer": outcome.content, "thinking": outcome.thinking})
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute `ollama-deck prompt`; see the module text for the exit status."""
+    from app.adapters.prompt_runner import PromptOptions, PromptRequest
+
+    if args.num_predict is not None and args.num_predict < 1:
+        print("ollama-deck prompt: --num-predict must be at least 1", file=sys.stderr)
+        return 2
+    text = _prompt_text(args.text)
+    if not text.strip():
+        print("ollama-deck prompt: the prompt is empty", file=sys.stderr)
+        return 2
+    url = args.url or _default_url(args.config_dir)
+    request = PromptRequest(model=args.model, prompt=text, think=args.think, system=args.system,
+                            options=PromptOptions(num_predict=args.num_predict, temperature=args.temperature,
+                                                  seed=args.seed, num_ctx=args.num_ctx))
+    sink = _StdioSink(sys.stderr if args.json else sys.stdout, sys.stderr)
+    try:
+        outcome = asyncio.run(_send(url, request, sink))
+    except KeyboardInterrupt:
+        print("\nollama-deck prompt: stopped", file=sys.stderr)
+        return 130
+    if outcome.error is not None:
+        print(f"ollama-deck prompt: {_error_text(outcome.error)}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(_report(outcome, request, url), ensure_ascii=False))
+    else:
+        width = max(len(label) for label, _ in figure_rows(outcome.stats))
+        lines = [f"{label:<{width}}  {value}" for label, value in figure_rows(outcome.stats)]
+        print("\n" + "\n".join(lines), file=sys.stderr)
+    return 0
