@@ -9,7 +9,7 @@ from typing import Sequence
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
 from app.core.sweep import PointResult
 from app.core.sweep_recommend import pareto_front
@@ -100,11 +100,24 @@ class ChartFrame(QWidget):
         # Its width follows the plot's, never the other way round.
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.plot = _plot(x_label, y_label)
+        self.empty_label = QLabel("Run a sweep: each measured point is plotted here.")
+        self.empty_label.setObjectName("Dim")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setWordWrap(True)
+        self.body = QStackedWidget()
+        self.body.setStyleSheet(f"QStackedWidget, QLabel {{ background: {plots.PLOT_BACKGROUND}; }}")
+        self.body.addWidget(self.plot)
+        self.body.addWidget(self.empty_label)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
         lay.addWidget(self.title)
-        lay.addWidget(self.plot, 1)
+        lay.addWidget(self.body, 1)
+        self.set_empty(True)
+
+    def set_empty(self, empty: bool) -> None:
+        """Show a sentence instead of bare axes while there is nothing to plot."""
+        self.body.setCurrentWidget(self.empty_label if empty else self.plot)
 
     def set_title(self, title: str, legend: list[tuple[str, str, bool]]) -> None:
         """The title followed by its legend entries (name, colour, dashed)."""
@@ -135,6 +148,7 @@ class ThroughputChart(ChartFrame):
 
     def set_results(self, results: Sequence[PointResult], varying: Sequence[str], recommended: int | None) -> None:
         """Redraw for these results."""
+        self.set_empty(not any(r.ran for r in results))
         item = self.plot.getPlotItem()
         item.clear()
         axis = axis_of(varying)
@@ -214,6 +228,7 @@ class LatencyChart(ChartFrame):
     def set_results(self, results: Sequence[PointResult], varying: Sequence[str], recommended: int | None,
                     ttft_target_ms: float | None) -> None:
         """Redraw for these results."""
+        self.set_empty(not any(r.ran for r in results))
         item = self.plot.getPlotItem()
         item.clear()
         ran = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok]

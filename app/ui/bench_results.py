@@ -98,6 +98,7 @@ class ResultsTable(QTableWidget):
         # Tighter than the app's default table so the articles' nine columns fit beside the editor.
         self.setStyleSheet("QHeaderView::section { padding: 4px 5px; } QTableWidget::item { padding: 0 4px; }")
         self._indexes: list[int] = []
+        self.set_results([], ("parallel",), None)  # empty, but with the columns a sweep will fill
 
     def set_results(self, results: Sequence[PointResult], varying: Sequence[str], recommended: int | None) -> None:
         """Fill the table."""
