@@ -179,7 +179,8 @@ class _Progress:
         self._last, self._last_t = key, now
         eta = f", about {p.eta_s:.0f} s left" if p.eta_s is not None else ""
         where = f"[{min(p.point + 1, p.points)}/{p.points}] {p.label} " if p.label else ""
-        print(f"{where}{p.phase} {p.detail}{eta}".rstrip(), file=sys.stderr, flush=True)
+        text = " ".join(part for part in (f"{where}{p.phase}".strip(), p.detail.strip()) if part)
+        print(f"{text}{eta}", file=sys.stderr, flush=True)
 
 
 async def _run(spec: SweepSpec, args: argparse.Namespace, history) -> SweepRun:
