@@ -10,6 +10,14 @@ from typing import Any, Coroutine, TypeVar
 T = TypeVar("T")
 
 
+def refused(coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+    """A cancelled future standing for work that will not run (the coroutine is closed unstarted)."""
+    coro.close()
+    future: concurrent.futures.Future = concurrent.futures.Future()
+    future.cancel()
+    return future
+
+
 class LoopThread:
     """Owns an asyncio loop running in a daemon thread. `submit` returns a concurrent Future;
     cancelling that future cancels the coroutine at its next await (a stream stops at once)."""
@@ -43,8 +51,18 @@ class LoopThread:
         return self._loop
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
-        """Schedule a coroutine on the loop thread."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        """Schedule a coroutine on the loop thread; once the loop has stopped, it is refused."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or not self._thread.is_alive():
+            return refused(coro)
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, loop)
+        except RuntimeError:  # closed between the check and the call
+            return refused(coro)
+
+    def submit_unless(self, closed: bool, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+        """Submit, unless the caller is shut down: a queued signal can still ask for work after that."""
+        return refused(coro) if closed else self.submit(coro)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run a coroutine on the loop and wait for its result (never call from the GUI thread)."""

@@ -234,13 +234,7 @@ class ConsoleSession(QObject):
             pass
 
     def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        if self._closed:
-            # A queued signal can still ask for work after shutdown; the loop may be gone by now.
-            coro.close()
-            future: concurrent.futures.Future = concurrent.futures.Future()
-            future.cancel()
-            return future
-        return self._loop.submit(coro)
+        return self._loop.submit_unless(self._closed, coro)
 
 
 __all__ = ["ConsoleRun", "ConsoleSession", "Drained", "StreamBuffer"]

@@ -213,12 +213,7 @@ class ServerController(QObject):
     # --- internals ------------------------------------------------------------------------
     def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         """Schedule on the loop; after shutdown nothing runs (a late signal must not reach a closed loop)."""
-        if self._closed:
-            coro.close()
-            fut: concurrent.futures.Future = concurrent.futures.Future()
-            fut.cancel()
-            return fut
-        return self._loop.submit(coro)
+        return self._loop.submit_unless(self._closed, coro)
 
     def _run(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         fut = self._submit(coro)

@@ -126,25 +126,24 @@ class FitHeatmap(QWidget):
         ch = (self.height() - top - 4) / rows
         return left, top, cw, ch
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802
+    def _cell_under(self, event) -> FitCell | None:
         if not self._grid:
-            return
+            return None
         left, top, cw, ch = self._geometry()
         col = int((event.position().x() - left) // cw)
         row = int((event.position().y() - top) // ch)
         if 0 <= row < len(self._grid) and 0 <= col < len(self._grid[0]):
-            cell = self._grid[row][col]
-            if cell.verdict != "invalid":
-                self.cell_clicked.emit(cell.parallel, cell.context)
+            return self._grid[row][col]
+        return None
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        cell = self._cell_under(event)
+        if cell is not None and cell.verdict != "invalid":
+            self.cell_clicked.emit(cell.parallel, cell.context)
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802
-        if not self._grid:
-            return
-        left, top, cw, ch = self._geometry()
-        col = int((event.position().x() - left) // cw)
-        row = int((event.position().y() - top) // ch)
-        if 0 <= row < len(self._grid) and 0 <= col < len(self._grid[0]):
-            c = self._grid[row][col]
+        c = self._cell_under(event)
+        if c is not None:
             detail = c.reason or f"{c.total_gpu_bytes / GIB:.1f} GiB on the GPU"
             self.setToolTip(f"{c.parallel} parallel × {c.context} tokens: {VERDICT_WORDS[c.verdict]} ({detail})"
                             "\nClick to use this combination.")

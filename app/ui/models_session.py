@@ -49,13 +49,7 @@ class ModelsSession(QObject):
         self.create_future: concurrent.futures.Future | None = None
 
     def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        if self._closed:
-            # A queued signal can still ask for work after shutdown; the loop may be gone by now.
-            coro.close()
-            future: concurrent.futures.Future = concurrent.futures.Future()
-            future.cancel()
-            return future
-        return self._loop.submit(coro)
+        return self._loop.submit_unless(self._closed, coro)
 
     def refresh(self, url: str, known_digests: frozenset[str] = frozenset()) -> concurrent.futures.Future:
         """Read local and loaded models, then the metadata of each model not known yet (by digest)."""
