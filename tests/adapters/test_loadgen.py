@@ -77,10 +77,12 @@ def test_clients_beyond_parallel_queue_in_the_server_and_ttft_shows_it(make_fake
     ttfts = sorted(r.ttft_s for r in result.records)
     one = PROMPT_TOKENS / 1000.0 + 20 / 200.0  # one whole request
     first = PROMPT_TOKENS / 1000.0 + 1 / 200.0
-    assert ttfts[0] == pytest.approx(first, rel=0.05)
-    assert ttfts[2] == pytest.approx(2 * one + first, rel=0.05)  # waited for two requests before it
+    # Single requests, not means: allow a few ms of scheduling jitter on a busy 2-core machine.
+    jitter_s = 0.004
+    assert ttfts[0] == pytest.approx(first, rel=0.05, abs=jitter_s)
+    assert ttfts[2] == pytest.approx(2 * one + first, rel=0.05, abs=jitter_s)  # waited for two requests before it
     waits = sorted(r.wait_s for r in result.records)
-    assert waits[2] == pytest.approx(2 * one, rel=0.05)
+    assert waits[2] == pytest.approx(2 * one, rel=0.05, abs=jitter_s)
 
 
 def test_thinking_tokens_count_and_the_first_answer_token_comes_after_them(make_fake_ollama):

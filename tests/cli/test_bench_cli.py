@@ -52,7 +52,8 @@ def test_managed_sweep_prints_the_table_writes_json_and_csv_and_keeps_history(tm
 
 
 def test_client_concurrency_on_an_attached_server(tmp_path, external_standin):
-    server = external_standin(**FAST)
+    # Two decode slots, so a second client really adds throughput rather than a timing coin-toss.
+    server = external_standin(OLLAMA_NUM_PARALLEL="2", **FAST)
     result = bench(tmp_path, "--model", "qwen3:0.6b", "--url", f"http://127.0.0.1:{server.port}",
                    "--concurrency", "1,2", "--requests", "4", "--json", "-", "--quiet", "--no-history")
     assert result.returncode == 0, result.stderr
