@@ -27,6 +27,7 @@ from app.adapters.settings_store import SettingsStore
 from app.adapters.supervisor import ServerSupervisor
 from app.core.pricing import others_bytes
 from app.core.settings import MIB, ServerSettings
+from app.core.telemetry import GpuInfo
 from app.core.throughput import TokenMeter
 from app.ui.bench_page import BenchPage
 from app.ui.console_page import ConsolePage
@@ -104,6 +105,11 @@ class DeckApp:
                                         PresetStore(self.store.config_dir))
         self.models_page = ModelsPage(self.loop, OllamaClient, self.controller, self.gpu.info(),
                                       self.gpu.unavailable_reason)
+        if self.gpu.info() is None:
+            # No NVIDIA GPU here: price the Models page on the card chosen in the Server page's fit panel.
+            card = self.server_page.fit_panel.card_combo
+            card.currentIndexChanged.connect(lambda _i: self._price_models_on_chosen_card())
+            self._price_models_on_chosen_card()
         self.window.add_page("console", "Prompt", self.console_page)
         self.window.add_page("models", "Models", self.models_page)
         self.bench_page = BenchPage(
@@ -136,6 +142,11 @@ class DeckApp:
                               self.controller.status.state.is_running, self._loaded_vram)
         step = 64 * MIB
         self.server_page.fit_panel.set_gpu(int(gpu.memory_total_mib * MIB), others // step * step)
+
+    def _price_models_on_chosen_card(self) -> None:
+        gib = int(self.server_page.fit_panel.card_combo.currentData())
+        self.models_page.set_gpu(GpuInfo(name=f"a {gib} GiB card (chosen on the Server page; no NVIDIA GPU here)",
+                                         driver="", memory_total_mib=gib * 1024.0))
 
     def _on_gpu_lost(self, reason: str) -> None:
         self.dashboard.set_gpu_unavailable_reason(reason)

@@ -124,3 +124,18 @@ def test_settings_applied_in_the_app_are_there_after_a_restart(qtbot, tmp_path, 
     deck.close()
     again = deck_factory(_args(tmp_path))
     assert again.server_page.form.settings().num_parallel == 6
+
+
+def test_without_nvidia_gpu_models_are_priced_on_the_card_chosen_for_the_fit_panel(
+        qtbot, tmp_path, fake_ollama, deck_factory, monkeypatch):
+    import app.ui.main as main_module
+    from app.adapters.nvml import NullGpuBackend
+
+    monkeypatch.setattr(main_module, "make_gpu_backend", lambda: NullGpuBackend("No NVIDIA driver found"))
+    deck = deck_factory(_args(tmp_path, url=fake_ollama.url))
+    models = deck.models_page
+    assert models.gpu_total_bytes == 24 * 1024**3
+    card = deck.server_page.fit_panel.card_combo
+    card.setCurrentIndex(card.findData(16))
+    assert models.gpu_total_bytes == 16 * 1024**3
+    assert "16 GiB card" in models.context_label.text()
