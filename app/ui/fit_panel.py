@@ -97,7 +97,7 @@ class FitPanel(QFrame):
             value = QLabel("—")
             value.setStyleSheet("font-weight: 600;")
             self.legend_values[key] = value
-            row, col = divmod(i, 3)
+            row, col = divmod(i, 2)
             cell = QHBoxLayout()
             cell.setSpacing(5)
             cell.addWidget(swatch)

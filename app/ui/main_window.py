@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
+    QFrame,
     QHBoxLayout,
+    QScrollArea,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
@@ -32,6 +34,7 @@ class MainWindow(QMainWindow):
         self.sidebar.setIconSize(QSize(18, 18))
         self.stack = QStackedWidget()
         self._pages: dict[str, QWidget] = {}
+        self._holders: dict[str, QScrollArea] = {}
 
         body = QWidget()
         bl = QHBoxLayout(body)
@@ -60,19 +63,30 @@ class MainWindow(QMainWindow):
         self.header.set_status(controller.status)
 
     def add_page(self, name: str, title: str, widget: QWidget) -> None:
-        """Add a page under a short name used by --page."""
+        """Add a page under a short name used by --page. A page taller or wider than the window
+        (a 1280x720 projector) scrolls instead of forcing the window past the screen."""
         self._pages[name] = widget
         item = QListWidgetItem(title)
         item.setSizeHint(QSize(160, 46))
         self.sidebar.addItem(item)
-        self.stack.addWidget(widget)
+        holder = QScrollArea()
+        holder.setObjectName(f"PageScroll_{name}")
+        holder.setFrameShape(QFrame.NoFrame)
+        holder.setWidgetResizable(True)
+        holder.setWidget(widget)
+        self._holders[name] = holder
+        self.stack.addWidget(holder)
         if self.sidebar.count() == 1:
             self.sidebar.setCurrentRow(0)
 
     def show_page(self, name: str) -> None:
         """Switch to a page by its short name."""
-        widget = self._pages[name]
-        self.sidebar.setCurrentRow(self.stack.indexOf(widget))
+        self.sidebar.setCurrentRow(self.stack.indexOf(self._holders[name]))
+
+    def current_page(self) -> QWidget | None:
+        """The page on show (the widget added, not its scroll holder)."""
+        holder = self.stack.currentWidget()
+        return holder.widget() if isinstance(holder, QScrollArea) else holder
 
     def page(self, name: str) -> QWidget:
         return self._pages[name]

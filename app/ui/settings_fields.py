@@ -42,7 +42,11 @@ KEEP_ALIVE_HINT = (
     "0 unload at once."
 )
 HOST_HINT = "127.0.0.1 = this machine only; 0.0.0.0 or a LAN address opens the API to the network."
-ALLOW_NETWORK_TEXT = "Allow network access (no authentication)"
+ALLOW_NETWORK_TEXT = "Allow network access"
+ALLOW_NETWORK_TOOLTIP = (
+    "Lets other machines reach this server. Ollama's API has no authentication: anyone who can "
+    "reach the port can run, pull and delete models."
+)
 MODELS_DIR_PLACEHOLDER = "Ollama's default (~/.ollama/models)"
 MODELS_DIR_HINT = "Empty = Ollama's default, ~/.ollama/models."
 BINARY_PLACEHOLDER = "Search PATH for ollama"

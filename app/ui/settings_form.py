@@ -162,6 +162,7 @@ class SettingsForm(QWidget):
         self._port.setGroupSeparatorShown(False)
         self._allow_network = QCheckBox(texts.ALLOW_NETWORK_TEXT)
         self._allow_network.setObjectName("allow_network")
+        self._allow_network.setToolTip(texts.ALLOW_NETWORK_TOOLTIP)
 
         self._models_dir = PathEdit(
             pick_directory=True, dialog_title="Models directory",

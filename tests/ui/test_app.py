@@ -139,3 +139,14 @@ def test_without_nvidia_gpu_models_are_priced_on_the_card_chosen_for_the_fit_pan
     card.setCurrentIndex(card.findData(16))
     assert models.gpu_total_bytes == 16 * 1024**3
     assert "16 GiB card" in models.context_label.text()
+
+
+def test_window_fits_a_1280x720_projector_and_pages_scroll(qtbot, tmp_path, deck_factory):
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    hint = deck.window.minimumSizeHint()
+    assert hint.width() <= 1280 and hint.height() <= 720
+    deck.window.resize(1280, 720)
+    for name in deck.window.page_names:
+        deck.window.show_page(name)
+        assert deck.window.current_page() is deck.window.page(name)
+    assert deck.window.size().height() == 720

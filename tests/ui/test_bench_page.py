@@ -208,7 +208,7 @@ def test_the_page_is_in_the_app(qtbot, tmp_path):
     try:
         assert "bench" in deck.window.page_names
         deck.window.show_page("bench")
-        assert deck.window.stack.currentWidget() is deck.bench_page
+        assert deck.window.current_page() is deck.bench_page
         assert Path(deck.bench_page.history.path) == tmp_path / "cfg" / "benchmarks.sqlite3"
     finally:
         deck.close()
