@@ -36,7 +36,7 @@ from app.ui.dashboard import DashboardPage
 from app.ui.main_window import MainWindow
 from app.ui.models_page import ModelsPage
 from app.ui.server_page import ServerPage
-from app.ui.theme import apply_theme
+from app.ui.theme import app_icon_path, apply_theme
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +204,7 @@ def run_gui(args: argparse.Namespace) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("ollama-deck")
     app.setDesktopFileName("ollama-deck")
+    app.setWindowIcon(QIcon(str(app_icon_path())))
     apply_theme(app)
     try:
         deck = DeckApp(args)

@@ -26,6 +26,11 @@ def stylesheet() -> str:
     return text.replace("@RES@", Path(str(folder)).as_posix())
 
 
+def app_icon_path() -> Path:
+    """The application icon (SVG) in the installed resources folder."""
+    return Path(str(resources.files("app.resources").joinpath("ollama-deck.svg")))
+
+
 def apply_theme(app: QApplication, base_point_size: float = 11.0) -> None:
     """Fusion style, a dark palette (for what the stylesheet does not reach) and the stylesheet."""
     app.setStyle("Fusion")

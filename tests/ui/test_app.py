@@ -150,3 +150,13 @@ def test_window_fits_a_1280x720_projector_and_pages_scroll(qtbot, tmp_path, deck
         deck.window.show_page(name)
         assert deck.window.current_page() is deck.window.page(name)
     assert deck.window.size().height() == 720
+
+
+def test_app_icon_and_desktop_entry_are_shipped():
+    from PySide6.QtGui import QIcon
+
+    from app.ui.theme import app_icon_path
+
+    assert not QIcon(str(app_icon_path())).isNull()
+    desktop = (PROJECT_ROOT / "packaging" / "ollama-deck.desktop").read_text()
+    assert "Exec=ollama-deck" in desktop and "Icon=ollama-deck" in desktop
