@@ -208,40 +208,35 @@ def parse_version(obj: Any) -> str:
     return _field(_object(obj, "/api/version"), "version", str, "/api/version")
 
 
-def parse_tags(obj: Any) -> list[LocalModel]:
-    """`/api/tags` -> local models, in the server's order."""
-    where = "/api/tags"
-    models = _field(_object(obj, where), "models", list, where, [])
+def _model_entries(obj: Any, where: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The `models` list of /api/tags or /api/ps: each entry with the fields both share, parsed."""
     out = []
-    for entry in models:
+    for entry in _field(_object(obj, where), "models", list, where, []):
         entry = _object(entry, where)
         name = _field(entry, "name", str, where)
         details = _object(_field(entry, "details", dict, where, {}), where)
-        out.append(LocalModel(name=name, model=_field(entry, "model", str, where, name),
-                              size_bytes=_field(entry, "size", int, where),
-                              digest=_field(entry, "digest", str, where, ""),
-                              modified_at=_field(entry, "modified_at", str, where, ""),
-                              **_details_fields(details, where)))
+        common = {"name": name, "model": _field(entry, "model", str, where, name),
+                  "size_bytes": _field(entry, "size", int, where),
+                  "digest": _field(entry, "digest", str, where, ""),
+                  **_details_fields(details, where)}
+        out.append((entry, common))
     return out
+
+
+def parse_tags(obj: Any) -> list[LocalModel]:
+    """`/api/tags` -> local models, in the server's order."""
+    where = "/api/tags"
+    return [LocalModel(modified_at=_field(entry, "modified_at", str, where, ""), **common)
+            for entry, common in _model_entries(obj, where)]
 
 
 def parse_ps(obj: Any) -> list[RunningModel]:
     """`/api/ps` -> loaded models, in the server's order."""
     where = "/api/ps"
-    models = _field(_object(obj, where), "models", list, where, [])
-    out = []
-    for entry in models:
-        entry = _object(entry, where)
-        name = _field(entry, "name", str, where)
-        details = _object(_field(entry, "details", dict, where, {}), where)
-        out.append(RunningModel(name=name, model=_field(entry, "model", str, where, name),
-                                size_bytes=_field(entry, "size", int, where),
-                                size_vram_bytes=_field(entry, "size_vram", int, where),
-                                digest=_field(entry, "digest", str, where, ""),
-                                expires_at=_field(entry, "expires_at", str, where, ""),
-                                context_length=_field(entry, "context_length", int, where, None),
-                                **_details_fields(details, where)))
-    return out
+    return [RunningModel(size_vram_bytes=_field(entry, "size_vram", int, where),
+                         expires_at=_field(entry, "expires_at", str, where, ""),
+                         context_length=_field(entry, "context_length", int, where, None), **common)
+            for entry, common in _model_entries(obj, where)]
 
 
 def parse_show(obj: Any) -> ModelDetails:

@@ -60,6 +60,18 @@ class SweepAxes:
                       for k in ("parallel", "concurrency", "kv_cache_types", "context_lengths", "flash_attention")})
 
 
+def varied_setting_parts(s: ServerSettings, varying: Sequence[str]) -> list[str]:
+    """Short words for the server settings a sweep varies besides parallel, e.g. ["KV q8_0", "ctx 8192"]."""
+    parts = []
+    if "kv_cache_types" in varying:
+        parts.append(f"KV {s.kv_cache_type}")
+    if "context_lengths" in varying:
+        parts.append(f"ctx {s.context_length or 'default'}")
+    if "flash_attention" in varying:
+        parts.append(f"FA {s.flash_attention}")
+    return parts
+
+
 @dataclass(frozen=True)
 class SweepPoint:
     """One setting to measure: the full server settings and the client concurrency."""
@@ -80,12 +92,7 @@ class SweepPoint:
         parts = []
         if "parallel" in varying and self.server_known:
             parts.append(f"parallel {s.num_parallel}")
-        if "kv_cache_types" in varying:
-            parts.append(f"KV {s.kv_cache_type}")
-        if "context_lengths" in varying:
-            parts.append(f"ctx {s.context_length or 'default'}")
-        if "flash_attention" in varying:
-            parts.append(f"FA {s.flash_attention}")
+        parts.extend(varied_setting_parts(s, varying))
         if "concurrency" in varying or not parts:
             parts.append("no client cap" if self.concurrency == 0
                          else f"{self.concurrency} client{'s' if self.concurrency != 1 else ''}")

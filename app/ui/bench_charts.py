@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
-from app.core.sweep import PointResult
+from app.core.sweep import PointResult, varied_setting_parts
 from app.core.sweep_recommend import pareto_front
 from app.ui import plots
 
@@ -34,14 +34,7 @@ def _axis_value(r: PointResult, axis: str) -> int:
 def series_key(r: PointResult, varying: Sequence[str]) -> str:
     """Which line a point belongs to: the varied settings other than the x axis."""
     axis = axis_of(varying)
-    s = r.point.settings
-    parts = []
-    if "kv_cache_types" in varying:
-        parts.append(f"KV {s.kv_cache_type}")
-    if "context_lengths" in varying:
-        parts.append(f"ctx {s.context_length or 'default'}")
-    if "flash_attention" in varying:
-        parts.append(f"FA {s.flash_attention}")
+    parts = varied_setting_parts(r.point.settings, varying)
     if axis == "parallel" and "concurrency" in varying and _independent_clients(r, varying):
         parts.append(f"{r.point.concurrency} clients")
     return " · ".join(parts)
@@ -69,17 +62,7 @@ def short_label(r: PointResult, varying: Sequence[str]) -> str:
 
 
 def _plot(x_label: str, y_label: str) -> pg.PlotWidget:
-    widget = pg.PlotWidget(background=plots.PLOT_BACKGROUND)
-    widget.setMinimumHeight(240)
-    item = widget.getPlotItem()
-    item.hideButtons()
-    item.setMenuEnabled(False)
-    item.setMouseEnabled(x=False, y=False)
-    plots.style_axis(item.getAxis("left"), y_label)
-    plots.style_axis(item.getAxis("bottom"), x_label)
-    item.showGrid(x=True, y=True, alpha=0.18)
-    item.layout.setContentsMargins(4, 6, 14, 4)
-    return widget
+    return plots.make_static_plot(y_label, x_label, min_height=240, grid=True, right_margin=14)
 
 
 class ChartFrame(QWidget):

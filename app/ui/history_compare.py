@@ -73,17 +73,7 @@ class CompareView(QWidget):
 
     @staticmethod
     def _plot(title: str, y_label: str, x_label: str = "") -> pg.PlotWidget:
-        widget = pg.PlotWidget(background=plots.PLOT_BACKGROUND)
-        widget.setMinimumHeight(220)
-        item = widget.getPlotItem()
-        item.hideButtons()
-        item.setMenuEnabled(False)
-        item.setMouseEnabled(x=False, y=False)
-        item.showGrid(x=True, y=True, alpha=0.18)
-        plots.style_axis(item.getAxis("left"), y_label)
-        plots.style_axis(item.getAxis("bottom"), x_label)
-        item.setTitle(plots.title_with_legend(title, []), size=f"{plots.TITLE_FONT_PT}pt")
-        return widget
+        return plots.make_static_plot(y_label, x_label, title=title, min_height=220, grid=True)
 
     def set_runs(self, a: SweepRun, b: SweepRun) -> None:
         """Show the two runs."""

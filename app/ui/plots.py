@@ -96,20 +96,30 @@ def title_with_legend(title: str, entries: list[tuple[str, str, bool]]) -> str:
     return "&nbsp;&nbsp;&nbsp;&nbsp;".join(parts)
 
 
-def make_time_plot(title: str, y_label: str, x_label: str = "time (s, 0 = now)") -> pg.PlotWidget:
-    """A PlotWidget for a time series ending at 0 s: styled and static (no mouse zoom)."""
+def make_static_plot(y_label: str, x_label: str = "", *, title: str | None = None, min_height: int = 180,
+                     grid: bool = False, right_margin: int = 12) -> pg.PlotWidget:
+    """A styled PlotWidget with no mouse zoom, menu or buttons: the base of every chart in the app."""
     widget = pg.PlotWidget(background=PLOT_BACKGROUND)
-    widget.setObjectName("TimePlot")
-    widget.setMinimumHeight(180)
+    widget.setMinimumHeight(min_height)
     item = widget.getPlotItem()
-    item.setTitle(title_with_legend(title, []), size=f"{TITLE_FONT_PT}pt")
+    if title is not None:
+        item.setTitle(title_with_legend(title, []), size=f"{TITLE_FONT_PT}pt")
     item.hideButtons()
     item.setMenuEnabled(False)
     item.setMouseEnabled(x=False, y=False)
-    item.getViewBox().disableAutoRange()
     style_axis(item.getAxis("left"), y_label)
     style_axis(item.getAxis("bottom"), x_label)
-    item.layout.setContentsMargins(4, 6, 12, 4)
+    if grid:
+        item.showGrid(x=True, y=True, alpha=0.18)
+    item.layout.setContentsMargins(4, 6, right_margin, 4)
+    return widget
+
+
+def make_time_plot(title: str, y_label: str, x_label: str = "time (s, 0 = now)") -> pg.PlotWidget:
+    """A PlotWidget for a time series ending at 0 s: styled and static (no mouse zoom)."""
+    widget = make_static_plot(y_label, x_label, title=title)
+    widget.setObjectName("TimePlot")
+    widget.getPlotItem().getViewBox().disableAutoRange()
     return widget
 
 
