@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -152,8 +152,6 @@ _LOG_PLACEHOLDERS = {
 
 class ServerPage(QWidget):
     """Edits settings and drives the server through a ServerController."""
-
-    apply_requested = Signal(object)  # ServerSettings
 
     def __init__(self, controller, settings: ServerSettings, parent=None) -> None:
         super().__init__(parent)
@@ -335,7 +333,6 @@ class ServerPage(QWidget):
         self._apply_now(settings)
 
     def _apply_now(self, settings: ServerSettings) -> None:
-        self.apply_requested.emit(settings)
         model = self.fit_panel.model_name or None
         self.controller.apply(settings, model=model, predicted=self.fit_panel.estimate)
 
