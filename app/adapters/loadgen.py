@@ -133,9 +133,12 @@ class LoadGenerator:
         # The cyclic collector stops the whole process for milliseconds (tens with a GUI's heap), which
         # would show up as late tokens. As timeit does, collect now and hold it off while measuring;
         # plain reference counting still frees almost everything, and the rest goes right after.
+        # Where automatic collection is already off, its owner (the GUI, which must collect on its own
+        # thread so that Qt objects are not destroyed here) keeps it: this thread never collects then.
         collecting = gc.isenabled()
-        gc.collect()
-        gc.disable()
+        if collecting:
+            gc.collect()
+            gc.disable()
         try:
             start = self._clock()
             if plan.mode == "closed":

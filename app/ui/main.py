@@ -33,6 +33,7 @@ from app.ui.bench_page import BenchPage
 from app.ui.console_page import ConsolePage
 from app.ui.controller import ServerController
 from app.ui.dashboard import DashboardPage
+from app.ui.gc_policy import GuiThreadCollection
 from app.ui.main_window import MainWindow
 from app.ui.models_page import ModelsPage
 from app.ui.server_page import ServerPage
@@ -75,6 +76,7 @@ class DeckApp:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self._closed = False
+        self.collection = GuiThreadCollection()
         self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None)
         loaded = self.store.load()
         settings = loaded.settings
@@ -156,6 +158,7 @@ class DeckApp:
 
     def start(self) -> None:
         """Begin sampling and look for a server."""
+        self.collection.start()  # before the threads get busy: Qt objects then die on the GUI thread only
         self.sampler.start()
         self._gpu_feed.start()
         self.controller.probe()
@@ -173,6 +176,7 @@ class DeckApp:
         self.controller.shutdown()
         self.loop.stop()
         self.gpu.close()
+        self.collection.stop()
 
 
 def _take_screenshot(deck: DeckApp, path: str, app: QApplication) -> None:

@@ -160,3 +160,10 @@ def test_app_icon_and_desktop_entry_are_shipped():
     assert not QIcon(str(app_icon_path())).isNull()
     desktop = (PROJECT_ROOT / "packaging" / "ollama-deck.desktop").read_text()
     assert "Exec=ollama-deck" in desktop and "Icon=ollama-deck" in desktop
+
+
+def test_the_running_app_collects_garbage_on_its_gui_thread_only(qtbot, tmp_path, deck_factory):
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    assert deck.collection.active  # app/ui/gc_policy.py: the sampler and loop threads never collect
+    deck.close()
+    assert not deck.collection.active
