@@ -37,6 +37,7 @@ from app.core.settings import ServerSettings  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
 from app.ui.console_page import ConsolePage  # noqa: E402
 from app.ui.controller import ServerController  # noqa: E402
+from app.ui.gc_policy import GuiThreadCollection  # noqa: E402
 from app.ui.main import settings_for_url  # noqa: E402
 from app.ui.theme import apply_theme  # noqa: E402
 
@@ -124,6 +125,8 @@ def main() -> int:
     parser.add_argument("--screenshot", help="save the page mid-stream to this PNG")
     parser.add_argument("--no-freeze", action="store_true",
                         help="skip gc.freeze(), to see full garbage collections stall the window")
+    parser.add_argument("--auto-gc", action="store_true",
+                        help="leave collection automatic (on any thread) instead of the app's GUI-thread timer")
     args = parser.parse_args()
 
     app = QApplication.instance() or QApplication([])
@@ -142,6 +145,9 @@ def main() -> int:
     pump_until(app, lambda: page.controls.thinking_supported is not None, 10)
     if not args.no_freeze:
         gc.freeze()  # as run_gui does once the window is built (see app/ui/main.py)
+    collection = GuiThreadCollection()
+    if not args.auto_gc:
+        collection.start()  # as DeckApp.start does: cyclic garbage is collected on the GUI thread only
     probe = StallProbe()
 
     probe.start()
@@ -175,6 +181,7 @@ def main() -> int:
     page.shutdown()
     controller.shutdown()
     loop.stop()
+    collection.stop()
     server.terminate()
     server.wait(10)
     return 0

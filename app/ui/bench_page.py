@@ -164,6 +164,7 @@ class BenchPage(QWidget):
         self.sweeps.failed.connect(self._failed)
         self.sweeps.history_problem.connect(self.message.show_warning)
         self.sweeps.running_changed.connect(self.editor.set_running)
+        self.sweeps.running_changed.connect(self._hold_server)
         self.run_view.apply_requested.connect(self.apply_point)
         self.run_view.export_failed.connect(self.message.show_error)
         self.history_view.apply_requested.connect(self.apply_point)
@@ -185,9 +186,17 @@ class BenchPage(QWidget):
         self.run_view.set_run(None)
         self.editor.set_mode_text(
             "A sweep is running. It restarts the server per point and puts it back as it was when it ends or is "
-            "cancelled; leave the Server page alone until then." if spec.managed else
+            "cancelled; the Server page's controls wait until then." if spec.managed else
             "A sweep is running against this server; its settings are not touched.")
         self.sweeps.start(spec, self.controller.settings.base_url)
+
+    def _hold_server(self, running: bool) -> None:
+        """While a sweep runs, the Server page cannot restart, stop or re-configure the server under it."""
+        if running:
+            self.controller.hold("A benchmark sweep is running: it owns the server until it ends or is stopped "
+                                 "on the Benchmark page, then puts the settings back as they were.")
+        else:
+            self.controller.release()
 
     def cancel_sweep(self) -> None:
         """Stop the sweep; the server comes back as it was."""

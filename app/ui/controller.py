@@ -11,6 +11,7 @@ from typing import Any, Callable, Coroutine
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.adapters.aio import refused
 from app.core.errors import DeckError
 from app.core.model_shape import shape_from_show
 from app.core.server_state import ServerState, ServerStatus
@@ -35,6 +36,7 @@ class ServerController(QObject):
     apply_checked = Signal(object)  # ApplyReport after a guarded apply
     models_listed = Signal(list)  # list[LocalModel] from /api/tags
     model_shape_ready = Signal(str, object, str)  # name, ModelShape | None, error text
+    held_changed = Signal(str)  # why start/stop/apply are reserved (a sweep owns the server); "" when free
 
     def __init__(
         self,
@@ -58,6 +60,7 @@ class ServerController(QObject):
         self._busy = 0
         self._busy_lock = threading.Lock()
         self._closed = False
+        self._held_by = ""
         self._status: ServerStatus = ServerStatus(ServerState.STOPPED) if supervisor is None else supervisor.status
         self.probed = False  # True once the first probe finished (used by --screenshot)
         self._ps_future: concurrent.futures.Future | None = None
@@ -104,6 +107,27 @@ class ServerController(QObject):
 
     # --- actions (GUI thread) -------------------------------------------------------------
     @property
+    def held_reason(self) -> str:
+        """Non-empty while something else (a benchmark sweep) owns the server's lifecycle."""
+        return self._held_by
+
+    def hold(self, reason: str) -> None:
+        """Reserve the server: start, stop and apply are refused with `reason` until release()."""
+        self._held_by = reason
+        self.held_changed.emit(reason)
+
+    def release(self) -> None:
+        if self._held_by:
+            self._held_by = ""
+            self.held_changed.emit("")
+
+    def _run_unless_held(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        if self._held_by:
+            self.error.emit(self._held_by)
+            return refused(coro)
+        return self._run(coro)
+
+    @property
     def status(self) -> ServerStatus:
         return self._status
 
@@ -124,11 +148,11 @@ class ServerController(QObject):
 
     def start(self) -> concurrent.futures.Future:
         """Start a managed server (or attach to one that already answers)."""
-        return self._run(self._supervisor.start())
+        return self._run_unless_held(self._supervisor.start())
 
     def stop(self) -> concurrent.futures.Future:
         """Stop the managed server; refused for an attached one."""
-        return self._run(self._supervisor.stop())
+        return self._run_unless_held(self._supervisor.stop())
 
     def apply(self, settings: ServerSettings, then_start: bool = False, model: str | None = None,
               predicted: Any = None) -> concurrent.futures.Future:
@@ -161,7 +185,7 @@ class ServerController(QObject):
                 return status
             return await self._supervisor.probe()
 
-        return self._run(work())
+        return self._run_unless_held(work())
 
     def list_models(self) -> concurrent.futures.Future:
         """Read /api/tags; the result arrives as models_listed."""

@@ -159,6 +159,7 @@ class ServerPage(QWidget):
         self._applied = settings
         self._status = controller.status
         self._busy = False
+        self._held = controller.held_reason
 
         self.form = SettingsForm()
         self.form.set_settings(settings)
@@ -257,6 +258,7 @@ class ServerPage(QWidget):
         controller.status_changed.connect(self.set_status)
         controller.log_lines.connect(self.log_view.append_lines)
         controller.busy_changed.connect(self._set_busy)
+        controller.held_changed.connect(self._set_held)
         controller.error.connect(lambda text: self.banner.show_message(text, "error"))
         controller.settings_applied.connect(self._on_applied)
         self.set_status(controller.status)
@@ -288,17 +290,21 @@ class ServerPage(QWidget):
         self._busy = busy
         self._refresh()
 
+    def _set_held(self, reason: str) -> None:
+        self._held = reason
+        self._refresh()
+
     def _refresh(self) -> None:
         state = self._status.state
         valid = self.form.validation().ok
         dirty = self.form.settings() != self._applied
-        transitional = state in (ServerState.STARTING, ServerState.STOPPING) or self._busy
+        transitional = state in (ServerState.STARTING, ServerState.STOPPING) or self._busy or bool(self._held)
         can_start = state in (ServerState.STOPPED, ServerState.CRASHED) and not transitional
         self.start_button.setEnabled(can_start and valid)
-        self.stop_button.setEnabled(self._status.can_stop and not self._busy)
+        self.stop_button.setEnabled(self._status.can_stop and not self._busy and not self._held)
         self.apply_button.setEnabled(valid and dirty and not transitional)
         self.apply_button.setText("Apply and restart" if state is ServerState.RUNNING_MANAGED else "Apply settings")
-        reasons = []
+        reasons = [self._held] if self._held else []
         if not valid:
             reasons.append("Fix the fields marked in red to apply or start.")
         if self._status.stop_disabled_reason and state is ServerState.RUNNING_ATTACHED:

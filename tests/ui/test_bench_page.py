@@ -149,6 +149,31 @@ def test_cancel_mid_point_puts_the_server_back(qtbot, page_factory):
     assert controller.status.state is ServerState.RUNNING_MANAGED
 
 
+def test_while_a_sweep_runs_the_server_page_cannot_restart_stop_or_apply(qtbot, page_factory):
+    from app.ui.server_page import ServerPage
+
+    controller, page, _store = page_factory(FAKE_OLLAMA_TOKENS_PER_S="50", FAKE_OLLAMA_ANSWER_TOKENS="500")
+    server_page = ServerPage(controller, controller.settings)
+    qtbot.addWidget(server_page)
+    controller.start()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
+    server_page.form.findChild(object, "num_parallel").setValue(3)
+    qtbot.waitUntil(server_page.apply_button.isEnabled, timeout=WAIT_MS)
+    fill(page, parallel="2, 4")
+    page.editor.start_button.click()
+    qtbot.waitUntil(lambda: page.progress.phase.text().startswith("Warming up"), timeout=WAIT_MS)
+    assert not server_page.apply_button.isEnabled() and not server_page.stop_button.isEnabled()
+    assert "benchmark sweep is running" in server_page.reason_label.text()
+    with qtbot.waitSignal(controller.error, timeout=WAIT_MS) as refused:
+        assert controller.apply(controller.settings.replace(num_parallel=3)).cancelled()
+    assert "benchmark sweep is running" in refused.args[0]
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS):
+        qtbot.mouseClick(page.editor.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(server_page.apply_button.isEnabled, timeout=WAIT_MS)  # free again, the edit kept
+    assert server_page.stop_button.isEnabled() and "benchmark" not in server_page.reason_label.text()
+    assert controller.settings.num_parallel == 1
+
+
 def test_on_an_attached_server_only_client_concurrency_varies(qtbot, page_factory, external_standin):
     server = external_standin(**FAST)
     controller, page, _store = page_factory(ServerSettings(port=server.port))
