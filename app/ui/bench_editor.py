@@ -12,11 +12,11 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QSpinBox, QStyle, QVBoxLayout, QWidget)
 
-from app.core.bench_stats import LatencyTargets
 from app.core.loadgen_plan import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
 from app.core.settings import KV_CACHE_TYPES, ServerSettings
 from app.core.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
+from app.ui.bench_targets import TPOT_HINT, TTFT_HINT, TargetFields
 from app.ui.widgets import FieldGroup, InlineMessage, align_label_columns, left_aligned
 
 FROM_FILE = "__file__"
@@ -184,23 +184,10 @@ class SweepEditor(QWidget):
 
     def _build_targets(self) -> FieldGroup:
         group = FieldGroup("Targets for the recommendation")
-        self.ttft = QSpinBox()
-        self.ttft.setObjectName("ttft_target")
-        self.ttft.setRange(10, 600_000)
-        self.ttft.setValue(2000)
-        self.ttft.setSuffix(" ms")
-        self.tpot = QSpinBox()
-        self.tpot.setObjectName("tpot_target")
-        self.tpot.setRange(1, 10_000)
-        self.tpot.setValue(100)
-        self.tpot.setSuffix(" ms")
-        self.success = QDoubleSpinBox()
-        self.success.setObjectName("success_target")
-        self.success.setRange(50.0, 100.0)
-        self.success.setValue(99.0)
-        self.success.setSuffix(" %")
-        group.add_field("TTFT p95 ≤", self.ttft, hint="Time to first token, queueing included.")
-        group.add_field("TPOT p95 ≤", self.tpot, hint="Time per output token after the first (100 ms ≈ 10 tokens/s).")
+        self.targets = TargetFields()
+        self.ttft, self.tpot, self.success = self.targets.widgets
+        group.add_field("TTFT p95 ≤", self.ttft, hint=TTFT_HINT)
+        group.add_field("TPOT p95 ≤", self.tpot, hint=TPOT_HINT)
         group.add_field("Success ≥", self.success)
         return group
 
@@ -280,7 +267,7 @@ class SweepEditor(QWidget):
                         duration_s=float(stop_value) if unit == "seconds" and stop_value else None,
                         requests_per_client=4 if not stop_value else None,
                         num_predict=self.num_predict.value() or None, think=self.think.currentData())
-        targets = LatencyTargets(float(self.ttft.value()), float(self.tpot.value()), self.success.value() / 100)
+        targets = self.targets.targets()
         spec = SweepSpec(self._base, axes, plan, targets, managed=self._managed, force=self.force.isChecked())
         try:
             spec.plan()

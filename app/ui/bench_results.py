@@ -19,6 +19,7 @@ from app.core.sweep import CANCELLED, FAILED, OK, SKIPPED, UNSTABLE, PointResult
 from app.core.sweep_run import SweepRun, run_to_csv, run_to_json, run_to_markdown
 from app.ui import theme
 from app.ui.bench_charts import SweepCharts
+from app.ui.bench_targets import TargetFields
 
 RECOMMENDED_BACKGROUND = "#1d3b52"
 STATUS_COLOURS = {OK: theme.OK, UNSTABLE: theme.WARNING, FAILED: theme.ERROR, SKIPPED: theme.DIM,
@@ -167,6 +168,22 @@ class RecommendationCard(QFrame):
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.text.setStyleSheet("font-size: 11.5pt;")
         lay.addWidget(self.text)
+        self.targets = TargetFields(prefix="rejudge_")
+        self.rejudge_button = QPushButton("Re-judge")
+        self.rejudge_button.setObjectName("Rejudge")
+        self.rejudge_button.setToolTip("Recompute goodput and the recommendation from the recorded requests "
+                                       "against these targets; nothing is re-run.")
+        judge = QHBoxLayout()
+        judge.setSpacing(8)
+        judge.addWidget(QLabel("Judge against  TTFT p95 ≤"))
+        judge.addWidget(self.targets.ttft)
+        judge.addWidget(QLabel("TPOT p95 ≤"))
+        judge.addWidget(self.targets.tpot)
+        judge.addWidget(QLabel("success ≥"))
+        judge.addWidget(self.targets.success)
+        judge.addWidget(self.rejudge_button)
+        judge.addStretch(1)
+        lay.addLayout(judge)
         self.apply_button = QPushButton("Apply")
         self.apply_button.setObjectName("ApplyRecommended")
         self.apply_button.setProperty("accent", True)
@@ -200,7 +217,8 @@ class RunView(QWidget):
 
     def __init__(self, parent: QWidget | None = None, show_apply: bool = True) -> None:
         super().__init__(parent)
-        self.run: SweepRun | None = None
+        self.run: SweepRun | None = None  # as shown (re-judged, perhaps)
+        self.measured: SweepRun | None = None  # as it ran
         self._show_apply = show_apply
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -236,13 +254,28 @@ class RunView(QWidget):
         lay.addWidget(self.charts, 1)
         self.card.apply_recommended.connect(self._apply_recommended)
         self.card.apply_selected.connect(self._apply_selected)
+        self.card.rejudge_button.clicked.connect(self.rejudge)
         self.table.itemSelectionChanged.connect(self._selection_changed)
         if not show_apply:
             self.card.apply_button.hide()
             self.card.apply_selected_button.hide()
 
     def set_run(self, run: SweepRun | None) -> None:
-        """Show a run (None: empty)."""
+        """Show a run (None: empty), judged against the targets it ran with."""
+        self.measured = run
+        if run is not None:
+            self.card.targets.set_targets(run.spec.targets)
+        self._show(run)
+
+    def rejudge(self) -> None:
+        """Judge the shown run against the card's targets (from its recorded requests; nothing re-runs)."""
+        if self.measured is None:
+            return
+        targets = self.card.targets.targets()
+        same = targets == self.measured.spec.targets
+        self._show(self.measured if same else self.measured.with_targets(targets))
+
+    def _show(self, run: SweepRun | None) -> None:
         self.run = run
         if run is None:
             self.heading.setText("No results yet")
@@ -256,8 +289,11 @@ class RunView(QWidget):
         index = rec.index if rec else None
         self.heading.setText(run.title)
         f = run.fingerprint
+        targets = run.spec.targets.describe()
+        if self.measured is not None and run.spec.targets != self.measured.spec.targets:
+            targets = f"re-judged: {targets} (ran with {self.measured.spec.targets.describe()})"
         bits = [f"Ollama {f.ollama_version}" if f.ollama_version else "", f.model_quantization,
-                run.spec.workload.describe(per_point_clients=True), run.spec.targets.describe()]
+                run.spec.workload.describe(per_point_clients=True), targets]
         if run.status not in ("finished", "running"):
             bits.append(run.status)
         self.facts.setText(" · ".join(b for b in bits if b))
