@@ -166,6 +166,7 @@ class ConsolePage(QWidget):
         self.session.run_progress.connect(self._on_progress)
         self.session.run_finished.connect(self._on_finished)
         server.status_changed.connect(self._on_status)
+        server.models_listed.connect(self._on_listed_elsewhere)  # a pull or delete on the Models page
         self._on_mode(0)
         self._on_status(server.status)
 
@@ -203,6 +204,10 @@ class ConsolePage(QWidget):
 
     def _on_models(self, url: str, models: list) -> None:
         if url == self.base_url:
+            self.controls.set_models(models)
+
+    def _on_listed_elsewhere(self, models: list) -> None:
+        if self._models_url == self.base_url:  # the page has listed this server's models before
             self.controls.set_models(models)
 
     def _on_model_changed(self, model: str) -> None:

@@ -266,7 +266,7 @@ class ModelsPage(QWidget):
 
     def _on_action_done(self, kind: str, name: str) -> None:
         if kind == "delete":
-            self.refresh()
+            self._store_changed()
             self.message.show_warning(f"Deleted {name}.")
         else:
             self.session.running(self.base_url)
@@ -287,7 +287,7 @@ class ModelsPage(QWidget):
 
     def _on_pulled(self, name: str) -> None:
         self.pull_panel.show_done(name)
-        self.refresh()
+        self._store_changed()
 
     def create(self, body: dict) -> None:
         """Send a checked `/api/create` body."""
@@ -296,7 +296,13 @@ class ModelsPage(QWidget):
 
     def _on_created(self, name: str) -> None:
         self.create_panel.show_done(name)
+        self._store_changed()
+
+    def _store_changed(self) -> None:
+        """A model was pulled, created or deleted: this page re-reads, and the controller tells the
+        other pages (the console's and the sweep's model pickers, the fit panel) at once."""
         self.refresh()
+        self._server.list_models()
 
     def _sizes_for(self, typed: str) -> tuple[int | None, int | None]:
         """Parameter count of the local model a typed FP8 tag stands for (qwen3:14b-fp8 -> qwen3:14b)

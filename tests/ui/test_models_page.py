@@ -27,6 +27,7 @@ class Models:
     fake: FakeOllama
     page: ModelsPage
     loop: LoopThread
+    controller: ServerController
 
     def requests(self, path: str) -> list:
         return [r for r in self.fake.requests if r.path == path]
@@ -49,7 +50,7 @@ def models(qtbot, make_fake_ollama):
         made.append((page, controller, loop))
         controller.probe()
         qtbot.waitUntil(lambda: len(page.verdicts) == len(fake.models), timeout=WAIT_MS)
-        return Models(fake, page, loop)
+        return Models(fake, page, loop, controller)
 
     yield make
     for page, controller, loop in made:
@@ -206,3 +207,26 @@ def test_a_refused_create_keeps_ollamas_message(qtbot, models):
     with qtbot.waitSignal(m.page.session.create_failed, timeout=WAIT_MS):
         qtbot.mouseClick(form.create_button, Qt.MouseButton.LeftButton)
     assert "file does not exist" in form.result.message and form.create_button.isEnabled()
+
+
+def test_a_pull_or_delete_reaches_the_consoles_model_picker_at_once(qtbot, models):
+    from app.core.throughput import TokenMeter
+    from app.ui.console_page import ConsolePage
+
+    m = models(pull_s=0.2)
+    console = ConsolePage(m.loop, OllamaClient, m.controller, TokenMeter())
+    qtbot.addWidget(console)
+    console.refresh_models()  # as when the page was first shown
+    picker = console.controls.model_combo
+    qtbot.waitUntil(lambda: picker.count() == len(m.fake.models), timeout=WAIT_MS)
+    names = lambda: [picker.itemData(i) for i in range(picker.count())]  # noqa: E731
+    assert "qwen3:14b-q8_0" not in names()
+    panel = m.page.pull_panel
+    panel.name_edit.setText("qwen3:14b-q8_0")
+    qtbot.mouseClick(panel.pull_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "qwen3:14b-q8_0" in names(), timeout=WAIT_MS)  # the console was never shown again
+    m.page.confirm = lambda *_a: True
+    m.page.table.select_name("gemma3:4b")
+    qtbot.mouseClick(m.page.delete_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "gemma3:4b" not in names(), timeout=WAIT_MS)
+    console.shutdown()
