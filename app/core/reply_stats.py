@@ -263,5 +263,26 @@ def figure_rows(stats: ReplyStats) -> list[tuple[str, str]]:
     ]
 
 
+
+def mode_text(think: bool | str | None) -> str:
+    """'Thinking', 'Non-thinking', 'Thinking: high' or 'Model default' for a think value."""
+    if think is None:
+        return "Model default"
+    if isinstance(think, str):
+        return f"Thinking: {think}"
+    return "Thinking" if think else "Non-thinking"
+
+
+def figures_line(stats: ReplyStats) -> str:
+    """The reply's figures on one line."""
+    parts = [f"TTFT {fmt_ms(stats.ttft_ms)}", f"first answer {fmt_ms(stats.first_answer_ms)}",
+             f"thinking {fmt_count(stats.thinking_tokens)} · answer {fmt_count(stats.answer_tokens)} tok",
+             f"eval_count {fmt_count(stats.eval_count)}", f"decode {fmt_rate(stats.eval_tokens_per_s)}",
+             f"prompt {fmt_count(stats.prompt_eval_count)} tok @ {fmt_rate(stats.prompt_tokens_per_s)}",
+             f"load {fmt_ms(stats.load_ms)}", f"total {fmt_ms(stats.total_ms)}",
+             f"done_reason {stats.done_reason or '—'}"]
+    return "   ·   ".join(parts)
+
+
 __all__ = ["BurstSummary", "ReplyMeter", "ReplyStats", "ThinkingCost", "summarize_burst", "thinking_cost",
-           "figure_rows", "fmt_count", "fmt_ms", "fmt_rate"]
+           "figure_rows", "figures_line", "fmt_count", "fmt_ms", "fmt_rate", "mode_text"]

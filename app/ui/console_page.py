@@ -4,15 +4,19 @@ figures; fire a burst of identical prompts; compare both modes side by side."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QButtonGroup, QFileDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
-                               QScrollArea, QSpinBox, QSplitter, QStackedWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMenu, QPlainTextEdit,
+                               QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QToolButton,
+                               QVBoxLayout, QWidget)
 
+from app.adapters.atomic_json import write_atomic
 from app.adapters.prompt_runner import MAX_BURST, PromptRequest
+from app.core.conversation import conversation_json, conversation_markdown
 from app.core.errors import DeckError
 from app.core.presets import BUILTIN_PRESETS, Preset
 from app.core.throughput import TokenMeter
@@ -27,6 +31,7 @@ from app.ui.widgets import InlineMessage
 
 MODES = (("chat", "Chat"), ("burst", "Burst"), ("ab", "A/B"))
 MAX_FILE_BYTES = 4 * 1024 * 1024
+EXPORT_FILTERS = {"md": "Markdown (*.md)", "json": "JSON (*.json)"}
 
 
 class ConsolePage(QWidget):
@@ -110,6 +115,20 @@ class ConsolePage(QWidget):
         self.copies.setRange(1, MAX_BURST)
         self.copies.setValue(8)
         self.copies.setToolTip(f"How many identical requests to send at once (1–{MAX_BURST})")
+        self.markdown_check = QCheckBox("Markdown")
+        self.markdown_check.setChecked(True)
+        self.markdown_check.setToolTip("Show finished answers rendered (headings, lists, tables, code); "
+                                       "off shows the raw text. Answers stream as plain text either way.")
+        self.export_button = QToolButton()
+        self.export_button.setText("Export ▾")
+        self.export_button.setObjectName("ExportConversation")
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        export_menu = QMenu(self.export_button)
+        export_menu.addAction("Conversation as Markdown…", lambda: self._export_dialog("md"))
+        export_menu.addAction("Conversation as JSON…", lambda: self._export_dialog("json"))
+        self.export_button.setMenu(export_menu)
+        self.export_status = QLabel()
+        self.export_status.setObjectName("Dim")
         self.clear_button = QPushButton("Clear")
         self.stop_button = QPushButton("Stop")
         self.stop_button.setProperty("danger", True)
@@ -124,7 +143,10 @@ class ConsolePage(QWidget):
         buttons.addSpacing(12)
         buttons.addWidget(self.copies_label)
         buttons.addWidget(self.copies)
-        buttons.addStretch(1)
+        buttons.addSpacing(12)
+        buttons.addWidget(self.export_status, 1)
+        buttons.addWidget(self.markdown_check)
+        buttons.addWidget(self.export_button)
         for button in (self.clear_button, self.stop_button, self.send_button):
             buttons.addWidget(button)
 
@@ -152,6 +174,7 @@ class ConsolePage(QWidget):
         self.send_button.clicked.connect(self.send)
         self.stop_button.clicked.connect(self.stop)
         self.clear_button.clicked.connect(self.clear)
+        self.markdown_check.toggled.connect(self.conversation.set_markdown)
         self.load_file_button.clicked.connect(self._load_file)
         QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.send)
         QShortcut(QKeySequence("Ctrl+Enter"), self, activated=self.send)
@@ -266,7 +289,9 @@ class ConsolePage(QWidget):
         burst = self.mode == "burst"
         self.copies.setVisible(burst)
         self.copies_label.setVisible(burst)
-        self.clear_button.setVisible(self.mode == "chat")
+        chat = self.mode == "chat"
+        for widget in (self.clear_button, self.markdown_check, self.export_button, self.export_status):
+            widget.setVisible(chat)
         self.send_button.setText({"chat": "Send", "burst": "Send burst", "ab": "Compare"}[self.mode])
         self._refresh_buttons()
 
@@ -279,6 +304,7 @@ class ConsolePage(QWidget):
         running = self.run is not None
         self.send_button.setEnabled(not running)
         self.stop_button.setEnabled(running)
+        self.export_button.setEnabled(bool(self.conversation.turns) and not running)
         for button in self.mode_buttons.values():
             button.setEnabled(not running)
 
@@ -299,7 +325,7 @@ class ConsolePage(QWidget):
                                 system=self.controls.system(), options=self.controls.options(),
                                 history=tuple(self.history) if self.mode == "chat" else ())
         if self.mode == "chat":
-            turn = self.conversation.add_turn(prompt, model, request.think)
+            turn = self.conversation.add_turn(prompt, model, request.think, request.system or "")
             self.figures.clear()
             run = self.session.start(self.base_url, "chat", request)
             self._views[run] = turn.reply
@@ -329,6 +355,34 @@ class ConsolePage(QWidget):
         self.history = []
         self.conversation.clear()
         self.figures.clear()
+        self.export_status.clear()
+        self._refresh_buttons()
+
+    # --- export ---------------------------------------------------------------------------
+    def _export_dialog(self, kind: str) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M")
+        path, _ = QFileDialog.getSaveFileName(self, "Export conversation", f"conversation-{stamp}.{kind}",
+                                              EXPORT_FILTERS[kind])
+        if path:
+            self.export_conversation(kind, Path(path))
+
+    def export_conversation(self, kind: str, path: Path) -> bool:
+        """Write the conversation as Markdown ('md') or JSON ('json'), atomically; says where, or why not."""
+        records = self.conversation.records()
+        if not records:
+            self.message.show_error("Nothing to export yet: send a prompt first.")
+            return False
+        when = time.strftime("%Y-%m-%d %H:%M:%S %z")
+        make = conversation_markdown if kind == "md" else conversation_json
+        try:
+            write_atomic(path, make(records, self.base_url, when).encode("utf-8"))
+        except OSError as exc:
+            self.message.show_error(f"Could not export to {path}: {exc.strerror or exc}")
+            return False
+        self.message.clear_message()
+        self.export_status.setText(f"Saved {len(records)} turn{'s' if len(records) != 1 else ''} to {path.name}")
+        self.export_status.setToolTip(str(path))
+        return True
 
     def _on_progress(self, run: ConsoleRun, drained: Drained) -> None:
         if run.kind == "chat":

@@ -6,16 +6,18 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextCursor, QTextOption
+from PySide6.QtGui import QColor, QTextCursor, QTextDocument, QTextFormat, QTextOption
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy,
                                QTextEdit, QToolButton, QVBoxLayout, QWidget)
 
 from app.adapters.prompt_runner import ReplyOutcome
-from app.core.reply_stats import ReplyStats, fmt_count, fmt_ms, fmt_rate
+from app.core.conversation import TurnRecord
+from app.core.reply_stats import ReplyStats, figures_line, fmt_ms, mode_text
 from app.ui import theme
 from app.ui.widgets import InlineMessage
 
 THINKING_MAX_HEIGHT_PX = 200
+CODE_BACKGROUND = "#0f1014"
 REPLY_STYLE = f"""
 #ReplyAnswer {{ background: transparent; border: none; color: {theme.TEXT}; font-size: 13pt; }}
 #ThinkingText {{ background: #17181d; border: none; border-left: 3px solid #3a3d49; color: {theme.DIM};
@@ -33,15 +35,6 @@ REPLY_STYLE = f"""
 """
 
 
-def mode_text(think: bool | str | None) -> str:
-    """'Thinking', 'Non-thinking', 'Thinking: high' or 'Model default' for a think value."""
-    if think is None:
-        return "Model default"
-    if isinstance(think, str):
-        return f"Thinking: {think}"
-    return "Thinking" if think else "Non-thinking"
-
-
 def mode_badge(think: bool | str | None) -> QLabel:
     """A coloured pill naming the thinking mode."""
     badge = QLabel(mode_text(think))
@@ -49,17 +42,6 @@ def mode_badge(think: bool | str | None) -> QLabel:
     colour = theme.WARNING if think not in (False, None) else theme.ACCENT
     badge.setStyleSheet(f"background: {colour};")
     return badge
-
-
-def figures_line(stats: ReplyStats) -> str:
-    """The reply's figures on one line."""
-    parts = [f"TTFT {fmt_ms(stats.ttft_ms)}", f"first answer {fmt_ms(stats.first_answer_ms)}",
-             f"thinking {fmt_count(stats.thinking_tokens)} · answer {fmt_count(stats.answer_tokens)} tok",
-             f"eval_count {fmt_count(stats.eval_count)}", f"decode {fmt_rate(stats.eval_tokens_per_s)}",
-             f"prompt {fmt_count(stats.prompt_eval_count)} tok @ {fmt_rate(stats.prompt_tokens_per_s)}",
-             f"load {fmt_ms(stats.load_ms)}", f"total {fmt_ms(stats.total_ms)}",
-             f"done_reason {stats.done_reason or '—'}"]
-    return "   ·   ".join(parts)
 
 
 class GrowingText(QTextEdit):
@@ -160,6 +142,20 @@ class ThinkingSection(QWidget):
         return self.text.toPlainText()
 
 
+def _tint_code_blocks(document: QTextDocument) -> None:
+    """Give fenced and indented code blocks a darker panel, as code reads in a chat window."""
+    cursor = QTextCursor(document)
+    block = document.begin()
+    while block.isValid():
+        fmt = block.blockFormat()
+        if fmt.hasProperty(QTextFormat.Property.BlockCodeFence) or block.charFormat().fontFixedPitch():
+            fmt.setBackground(QColor(CODE_BACKGROUND))
+            fmt.setLeftMargin(max(fmt.leftMargin(), 6.0))
+            cursor.setPosition(block.position())
+            cursor.setBlockFormat(fmt)
+        block = block.next()
+
+
 class ReplyView(QWidget):
     """One reply: thinking trace, answer, and then its figures, a stop note or the server's error."""
 
@@ -186,13 +182,36 @@ class ReplyView(QWidget):
         for widget in (self.thinking, self.answer, self.note, self.error, self.figures):
             layout.addWidget(widget)
         self._outcome: ReplyOutcome | None = None
+        self._answer = ""  # exactly as streamed
+        self._markdown = True
+        self._ended = False
+        self.stopped = False
 
     def append(self, thinking: str, content: str) -> None:
-        """Add newly arrived text."""
+        """Add newly arrived text (shown plain while it streams; cheap at any token rate)."""
         if thinking:
             self.thinking.append(thinking)
         if content:
+            self._answer += content
             self.answer.append_text(content)
+
+    def set_markdown(self, on: bool) -> None:
+        """Show the finished answer rendered as Markdown (headings, lists, code) or as plain text."""
+        if on != self._markdown:
+            self._markdown = on
+            if self._ended:
+                self._render()
+
+    @property
+    def markdown(self) -> bool:
+        return self._markdown
+
+    def _render(self) -> None:
+        if self._markdown:
+            self.answer.setMarkdown(self._answer)
+            _tint_code_blocks(self.answer.document())
+        else:
+            self.answer.setPlainText(self._answer)
 
     def set_live(self, stats: ReplyStats) -> None:
         """Refresh the counts while the reply streams."""
@@ -208,10 +227,14 @@ class ReplyView(QWidget):
         if outcome is not None and outcome.error is not None:
             self.error.show_error(outcome.error.user_text())
         if stopped or (outcome is not None and outcome.stopped):
+            self.stopped = True
             tokens = stats.streamed_tokens if stats is not None else 0
             self.note.setText(f"■ Stopped after {tokens:,d} tokens.")
             self.note.show()
-        if not self.answer.toPlainText():
+        self._ended = True
+        if self._answer and self._markdown:
+            self._render()
+        if not self._answer:
             self.answer.setPlaceholderText("" if outcome is not None and outcome.error else "(no answer text)")
             if outcome is not None and outcome.error is not None:
                 self.answer.hide()
@@ -225,16 +248,18 @@ class ReplyView(QWidget):
         return self._outcome
 
     def answer_text(self) -> str:
-        """The answer so far."""
-        return self.answer.toPlainText()
+        """The answer so far, exactly as streamed (Markdown source, not the rendering)."""
+        return self._answer
 
 
 class TurnView(QFrame):
     """One turn of the conversation: what was asked (and how), then the reply."""
 
-    def __init__(self, prompt: str, model: str, think: bool | str | None, parent: QWidget | None = None) -> None:
+    def __init__(self, prompt: str, model: str, think: bool | str | None, system: str = "",
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("Turn")
+        self.prompt, self.model, self.think, self.system = prompt, model, think, system
         meta = QHBoxLayout()
         meta.setSpacing(8)
         you = QLabel("YOU")
@@ -262,6 +287,14 @@ class TurnView(QFrame):
         layout.addWidget(self.prompt_label)
         layout.addWidget(rule)
         layout.addWidget(self.reply)
+
+    def record(self) -> TurnRecord:
+        """The turn as a document record (for export)."""
+        outcome = self.reply.outcome
+        error = outcome.error.user_text() if outcome is not None and outcome.error is not None else ""
+        return TurnRecord(self.prompt, self.model, self.think, thinking=self.reply.thinking.plain_text(),
+                          answer=self.reply.answer_text(), stats=outcome.stats if outcome is not None else None,
+                          error=error, stopped=self.reply.stopped, system=self.system)
 
 
 def _shorten(prompt: str, limit: int = 600) -> str:
@@ -294,6 +327,7 @@ class Conversation(QScrollArea):
         self._layout.addStretch(1)
         self.setWidget(body)
         self.turns: list[TurnView] = []
+        self._markdown = True
         self._follow = True
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
@@ -306,14 +340,25 @@ class Conversation(QScrollArea):
         if self._follow:
             self.verticalScrollBar().setValue(high)
 
-    def add_turn(self, prompt: str, model: str, think: bool | str | None) -> TurnView:
+    def add_turn(self, prompt: str, model: str, think: bool | str | None, system: str = "") -> TurnView:
         """Append a turn and follow it."""
         self.placeholder.hide()
-        turn = TurnView(prompt, model, think)
+        turn = TurnView(prompt, model, think, system)
+        turn.reply.set_markdown(self._markdown)
         self._layout.insertWidget(self._layout.count() - 1, turn)
         self.turns.append(turn)
         self._follow = True
         return turn
+
+    def set_markdown(self, on: bool) -> None:
+        """Render finished answers as Markdown (True) or show them as plain text."""
+        self._markdown = on
+        for turn in self.turns:
+            turn.reply.set_markdown(on)
+
+    def records(self) -> list[TurnRecord]:
+        """Every turn as a document record, oldest first."""
+        return [turn.record() for turn in self.turns]
 
     def clear(self) -> None:
         """Remove every turn."""
@@ -324,5 +369,4 @@ class Conversation(QScrollArea):
         self.placeholder.show()
 
 
-__all__ = ["Conversation", "GrowingText", "REPLY_STYLE", "ReplyView", "ThinkingSection", "TurnView",
-           "figures_line", "mode_badge", "mode_text"]
+__all__ = ["Conversation", "GrowingText", "REPLY_STYLE", "ReplyView", "ThinkingSection", "TurnView", "mode_badge"]

@@ -301,3 +301,49 @@ def test_without_a_server_the_page_says_where_to_start_one(qtbot, tmp_path):
         page.shutdown()
         controller.shutdown()
         loop.stop()
+
+
+def test_finished_answers_render_as_markdown_and_the_source_is_kept(qtbot):
+    from app.ui.console_reply import ReplyView
+
+    view = ReplyView()
+    qtbot.addWidget(view)
+    source = "# Result\n\n- **391** is the product\n- check: `17 * 23`\n"
+    for piece in (source[:9], source[9:30], source[30:]):
+        view.append("", piece)
+    assert view.answer.toPlainText() == source  # streamed as plain text
+    view.finish(None, stopped=True)
+    shown = view.answer.toPlainText()
+    assert "# Result" not in shown and "**" not in shown and "Result" in shown and "391" in shown
+    assert view.answer.document().findBlockByNumber(0).blockFormat().headingLevel() == 1
+    assert view.answer_text() == source
+    view.set_markdown(False)
+    assert view.answer.toPlainText() == source
+    view.set_markdown(True)
+    assert "**" not in view.answer.toPlainText()
+
+
+def test_a_conversation_exports_as_markdown_and_json(qtbot, console, tmp_path):
+    c = console(tokens_per_s=1000.0, thinking_tokens=6, answer_tokens=10)
+    assert not c.page.export_button.isEnabled()
+    qtbot.mouseClick(c.page.controls.think_on, Qt.MouseButton.LeftButton)
+    c.page.controls.system_edit.setPlainText("Be brief.")
+    c.send_and_wait(qtbot, "First question")
+    qtbot.mouseClick(c.page.controls.think_off, Qt.MouseButton.LeftButton)
+    c.send_and_wait(qtbot, "Second question")
+    assert c.page.export_button.isEnabled()
+    md_path, json_path = tmp_path / "talk.md", tmp_path / "talk.json"
+    assert c.page.export_conversation("md", md_path) and c.page.export_conversation("json", json_path)
+    assert "talk.json" in c.page.export_status.text() and "2 turns" in c.page.export_status.text()
+    text = md_path.read_text(encoding="utf-8")
+    assert "## Turn 1 · qwen3:14b · Thinking" in text and "## Turn 2 · qwen3:14b · Non-thinking" in text
+    assert "> First question" in text and "> Be brief." in text and "<summary>Thinking</summary>" in text
+    assert "Local inference speed" in text and "done_reason stop" in text
+    doc = json.loads(json_path.read_text(encoding="utf-8"))
+    first, second = doc["turns"]
+    assert first["think"] is True and second["think"] is False and first["system"] == "Be brief."
+    assert first["figures"]["thinking_tokens"] == 6 and second["figures"]["answer_tokens"] == 10
+    assert second["answer"] == c.page.conversation.turns[1].reply.answer_text()
+    # A folder that cannot be written: the reason, and the conversation stays.
+    assert not c.page.export_conversation("md", tmp_path / "missing" / "talk.md")
+    assert "Could not export" in c.page.message.message and len(c.page.conversation.turns) == 2

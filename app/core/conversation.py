@@ -1,0 +1,96 @@
+"""A prompt-console conversation as a document: Markdown for people, JSON for tools.
+
+Each turn keeps what was asked (model, thinking mode, prompt), what came back (the thinking trace
+and the answer exactly as streamed), how it ended (finished, stopped, the server's error) and its
+figures, so an exported conversation can be read, shared or compared later.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from app.core.reply_stats import ReplyStats, figures_line, mode_text
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """One turn as the console showed it."""
+
+    prompt: str
+    model: str
+    think: bool | str | None
+    thinking: str = ""
+    answer: str = ""
+    stats: ReplyStats | None = None
+    error: str = ""  # the server's message, when the reply failed
+    stopped: bool = False
+    system: str = ""  # the system prompt the turn was sent with
+
+    @property
+    def ending(self) -> str:
+        """'finished (stop)', 'stopped', 'failed' or 'not finished'."""
+        if self.error:
+            return "failed"
+        if self.stopped:
+            return "stopped"
+        if self.stats is not None and self.stats.finished:
+            return f"finished ({self.stats.done_reason})"
+        return "not finished"
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in the text, so the text cannot close it."""
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines() or [""])
+
+
+def conversation_markdown(turns: Sequence[TurnRecord], server: str, exported_at: str) -> str:
+    """The conversation as Markdown: prompts quoted, thinking folded in <details>, answers as written;
+    the system prompt is shown where it first applies and wherever it changed."""
+    lines = ["# Prompt console conversation", "",
+             f"Server {server} · exported {exported_at} · {len(turns)} turn{'s' if len(turns) != 1 else ''}", ""]
+    system = ""
+    for n, turn in enumerate(turns, 1):
+        lines += [f"## Turn {n} · {turn.model} · {mode_text(turn.think)}", ""]
+        if turn.system != system:
+            lines += ["**System prompt:**" if turn.system.strip() else "*No system prompt from here on.*", ""]
+            if turn.system.strip():
+                lines += [_quote(turn.system), ""]
+            system = turn.system
+        lines += ["**Prompt:**", "", _quote(turn.prompt), ""]
+        if turn.thinking:
+            fence = _fence(turn.thinking)
+            lines += ["<details><summary>Thinking</summary>", "", f"{fence}text", turn.thinking.rstrip("\n"),
+                      fence, "", "</details>", ""]
+        if turn.answer:
+            lines += [turn.answer.rstrip("\n"), ""]
+        if turn.error:
+            lines += [f"**Error from the server:** {turn.error}", ""]
+        elif turn.stopped:
+            lines += ["*Stopped before the end.*", ""]
+        if turn.stats is not None:
+            lines += [f"<sub>{figures_line(turn.stats)}</sub>", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def conversation_json(turns: Sequence[TurnRecord], server: str, exported_at: str) -> str:
+    """The conversation as one JSON document (figures with their units in the keys)."""
+    document: dict[str, Any] = {
+        "format": "ollama-deck conversation", "version": FORMAT_VERSION, "server": server,
+        "exported_at": exported_at,
+        "turns": [{"model": t.model, "think": t.think, "system": t.system, "prompt": t.prompt, "thinking": t.thinking,
+                   "answer": t.answer, "ending": t.ending, "error": t.error or None,
+                   "figures": t.stats.to_json() if t.stats is not None else None} for t in turns],
+    }
+    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"

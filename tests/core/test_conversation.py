@@ -1,0 +1,56 @@
+"""Exporting a prompt-console conversation as Markdown and JSON."""
+
+from __future__ import annotations
+
+import json
+
+from app.core.conversation import TurnRecord, conversation_json, conversation_markdown
+from app.core.reply_stats import ReplyStats
+
+DONE = ReplyStats(ttft_ms=120.0, first_answer_ms=900.0, thinking_tokens=40, answer_tokens=12, wall_ms=1300.0,
+                  eval_count=52, eval_tokens_per_s=48.5, prompt_eval_count=30, prompt_tokens_per_s=900.0,
+                  load_ms=0.5, total_ms=1290.0, done_reason="stop")
+
+
+def turns() -> list[TurnRecord]:
+    return [
+        TurnRecord("What is 17 × 23?", "qwen3:14b", True, thinking="17 × 20 = 340, plus 51 → 391.",
+                   answer="**391**", stats=DONE, system="Answer briefly."),
+        TurnRecord("And in ```code```?", "qwen3:14b", False, answer="```python\nprint(17 * 23)\n```\n",
+                   stats=DONE, system="Answer briefly."),
+        TurnRecord("Summarise the document", "qwen3:0.6b", "high", answer="The doc", stopped=True),
+        TurnRecord("Hi", "gone:latest", None, error='model "gone:latest" not found, try pulling it first'),
+    ]
+
+
+def test_markdown_has_every_turn_with_its_mode_prompt_thinking_answer_and_figures():
+    text = conversation_markdown(turns(), "http://127.0.0.1:11434", "2026-11-30 01:00")
+    assert text.startswith("# Prompt console conversation\n")
+    assert "4 turns" in text and "http://127.0.0.1:11434" in text
+    assert "## Turn 1 · qwen3:14b · Thinking" in text and "## Turn 2 · qwen3:14b · Non-thinking" in text
+    assert "## Turn 3 · qwen3:0.6b · Thinking: high" in text and "## Turn 4 · gone:latest · Model default" in text
+    assert text.count("**System prompt:**") == 1 and "> Answer briefly." in text
+    assert "*No system prompt from here on.*" in text  # turn 3 was sent without one
+    assert "<details><summary>Thinking</summary>" in text and "340, plus 51" in text
+    assert "\n**391**\n" in text and "```python\nprint(17 * 23)\n```" in text  # answers as written
+    assert "*Stopped before the end.*" in text
+    assert '**Error from the server:** model "gone:latest" not found, try pulling it first' in text
+    assert text.count("<sub>TTFT 120 ms") == 2 and "decode 48.5 tok/s" in text
+
+
+def test_a_prompt_or_trace_full_of_backticks_cannot_break_out_of_its_block():
+    trace = "look: ```` four, and ``` three"
+    text = conversation_markdown([TurnRecord("q", "m", True, thinking=trace)], "s", "t")
+    assert "`````text\n" + trace + "\n`````" in text  # a fence longer than any run inside
+    assert "> And" not in text
+
+
+def test_json_keeps_the_raw_text_and_every_figure():
+    doc = json.loads(conversation_json(turns(), "http://127.0.0.1:11434", "2026-11-30T01:00:00+00:00"))
+    assert doc["format"] == "ollama-deck conversation" and doc["version"] == 1
+    first, second, third, fourth = doc["turns"]
+    assert first["think"] is True and first["system"] == "Answer briefly." and first["answer"] == "**391**"
+    assert first["figures"]["eval_count"] == 52 and first["figures"]["ttft_ms"] == 120.0
+    assert first["ending"] == "finished (stop)" and second["answer"].startswith("```python")
+    assert third["think"] == "high" and third["ending"] == "stopped" and third["figures"] is None
+    assert fourth["ending"] == "failed" and "not found" in fourth["error"]
