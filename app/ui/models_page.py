@@ -48,6 +48,7 @@ class ModelsPage(QWidget):
         self.details: dict[str, ModelDetails] = {}
         self.verdicts: dict[str, FitVerdict] = {}
         self._listed_url = ""
+        self._held = ""
 
         title = QLabel("Models")
         title.setObjectName("PageTitle")
@@ -78,6 +79,10 @@ class ModelsPage(QWidget):
         for button in (self.preload_button, self.unload_button, self.delete_button, self.variant_button):
             actions.addWidget(button)
         actions.addStretch(1)
+        self.held_label = QLabel()
+        self.held_label.setObjectName("Dim")
+        self.held_label.setWordWrap(True)
+        self.held_label.hide()
         self.message = InlineMessage(prominent=True)
 
         upper = QWidget()
@@ -87,6 +92,7 @@ class ModelsPage(QWidget):
         ul.addWidget(self.table, 1)
         ul.addWidget(self.verdict_label)
         ul.addLayout(actions)
+        ul.addWidget(self.held_label)
         ul.addWidget(self.message)
         self.pull_panel = PullPanel()
         self.create_panel = CreatePanel()
@@ -146,6 +152,9 @@ class ModelsPage(QWidget):
         server.running_models_changed.connect(self._on_running)
         if hasattr(server, "settings_applied"):
             server.settings_applied.connect(lambda _s: self._reprice())
+        self._held = getattr(server, "held_reason", "")
+        if hasattr(server, "held_changed"):
+            server.held_changed.connect(self._set_held)
         self._on_selection()
         self._on_status(server.status)
 
@@ -233,13 +242,20 @@ class ModelsPage(QWidget):
         self._on_selection()
 
     # --- selection and actions --------------------------------------------------------------
+    def _set_held(self, reason: str) -> None:
+        self._held = reason
+        self._on_selection()
+
     def _on_selection(self) -> None:
         name = self.table.selected_name()
-        for button in (self.preload_button, self.delete_button, self.variant_button):
-            button.setEnabled(bool(name))
+        free = not self._held  # a sweep measuring the server: loading, unloading or deleting would skew it
+        self.variant_button.setEnabled(bool(name))
+        self.delete_button.setEnabled(bool(name) and free)
         loaded = any(r.name == name for r in self.running)
-        self.unload_button.setEnabled(loaded)
-        self.preload_button.setEnabled(bool(name) and not loaded)
+        self.unload_button.setEnabled(loaded and free)
+        self.preload_button.setEnabled(bool(name) and not loaded and free)
+        self.held_label.setText(f"Preload, Unload and Delete wait: {self._held}" if self._held else "")
+        self.held_label.setVisible(bool(self._held))
         verdict = self.verdicts.get(name)
         if not name:
             self.verdict_label.setText("Select a model to see why it fits or not.")

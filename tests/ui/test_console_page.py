@@ -29,6 +29,7 @@ class Console:
     page: ConsolePage
     meter: TokenMeter
     config: Path
+    controller: ServerController
 
     def send_and_wait(self, qtbot, prompt: str = "Why is decode memory-bound?", timeout: int = WAIT_MS):
         self.page.prompt_edit.setPlainText(prompt)
@@ -59,7 +60,7 @@ def console(qtbot, make_fake_ollama, tmp_path):
         controller.probe()
         qtbot.waitUntil(lambda: page.controls.model() == "qwen3:14b"
                         and page.controls.thinking_supported is True, timeout=WAIT_MS)
-        return Console(fake, page, meter, tmp_path / "cfg")
+        return Console(fake, page, meter, tmp_path / "cfg", controller)
 
     yield make
     for page, controller, loop in made:
@@ -347,3 +348,14 @@ def test_a_conversation_exports_as_markdown_and_json(qtbot, console, tmp_path):
     # A folder that cannot be written: the reason, and the conversation stays.
     assert not c.page.export_conversation("md", tmp_path / "missing" / "talk.md")
     assert "Could not export" in c.page.message.message and len(c.page.conversation.turns) == 2
+
+
+def test_a_prompt_sent_during_a_sweep_goes_out_with_a_warning(qtbot, console):
+    c = console(tokens_per_s=1000.0, answer_tokens=5)
+    c.controller.hold("A benchmark sweep is running.")
+    c.send_and_wait(qtbot, "Quick check")
+    assert c.page.message.severity == "warning" and "competes with its measured requests" in c.page.message.message
+    assert c.chats()[-1]["messages"][-1]["content"] == "Quick check"
+    c.controller.release()
+    c.send_and_wait(qtbot, "After the sweep")
+    assert c.page.message.severity == ""

@@ -230,3 +230,15 @@ def test_a_pull_or_delete_reaches_the_consoles_model_picker_at_once(qtbot, model
     qtbot.mouseClick(m.page.delete_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: "gemma3:4b" not in names(), timeout=WAIT_MS)
     console.shutdown()
+
+
+def test_while_the_server_is_held_by_a_sweep_models_are_not_loaded_unloaded_or_deleted(qtbot, models):
+    m = models()
+    m.page.table.select_name("qwen3:14b")
+    assert m.page.preload_button.isEnabled() and m.page.delete_button.isEnabled()
+    m.controller.hold("A benchmark sweep is running.")
+    assert not m.page.preload_button.isEnabled() and not m.page.delete_button.isEnabled()
+    assert m.page.variant_button.isEnabled()  # creating a variant only writes to the store
+    assert m.page.held_label.isVisible() and "A benchmark sweep is running." in m.page.held_label.text()
+    m.controller.release()
+    assert m.page.preload_button.isEnabled() and not m.page.held_label.isVisible()
