@@ -34,7 +34,19 @@ def _gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--page", choices=PAGES, default="dashboard", help="page to show first (and to capture)")
     p.add_argument("--url", help="attach to the Ollama server at this URL instead of the configured host:port")
     p.add_argument("--config-dir", help="use this directory for settings instead of the user config directory")
+    p.add_argument("--scale", type=_scale, metavar="FACTOR",
+                   help="enlarge everything by FACTOR (0.5-3), e.g. 1.5 on a 1080p projector so a room can read it")
     return p
+
+
+def _scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; try 1.25 or 1.5") from None
+    if not 0.5 <= value <= 3.0:
+        raise argparse.ArgumentTypeError(f"{value:g} is outside 0.5-3")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -205,6 +206,9 @@ def run_gui(args: argparse.Namespace) -> int:
     """Build the window, run the Qt event loop and return the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per health check is noise
+    if getattr(args, "scale", None):
+        # Qt scales every widget, font and plot by this factor; it must be set before the application exists.
+        os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("ollama-deck")
     app.setDesktopFileName("ollama-deck")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -58,6 +59,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(root)
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
 
+        QShortcut(QKeySequence(Qt.Key.Key_F11), self, activated=self.toggle_full_screen)
         controller.status_changed.connect(self.header.set_status)
         controller.running_models_changed.connect(self.header.set_running_models)
         self.header.set_status(controller.status)
@@ -76,6 +78,11 @@ class MainWindow(QMainWindow):
         holder.setWidget(widget)
         self._holders[name] = holder
         self.stack.addWidget(holder)
+        row = self.sidebar.count() - 1
+        if row < 9:  # Ctrl+1 … Ctrl+9 switch pages, as in a browser
+            keys = QKeySequence(f"Ctrl+{row + 1}")
+            QShortcut(keys, self, activated=lambda r=row: self.sidebar.setCurrentRow(r))
+            item.setToolTip(f"{title} ({keys.toString(QKeySequence.SequenceFormat.NativeText)})")
         if self.sidebar.count() == 1:
             self.sidebar.setCurrentRow(0)
 
@@ -94,3 +101,10 @@ class MainWindow(QMainWindow):
     @property
     def page_names(self) -> list[str]:
         return list(self._pages)
+
+    def toggle_full_screen(self) -> None:
+        """F11: full screen for a projector, and back."""
+        if self.isFullScreen():
+            self.showNormal()
+        else:
+            self.showFullScreen()

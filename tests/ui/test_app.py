@@ -43,6 +43,25 @@ def test_screenshot_command_writes_png_of_each_page(tmp_path, page):
     assert len(colours) > 10
 
 
+def test_scale_enlarges_everything_for_a_projector(tmp_path):
+    out = tmp_path / "scaled.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(out), "--scale", "1.5", "--page", "console",
+         "--config-dir", str(tmp_path / "cfg"), "--url", "http://127.0.0.1:9"],
+        env=_env_without_ollama(tmp_path), capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (2160, 1350)  # the 1440 x 900 window, every pixel 1.5 x
+
+
+@pytest.mark.parametrize("value, why", [("huge", "is not a number"), ("9", "outside 0.5-3")])
+def test_a_bad_scale_is_refused_with_the_reason(tmp_path, value, why):
+    result = subprocess.run([sys.executable, "-m", "app", "--scale", value], env=_env_without_ollama(tmp_path),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and why in result.stderr
+
+
 def test_bad_url_exits_with_message(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "app", "--url", "http://", "--config-dir", str(tmp_path)],
@@ -167,3 +186,22 @@ def test_the_running_app_collects_garbage_on_its_gui_thread_only(qtbot, tmp_path
     assert deck.collection.active  # app/ui/gc_policy.py: the sampler and loop threads never collect
     deck.close()
     assert not deck.collection.active
+
+
+def test_ctrl_and_a_number_switch_pages_and_f11_goes_full_screen(qtbot, tmp_path, deck_factory):
+    from PySide6.QtCore import Qt
+
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    window = deck.window
+    qtbot.waitExposed(window)
+    window.activateWindow()  # window shortcuts work in the active window
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    names = window.page_names
+    for row in (2, 4, 0):
+        qtbot.keyClick(window, getattr(Qt.Key, f"Key_{row + 1}"), Qt.KeyboardModifier.ControlModifier)
+        assert window.current_page() is window.page(names[row])
+    assert "Ctrl+3" in window.sidebar.item(2).toolTip()
+    qtbot.keyClick(window, Qt.Key.Key_F11)
+    qtbot.waitUntil(window.isFullScreen, timeout=5000)
+    qtbot.keyClick(window, Qt.Key.Key_F11)
+    qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=5000)
