@@ -40,14 +40,18 @@ QUANT_MIX: dict[str, tuple[str, str, str]] = {
     "Q2_K": ("Q2_K", "Q2_K", "Q6_K"), "IQ4_XS": ("IQ4_XS", "IQ4_XS", "Q6_K"),
 }
 
-SUPPORTED_ARCHITECTURES = ("qwen3", "qwen2", "llama", "mistral", "mistral3", "gemma", "gemma2", "gemma3", "phi3")
+SUPPORTED_ARCHITECTURES = ("qwen3", "qwen2", "llama", "mistral", "mistral3", "gemma", "gemma2", "gemma3", "phi3",
+                           "qwen3moe")
+# Mixture-of-experts families: each token runs `expert_used_count` experts of
+# `expert_feed_forward_length` each, so that is the FFN width its activations take.
+MOE_ARCHITECTURES = ("qwen3moe",)
 
 # Layer i of these families uses a sliding window when i % pattern < pattern - 1 (llama.cpp).
 SWA_PATTERN = {"gemma2": 2, "gemma3": 6}
 SWA_DEFAULT_WINDOW = {"gemma2": 4096}
 
 # Vocabulary of each family's common tokenizer, for responses that omit the token list.
-FAMILY_VOCAB = {"qwen3": 151936, "qwen2": 152064, "llama": 128256, "mistral": 32768, "mistral3": 131072,
+FAMILY_VOCAB = {"qwen3": 151936, "qwen3moe": 151936, "qwen2": 152064, "llama": 128256, "mistral": 32768, "mistral3": 131072,
                 "gemma": 256000, "gemma2": 256000, "gemma3": 262144, "phi3": 32064}
 
 # Metadata (tokenizer strings, merges) per vocabulary entry, to split a file size without tensors.
@@ -105,6 +109,8 @@ class ModelShape:
     tied_embeddings: bool
     quantization: str
     weights: WeightLayout
+    n_expert: int = 0  # mixture of experts: experts per layer (0: dense)
+    n_expert_used: int = 0  # experts per token
 
     @property
     def n_embd_k_gqa(self) -> int:
@@ -218,7 +224,13 @@ def shape_from_show(show: dict[str, Any], model_size_bytes: int) -> ModelShape:
     p = f"{arch}."
     n_layer = _positive_int(info, p + "block_count")
     n_embd = _positive_int(info, p + "embedding_length")
-    n_ff = _positive_int(info, p + "feed_forward_length")
+    n_expert = n_expert_used = 0
+    if arch in MOE_ARCHITECTURES:
+        n_expert = _positive_int(info, p + "expert_count")
+        n_expert_used = _positive_int(info, p + "expert_used_count")
+        n_ff = n_expert_used * _positive_int(info, p + "expert_feed_forward_length")  # active width per token
+    else:
+        n_ff = _positive_int(info, p + "feed_forward_length")
     n_head = _positive_int(info, p + "attention.head_count")
     n_head_kv = _per_layer(info, p + "attention.head_count_kv", n_layer, default=n_head)
     head_dim = n_embd // n_head
@@ -238,4 +250,5 @@ def shape_from_show(show: dict[str, Any], model_size_bytes: int) -> ModelShape:
         architecture=arch, n_layer=n_layer, n_embd=n_embd, n_ff=n_ff, n_head=n_head, n_head_kv=n_head_kv,
         key_length=key_length, value_length=value_length, n_vocab=n_vocab, context_length=context_length,
         sliding_window=window, swa_layers=swa_layers, tied_embeddings=tied, quantization=quant, weights=layout,
+        n_expert=n_expert, n_expert_used=n_expert_used,
     )

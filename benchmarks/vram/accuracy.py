@@ -45,6 +45,7 @@ SHOW_FILES: dict[str, tuple[str, int]] = {
     "qwen2.5-7b": ("show_qwen2_5_7b.json", 4_680_225_664),
     "gemma3-12b": ("show_gemma3_12b_text.json", 7_299_456_064),
     "mistral-7b": ("show_mistral_7b.json", 4_372_715_520),
+    "qwen3-30b-a3b": ("show_qwen3_30b_a3b.json", 18_553_835_456),
 }
 
 

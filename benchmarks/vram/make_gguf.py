@@ -1,7 +1,8 @@
 """Write a GGUF file with a real model's exact tensor shapes and llama.cpp's Q4_K_M type mix.
 
-Shapes: qwen3-14b (the default, the calibration model), and the held-out shapes llama3.1-8b,
-qwen2.5-7b, mistral-7b and gemma3-12b, each with its real GGUF metadata keys. The weights are
+Shapes: qwen3-14b (the default, the calibration model), the held-out shapes llama3.1-8b,
+qwen2.5-7b, mistral-7b and gemma3-12b, and the mixture-of-experts qwen3-30b-a3b (128 experts, 8
+per token), each with its real GGUF metadata keys. The weights are
 random quantized blocks with small, finite scales: memory use depends on the shapes and types
 only, never on the values. The tokenizer is the smallest GPT-2-style BPE vocabulary llama.cpp's
 loader accepts, padded to the model's vocabulary size (a stand-in for SentencePiece ones too:
@@ -45,6 +46,9 @@ class Shape:
     specials: dict[int, str] = field(default_factory=dict)  # token id -> text of control tokens
     meta: dict[str, object] = field(default_factory=dict)  # remaining real GGUF keys
     show_size_label: str = ""
+    n_expert: int = 0  # mixture of experts: experts per layer (0: a dense FFN)
+    n_expert_used: int = 0  # experts each token is routed to
+    n_ff_exp: int = 0  # FFN width of one expert
 
 
 SHAPES: dict[str, Shape] = {
@@ -86,6 +90,13 @@ SHAPES: dict[str, Shape] = {
               "tokenizer.ggml.padding_token_id": 0, "tokenizer.ggml.unknown_token_id": 3,
               "tokenizer.ggml.add_bos_token": True},
         show_size_label="12.2B"),
+    "qwen3-30b-a3b": Shape(
+        "qwen3-30b-a3b", "qwen3moe", 48, 2048, 6144, 32, 4, 128, 151936, 40960, qk_norm=True, head_dim_keys=True,
+        specials={151643: "<|endoftext|>", 151644: "<|im_start|>", 151645: "<|im_end|>"},
+        meta={"rope.freq_base": 1000000.0, "attention.layer_norm_rms_epsilon": 1e-6, "tokenizer.ggml.pre": "qwen2",
+              "tokenizer.ggml.eos_token_id": 151645, "tokenizer.ggml.padding_token_id": 151643,
+              "tokenizer.ggml.bos_token_id": 151643, "tokenizer.ggml.add_bos_token": False},
+        show_size_label="30.5B", n_expert=128, n_expert_used=8, n_ff_exp=768),
 }
 DEFAULT_SHAPE = "qwen3-14b"
 
@@ -121,12 +132,22 @@ def tensor_list(shape: Shape) -> list[tuple[str, tuple[int, ...], int]]:
             layer += [(p + "attn_q_norm.weight", (shape.head_dim,), F32),
                       (p + "attn_k_norm.weight", (shape.head_dim,), F32)]
         layer += [(p + "post_attention_norm.weight", (e,), F32)] if shape.post_norms else []
-        layer += [
-            (p + "ffn_norm.weight", (e,), F32),
-            (p + "ffn_gate.weight", (e, shape.n_ff), Q4_K),
-            (p + "ffn_up.weight", (e, shape.n_ff), Q4_K),
-            (p + "ffn_down.weight", (shape.n_ff, e), Q6_K if more else Q4_K),
-        ]
+        if shape.n_expert:
+            x, f = shape.n_expert, shape.n_ff_exp
+            layer += [
+                (p + "ffn_norm.weight", (e,), F32),
+                (p + "ffn_gate_inp.weight", (e, x), F32),
+                (p + "ffn_gate_exps.weight", (e, f, x), Q4_K),
+                (p + "ffn_up_exps.weight", (e, f, x), Q4_K),
+                (p + "ffn_down_exps.weight", (f, e, x), Q6_K if more else Q4_K),
+            ]
+        else:
+            layer += [
+                (p + "ffn_norm.weight", (e,), F32),
+                (p + "ffn_gate.weight", (e, shape.n_ff), Q4_K),
+                (p + "ffn_up.weight", (e, shape.n_ff), Q4_K),
+                (p + "ffn_down.weight", (shape.n_ff, e), Q6_K if more else Q4_K),
+            ]
         layer += [(p + "post_ffw_norm.weight", (e,), F32)] if shape.post_norms else []
         out += layer
     out += [("output_norm.weight", (e,), F32)]
@@ -229,6 +250,10 @@ def metadata(shape: Shape) -> dict[str, object]:
         f"{a}.attention.head_count": shape.n_head,
         f"{a}.attention.head_count_kv": shape.n_head_kv,
     }
+    if shape.n_expert:
+        meta[f"{a}.expert_count"] = shape.n_expert
+        meta[f"{a}.expert_used_count"] = shape.n_expert_used
+        meta[f"{a}.expert_feed_forward_length"] = shape.n_ff_exp
     if shape.head_dim_keys:
         meta[f"{a}.attention.key_length"] = shape.head_dim
         meta[f"{a}.attention.value_length"] = shape.head_dim

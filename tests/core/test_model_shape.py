@@ -21,6 +21,7 @@ MIB = 1024 * 1024
 QWEN3_14B_Q4_K_M_BYTES = 9_000_210_784
 LLAMA31_8B_BYTES = 4_920_753_328
 GEMMA3_12B_BYTES = 8_149_190_253
+QWEN3_30B_A3B_BYTES = 18_553_835_456  # benchmarks/vram/make_gguf.py --shape qwen3-30b-a3b
 
 
 def load(name: str) -> dict:
@@ -92,6 +93,28 @@ def test_per_layer_kv_heads_are_kept() -> None:
     show["model_info"]["llama.attention.head_count_kv"] = [8] * 16 + [4] * 16
     shape = shape_from_show(show, LLAMA31_8B_BYTES)
     assert shape.n_head_kv[0] == 8 and shape.n_head_kv[-1] == 4
+
+
+def test_qwen3_moe_counts_every_expert_in_the_weights_and_the_routed_ones_in_the_ffn_width() -> None:
+    shape = shape_from_show(load("show_qwen3_30b_a3b.json"), QWEN3_30B_A3B_BYTES)
+    assert (shape.architecture, shape.n_layer, shape.n_embd, shape.n_expert, shape.n_expert_used) == (
+        "qwen3moe", 48, 2048, 128, 8)
+    assert shape.n_ff == 8 * 768  # a token's activations run through 8 experts of 768
+    assert (shape.n_head, shape.n_head_kv[0], shape.key_length) == (32, 4, 128)  # q width 4096 > n_embd
+    # all 128 experts of every layer are weights on the GPU: ~17 GiB for 48 layers
+    assert sum(shape.weights.layer_bytes) / 2**30 == pytest.approx(16.876, abs=0.001)
+    without = {k: v for k, v in load("show_qwen3_30b_a3b.json").items() if k != "tensors"}
+    split = shape_from_show(without, QWEN3_30B_A3B_BYTES)  # from the file size: same total within 1 %
+    assert sum(split.weights.layer_bytes) == pytest.approx(sum(shape.weights.layer_bytes), rel=0.01)
+
+
+@pytest.mark.parametrize("key", ["qwen3moe.expert_count", "qwen3moe.expert_used_count",
+                                 "qwen3moe.expert_feed_forward_length"])
+def test_a_moe_model_without_its_expert_keys_is_named(key: str) -> None:
+    show = copy.deepcopy(load("show_qwen3_30b_a3b.json"))
+    del show["model_info"][key]
+    with pytest.raises(EstimateError, match=key):
+        shape_from_show(show, QWEN3_30B_A3B_BYTES)
 
 
 def test_unknown_architecture_is_named() -> None:
