@@ -38,6 +38,12 @@ POOL_BASE_BYTES = int(14.5 * MIB)
 POOL_BYTES_PER_TOKEN_PER_FF = 0.75
 # Without flash attention cuBLAS also needs workspace and f16 copies of the inputs (fitted).
 NO_FA_POOL_BASE_BYTES = 82 * MIB
+# Mixture of experts: the routed experts' outputs (n_embd per used expert, f32) stay live beside
+# whatever else peaks (exact on the Qwen3-30B-A3B rows at micro-batch 512 and 2048), and with flash
+# attention the expert matmuls' scratch grows the CUDA pool (fitted on the 8 flash-on rows of that
+# one shape: 93 MiB at 512, 113 MiB at 2048; without flash attention the KQ copy's room covers it).
+MOE_POOL_BASE_BYTES = int(86.8 * MIB)
+MOE_POOL_BYTES_PER_TOKEN = int(0.0125 * MIB)
 
 
 def pad_to(value: int, multiple: int) -> int:
@@ -106,7 +112,11 @@ def compute_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_atte
         cells = plan.n_ctx_total
         width = max(shape.n_embd_k_gqa, shape.n_embd_v_gqa)
         live = max(live, QUANT_KV_BYTES_PER_VALUE * cells * width + 4 * t * QUANT_KV_LIVE_EMBD_ROWS * shape.n_embd)
-    return live + _mask_bytes(shape, plan, flash_attention)
+    return live + _moe_live_bytes(shape, t) + _mask_bytes(shape, plan, flash_attention)
+
+
+def _moe_live_bytes(shape: ModelShape, tokens: int) -> int:
+    return 4 * tokens * shape.n_embd * shape.n_expert_used if shape.n_expert else 0
 
 
 def host_compute_bytes(shape: ModelShape, plan: ContextPlan, flash_attention: bool) -> int:
@@ -130,6 +140,8 @@ def peak_extra_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_a
     t = plan.n_ubatch
     pool = POOL_BASE_BYTES + int(POOL_BYTES_PER_TOKEN_PER_FF * shape.n_ff * t)
     if flash_attention:
+        if shape.n_expert:
+            pool += MOE_POOL_BASE_BYTES + MOE_POOL_BYTES_PER_TOKEN * t
         return pool  # quantized or not, the flash kernels read the cache in place
     tokens = plan.n_ctx_seq if prompt_tokens is None else max(1, min(prompt_tokens, plan.n_ctx_seq))
     # cuBLAS multiplies V by an f16 copy of the softmaxed KQ matrix of the largest micro-batch

@@ -7,6 +7,10 @@ Two tables, kept apart on purpose:
   Qwen2.5-7B, Gemma-3-12B text model, Mistral-7B; h200_llama_server_heldout.json). Their CUDA
   runtime overhead is NOT re-measured from these rows: the in-sample median is used, as a user
   would use one number per card.
+A third table shows the mixture-of-experts Qwen3-30B-A3B rows (h200_llama_server_moe.json). They
+were measured before the estimator knew anything MoE-specific beyond reading the expert keys
+(that out-of-sample table is accuracy_moe_before.txt); two MoE terms were then fitted on them,
+so this table is in-sample for those terms.
 
 Each row's setting is rebuilt for the estimator from the model's /api/show JSON in tests/data/
 (the tensor list, as Ollama returns with verbose). The table shows predicted vs measured logged
@@ -14,7 +18,7 @@ GPU buffers (model + KV + compute), the process total (NVML, after load) and the
 serving a long prompt. A last summary repeats the held-out rows with the tensor list removed, so
 the estimator splits weights from the file size (Ollama's /api/show without verbose).
 
-Usage: python benchmarks/vram/accuracy.py [--table in-sample|heldout|both]
+Usage: python benchmarks/vram/accuracy.py [--table in-sample|heldout|moe|both]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 MIB = 1024 * 1024
 H200_TOTAL_MIB = 143771
 CALIBRATION_SHAPE = "qwen3-14b"
+MOE_SHAPES = ("qwen3-30b-a3b",)
 HELDOUT_FILE = "h200_llama_server_heldout.json"
 # shape name -> (/api/show JSON in tests/data, model size on disk in bytes)
 SHOW_FILES: dict[str, tuple[str, int]] = {
@@ -73,11 +78,18 @@ def load_rows() -> list[dict]:
 
 
 def measured_rows(heldout: bool | None = None) -> list[dict]:
-    """Rows where llama-server loaded and every number was read (None: all, else in-sample/held-out)."""
+    """Rows where llama-server loaded and every number was read (None: all, else in-sample/held-out
+    dense shapes; the MoE rows come from moe_rows)."""
     rows = [r for r in load_rows() if r.get("status") == "ok" and r.get("process_mib") and r.get("cuda0_compute")]
     if heldout is None:
         return rows
-    return [r for r in rows if (r["shape"] != CALIBRATION_SHAPE) == heldout]
+    dense = [r for r in rows if r["shape"] not in MOE_SHAPES]
+    return [r for r in dense if (r["shape"] != CALIBRATION_SHAPE) == heldout]
+
+
+def moe_rows() -> list[dict]:
+    """Measured rows of the mixture-of-experts shapes."""
+    return [r for r in measured_rows() if r["shape"] in MOE_SHAPES]
 
 
 def settings_for(r: dict) -> LoadSettings:
@@ -175,7 +187,7 @@ def print_summary(results: list[dict], label: str = "") -> None:
 def main() -> None:
     """Print the in-sample and held-out accuracy tables and their summaries."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--table", choices=("in-sample", "heldout", "both"), default="both")
+    ap.add_argument("--table", choices=("in-sample", "heldout", "moe", "both"), default="both")
     args = ap.parse_args()
     in_sample = measured_rows(heldout=False)
     overhead = runtime_overhead_mib(in_sample)
@@ -199,6 +211,13 @@ def main() -> None:
         for name in sorted({r["shape"] for r in heldout}):
             print_summary(compare([r for r in heldout if r["shape"] == name], overhead), f"  {name}: ")
         print_summary(compare(heldout, overhead, with_tensors=False), "without tensor list (file-size split): ")
+    moe = moe_rows()
+    if args.table in ("moe", "both") and moe:
+        if args.table == "both":
+            print()
+        print_table("MIXTURE OF EXPERTS (Qwen3-30B-A3B; its two MoE terms were fitted on these rows; "
+                    "the table before that is accuracy_moe_before.txt)", compare(moe, overhead))
+        print_summary(compare(moe, overhead, with_tensors=False), "without tensor list (file-size split): ")
 
 
 def print_not_loaded() -> None:

@@ -42,16 +42,18 @@ HELDOUT_SHOWS = {
 }
 HELDOUT = {name: shape_from_show(json.loads((ROOT / "tests/data" / file).read_text()), size)
            for name, (file, size) in HELDOUT_SHOWS.items()}
+# Mixture of experts: Qwen3-30B-A3B (128 experts, 8 per token); its two MoE terms were fitted on its rows.
+MOE = shape_from_show(json.loads((ROOT / "tests/data/show_qwen3_30b_a3b.json").read_text()), 18_553_835_456)
 
 
-def measured_rows(heldout: bool = False) -> list[dict]:
+def measured_rows(heldout: bool = False, moe: bool = False) -> list[dict]:
     rows = []
     for path in sorted((ROOT / "benchmarks/vram").glob("h200_*.json")):
         for r in json.loads(path.read_text())["rows"]:
             if "cuda_model_buffer_mib" in r:
                 r = dict(r, cuda0_model=r["cuda_model_buffer_mib"], cuda0_kv=r["cuda_kv_buffer_mib"],
                          cuda0_compute=r["cuda_compute_buffer_mib"], status="ok", long_prompt_tokens=70)
-            if ("shape" in r) != heldout:
+            if ("shape" in r) != (heldout or moe) or (r.get("shape") == "qwen3-30b-a3b") != moe:
                 continue
             if r.get("status") == "ok" and r.get("process_mib") and r.get("cuda0_compute"):
                 rows.append(r)
@@ -60,6 +62,7 @@ def measured_rows(heldout: bool = False) -> list[dict]:
 
 ROWS = measured_rows()
 HELDOUT_ROWS = measured_rows(heldout=True)
+MOE_ROWS = measured_rows(moe=True)
 
 
 def _settings_of(row: dict) -> LoadSettings:
@@ -104,6 +107,27 @@ def test_held_out_shapes_match_measured_llama_server(row: dict) -> None:
     plan = plan_context(shape, s.num_ctx, s.parallel, s.ubatch)
     extra = peak_extra_bytes(shape, plan, est.kv_cache_type, s.flash_attention, row["long_prompt_tokens"])
     assert abs((est.total_gpu_bytes + extra) / MIB - row["peak_mib"]) < 48  # worst measured 32 MiB
+
+
+@pytest.mark.parametrize("row", MOE_ROWS, ids=lambda r: f"{r['ctx_per_slot']}x{r['parallel']}-"
+                         f"{r['kv_cache']}-fa{r['flash_attention']}-ub{r['ubatch']}")
+def test_a_mixture_of_experts_model_matches_measured_llama_server(row: dict) -> None:
+    s = _settings_of(row)
+    est = estimate(MOE, s, H200)
+    assert est.weights_gpu_bytes / MIB == pytest.approx(row["cuda0_model"], abs=0.5)  # all 128 experts
+    assert est.kv_gpu_bytes / MIB == pytest.approx(row["cuda0_kv"], abs=0.01)
+    assert est.compute_bytes / MIB == pytest.approx(row["cuda0_compute"], abs=12)  # worst measured 8.1 MiB
+    assert abs(est.total_gpu_bytes / MIB - row["process_mib"]) < 24  # worst measured 13 MiB
+    plan = plan_context(MOE, s.num_ctx, s.parallel, s.ubatch)
+    extra = peak_extra_bytes(MOE, plan, est.kv_cache_type, s.flash_attention, row["long_prompt_tokens"])
+    assert abs((est.total_gpu_bytes + extra) / MIB - row["peak_mib"]) < 24  # worst measured 13 MiB
+
+
+def test_the_moe_rows_cover_every_kind_and_both_micro_batches() -> None:
+    assert len(MOE_ROWS) == 12
+    assert {(r["kv_cache"], r["flash_attention"]) for r in MOE_ROWS} == {
+        ("f16", "on"), ("q8_0", "on"), ("q4_0", "on"), ("f16", "off")}
+    assert {r["ubatch"] for r in MOE_ROWS} == {512, 2048}
 
 
 def test_held_out_measurements_cover_four_shapes_and_every_kind() -> None:
