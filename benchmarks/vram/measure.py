@@ -89,7 +89,18 @@ HELDOUT_GRID: list[tuple[int, int, str, str, int, int, int | None]] = [
     (8192, 1, "f16", "on", 2048, 2048, None),
     (32768, 1, "f16", "off", 2048, 512, 16384),
 ]
-GRIDS = {"calibration": GRID, "heldout": HELDOUT_GRID}
+# Settings the mixture-of-experts terms were not fitted on (micro-batches 256 and 1024, 16 slots,
+# a 40k context, a long flash-off prompt), to check them out of sample on the same shape.
+MOE_CHECK_GRID: list[tuple[int, int, str, str, int, int, int | None]] = [
+    (8192, 1, "f16", "on", 2048, 1024, None),
+    (8192, 1, "f16", "on", 2048, 256, None),
+    (16384, 2, "q8_0", "on", 2048, 1024, None),
+    (8192, 1, "f16", "off", 1024, 1024, None),
+    (4096, 16, "f16", "on", 2048, 512, None),
+    (40960, 1, "q4_0", "on", 2048, 512, None),
+    (24576, 1, "f16", "off", 2048, 512, 12000),
+]
+GRIDS = {"calibration": GRID, "heldout": HELDOUT_GRID, "moe-check": MOE_CHECK_GRID}
 
 BUFFER_RE = re.compile(r"(\S+) (model|KV|compute|output) buffer size =\s*([\d.]+) MiB")
 OFFLOAD_RE = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")

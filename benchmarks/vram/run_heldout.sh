@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Held-out measurement on one CUDA GPU: writes each model shape to /dev/shm (in the background,
 # one after another) and runs measure.py's held-out grid on it while the next one is written.
-# Usage: bash benchmarks/vram/run_heldout.sh OUT_DIR BUDGET_S [PLAN]  (from the repository root;
+# Usage: bash benchmarks/vram/run_heldout.sh OUT_DIR BUDGET_S [PLAN [GRID]]  (from the repository root;
 # needs bench-out/vram/llama-server.xz, python3 with numpy and nvidia-ml-py). PLAN is a list of
 # shape:vocab:grid-rows items; the default is the first run's plan.
 set -u
-out=${1:?OUT_DIR}; budget=${2:-480}
+out=${1:?OUT_DIR}; budget=${2:-480}; grid=${4:-heldout}
 export PYTHONUNBUFFERED=1
 t0=$(date +%s)
 mkdir -p /tmp/vram/logs
@@ -38,7 +38,7 @@ for item in $plan; do
   echo "== $s ($left s left)"
   mkdir -p "/tmp/vram/logs/$s"
   python3 benchmarks/vram/measure.py --server /tmp/vram/llama-server --model "/dev/shm/$s.gguf" \
-    --out "$out/heldout_$s.json" --grid heldout --shape "$s" --vocab "$vocab" --only "$rows" \
+    --out "$out/${grid}_$s.json" --grid "$grid" --shape "$s" --vocab "$vocab" --only "$rows" \
     --deadline-s "$left" --logdir "/tmp/vram/logs/$s"
   rm -f "/dev/shm/$s.gguf"
 done
