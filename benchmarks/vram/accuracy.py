@@ -7,10 +7,11 @@ Two tables, kept apart on purpose:
   Qwen2.5-7B, Gemma-3-12B text model, Mistral-7B; h200_llama_server_heldout.json). Their CUDA
   runtime overhead is NOT re-measured from these rows: the in-sample median is used, as a user
   would use one number per card.
-A third table shows the mixture-of-experts Qwen3-30B-A3B rows (h200_llama_server_moe.json). They
+A third table shows the mixture-of-experts Qwen3-30B-A3B rows. Those in h200_llama_server_moe.json
 were measured before the estimator knew anything MoE-specific beyond reading the expert keys
-(that out-of-sample table is accuracy_moe_before.txt); two MoE terms were then fitted on them,
-so this table is in-sample for those terms.
+(that out-of-sample table is accuracy_moe_before.txt); two MoE terms were then fitted on them.
+Those in h200_llama_server_moe_check.json were measured afterwards, on settings the terms were not
+fitted on (micro-batches 256 and 1024, 16 slots, a 40k context, a long flash-off prompt).
 
 Each row's setting is rebuilt for the estimator from the model's /api/show JSON in tests/data/
 (the tensor list, as Ollama returns with verbose). The table shows predicted vs measured logged
@@ -215,8 +216,11 @@ def main() -> None:
     if args.table in ("moe", "both") and moe:
         if args.table == "both":
             print()
-        print_table("MIXTURE OF EXPERTS (Qwen3-30B-A3B; its two MoE terms were fitted on these rows; "
-                    "the table before that is accuracy_moe_before.txt)", compare(moe, overhead))
+        print_table("MIXTURE OF EXPERTS (Qwen3-30B-A3B; two MoE terms fitted on the h200_llama_server_moe.json "
+                    "rows, checked on the _moe_check rows; before fitting: accuracy_moe_before.txt)",
+                    compare(moe, overhead))
+        for source in sorted({r["source"] for r in moe}):
+            print_summary(compare([r for r in moe if r["source"] == source], overhead), f"  {source}: ")
         print_summary(compare(moe, overhead, with_tensors=False), "without tensor list (file-size split): ")
 
 

@@ -4,7 +4,8 @@ Calibration is checked against the raw llama-server measurements kept in benchma
 (real H200 runs of a Qwen3-14B-shaped Q4_K_M model): every row must stay within the accuracy
 target, so a change to the formulas that breaks agreement with the hardware fails here. The
 held-out rows (Llama-3.1-8B, Qwen2.5-7B, Gemma-3-12B, Mistral-7B shapes, never used for fitting)
-are checked with tolerances a little above the errors first measured on them.
+are checked with tolerances a little above the errors first measured on them, and so are the
+mixture-of-experts Qwen3-30B-A3B rows (two MoE terms fitted on 12 of them, 7 measured afterwards).
 """
 
 from __future__ import annotations
@@ -116,18 +117,18 @@ def test_a_mixture_of_experts_model_matches_measured_llama_server(row: dict) -> 
     est = estimate(MOE, s, H200)
     assert est.weights_gpu_bytes / MIB == pytest.approx(row["cuda0_model"], abs=0.5)  # all 128 experts
     assert est.kv_gpu_bytes / MIB == pytest.approx(row["cuda0_kv"], abs=0.01)
-    assert est.compute_bytes / MIB == pytest.approx(row["cuda0_compute"], abs=12)  # worst measured 8.1 MiB
-    assert abs(est.total_gpu_bytes / MIB - row["process_mib"]) < 24  # worst measured 13 MiB
+    assert est.compute_bytes / MIB == pytest.approx(row["cuda0_compute"], abs=24)  # worst measured 16.1 MiB
+    assert abs(est.total_gpu_bytes / MIB - row["process_mib"]) < 32  # worst measured 21 MiB
     plan = plan_context(MOE, s.num_ctx, s.parallel, s.ubatch)
     extra = peak_extra_bytes(MOE, plan, est.kv_cache_type, s.flash_attention, row["long_prompt_tokens"])
-    assert abs((est.total_gpu_bytes + extra) / MIB - row["peak_mib"]) < 24  # worst measured 13 MiB
+    assert abs((est.total_gpu_bytes + extra) / MIB - row["peak_mib"]) < 32  # worst measured 21 MiB
 
 
-def test_the_moe_rows_cover_every_kind_and_both_micro_batches() -> None:
-    assert len(MOE_ROWS) == 12
+def test_the_moe_rows_cover_every_kind_and_four_micro_batches() -> None:
+    assert len(MOE_ROWS) == 19  # 12 the MoE terms were fitted on, 7 checked afterwards
     assert {(r["kv_cache"], r["flash_attention"]) for r in MOE_ROWS} == {
         ("f16", "on"), ("q8_0", "on"), ("q4_0", "on"), ("f16", "off")}
-    assert {r["ubatch"] for r in MOE_ROWS} == {512, 2048}
+    assert {r["ubatch"] for r in MOE_ROWS} == {256, 512, 1024, 2048}
 
 
 def test_held_out_measurements_cover_four_shapes_and_every_kind() -> None:
