@@ -14,6 +14,7 @@ from typing import Callable
 
 import psutil
 
+from app.adapters import attached_log
 from app.adapters import supervisor_probe as probing
 from app.adapters import supervisor_procs as procs
 from app.adapters.supervisor_managed import ManagedServer
@@ -58,6 +59,7 @@ class ServerSupervisor:
         which: Callable[[str], str | None] = shutil.which,
         client_factory: Callable[[str], OllamaClient] = OllamaClient,
         health_interval_s: float = 1.0,
+        log_follower_for: Callable[[ExternalKind], attached_log.Follower | None] = attached_log.follower_for,
     ) -> None:
         self.settings = settings
         self._on_status = on_status
@@ -74,6 +76,9 @@ class ServerSupervisor:
         self._attached_pid: int | None = None
         self._attached_url: str | None = None
         self._health_task: asyncio.Task | None = None
+        self._log_follower_for = log_follower_for
+        self._follow_task: asyncio.Task | None = None  # the attached server's own log, where it can be read
+        self._follow_key: tuple[int | None, ExternalKind] | None = None
         self._lock: asyncio.Lock | None = None
 
     # ----------------------------------------------------------------- public API
@@ -132,6 +137,7 @@ class ServerSupervisor:
         """Stop watching, and stop the server if it is ours."""
         async with self._guard():
             self._cancel_health()
+            self._stop_following()
             if self._managed is not None:
                 await self._stop_locked()
 
@@ -146,6 +152,8 @@ class ServerSupervisor:
     def _publish(self, status: ServerStatus) -> ServerStatus:
         changed = status != self._status
         self._status = status
+        if status.state is not ServerState.RUNNING_ATTACHED:
+            self._stop_following()
         if changed:
             self._on_status(status)
         return status
@@ -203,7 +211,27 @@ class ServerSupervisor:
             apply_hint=apply_hint_for(kind, self.settings.to_env()), binary=binary,
         ))
         self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))
+        self._follow_attached_log(pid, kind)
         return status
+
+    def _follow_attached_log(self, pid: int | None, kind: ExternalKind) -> None:
+        """Follow the attached server's own log (journal or desktop-app file) into on_log; a probe
+        that finds the same server again keeps the follower it has."""
+        running = self._follow_task is not None and not self._follow_task.done()
+        if running and self._follow_key == (pid, kind):
+            return
+        self._stop_following()
+        follower = self._log_follower_for(kind)
+        if follower is None:
+            return
+        self._follow_key = (pid, kind)
+        self._follow_task = asyncio.get_running_loop().create_task(follower(self._on_log))
+
+    def _stop_following(self) -> None:
+        if self._follow_task is not None:
+            self._follow_task.cancel()
+            self._follow_task = None
+        self._follow_key = None
 
     def _cancel_health(self) -> None:
         if self._health_task is not None:

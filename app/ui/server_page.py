@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.server_state import ServerState, ServerStatus
+from app.core.server_state import ExternalKind, ServerState, ServerStatus
 from app.core.settings import ServerSettings
 from app.ui.banner import Banner
 from app.ui.header import STATE_COLOURS
@@ -141,13 +141,23 @@ _TITLES = {
 
 
 _LOG_PLACEHOLDER = "The log of a server started by ollama-deck appears here."
-_LOG_PLACEHOLDERS = {
-    ServerState.RUNNING_ATTACHED: (
-        "This server was not started by ollama-deck, so its log is not here.\n"
+_ATTACHED_LOG_PLACEHOLDERS = {
+    ExternalKind.SYSTEMD: "Following the service's journal (journalctl -u ollama.service); its lines appear here.",
+    ExternalKind.TRAY_APP: "Following the desktop app's ~/.ollama/logs/server.log; its lines appear here.",
+    ExternalKind.OTHER: (
+        "This server was not started by ollama-deck and its log cannot be found from here: a server run "
+        "in a terminal writes to that terminal.\n"
         "A systemd service logs to the journal: journalctl -u ollama -f\n"
         "The desktop app writes ~/.ollama/logs/server.log"
     ),
 }
+
+
+def log_placeholder(status: ServerStatus) -> str:
+    """What the empty log view says for a server in this state."""
+    if status.state is ServerState.RUNNING_ATTACHED:
+        return _ATTACHED_LOG_PLACEHOLDERS[status.external_kind or ExternalKind.OTHER]
+    return _LOG_PLACEHOLDER
 
 
 class ServerPage(QWidget):
@@ -278,7 +288,7 @@ class ServerPage(QWidget):
             self.banner.show_message(status.message, "error")
         attached = status.state is ServerState.RUNNING_ATTACHED and bool(status.apply_hint)
         self.tabs.setTabVisible(self.hint_tab_index, attached)
-        self.log_view.text.setPlaceholderText(_LOG_PLACEHOLDERS.get(status.state, _LOG_PLACEHOLDER))
+        self.log_view.text.setPlaceholderText(log_placeholder(status))
         self.hint_text.setText(status.apply_hint)
         self._refresh()
 

@@ -230,3 +230,16 @@ def test_risky_apply_asks_first_and_an_oom_rolls_back(qtbot, page_factory, monke
     qtbot.waitUntil(lambda: store.load().settings == good, timeout=WAIT_MS)
     assert page.form.settings().num_parallel == 16  # the user's values stay in the form
     qtbot.waitUntil(lambda: page.apply_button.isEnabled(), timeout=WAIT_MS)  # ... and can be edited and retried
+
+
+def test_the_log_view_says_where_an_attached_servers_log_comes_from():
+    from app.core.server_state import ExternalKind, ServerState, ServerStatus
+    from app.ui.server_page import log_placeholder
+
+    def attached(kind):
+        return ServerStatus(ServerState.RUNNING_ATTACHED, "", external_kind=kind)
+
+    assert "journalctl -u ollama.service" in log_placeholder(attached(ExternalKind.SYSTEMD))
+    assert "~/.ollama/logs/server.log" in log_placeholder(attached(ExternalKind.TRAY_APP))
+    assert "writes to that terminal" in log_placeholder(attached(ExternalKind.OTHER))
+    assert "started by ollama-deck" in log_placeholder(ServerStatus(ServerState.RUNNING_MANAGED, ""))
