@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont, QGuiApplication, QTextCursor
+from PySide6.QtGui import QFont, QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QMessageBox,
@@ -63,9 +63,9 @@ class LogView(QWidget):
         if not lines:
             return
         self.text.appendPlainText("\n".join(line.rstrip("\n") for line in lines))
-        if self.follow.isChecked():
-            self.text.moveCursor(QTextCursor.End)
-            self.text.ensureCursorVisible()
+        if self.follow.isChecked():  # to the newest line, keeping the start of long lines in view
+            bar = self.text.verticalScrollBar()
+            bar.setValue(bar.maximum())
 
     def plain_text(self) -> str:
         return self.text.toPlainText()

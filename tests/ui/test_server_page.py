@@ -243,3 +243,20 @@ def test_the_log_view_says_where_an_attached_servers_log_comes_from():
     assert "~/.ollama/logs/server.log" in log_placeholder(attached(ExternalKind.TRAY_APP))
     assert "writes to that terminal" in log_placeholder(attached(ExternalKind.OTHER))
     assert "started by ollama-deck" in log_placeholder(ServerStatus(ServerState.RUNNING_MANAGED, ""))
+
+
+def test_the_log_follows_the_newest_line_with_the_start_of_long_lines_in_view(qtbot):
+    from app.ui.server_page import LogView
+
+    view = LogView()
+    qtbot.addWidget(view)
+    view.resize(600, 300)
+    view.show()
+    long_line = "time=2026-11-30T01:00:00 level=INFO source=server.go:411 msg=\"starting runner\" " + "x" * 400
+    view.append_lines([f"{i} {long_line}" for i in range(300)])
+    vertical, horizontal = view.text.verticalScrollBar(), view.text.horizontalScrollBar()
+    assert vertical.value() == vertical.maximum() > 0 and horizontal.maximum() > 0 and horizontal.value() == 0
+    view.follow.setChecked(False)
+    vertical.setValue(0)
+    view.append_lines(["one more"])
+    assert vertical.value() == 0  # not following: the reader's place is kept
