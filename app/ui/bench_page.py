@@ -192,11 +192,14 @@ class BenchPage(QWidget):
 
     def _hold_server(self, running: bool) -> None:
         """While a sweep runs, the Server page cannot restart, stop or re-configure the server under it."""
-        if running:
-            self.controller.hold("A benchmark sweep is running: it owns the server until it ends or is stopped "
-                                 "on the Benchmark page, then puts the settings back as they were.")
-        else:
+        if not running:
             self.controller.release()
+            return
+        reason = ("A benchmark sweep is running: the server's controls wait until it ends or is stopped on the "
+                  "Benchmark page.")
+        if self._managed:
+            reason += " It restarts the server for each point and puts the settings back as they were."
+        self.controller.hold(reason)
 
     def cancel_sweep(self) -> None:
         """Stop the sweep; the server comes back as it was."""

@@ -187,6 +187,10 @@ class ServerController(QObject):
 
         return self._run_unless_held(work())
 
+    def publish_models(self, models: list) -> None:
+        """Pass a model list read elsewhere (the Models page) to every page that shows one."""
+        self.models_listed.emit(list(models))
+
     def list_models(self) -> concurrent.futures.Future:
         """Read /api/tags; the result arrives as models_listed."""
 

@@ -212,6 +212,9 @@ class ModelsPage(QWidget):
         if url != self.base_url:
             return
         self.local, self.running = local, running
+        if hasattr(self._server, "publish_models"):
+            # the console's and the sweep's model pickers and the fit panel see a pull or delete at once
+            self._server.publish_models(local)
         names = {m.name for m in local}
         self.details = {k: v for k, v in self.details.items() if k in names}
         self.table.set_models(local, running, self.verdicts)
@@ -315,10 +318,9 @@ class ModelsPage(QWidget):
         self._store_changed()
 
     def _store_changed(self) -> None:
-        """A model was pulled, created or deleted: this page re-reads, and the controller tells the
-        other pages (the console's and the sweep's model pickers, the fit panel) at once."""
+        """A model was pulled, created or deleted: read the store again (the list then reaches the
+        other pages too, see _on_models)."""
         self.refresh()
-        self._server.list_models()
 
     def _sizes_for(self, typed: str) -> tuple[int | None, int | None]:
         """Parameter count of the local model a typed FP8 tag stands for (qwen3:14b-fp8 -> qwen3:14b)
