@@ -31,7 +31,8 @@ def _gui_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"ollama-deck {__version__}")
     p.add_argument("--screenshot", metavar="PATH", help="render the window after the first samples, save a PNG and exit")
-    p.add_argument("--page", choices=PAGES, default="dashboard", help="page to show first (and to capture)")
+    p.add_argument("--page", choices=PAGES, default=None,
+                   help="page to show first (and to capture); default: where you left off, or the dashboard")
     p.add_argument("--url", help="attach to the Ollama server at this URL instead of the configured host:port")
     p.add_argument("--config-dir", help="use this directory for settings instead of the user config directory")
     p.add_argument("--scale", type=_scale, metavar="FACTOR",

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QByteArray, QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -26,6 +26,7 @@ from app.adapters.preset_store import PresetStore
 from app.adapters.sampler import Sampler
 from app.adapters.settings_store import SettingsStore
 from app.adapters.supervisor import ServerSupervisor
+from app.adapters.ui_state import UiState, UiStateStore
 from app.core.pricing import others_bytes
 from app.core.settings import MIB, ServerSettings
 from app.core.telemetry import GpuInfo
@@ -124,6 +125,16 @@ class DeckApp:
             self.window.banner.show_message(
                 "About your settings file:\n" + "\n".join(f"• {p}" for p in loaded.problems), "warning")
         self.window.resize(1440, 900)
+        # Where the window was left (not for --screenshot, whose images must not depend on it).
+        self._screenshot = bool(getattr(args, "screenshot", None))
+        self.ui_store = UiStateStore(Path(args.config_dir) if args.config_dir else None)
+        self.ui_state = UiState() if self._screenshot else self.ui_store.load()
+        if self.ui_state.geometry:
+            self.window.restoreGeometry(QByteArray(self.ui_state.geometry))
+        self.console_page.markdown_check.setChecked(self.ui_state.markdown)
+        asked = getattr(args, "page", None)
+        self.first_page = asked or (self.ui_state.page if self.ui_state.page in self.window.page_names else None) \
+            or "dashboard"
         self._loaded_vram = 0
         self.controller.running_models_changed.connect(
             lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes for m in models)))
@@ -169,6 +180,10 @@ class DeckApp:
         if self._closed:
             return
         self._closed = True
+        if not self._screenshot:
+            self.ui_store.save(UiState(page=self.window.current_page_name(),
+                                       geometry=bytes(self.window.saveGeometry().data()),
+                                       markdown=self.console_page.markdown_check.isChecked()))
         self._gpu_feed.stop()
         self.sampler.stop()
         self.console_page.shutdown()
@@ -219,7 +234,7 @@ def run_gui(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"ollama-deck: {exc}", file=sys.stderr)
         return 2
-    deck.window.show_page(args.page)
+    deck.window.show_page(deck.first_page)
     deck.window.show()
     # The ~100k objects Qt, pyqtgraph and numpy leave at start-up never die; a full collection
     # that walks them all stalls the window ~50 ms (a fast stream triggers one every few seconds).

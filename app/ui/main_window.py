@@ -95,6 +95,11 @@ class MainWindow(QMainWindow):
         holder = self.stack.currentWidget()
         return holder.widget() if isinstance(holder, QScrollArea) else holder
 
+    def current_page_name(self) -> str | None:
+        """The short name of the page on show."""
+        holder = self.stack.currentWidget()
+        return next((name for name, h in self._holders.items() if h is holder), None)
+
     def page(self, name: str) -> QWidget:
         return self._pages[name]
 

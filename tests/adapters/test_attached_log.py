@@ -48,10 +48,10 @@ def test_the_journal_is_followed_from_its_last_lines_and_journalctl_ends_with_th
     lines.wait_for("journal line 2")
     args = lines.wait_for("ARGS")
     assert "--unit ollama.service" in args and "--follow" in args and "--output cat" in args and "--lines 200" in args
-    pid = journal_pid(pidfile)
-    assert psutil.pid_exists(pid) and not is_gone(pid)
+    journal = psutil.Process(journal_pid(pidfile))
+    assert not is_gone(journal.pid)
     future.cancel()
-    psutil.Process(pid).wait(WAIT_S)  # killed when the follower is cancelled, not left behind
+    journal.wait(WAIT_S)  # killed when the follower is cancelled, not left behind
     assert not any(MARK in line for line in lines.lines)
 
 
@@ -115,12 +115,12 @@ def test_an_attached_systemd_server_has_its_journal_in_the_log_until_it_goes_awa
                         log_follower_for=lambda kind: follower_for(kind, journalctl=str(script)))
     assert h.run(h.supervisor.probe()).external_kind is ExternalKind.SYSTEMD
     h.logs.wait_for("journal line 2")
-    first = journal_pid(pidfile)
+    journal = psutil.Process(journal_pid(pidfile))
     assert h.run(h.supervisor.probe()).state is ServerState.RUNNING_ATTACHED  # probing again keeps it
-    assert journal_pid(pidfile) == first and sum("journal line 0" in x for x in h.logs.lines) == 1
+    assert journal_pid(pidfile) == journal.pid and sum("journal line 0" in x for x in h.logs.lines) == 1
     ext.terminate()
     h.statuses.wait_for(ServerState.STOPPED)
-    psutil.Process(first).wait(WAIT_S)  # the follower stopped with the server
+    journal.wait(WAIT_S)  # the follower stopped with the server
 
 
 def test_the_follower_is_cancelled_on_close(make_supervisor, external_standin, standin_ollama, tmp_path,
@@ -132,6 +132,7 @@ def test_the_follower_is_cancelled_on_close(make_supervisor, external_standin, s
                         log_follower_for=lambda kind: follower_for(kind, journalctl=str(script)))
     h.run(h.supervisor.probe())
     h.logs.wait_for("journal line 0")
+    journal = psutil.Process(journal_pid(pidfile))
     h.run(h.supervisor.close())
-    psutil.Process(journal_pid(pidfile)).wait(WAIT_S)
+    journal.wait(WAIT_S)
     assert ext.process.poll() is None  # the server itself is never touched

@@ -205,3 +205,49 @@ def test_ctrl_and_a_number_switch_pages_and_f11_goes_full_screen(qtbot, tmp_path
     qtbot.waitUntil(window.isFullScreen, timeout=5000)
     qtbot.keyClick(window, Qt.Key.Key_F11)
     qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=5000)
+
+
+def test_the_window_opens_where_it_was_left(qtbot, tmp_path, deck_factory):
+    first = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", page=None))
+    assert first.first_page == "dashboard"  # nothing saved yet
+    first.window.show_page("models")
+    first.window.resize(760, 560)  # the offscreen screen is 800 x 600
+    first.console_page.markdown_check.setChecked(False)
+    first.close()
+    saved = json.loads((tmp_path / "cfg" / "window.json").read_text())
+    assert saved["page"] == "models" and saved["markdown"] is False and saved["geometry"]
+
+    again = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", page=None))
+    assert again.first_page == "models"
+    assert (again.window.width(), again.window.height()) == (760, 560)
+    assert not again.console_page.markdown_check.isChecked()
+    again.window.resize(1440, 900)  # larger than the screen: it comes back inside it (a smaller projector)
+    again.close()
+    fitted = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", page=None))
+    screen = fitted.window.screen().availableGeometry()
+    assert fitted.window.width() <= screen.width() and fitted.window.height() <= screen.height()
+    asked = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", page="server"))
+    assert asked.first_page == "server"  # --page wins over where it was left
+
+
+def test_an_unreadable_window_file_is_moved_aside_and_the_app_starts(qtbot, tmp_path, deck_factory):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "window.json").write_text("{ not json")
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", page=None))
+    assert deck.first_page == "dashboard" and (deck.window.width(), deck.window.height()) == (1440, 900)
+    assert [p.name.startswith("window.json.unreadable-") for p in (tmp_path / "cfg").iterdir()].count(True) == 1
+    deck.close()
+    assert json.loads((tmp_path / "cfg" / "window.json").read_text())["page"] == "dashboard"
+
+
+def test_a_screenshot_neither_reads_nor_writes_where_the_window_was_left(tmp_path):
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "window.json").write_text(json.dumps({"version": 1, "page": "models", "geometry": None, "markdown": True}))
+    out = tmp_path / "shot.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(out), "--config-dir", str(cfg), "--url", "http://127.0.0.1:9"],
+        env=_env_without_ollama(tmp_path), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert (QImage(str(out)).width(), QImage(str(out)).height()) == (1440, 900)
+    assert json.loads((cfg / "window.json").read_text())["page"] == "models"  # untouched
