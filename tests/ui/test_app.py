@@ -179,6 +179,12 @@ def test_app_icon_and_desktop_entry_are_shipped():
     assert not QIcon(str(app_icon_path())).isNull()
     desktop = (PROJECT_ROOT / "packaging" / "ollama-deck.desktop").read_text()
     assert "Exec=ollama-deck" in desktop and "Icon=ollama-deck" in desktop
+    # the launcher's projector action runs a command line the app accepts
+    action = desktop.split("[Desktop Action projector]", 1)[1]
+    assert "Actions=projector;" in desktop and "Exec=ollama-deck --scale 1.5" in action
+    from app.cli import _gui_parser
+
+    assert _gui_parser().parse_args(["--scale", "1.5"]).scale == 1.5
 
 
 def test_the_running_app_collects_garbage_on_its_gui_thread_only(qtbot, tmp_path, deck_factory):
