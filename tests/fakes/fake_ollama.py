@@ -54,8 +54,11 @@ class FakeOllama(HttpMixin, SchedulerMixin):
                  kv_cache_type: str = "f16", flash_attention: bool | None = None,
                  log: Callable[[str], None] | None = None, keep_alive: str | float = "5m",
                  registry: list[FakeModel] | None = None, pull_s: float = 0.0,
-                 gpu_memory_bytes: int | None = None, decode_slowdown: float = 0.0) -> None:
+                 gpu_memory_bytes: int | None = None, decode_slowdown: float = 0.0,
+                 answer_text: str | None = None) -> None:
         self.version = version
+        # A scripted answer, streamed a word (with its leading whitespace) per token; None: filler words.
+        self.answer_text = answer_text
         # Per-token time grows by this fraction for every other slot decoding at once (0: none).
         self.decode_slowdown = max(0.0, float(decode_slowdown))
         self.tokens_per_s = float(tokens_per_s)

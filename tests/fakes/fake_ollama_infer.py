@@ -4,6 +4,7 @@ paced token streams and final statistics, in the order Ollama 0.12's handlers ap
 from __future__ import annotations
 
 import math
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -169,7 +170,9 @@ def _generate(server: "FakeOllama", ex: Exchange, model: FakeModel, body: dict[s
     ex.wait_until(prompt_done)
 
     pieces = [(w, True) for w in _words(THINKING_WORDS, round(server.thinking_tokens * think_factor))]
-    pieces += [(w, False) for w in _words(ANSWER_WORDS, server.answer_tokens)]
+    answer = (re.findall(r"\s*\S+", server.answer_text) if server.answer_text is not None
+              else _words(ANSWER_WORDS, server.answer_tokens))
+    pieces += [(w, False) for w in answer]
     reason = "stop"
     num_predict = options.get("num_predict")
     if isinstance(num_predict, int) and not isinstance(num_predict, bool) and 0 <= num_predict < len(pieces):

@@ -110,6 +110,17 @@ def test_chat_stream_is_chunked_ndjson_one_object_per_chunk(quick: FakeOllama) -
         assert isinstance(final[key], int) and final[key] > 0
 
 
+def test_a_scripted_answer_streams_verbatim_a_word_per_chunk(make_fake_ollama) -> None:
+    text = "## Result\n\n- **391**\n\n```python\nprint(17 * 23)\n```"
+    fake = make_fake_ollama(**dict(QUICK, thinking_tokens=0), answer_text=text)
+    _head, chunks = raw_chunks(fake, "/api/chat", {"model": "qwen3:14b", "think": False,
+                                                 "messages": [{"role": "user", "content": "17 x 23?"}]})
+    objects = [json.loads(c) for c in chunks]
+    pieces = [o["message"]["content"] for o in objects if o["message"]["content"]]
+    assert "".join(pieces) == text and len(pieces) == 9  # whitespace travels with the next word
+    assert objects[-1]["eval_count"] == 9
+
+
 @pytest.mark.parametrize(("model", "think", "status", "thinking_lines", "error"), [
     ("qwen3:14b", None, 200, 20, None),
     ("qwen3:14b", False, 200, 0, None),
