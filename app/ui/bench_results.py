@@ -11,9 +11,9 @@ from typing import Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QMenu,
-                               QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QToolButton, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QHeaderView,
+                               QLabel, QMenu, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QToolButton,
+                               QVBoxLayout, QWidget)
 
 from app.core.sweep import CANCELLED, FAILED, OK, SKIPPED, UNSTABLE, PointResult
 from app.core.sweep_run import SweepRun, run_to_csv, run_to_json, run_to_markdown
@@ -173,16 +173,21 @@ class RecommendationCard(QFrame):
         self.rejudge_button.setObjectName("Rejudge")
         self.rejudge_button.setToolTip("Recompute goodput and the recommendation from the recorded requests "
                                        "against these targets; nothing is re-run.")
-        judge = QHBoxLayout()
-        judge.setSpacing(8)
-        judge.addWidget(QLabel("Judge against  TTFT p95 ≤"))
-        judge.addWidget(self.targets.ttft)
-        judge.addWidget(QLabel("TPOT p95 ≤"))
-        judge.addWidget(self.targets.tpot)
-        judge.addWidget(QLabel("success ≥"))
-        judge.addWidget(self.targets.success)
-        judge.addWidget(self.rejudge_button)
-        judge.addStretch(1)
+        # Two short rows, so that the card fits beside the sweep editor on a 1280 px projector.
+        judge = QGridLayout()
+        judge.setHorizontalSpacing(8)
+        judge.setVerticalSpacing(6)
+        fields = (("TTFT p95 ≤", self.targets.ttft, "Time to first token, queueing included"),
+                  ("TPOT p95 ≤", self.targets.tpot, "Time per output token after the first"),
+                  ("success ≥", self.targets.success, "Share of requests that must succeed"))
+        for i, (label, field, tip) in enumerate(fields):
+            text = QLabel(label)
+            text.setToolTip(tip)
+            field.setMaximumWidth(120)
+            judge.addWidget(text, i // 2, (i % 2) * 2)
+            judge.addWidget(field, i // 2, (i % 2) * 2 + 1)
+        judge.addWidget(self.rejudge_button, 1, 2, 1, 2, Qt.AlignmentFlag.AlignLeft)
+        judge.setColumnStretch(4, 1)
         lay.addLayout(judge)
         self.apply_button = QPushButton("Apply")
         self.apply_button.setObjectName("ApplyRecommended")

@@ -161,13 +161,27 @@ def test_without_nvidia_gpu_models_are_priced_on_the_card_chosen_for_the_fit_pan
 
 
 def test_window_fits_a_1280x720_projector_and_pages_scroll(qtbot, tmp_path, deck_factory):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QScrollArea
+
     deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
     hint = deck.window.minimumSizeHint()
     assert hint.width() <= 1280 and hint.height() <= 720
     deck.window.resize(1280, 720)
+    from tests.adapters.test_history import make_run
+
+    deck.bench_page.run_view.set_run(make_run(points=5))  # a finished sweep: the widest Benchmark page
     for name in deck.window.page_names:
         deck.window.show_page(name)
         assert deck.window.current_page() is deck.window.page(name)
+        holder = deck.window.stack.currentWidget()
+        qtbot.waitUntil(lambda: holder.widget().isVisible(), timeout=5000)
+        # pages may scroll down, never sideways, and nothing is cut off at the right edge
+        assert holder.horizontalScrollBar().maximum() == 0, name
+        for area in holder.widget().findChildren(QScrollArea):
+            if area.isVisible() and area.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff:
+                content = area.widget().minimumSizeHint().width()
+                assert content <= area.viewport().width(), (name, area.widget().objectName(), content)
     assert deck.window.size().height() == 720
 
 
