@@ -58,6 +58,8 @@ class CompareView(QWidget):
         self.summaries = [QLabel(), QLabel()]
         for col in range(2):
             self.titles[col].setStyleSheet(f"font-weight: 700; font-size: 12pt; color: {RUN_COLOURS[col]};")
+            self.titles[col].setWordWrap(True)  # long titles wrap instead of widening the page
+            grid.setColumnStretch(col, 1)
             self.summaries[col].setWordWrap(True)
             grid.addWidget(self.titles[col], 0, col)
             grid.addWidget(self.tables[col], 1, col)
