@@ -317,4 +317,4 @@ class DashboardPage(QWidget):
         in_flight = row[c.IN_FLIGHT]
         n = int(in_flight) if finite(in_flight) else 0
         self.tiles["tokens"].set_text(fmt_number(row[c.TOKENS_PER_S], "tok/s", 1 if row[c.TOKENS_PER_S] < 10 else 0),
-                                      f"{n} request{'s' if n != 1 else ''} in flight")
+                                      f"{n} request{'s' if n != 1 else ''} from this app in flight")

@@ -173,7 +173,7 @@ def build_gpu_plots(capacity: int, total_vram_mib: float) -> list[TimePlot]:
 
 def build_host_plots(capacity: int) -> list[TimePlot]:
     """Tokens/s, host memory, and server CPU plots."""
-    tokens = TimePlot("tokens", "Throughput (all requests)", "tokens/s", capacity)
+    tokens = TimePlot("tokens", "Throughput of ollama-deck's requests", "tokens/s", capacity)
     tokens.add("tokens/s", Channel.TOKENS_PER_S, plots.TOKENS_COLOR)
     tokens.y_floor_max = 20.0
     memory = TimePlot("host_mem", "Host memory", "memory (GiB)", capacity)

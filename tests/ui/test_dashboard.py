@@ -61,7 +61,7 @@ def test_tiles_and_plots_follow_a_real_sampler(qtbot, live):
     assert page.tiles["power"].value == "351 W"
     assert page.tiles["temp"].value == "66 °C"
     assert page.tiles["tokens"].value == "0.0 tok/s"
-    assert page.tiles["tokens"].detail == "0 requests in flight"
+    assert page.tiles["tokens"].detail == "0 requests from this app in flight"
     assert page.tiles["server"].value == NOT_AVAILABLE  # no server process
     assert "GiB" in page.tiles["ram"].value
     # The server share needs server pids: none here, so the VRAM tile says it is not known.
@@ -78,9 +78,9 @@ def test_tokens_and_requests_in_flight_reach_the_tile(qtbot, live):
     meter.begin()
     meter.begin()
     sampler, page = live(ScriptedGpuBackend(script=[SERVING]), meter)
-    qtbot.waitUntil(lambda: page.tiles["tokens"].detail == "2 requests in flight", timeout=5000)
+    qtbot.waitUntil(lambda: page.tiles["tokens"].detail == "2 requests from this app in flight", timeout=5000)
     meter.end()
-    qtbot.waitUntil(lambda: page.tiles["tokens"].detail == "1 request in flight", timeout=5000)
+    qtbot.waitUntil(lambda: page.tiles["tokens"].detail == "1 request from this app in flight", timeout=5000)
 
 
 def test_gpu_lost_mid_run_shows_na_not_a_crash(qtbot, live):
