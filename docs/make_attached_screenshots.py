@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,13 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fakes.server_fixtures import write_launcher  # noqa: E402
+from tests.fakes.server_fixtures import free_port, write_launcher  # noqa: E402
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for(url: str, timeout_s: float = 20.0) -> None:

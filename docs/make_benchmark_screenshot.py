@@ -12,10 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -28,8 +26,9 @@ import app.ui.main as deck_main  # noqa: E402
 from app.core.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.core.model_shape import shape_from_show  # noqa: E402
 from app.ui.theme import apply_theme  # noqa: E402
+from shot_support import pump  # noqa: E402
 from tests.fakes.scripted_gpu import DESKTOP_MIB, RTX_4090, GpuReading, ScriptedGpuBackend, idle_reading  # noqa: E402
-from tests.fakes.server_fixtures import write_launcher  # noqa: E402
+from tests.fakes.server_fixtures import free_port, write_launcher  # noqa: E402
 
 PACING = {"FAKE_OLLAMA_TOKENS_PER_S": "62", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "2500",
           "FAKE_OLLAMA_ANSWER_TOKENS": "48", "FAKE_OLLAMA_THINKING_TOKENS": "0",
@@ -37,20 +36,6 @@ PACING = {"FAKE_OLLAMA_TOKENS_PER_S": "62", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "
 QWEN3_14B = shape_from_show(json.loads((ROOT / "tests/data/show_qwen3_14b.json").read_text()), 9_000_210_784)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def pump(app: QApplication, until, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        app.processEvents()
-        if until():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def main() -> int:

@@ -12,7 +12,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.ui.main import DeckApp  # noqa: E402
 from app.ui.theme import apply_theme  # noqa: E402
+from shot_support import pump  # noqa: E402
 from tests.fakes.fake_ollama import FakeOllama  # noqa: E402
 
 PROMPT = "小明有10个苹果，每天吃两个，请问几天吃完？ Answer in English, with a check in Python."
@@ -37,15 +37,6 @@ print(apples // per_day)  # 5
 ```
 """
 
-
-def pump(app: QApplication, until, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        app.processEvents()
-        if until():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def main() -> int:
