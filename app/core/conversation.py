@@ -1,4 +1,4 @@
-"""A prompt-console conversation as a document: Markdown for people, JSON for tools.
+"""A prompt-console conversation (Markdown for people, JSON for tools) or burst (CSV, JSON) as a document.
 
 Each turn keeps what was asked (model, thinking mode, prompt), what came back (the thinking trace
 and the answer exactly as streamed), how it ended (finished, stopped, the server's error) and its
@@ -7,11 +7,13 @@ figures, so an exported conversation can be read, shared or compared later.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from app.core.reply_stats import ReplyStats, figures_line, mode_text
+from app.core.reply_stats import BurstSummary, ReplyStats, figures_line, mode_text
 
 FORMAT_VERSION = 1
 
@@ -92,5 +94,45 @@ def conversation_json(turns: Sequence[TurnRecord], server: str, exported_at: str
         "turns": [{"model": t.model, "think": t.think, "system": t.system, "prompt": t.prompt, "thinking": t.thinking,
                    "answer": t.answer, "ending": t.ending, "error": t.error or None,
                    "figures": t.stats.to_json() if t.stats is not None else None} for t in turns],
+    }
+    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True)
+class BurstReply:
+    """One copy of a burst as the console showed it."""
+
+    index: int  # 0-based; shown from 1
+    state: str  # done, failed, stopped, lost
+    stats: ReplyStats | None = None
+    error: str = ""
+
+
+BURST_CSV_FIELDS = ("reply", "state", "ttft_ms", "first_answer_ms", "thinking_tokens", "answer_tokens", "eval_count",
+                    "eval_tokens_per_s", "prompt_eval_count", "prompt_tokens_per_s", "load_ms", "total_ms", "wall_ms",
+                    "done_reason", "error")
+
+
+def burst_csv(replies: Sequence[BurstReply]) -> str:
+    """One row per copy, figures with their units in the column names (empty where unknown)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(BURST_CSV_FIELDS)
+    for reply in replies:
+        figures = reply.stats.to_json() if reply.stats is not None else {}
+        row = {"reply": reply.index + 1, "state": reply.state, "error": reply.error, **figures}
+        writer.writerow(["" if row.get(name) is None else row.get(name, "") for name in BURST_CSV_FIELDS])
+    return out.getvalue()
+
+
+def burst_json(replies: Sequence[BurstReply], summary: BurstSummary | None, model: str, think: bool | str | None,
+               prompt: str, server: str, exported_at: str) -> str:
+    """The burst as one JSON document: what was sent, the aggregate figures and every copy."""
+    document: dict[str, Any] = {
+        "format": "ollama-deck burst", "version": FORMAT_VERSION, "server": server, "exported_at": exported_at,
+        "model": model, "think": think, "prompt": prompt, "copies": len(replies),
+        "summary": summary.to_json() if summary is not None else None,
+        "replies": [{"reply": r.index + 1, "state": r.state, "error": r.error or None,
+                     "figures": r.stats.to_json() if r.stats is not None else None} for r in replies],
     }
     return json.dumps(document, indent=1, ensure_ascii=False) + "\n"

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.adapters.prompt_runner import ReplyOutcome
+from app.core.conversation import BurstReply
 from app.core.reply_stats import BurstSummary, ReplyStats, fmt_count, fmt_ms, fmt_rate, summarize_burst
 from app.ui import plots
 from app.ui.dashboard_tiles import NO_DATA, TILE_STYLE, StatTile
@@ -221,6 +222,11 @@ class BurstView(QWidget):
     def state(self, row: int) -> str:
         """The state word of one reply (waiting, streaming, done, failed, stopped)."""
         return self._states.get(row, "")
+
+    def records(self) -> list[BurstReply]:
+        """Every copy as a document record (for export), in order."""
+        return [BurstReply(i, self._states[i], self._stats.get(i), self._errors.get(i, ""))
+                for i in sorted(self._states)]
 
 
 __all__ = ["BurstView"]

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFileDialog, QHBoxLayout
 
 from app.adapters.atomic_json import write_atomic
 from app.adapters.prompt_runner import MAX_BURST, PromptRequest
-from app.core.conversation import conversation_json, conversation_markdown
+from app.core.conversation import burst_csv, burst_json, conversation_json, conversation_markdown
 from app.core.errors import DeckError
 from app.core.presets import BUILTIN_PRESETS, Preset
 from app.core.throughput import TokenMeter
@@ -31,7 +31,7 @@ from app.ui.widgets import InlineMessage
 
 MODES = (("chat", "Chat"), ("burst", "Burst"), ("ab", "A/B"))
 MAX_FILE_BYTES = 4 * 1024 * 1024
-EXPORT_FILTERS = {"md": "Markdown (*.md)", "json": "JSON (*.json)"}
+EXPORT_FILTERS = {"md": "Markdown (*.md)", "json": "JSON (*.json)", "csv": "CSV (*.csv)"}
 
 
 class ConsolePage(QWidget):
@@ -52,6 +52,7 @@ class ConsolePage(QWidget):
         self._views: dict[ConsoleRun, ReplyView] = {}
         self.history: list[dict[str, str]] = []
         self._models_url = ""
+        self._burst_request: PromptRequest | None = None  # what the last finished burst sent, for its export
 
         title = QLabel("Prompt console")
         title.setObjectName("PageTitle")
@@ -123,10 +124,12 @@ class ConsolePage(QWidget):
         self.export_button.setText("Export ▾")
         self.export_button.setObjectName("ExportConversation")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        export_menu = QMenu(self.export_button)
-        export_menu.addAction("Conversation as Markdown…", lambda: self._export_dialog("md"))
-        export_menu.addAction("Conversation as JSON…", lambda: self._export_dialog("json"))
-        self.export_button.setMenu(export_menu)
+        self._export_menus = {"chat": QMenu(self.export_button), "burst": QMenu(self.export_button)}
+        self._export_menus["chat"].addAction("Conversation as Markdown…", lambda: self._export_dialog("md"))
+        self._export_menus["chat"].addAction("Conversation as JSON…", lambda: self._export_dialog("json"))
+        self._export_menus["burst"].addAction("Burst replies as CSV…", lambda: self._export_dialog("csv"))
+        self._export_menus["burst"].addAction("Burst as JSON (with the summary)…", lambda: self._export_dialog("json"))
+        self.export_button.setMenu(self._export_menus["chat"])
         self.export_status = QLabel()
         self.export_status.setObjectName("Dim")
         self.clear_button = QPushButton("Clear")
@@ -290,8 +293,13 @@ class ConsolePage(QWidget):
         self.copies.setVisible(burst)
         self.copies_label.setVisible(burst)
         chat = self.mode == "chat"
-        for widget in (self.clear_button, self.markdown_check, self.export_button, self.export_status):
+        for widget in (self.clear_button, self.markdown_check):
             widget.setVisible(chat)
+        exportable = self.mode in self._export_menus
+        self.export_button.setVisible(exportable)
+        self.export_status.setVisible(exportable)
+        if exportable:
+            self.export_button.setMenu(self._export_menus[self.mode])
         self.send_button.setText({"chat": "Send", "burst": "Send burst", "ab": "Compare"}[self.mode])
         self._refresh_buttons()
 
@@ -304,7 +312,8 @@ class ConsolePage(QWidget):
         running = self.run is not None
         self.send_button.setEnabled(not running)
         self.stop_button.setEnabled(running)
-        self.export_button.setEnabled(bool(self.conversation.turns) and not running)
+        something = bool(self.conversation.turns) if self.mode == "chat" else self.burst_view.summary is not None
+        self.export_button.setEnabled(something and not running)
         for button in self.mode_buttons.values():
             button.setEnabled(not running)
 
@@ -363,11 +372,11 @@ class ConsolePage(QWidget):
 
     # --- export ---------------------------------------------------------------------------
     def _export_dialog(self, kind: str) -> None:
+        what = "conversation" if self.mode == "chat" else "burst"
         stamp = time.strftime("%Y%m%d-%H%M")
-        path, _ = QFileDialog.getSaveFileName(self, "Export conversation", f"conversation-{stamp}.{kind}",
-                                              EXPORT_FILTERS[kind])
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {what}", f"{what}-{stamp}.{kind}", EXPORT_FILTERS[kind])
         if path:
-            self.export_conversation(kind, Path(path))
+            (self.export_conversation if what == "conversation" else self.export_burst)(kind, Path(path))
 
     def export_conversation(self, kind: str, path: Path) -> bool:
         """Write the conversation as Markdown ('md') or JSON ('json'), atomically; says where, or why not."""
@@ -375,15 +384,33 @@ class ConsolePage(QWidget):
         if not records:
             self.message.show_error("Nothing to export yet: send a prompt first.")
             return False
-        when = time.strftime("%Y-%m-%d %H:%M:%S %z")
         make = conversation_markdown if kind == "md" else conversation_json
+        text = make(records, self.base_url, time.strftime("%Y-%m-%d %H:%M:%S %z"))
+        return self._write_export(path, text, f"{len(records)} turn{'s' if len(records) != 1 else ''}")
+
+    def export_burst(self, kind: str, path: Path) -> bool:
+        """Write the last burst's replies as CSV ('csv') or JSON with its summary ('json')."""
+        view = self.burst_view
+        if view.summary is None:
+            self.message.show_error("Nothing to export yet: send a burst first and let it finish.")
+            return False
+        records = view.records()
+        if kind == "csv":
+            text = burst_csv(records)
+        else:
+            sent = self._burst_request
+            text = burst_json(records, view.summary, sent.model if sent else "", sent.think if sent else None,
+                              sent.prompt if sent else "", self.base_url, time.strftime("%Y-%m-%d %H:%M:%S %z"))
+        return self._write_export(path, text, f"{len(records)} replies")
+
+    def _write_export(self, path: Path, text: str, what: str) -> bool:
         try:
-            write_atomic(path, make(records, self.base_url, when).encode("utf-8"))
+            write_atomic(path, text.encode("utf-8"))
         except OSError as exc:
             self.message.show_error(f"Could not export to {path}: {exc.strerror or exc}")
             return False
         self.message.clear_message()
-        self.export_status.setText(f"Saved {len(records)} turn{'s' if len(records) != 1 else ''} to {path.name}")
+        self.export_status.setText(f"Saved {what} to {path.name}")
         self.export_status.setToolTip(str(path))
         return True
 
@@ -423,6 +450,7 @@ class ConsolePage(QWidget):
                                  {"role": "assistant", "content": outcome.content}]
         elif run.kind == "burst":
             self.burst_view.finish(run.stopped)
+            self._burst_request = run.request
         else:
             for index in (0, 1):
                 if index not in run.outcomes:

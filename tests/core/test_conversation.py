@@ -54,3 +54,24 @@ def test_json_keeps_the_raw_text_and_every_figure():
     assert first["ending"] == "finished (stop)" and second["answer"].startswith("```python")
     assert third["think"] == "high" and third["ending"] == "stopped" and third["figures"] is None
     assert fourth["ending"] == "failed" and "not found" in fourth["error"]
+
+
+def test_a_burst_exports_one_csv_row_per_copy_and_a_json_with_its_summary():
+    import csv
+    import io
+
+    from app.core.conversation import BurstReply, burst_csv, burst_json
+    from app.core.reply_stats import summarize_burst
+
+    replies = [BurstReply(0, "done", DONE), BurstReply(1, "failed", None, "model requires more system memory"),
+               BurstReply(2, "stopped", None)]
+    rows = list(csv.DictReader(io.StringIO(burst_csv(replies))))
+    assert [r["reply"] for r in rows] == ["1", "2", "3"]
+    assert rows[0]["eval_tokens_per_s"] == "48.5" and rows[0]["done_reason"] == "stop"
+    assert rows[1]["state"] == "failed" and rows[1]["ttft_ms"] == "" and "system memory" in rows[1]["error"]
+    summary = summarize_burst([DONE, None, None], failed=1, stopped=1)
+    doc = json.loads(burst_json(replies, summary, "qwen3:14b", False, "Hi", "http://127.0.0.1:11434", "now"))
+    assert doc["format"] == "ollama-deck burst" and doc["copies"] == 3 and doc["think"] is False
+    assert doc["summary"]["completed"] == 1 and doc["summary"]["failed"] == 1
+    assert doc["replies"][1] == {"reply": 2, "state": "failed", "error": "model requires more system memory",
+                                 "figures": None}

@@ -359,3 +359,30 @@ def test_a_prompt_sent_during_a_sweep_goes_out_with_a_warning(qtbot, console):
     c.controller.release()
     c.send_and_wait(qtbot, "After the sweep")
     assert c.page.message.severity == ""
+
+
+def test_a_finished_burst_exports_its_replies_as_csv_and_json(qtbot, console, tmp_path):
+    import csv
+
+    c = console(tokens_per_s=1000.0, answer_tokens=12, thinking_tokens=0, num_parallel=2)
+    c.page.set_mode("burst")
+    assert c.page.export_button.isVisible() and not c.page.export_button.isEnabled()  # nothing sent yet
+    assert not c.page.markdown_check.isVisible()
+    assert [a.text() for a in c.page.export_button.menu().actions()] == [
+        "Burst replies as CSV…", "Burst as JSON (with the summary)…"]
+    assert not c.page.export_burst("csv", tmp_path / "none.csv") and "send a burst first" in c.page.message.message
+    c.page.copies.setValue(4)
+    c.send_and_wait(qtbot, "Count to twelve")
+    assert c.page.export_button.isEnabled()
+    assert c.page.export_burst("csv", tmp_path / "burst.csv") and c.page.export_burst("json", tmp_path / "burst.json")
+    assert "4 replies" in c.page.export_status.text()
+    rows = list(csv.DictReader((tmp_path / "burst.csv").open(encoding="utf-8")))
+    assert [r["reply"] for r in rows] == ["1", "2", "3", "4"] and {r["state"] for r in rows} == {"done"}
+    assert all(r["eval_count"] == "12" and r["done_reason"] == "stop" and float(r["ttft_ms"]) > 0 for r in rows)
+    doc = json.loads((tmp_path / "burst.json").read_text(encoding="utf-8"))
+    assert (doc["model"], doc["prompt"], doc["copies"]) == ("qwen3:14b", "Count to twelve", 4)
+    assert doc["summary"]["completed"] == 4 and doc["summary"]["eval_tokens"] == 48
+    assert doc["replies"][0]["figures"]["answer_tokens"] == 12
+    c.page.set_mode("chat")  # the chat menu comes back, and the conversation is empty
+    assert [a.text() for a in c.page.export_button.menu().actions()][0] == "Conversation as Markdown…"
+    assert not c.page.export_button.isEnabled()
