@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from app.core.reply_stats import BurstSummary, ReplyStats, figures_line, mode_text
+from app.core.reply_stats import BurstSummary, ReplyStats, ThinkingCost, figures_line, mode_text
 
 FORMAT_VERSION = 1
 
@@ -71,19 +71,32 @@ def conversation_markdown(turns: Sequence[TurnRecord], server: str, exported_at:
                 lines += [_quote(turn.system), ""]
             system = turn.system
         lines += ["**Prompt:**", "", _quote(turn.prompt), ""]
-        if turn.thinking:
-            fence = _fence(turn.thinking)
-            lines += ["<details><summary>Thinking</summary>", "", f"{fence}text", turn.thinking.rstrip("\n"),
-                      fence, "", "</details>", ""]
-        if turn.answer:
-            lines += [turn.answer.rstrip("\n"), ""]
-        if turn.error:
-            lines += [f"**Error from the server:** {turn.error}", ""]
-        elif turn.stopped:
-            lines += ["*Stopped before the end.*", ""]
-        if turn.stats is not None:
-            lines += [f"<sub>{figures_line(turn.stats)}</sub>", ""]
+        lines += _reply_lines(turn)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _reply_lines(turn: TurnRecord) -> list[str]:
+    """A reply in Markdown: the thinking folded, the answer as written, how it ended, its figures."""
+    lines: list[str] = []
+    if turn.thinking:
+        fence = _fence(turn.thinking)
+        lines += ["<details><summary>Thinking</summary>", "", f"{fence}text", turn.thinking.rstrip("\n"),
+                  fence, "", "</details>", ""]
+    if turn.answer:
+        lines += [turn.answer.rstrip("\n"), ""]
+    if turn.error:
+        lines += [f"**Error from the server:** {turn.error}", ""]
+    elif turn.stopped:
+        lines += ["*Stopped before the end.*", ""]
+    if turn.stats is not None:
+        lines += [f"<sub>{figures_line(turn.stats)}</sub>", ""]
+    return lines
+
+
+def _turn_json(t: TurnRecord) -> dict[str, Any]:
+    return {"model": t.model, "think": t.think, "system": t.system, "prompt": t.prompt, "thinking": t.thinking,
+            "answer": t.answer, "ending": t.ending, "error": t.error or None,
+            "figures": t.stats.to_json() if t.stats is not None else None}
 
 
 def conversation_json(turns: Sequence[TurnRecord], server: str, exported_at: str) -> str:
@@ -91,9 +104,7 @@ def conversation_json(turns: Sequence[TurnRecord], server: str, exported_at: str
     document: dict[str, Any] = {
         "format": "ollama-deck conversation", "version": FORMAT_VERSION, "server": server,
         "exported_at": exported_at,
-        "turns": [{"model": t.model, "think": t.think, "system": t.system, "prompt": t.prompt, "thinking": t.thinking,
-                   "answer": t.answer, "ending": t.ending, "error": t.error or None,
-                   "figures": t.stats.to_json() if t.stats is not None else None} for t in turns],
+        "turns": [_turn_json(t) for t in turns],
     }
     return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
 
@@ -134,5 +145,35 @@ def burst_json(replies: Sequence[BurstReply], summary: BurstSummary | None, mode
         "summary": summary.to_json() if summary is not None else None,
         "replies": [{"reply": r.index + 1, "state": r.state, "error": r.error or None,
                      "figures": r.stats.to_json() if r.stats is not None else None} for r in replies],
+    }
+    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+
+
+def ab_markdown(with_thinking: TurnRecord, without: TurnRecord, cost: ThinkingCost | None, server: str,
+                exported_at: str) -> str:
+    """An A/B comparison as Markdown: the prompt once, each side's reply, then what thinking cost."""
+    lines = ["# Thinking against non-thinking", "",
+             f"Server {server} · exported {exported_at} · {with_thinking.model}", ""]
+    if with_thinking.system.strip():
+        lines += ["**System prompt:**", "", _quote(with_thinking.system), ""]
+    lines += ["**Prompt:**", "", _quote(with_thinking.prompt), ""]
+    for title, side in (("With thinking", with_thinking), ("Without thinking", without)):
+        lines += [f"## {title} · {mode_text(side.think)}", ""] + _reply_lines(side)
+    lines += ["## Cost of thinking", "",
+              (cost.summary() if cost is not None else "not measurable (a reply did not finish)")
+              + " (sent one after the other; load time left out).", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def ab_json(with_thinking: TurnRecord, without: TurnRecord, cost: ThinkingCost | None, server: str,
+            exported_at: str) -> str:
+    """An A/B comparison as one JSON document."""
+    document: dict[str, Any] = {
+        "format": "ollama-deck a/b", "version": FORMAT_VERSION, "server": server, "exported_at": exported_at,
+        "with_thinking": _turn_json(with_thinking), "without_thinking": _turn_json(without),
+        "cost_of_thinking": None if cost is None else {
+            "thinking_tokens": cost.thinking_tokens, "extra_tokens": cost.extra_tokens,
+            "extra_first_answer_ms": cost.extra_first_answer_ms, "extra_total_ms": cost.extra_total_ms,
+            "token_ratio": cost.token_ratio, "summary": cost.summary()},
     }
     return json.dumps(document, indent=1, ensure_ascii=False) + "\n"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from app.adapters.prompt_runner import ReplyOutcome
+from app.adapters.prompt_runner import PromptRequest, ReplyOutcome
+from app.core.conversation import TurnRecord
 from app.core.reply_stats import ReplyStats, ThinkingCost, fmt_count, fmt_ms, fmt_rate, thinking_cost
 from app.ui.console_reply import ReplyView, mode_badge
 
@@ -31,6 +32,7 @@ class AbColumn(QFrame):
     def __init__(self, title: str, think: bool | str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("AbColumn")
+        self.think = think
         head = QHBoxLayout()
         label = QLabel(title)
         label.setObjectName("AbTitle")
@@ -69,6 +71,7 @@ class AbColumn(QFrame):
 
     def set_mode(self, think: bool | str) -> None:
         """Show which thinking value this side sends."""
+        self.think = think
         self.badge_row.removeWidget(self._badge)
         self._badge.deleteLater()
         self._badge = mode_badge(think)
@@ -134,6 +137,12 @@ class AbView(QWidget):
         layout.addLayout(columns, 1)
         layout.addWidget(self.cost_strip)
         self.cost: ThinkingCost | None = None
+
+    def records(self, request: PromptRequest) -> tuple[TurnRecord, TurnRecord]:
+        """Both sides as document records (for export), given the request the comparison sent."""
+        system = request.system or ""
+        return (self.left.reply.record(request.prompt, request.model, self.left.think, system),
+                self.right.reply.record(request.prompt, request.model, self.right.think, system))
 
     def column(self, index: int) -> AbColumn:
         """0: with thinking, 1: without."""

@@ -16,7 +16,8 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFileDialog, QHBoxLayout
 
 from app.adapters.atomic_json import write_atomic
 from app.adapters.prompt_runner import MAX_BURST, PromptRequest
-from app.core.conversation import burst_csv, burst_json, conversation_json, conversation_markdown
+from app.core.conversation import (ab_json, ab_markdown, burst_csv, burst_json, conversation_json,
+                                   conversation_markdown)
 from app.core.errors import DeckError
 from app.core.presets import BUILTIN_PRESETS, Preset
 from app.core.throughput import TokenMeter
@@ -53,6 +54,7 @@ class ConsolePage(QWidget):
         self.history: list[dict[str, str]] = []
         self._models_url = ""
         self._burst_request: PromptRequest | None = None  # what the last finished burst sent, for its export
+        self._ab_request: PromptRequest | None = None  # the same for the last finished A/B comparison
 
         title = QLabel("Prompt console")
         title.setObjectName("PageTitle")
@@ -124,11 +126,13 @@ class ConsolePage(QWidget):
         self.export_button.setText("Export ▾")
         self.export_button.setObjectName("ExportConversation")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        self._export_menus = {"chat": QMenu(self.export_button), "burst": QMenu(self.export_button)}
+        self._export_menus = {mode: QMenu(self.export_button) for mode in ("chat", "burst", "ab")}
         self._export_menus["chat"].addAction("Conversation as Markdown…", lambda: self._export_dialog("md"))
         self._export_menus["chat"].addAction("Conversation as JSON…", lambda: self._export_dialog("json"))
         self._export_menus["burst"].addAction("Burst replies as CSV…", lambda: self._export_dialog("csv"))
         self._export_menus["burst"].addAction("Burst as JSON (with the summary)…", lambda: self._export_dialog("json"))
+        self._export_menus["ab"].addAction("Comparison as Markdown…", lambda: self._export_dialog("md"))
+        self._export_menus["ab"].addAction("Comparison as JSON…", lambda: self._export_dialog("json"))
         self.export_button.setMenu(self._export_menus["chat"])
         self.export_status = QLabel()
         self.export_status.setObjectName("Dim")
@@ -312,7 +316,8 @@ class ConsolePage(QWidget):
         running = self.run is not None
         self.send_button.setEnabled(not running)
         self.stop_button.setEnabled(running)
-        something = bool(self.conversation.turns) if self.mode == "chat" else self.burst_view.summary is not None
+        something = {"chat": bool(self.conversation.turns), "burst": self.burst_view.summary is not None,
+                     "ab": self._ab_request is not None}[self.mode]
         self.export_button.setEnabled(something and not running)
         for button in self.mode_buttons.values():
             button.setEnabled(not running)
@@ -348,6 +353,7 @@ class ConsolePage(QWidget):
         else:
             think = request.think if isinstance(request.think, str) else True
             self.ab_view.reset(think)
+            self._ab_request = None  # the view now shows a new comparison
             run = self.session.start(self.base_url, "ab", request, think=think)
         self.run = run
         self._refresh_buttons()
@@ -372,11 +378,12 @@ class ConsolePage(QWidget):
 
     # --- export ---------------------------------------------------------------------------
     def _export_dialog(self, kind: str) -> None:
-        what = "conversation" if self.mode == "chat" else "burst"
+        what, export = {"chat": ("conversation", self.export_conversation), "burst": ("burst", self.export_burst),
+                        "ab": ("comparison", self.export_comparison)}[self.mode]
         stamp = time.strftime("%Y%m%d-%H%M")
         path, _ = QFileDialog.getSaveFileName(self, f"Export {what}", f"{what}-{stamp}.{kind}", EXPORT_FILTERS[kind])
         if path:
-            (self.export_conversation if what == "conversation" else self.export_burst)(kind, Path(path))
+            export(kind, Path(path))
 
     def export_conversation(self, kind: str, path: Path) -> bool:
         """Write the conversation as Markdown ('md') or JSON ('json'), atomically; says where, or why not."""
@@ -402,6 +409,16 @@ class ConsolePage(QWidget):
             text = burst_json(records, view.summary, sent.model if sent else "", sent.think if sent else None,
                               sent.prompt if sent else "", self.base_url, time.strftime("%Y-%m-%d %H:%M:%S %z"))
         return self._write_export(path, text, f"{len(records)} replies")
+
+    def export_comparison(self, kind: str, path: Path) -> bool:
+        """Write the last A/B comparison as Markdown ('md') or JSON ('json')."""
+        if self._ab_request is None:
+            self.message.show_error("Nothing to export yet: run a comparison first and let it finish.")
+            return False
+        with_thinking, without = self.ab_view.records(self._ab_request)
+        make = ab_markdown if kind == "md" else ab_json
+        text = make(with_thinking, without, self.ab_view.cost, self.base_url, time.strftime("%Y-%m-%d %H:%M:%S %z"))
+        return self._write_export(path, text, "the comparison")
 
     def _write_export(self, path: Path, text: str, what: str) -> bool:
         try:
@@ -457,6 +474,7 @@ class ConsolePage(QWidget):
                     self.ab_view.column(index).reply.finish(None, stopped=run.stopped)
             if all(i in run.outcomes and run.outcomes[i].ok for i in (0, 1)):
                 self.ab_view.show_cost(run.outcomes[0].stats, run.outcomes[1].stats)
+            self._ab_request = run.request
         if run.error:
             self.message.show_error(run.error)
         if run is self.run:

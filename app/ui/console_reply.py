@@ -251,6 +251,14 @@ class ReplyView(QWidget):
         """The answer so far, exactly as streamed (Markdown source, not the rendering)."""
         return self._answer
 
+    def record(self, prompt: str, model: str, think: bool | str | None, system: str = "") -> TurnRecord:
+        """This reply, with what was asked, as a document record (for export)."""
+        outcome = self._outcome
+        error = outcome.error.user_text() if outcome is not None and outcome.error is not None else ""
+        return TurnRecord(prompt, model, think, thinking=self.thinking.plain_text(), answer=self._answer,
+                          stats=outcome.stats if outcome is not None else None, error=error, stopped=self.stopped,
+                          system=system)
+
 
 class TurnView(QFrame):
     """One turn of the conversation: what was asked (and how), then the reply."""
@@ -290,11 +298,7 @@ class TurnView(QFrame):
 
     def record(self) -> TurnRecord:
         """The turn as a document record (for export)."""
-        outcome = self.reply.outcome
-        error = outcome.error.user_text() if outcome is not None and outcome.error is not None else ""
-        return TurnRecord(self.prompt, self.model, self.think, thinking=self.reply.thinking.plain_text(),
-                          answer=self.reply.answer_text(), stats=outcome.stats if outcome is not None else None,
-                          error=error, stopped=self.reply.stopped, system=self.system)
+        return self.reply.record(self.prompt, self.model, self.think, self.system)
 
 
 def _shorten(prompt: str, limit: int = 600) -> str:

@@ -75,3 +75,21 @@ def test_a_burst_exports_one_csv_row_per_copy_and_a_json_with_its_summary():
     assert doc["summary"]["completed"] == 1 and doc["summary"]["failed"] == 1
     assert doc["replies"][1] == {"reply": 2, "state": "failed", "error": "model requires more system memory",
                                  "figures": None}
+
+
+def test_an_ab_comparison_has_the_prompt_once_both_replies_and_the_cost():
+    from app.core.conversation import ab_json, ab_markdown
+    from app.core.reply_stats import thinking_cost
+
+    plain = ReplyStats(ttft_ms=40.0, first_answer_ms=40.0, thinking_tokens=0, answer_tokens=12, wall_ms=300.0,
+                       eval_count=12, eval_tokens_per_s=48.0, load_ms=0.5, total_ms=290.0, done_reason="stop")
+    with_t = TurnRecord("17 × 23?", "qwen3:14b", True, thinking="17 × 20 = 340 …", answer="**391**", stats=DONE)
+    without = TurnRecord("17 × 23?", "qwen3:14b", False, answer="391", stats=plain)
+    cost = thinking_cost(DONE, plain)
+    text = ab_markdown(with_t, without, cost, "http://127.0.0.1:11434", "now")
+    assert text.count("> 17 × 23?") == 1 and "## With thinking · Thinking" in text and "\n391\n" in text
+    assert "## Cost of thinking" in text and "+40 tokens" in text and "load time left out" in text
+    doc = json.loads(ab_json(with_t, without, cost, "s", "t"))
+    assert doc["format"] == "ollama-deck a/b" and doc["cost_of_thinking"]["extra_tokens"] == 40
+    assert doc["without_thinking"]["ending"] == "finished (stop)"
+    assert "not measurable" in ab_markdown(with_t, without, None, "s", "t")

@@ -386,3 +386,22 @@ def test_a_finished_burst_exports_its_replies_as_csv_and_json(qtbot, console, tm
     c.page.set_mode("chat")  # the chat menu comes back, and the conversation is empty
     assert [a.text() for a in c.page.export_button.menu().actions()][0] == "Conversation as Markdown…"
     assert not c.page.export_button.isEnabled()
+
+
+def test_an_ab_comparison_exports_both_sides_and_the_cost_of_thinking(qtbot, console, tmp_path):
+    c = console(tokens_per_s=1000.0, thinking_tokens=30, answer_tokens=20)
+    c.page.set_mode("ab")
+    assert [a.text() for a in c.page.export_button.menu().actions()] == [
+        "Comparison as Markdown…", "Comparison as JSON…"]
+    assert not c.page.export_button.isEnabled()
+    c.send_and_wait(qtbot, "Why is decode memory-bound?")
+    assert c.page.export_button.isEnabled()
+    assert c.page.export_comparison("md", tmp_path / "ab.md") and c.page.export_comparison("json", tmp_path / "ab.json")
+    text = (tmp_path / "ab.md").read_text(encoding="utf-8")
+    assert text.count("> Why is decode memory-bound?") == 1  # the prompt once, for both sides
+    assert "## With thinking · Thinking" in text and "## Without thinking · Non-thinking" in text
+    assert text.count("<summary>Thinking</summary>") == 1 and "## Cost of thinking" in text and "+30 tokens" in text
+    doc = json.loads((tmp_path / "ab.json").read_text(encoding="utf-8"))
+    assert doc["with_thinking"]["figures"]["thinking_tokens"] == 30 and doc["without_thinking"]["think"] is False
+    assert doc["cost_of_thinking"]["extra_tokens"] == 30
+    assert doc["with_thinking"]["answer"] == c.page.ab_view.left.reply.answer_text()
