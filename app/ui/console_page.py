@@ -335,7 +335,7 @@ class ConsolePage(QWidget):
             self.message.show_error(problem)
             return None
         self.message.clear_message()
-        if getattr(self._server, "held_reason", ""):
+        if self._server.held_reason:
             self.message.show_warning("A benchmark sweep is running: this request competes with its measured "
                                       "requests and changes its figures.")
         request = PromptRequest(model=model, prompt=prompt, think=self.controls.think_value(),

@@ -150,11 +150,9 @@ class ModelsPage(QWidget):
         s.action_failed.connect(lambda kind, name, text: self._action_failed(kind, name, text))
         server.status_changed.connect(self._on_status)
         server.running_models_changed.connect(self._on_running)
-        if hasattr(server, "settings_applied"):
-            server.settings_applied.connect(lambda _s: self._reprice())
-        self._held = getattr(server, "held_reason", "")
-        if hasattr(server, "held_changed"):
-            server.held_changed.connect(self._set_held)
+        server.settings_applied.connect(lambda _s: self._reprice())
+        self._held = server.held_reason
+        server.held_changed.connect(self._set_held)
         self._on_selection()
         self._on_status(server.status)
 
@@ -212,9 +210,8 @@ class ModelsPage(QWidget):
         if url != self.base_url:
             return
         self.local, self.running = local, running
-        if hasattr(self._server, "publish_models"):
-            # the console's and the sweep's model pickers and the fit panel see a pull or delete at once
-            self._server.publish_models(local)
+        # the console's and the sweep's model pickers and the fit panel see a pull or delete at once
+        self._server.publish_models(local)
         names = {m.name for m in local}
         self.details = {k: v for k, v in self.details.items() if k in names}
         self.table.set_models(local, running, self.verdicts)
