@@ -31,15 +31,15 @@ from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.adapters.aio import LoopThread  # noqa: E402
-from app.adapters.ollama_client import OllamaClient  # noqa: E402
-from app.adapters.supervisor import ServerSupervisor  # noqa: E402
-from app.core.settings import ServerSettings  # noqa: E402
+from app.backends.ollama.client import OllamaClient  # noqa: E402
+from app.backends.ollama.supervisor import ServerSupervisor  # noqa: E402
+from app.core.server.settings import ServerSettings  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
-from app.ui.console_page import ConsolePage  # noqa: E402
-from app.ui.controller import ServerController  # noqa: E402
-from app.ui.gc_policy import GuiThreadCollection  # noqa: E402
-from app.ui.main import settings_for_url  # noqa: E402
-from app.ui.theme import apply_theme  # noqa: E402
+from app.ui.pages.prompt.page import ConsolePage  # noqa: E402
+from app.ui.app.server_controller import ServerController  # noqa: E402
+from app.ui.app.gc_policy import GuiThreadCollection  # noqa: E402
+from app.ui.app.main import settings_for_url  # noqa: E402
+from app.ui.app.theme import apply_theme  # noqa: E402
 
 TICK_MS = 5
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER = """
 import sys, json
 sys.path.insert(0, {root!r})
-from tests.fakes.fake_ollama import FakeOllama
+from tests.fakes.ollama.fake_ollama import FakeOllama
 fake = FakeOllama(**json.loads(sys.argv[1]))
 print(fake.url, flush=True)
 fake.serve_forever()
@@ -144,7 +144,7 @@ def main() -> int:
     controller.probe()
     pump_until(app, lambda: page.controls.thinking_supported is not None, 10)
     if not args.no_freeze:
-        gc.freeze()  # as run_gui does once the window is built (see app/ui/main.py)
+        gc.freeze()  # as run_gui does once the window is built (see app/ui/app/main.py)
     collection = GuiThreadCollection()
     if not args.auto_gc:
         collection.start()  # as DeckApp.start does: cyclic garbage is collected on the GUI thread only

@@ -25,16 +25,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.adapters.nvml import REASON_NO_LIBRARY  # noqa: E402
-from app.adapters.sampler import TelemetryBuffers  # noqa: E402
-from app.ui.dashboard import DashboardPage  # noqa: E402
+from app.adapters.telemetry.nvml import REASON_NO_LIBRARY  # noqa: E402
+from app.adapters.telemetry.sampler import TelemetryBuffers  # noqa: E402
+from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
 from tests.fakes.scripted_gpu import RTX_4090, ScriptedGpuBackend, fill_demo_history, serving_script  # noqa: E402
 
 
 def apply_app_theme(app: QApplication) -> None:
     """The app's global dark theme when present, so the page looks as it does in the app."""
     try:
-        from app.ui.theme import apply_theme
+        from app.ui.app.theme import apply_theme
     except ImportError:
         app.setStyle("Fusion")
         return

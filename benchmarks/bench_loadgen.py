@@ -1,9 +1,9 @@
-"""Is the load generator ever the bottleneck? Throughput and timing error of app/adapters/loadgen.py.
+"""Is the load generator ever the bottleneck? Throughput and timing error of app/services/bench/loadgen.py.
 
 Every server runs in its own process (no shared GIL) on 127.0.0.1. Two servers:
-- "asyncio": tests/fakes/fast_ollama.py, a minimal NDJSON streamer with Ollama's fields and final
+- "asyncio": tests/fakes/ollama/fast_ollama.py, a minimal NDJSON streamer with Ollama's fields and final
   line that writes as fast as one process can;
-- "threaded": the stand-in `ollama serve` the tests use (tests/fakes/standin_ollama.py), which
+- "threaded": the stand-in `ollama serve` the tests use (tests/fakes/ollama/standin_ollama.py), which
   models Ollama's scheduler and spends a thread per stream.
 Both stamp each line's `created_at` with the wall clock (nanoseconds) as they write it.
 
@@ -37,16 +37,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.adapters import loadgen  # noqa: E402
-from app.adapters.loadgen import LoadGenerator  # noqa: E402
-from app.core.bench_stats import summarize  # noqa: E402
-from app.core.loadgen_plan import BenchPrompt, LoadPlan  # noqa: E402
-from tests.fakes.fast_ollama import parse_created_at_ns  # noqa: E402
+from app.services.bench.loadgen import LoadGenerator  # noqa: E402
+from app.core.bench.stats import summarize  # noqa: E402
+from app.core.bench.workload import BenchPrompt, LoadPlan  # noqa: E402
+from tests.fakes.ollama.fast_ollama import parse_created_at_ns  # noqa: E402
 
 PROMPT = (BenchPrompt("short", "Write one sentence about memory bandwidth."),)
 
 
 def start_fast(rate: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.fast_ollama", "--port", "0", "--tokens-per-s", str(rate)],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.ollama.fast_ollama", "--port", "0", "--tokens-per-s", str(rate)],
                             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     port = int(proc.stdout.readline().split()[1])
@@ -54,13 +54,13 @@ def start_fast(rate: float) -> tuple[subprocess.Popen, str]:
 
 
 def start_standin(tokens: int, rate: float) -> tuple[subprocess.Popen, str]:
-    from tests.fakes.server_fixtures import free_port
+    from tests.fakes.ollama.server_fixtures import free_port
 
     port = free_port()
     env = dict(os.environ, OLLAMA_HOST=f"127.0.0.1:{port}", OLLAMA_NUM_PARALLEL="64",
                FAKE_OLLAMA_TOKENS_PER_S=str(rate or 1e9),
                FAKE_OLLAMA_PROMPT_TOKENS_PER_S="1e9", FAKE_OLLAMA_ANSWER_TOKENS=str(tokens), PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.standin_ollama", "serve"], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.ollama.standin_ollama", "serve"], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:

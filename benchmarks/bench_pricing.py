@@ -19,10 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.core.estimator import GpuMemory  # noqa: E402
+from app.core.memory.estimator import GpuMemory  # noqa: E402
 from app.core.model_shape import shape_from_show  # noqa: E402
-from app.core.pricing import fit_grid, price  # noqa: E402
-from app.core.settings import ServerSettings  # noqa: E402
+from app.core.memory.pricing import fit_grid, price  # noqa: E402
+from app.core.server.settings import ServerSettings  # noqa: E402
 
 MODELS = (("qwen3:14b", "show_qwen3_14b.json", 9_000_210_784),
           ("qwen3:30b-a3b", "show_qwen3_30b_a3b.json", 18_553_835_456))

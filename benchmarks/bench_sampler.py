@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.adapters.host import HostProbe  # noqa: E402
-from app.adapters.nvml import make_gpu_backend  # noqa: E402
-from app.adapters.sampler import Sampler  # noqa: E402
+from app.adapters.telemetry.host import HostProbe  # noqa: E402
+from app.adapters.telemetry.nvml import make_gpu_backend  # noqa: E402
+from app.adapters.telemetry.sampler import Sampler  # noqa: E402
 from app.core.telemetry import GpuBackend  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
 from tests.fakes.scripted_gpu import ScriptedGpuBackend, serving_script  # noqa: E402

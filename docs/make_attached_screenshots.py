@@ -1,5 +1,5 @@
 """Render docs/screenshot-dashboard.png and docs/screenshot-server.png with the app's own
-`--screenshot`, attached to a stand-in `ollama serve` (tests/fakes/standin_ollama.py) started here
+`--screenshot`, attached to a stand-in `ollama serve` (tests/fakes/ollama/standin_ollama.py) started here
 as another program would start it, with qwen3:14b loaded. On a machine without an NVIDIA driver
 the dashboard shows its no-GPU panel and the Server page prices for a chosen 24 GiB card.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fakes.server_fixtures import free_port, write_launcher  # noqa: E402
+from tests.fakes.ollama.server_fixtures import free_port, write_launcher  # noqa: E402
 
 
 

@@ -1,6 +1,6 @@
 """Render docs/screenshot-benchmark.png: the whole app (DeckApp) on its Benchmark page after a
 parallel sweep 1, 2, 4, 8, 16 — against the test doubles, not a real card: the stand-in `ollama`
-(tests/fakes/standin_ollama.py) paced like Qwen3-14B on an RTX 4090 and running out of memory
+(tests/fakes/ollama/standin_ollama.py) paced like Qwen3-14B on an RTX 4090 and running out of memory
 above 19000 MiB, and a scripted RTX 4090 whose server memory is what the estimator predicts for the
 server's current settings.
 
@@ -22,13 +22,13 @@ sys.path.insert(0, str(ROOT))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-import app.ui.main as deck_main  # noqa: E402
-from app.core.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
+import app.ui.app.main as deck_main  # noqa: E402
+from app.core.memory.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.core.model_shape import shape_from_show  # noqa: E402
-from app.ui.theme import apply_theme  # noqa: E402
+from app.ui.app.theme import apply_theme  # noqa: E402
 from shot_support import pump  # noqa: E402
 from tests.fakes.scripted_gpu import DESKTOP_MIB, RTX_4090, GpuReading, ScriptedGpuBackend, idle_reading  # noqa: E402
-from tests.fakes.server_fixtures import free_port, write_launcher  # noqa: E402
+from tests.fakes.ollama.server_fixtures import free_port, write_launcher  # noqa: E402
 
 PACING = {"FAKE_OLLAMA_TOKENS_PER_S": "62", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "2500",
           "FAKE_OLLAMA_ANSWER_TOKENS": "48", "FAKE_OLLAMA_THINKING_TOKENS": "0",

@@ -20,10 +20,10 @@ sys.path.insert(0, str(ROOT))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.ui.main import DeckApp  # noqa: E402
-from app.ui.theme import apply_theme  # noqa: E402
+from app.ui.app.main import DeckApp  # noqa: E402
+from app.ui.app.theme import apply_theme  # noqa: E402
 from shot_support import pump  # noqa: E402
-from tests.fakes.fake_ollama import FakeOllama  # noqa: E402
+from tests.fakes.ollama.fake_ollama import FakeOllama  # noqa: E402
 
 PROMPT = "小明有10个苹果，每天吃两个，请问几天吃完？ Answer in English, with a check in Python."
 ANSWER = """**5 days.**

@@ -8,14 +8,14 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 pytest_plugins = [
-    "tests.fakes.ollama_fixtures",
-    "tests.fakes.server_fixtures",
+    "tests.fakes.ollama.ollama_fixtures",
+    "tests.fakes.ollama.server_fixtures",
     "tests.fakes.gpu_fixtures",
 ]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """As in the app (app/ui/gc_policy.py): no automatic cyclic collection, which would run on
+    """As in the app (app/ui/app/gc_policy.py): no automatic cyclic collection, which would run on
     whichever thread allocates — a fake server's, the asyncio loop's — and destroy the widgets that
     earlier tests left behind there, off the GUI thread. The main thread collects after each test."""
     gc.collect()

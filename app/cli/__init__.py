@@ -59,6 +59,6 @@ def main(argv: list[str] | None = None) -> int:
         module.add_arguments(parser)
         return int(module.run(parser.parse_args(argv[1:])))
     args = _gui_parser().parse_args(argv)
-    from app.ui.main import run_gui
+    from app.ui.app.main import run_gui
 
     return run_gui(args)

@@ -20,13 +20,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from app import __version__
-from app.core.bench_stats import LatencyTargets
+from app.core.bench.stats import LatencyTargets
 from app.core.errors import DeckError
-from app.core.loadgen_plan import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
+from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
-from app.core.settings import KV_CACHE_TYPES, ServerSettings
-from app.core.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
-from app.core.sweep_run import TABLE_HEADER, SweepRun, run_to_csv, run_to_json, run_to_markdown, table_rows
+from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
+from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
+from app.core.bench.run import TABLE_HEADER, SweepRun, run_to_csv, run_to_json, run_to_markdown, table_rows
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,7 +87,7 @@ def _values(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str,
 
 
 def _settings(args: argparse.Namespace) -> ServerSettings:
-    from app.adapters.settings_store import SettingsStore
+    from app.adapters.storage.settings_store import SettingsStore
 
     settings = SettingsStore(Path(args.config_dir) if args.config_dir else None).load().settings
     if args.url:
@@ -184,10 +184,10 @@ class _Progress:
 
 
 async def _run(spec: SweepSpec, args: argparse.Namespace, history) -> SweepRun:
-    from app.adapters.nvml import make_gpu_backend
-    from app.adapters.supervisor import ServerSupervisor
-    from app.adapters.sweep_runner import SweepRunner
-    from app.core.server_state import ServerState
+    from app.adapters.telemetry.nvml import make_gpu_backend
+    from app.backends.ollama.supervisor import ServerSupervisor
+    from app.services.bench.sweep_runner import SweepRunner
+    from app.core.server.state import ServerState
 
     gpu = make_gpu_backend()
     supervisor = None
@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     history = None
     if not args.no_history:
-        from app.adapters.history import BenchHistory
+        from app.adapters.storage.history import BenchHistory
 
         history = BenchHistory(Path(args.history) if args.history else None)
     try:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from app.core.errors import DeckError, EstimateError, ModelNotFound
-from app.core.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
+from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
                                 VramEstimate, era_for_version, estimate)
-from app.core.estimator_memory import KV_TYPES, MIB
+from app.core.memory.llama_cpp import KV_TYPES, MIB
 from app.core.model_shape import ModelShape, shape_from_show
 
 DEFAULT_URL = "http://127.0.0.1:11434"
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _fetch(url: str, name: str) -> tuple[dict[str, Any], int, str]:
     """(show dict, size on disk, version) of `name` from a live server."""
-    from app.adapters.ollama_client import OllamaClient
+    from app.backends.ollama.client import OllamaClient
 
     async with OllamaClient(url) as client:
         details = await client.show(name, verbose=True)

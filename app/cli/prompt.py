@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from app.core.errors import DeckError
 from app.core.ollama_types import StreamChunk
-from app.core.reply_stats import figure_rows
+from app.core.console.reply_stats import figure_rows
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 THINK_MARK = "thinking> "
@@ -89,7 +89,7 @@ class _StdioSink:
 
 
 def _default_url(config_dir: str | None) -> str:
-    from app.adapters.settings_store import SettingsStore
+    from app.adapters.storage.settings_store import SettingsStore
 
     try:
         return SettingsStore(Path(config_dir) if config_dir else None).load().settings.base_url
@@ -102,8 +102,8 @@ def _prompt_text(text: str) -> str:
 
 
 async def _send(url: str, request: Any, sink: _StdioSink) -> Any:
-    from app.adapters.ollama_client import OllamaClient
-    from app.adapters.prompt_runner import stream_reply
+    from app.backends.ollama.client import OllamaClient
+    from app.services.prompts import stream_reply
 
     async with OllamaClient(url) as client:
         return await stream_reply(client, request, sink=sink)
@@ -124,7 +124,7 @@ def _report(outcome: Any, request: Any, url: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck prompt`; see the module text for the exit status."""
-    from app.adapters.prompt_runner import PromptOptions, PromptRequest
+    from app.services.prompts import PromptOptions, PromptRequest
 
     if args.num_predict is not None and args.num_predict < 1:
         print("ollama-deck prompt: --num-predict must be at least 1", file=sys.stderr)

@@ -1,7 +1,7 @@
 """Record real telemetry with ollama-deck's own sampler while llama.cpp's llama-server serves load.
 
 Runs on a machine with an NVIDIA GPU (no Qt needed): starts llama-server on a GGUF, samples it
-with app.adapters.sampler.Sampler (NVML + psutil, as the app does), drives phases of streaming
+with app.adapters.telemetry.sampler.Sampler (NVML + psutil, as the app does), drives phases of streaming
 requests whose tokens feed the app's TokenMeter, and writes every row of TelemetryBuffers to JSON.
 render.py then draws the app's Dashboard page from that recording.
 
@@ -25,9 +25,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.adapters.host import HostProbe  # noqa: E402
-from app.adapters.nvml import make_gpu_backend  # noqa: E402
-from app.adapters.sampler import Channel, Sampler  # noqa: E402
+from app.adapters.telemetry.host import HostProbe  # noqa: E402
+from app.adapters.telemetry.nvml import make_gpu_backend  # noqa: E402
+from app.adapters.telemetry.sampler import Channel, Sampler  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
 
 PROMPT = "Explain why decoding on a GPU is bound by memory bandwidth. " * 4

@@ -19,12 +19,12 @@ sys.path.insert(0, str(ROOT))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.adapters.sampler import TelemetryBuffers  # noqa: E402
-from app.core.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
+from app.adapters.telemetry.sampler import TelemetryBuffers  # noqa: E402
+from app.core.memory.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.core.model_shape import shape_from_show  # noqa: E402
 from app.core.telemetry import GpuInfo  # noqa: E402
-from app.ui.dashboard import DashboardPage  # noqa: E402
-from app.ui.theme import apply_theme  # noqa: E402
+from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
+from app.ui.app.theme import apply_theme  # noqa: E402
 
 MIB = 1024**2
 # What record.py / run_on_gpu.sh served: benchmarks/vram/make_gguf.py's Qwen3-14B Q4_K_M file,

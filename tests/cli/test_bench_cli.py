@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.adapters.history import BenchHistory
-from tests.fakes.server_fixtures import free_port
+from app.adapters.storage.history import BenchHistory
+from tests.fakes.ollama.server_fixtures import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 FAST = {"FAKE_OLLAMA_TOKENS_PER_S": "1000", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "100000",

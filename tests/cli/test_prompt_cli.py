@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.adapters.settings_store import SettingsStore
+from app.adapters.storage.settings_store import SettingsStore
 from app.cli import main
-from app.core.settings import ServerSettings
+from app.core.server.settings import ServerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON_KEYS = ("ttft_ms", "first_answer_ms", "thinking_tokens", "answer_tokens", "eval_count", "eval_tokens_per_s",

@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
-from app.adapters.nvml import gpu_lost_reason
-from app.adapters.sampler import TelemetryBuffers
+from app.adapters.telemetry.nvml import gpu_lost_reason
+from app.adapters.telemetry.sampler import TelemetryBuffers
 from app.core.telemetry import GpuInfo, GpuSample, HostSample, Sample
 
 NAN = math.nan

@@ -1,0 +1,201 @@
+"""Process helpers for the server supervisor: who listens on a port, who runs it, and killing
+exactly the process tree we started (never by name)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import psutil
+
+from app.core.server.state import ExternalKind
+
+# Names of the Ollama desktop app (Linux/macOS/Windows) that runs `ollama serve` as its child.
+TRAY_APP_NAMES = frozenset({"ollama app", "ollama app.exe", "Ollama"})
+SYSTEMD_UNIT = "ollama.service"
+WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
+
+
+@dataclass(frozen=True)
+class Listener:
+    """What psutil can tell about the process listening on a port."""
+
+    pid: int | None  # None when the socket belongs to another user (psutil cannot see it)
+    description: str  # e.g. "nginx (pid 812)" or "another program"
+
+
+def _normalise_host(host: str) -> str:
+    return host.strip("[]")
+
+
+def _addresses_overlap(listen_ip: str, host: str) -> bool:
+    if listen_ip in WILDCARD_ADDRESSES or host in WILDCARD_ADDRESSES:
+        return True
+    if host == "localhost":
+        return listen_ip in ("127.0.0.1", "::1")
+    return listen_ip == host
+
+
+def find_listener(host: str, port: int) -> Listener | None:
+    """The process listening on host:port, None when no listening socket is visible."""
+    host = _normalise_host(host)
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, PermissionError, OSError):
+        return Listener(None, "another program (this system does not say which)")
+    for conn in connections:
+        if conn.status != psutil.CONN_LISTEN or not conn.laddr or conn.laddr.port != port:
+            continue
+        if not _addresses_overlap(conn.laddr.ip, host):
+            continue
+        if conn.pid is None:
+            return Listener(None, "a process of another user (ollama-deck cannot see which)")
+        return Listener(conn.pid, describe_process(conn.pid))
+    return None
+
+
+def ollama_serve_pids() -> list[int]:
+    """Pids of processes named `ollama` running `serve` (any user; names are public on Linux).
+
+    Used only to identify a server whose socket psutil cannot attribute (a systemd service runs
+    as its own user), never to choose what to signal."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        name = (proc.info.get("name") or "").lower()
+        cmdline = proc.info.get("cmdline") or []
+        if name in ("ollama", "ollama.exe") and "serve" in cmdline[1:3]:
+            found.append(proc.pid)
+    return found
+
+
+def identify_listener(host: str, port: int) -> Listener | None:
+    """find_listener, falling back to the only `ollama serve` running when the socket's owner is hidden."""
+    listener = find_listener(host, port)
+    if listener is None or listener.pid is not None:
+        return listener
+    candidates = ollama_serve_pids()
+    if len(candidates) == 1:
+        return Listener(candidates[0], f"ollama serve (pid {candidates[0]})")
+    return listener
+
+
+def describe_process(pid: int) -> str:
+    """A short human name for a process: 'nginx (pid 812)'."""
+    try:
+        proc = psutil.Process(pid)
+        name = proc.name()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return f"pid {pid}"
+    return f"{name} (pid {pid})"
+
+
+def classify_external(cgroup_text: str, ancestor_names: Iterable[str]) -> ExternalKind:
+    """Who runs a server, from its /proc/<pid>/cgroup text and its ancestors' process names."""
+    if SYSTEMD_UNIT in cgroup_text:
+        return ExternalKind.SYSTEMD
+    if any(name in TRAY_APP_NAMES for name in ancestor_names):
+        return ExternalKind.TRAY_APP
+    return ExternalKind.OTHER
+
+
+def external_kind_of(pid: int | None) -> ExternalKind:
+    """Classify the process behind an attached server; OTHER when it cannot be inspected."""
+    if pid is None:
+        return ExternalKind.OTHER
+    try:
+        cgroup_text = Path(f"/proc/{pid}/cgroup").read_text(errors="replace")
+    except OSError:
+        cgroup_text = ""
+    names: list[str] = []
+    try:
+        for parent in psutil.Process(pid).parents():
+            try:
+                names.append(parent.name())
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        pass
+    return classify_external(cgroup_text, names)
+
+
+def tree_of(root: psutil.Process) -> list[psutil.Process]:
+    """The root and all its live descendants (children first is not guaranteed)."""
+    procs = [root]
+    try:
+        procs.extend(root.children(recursive=True))
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        pass
+    return procs
+
+
+def group_leftovers(leader: psutil.Process) -> list[psutil.Process]:
+    """Processes still in the leader's process group (runners orphaned when the server died).
+
+    The server is started in its own session, so its pid is the group id of everything it
+    spawned; Linux keeps that id reserved while any member lives, so a match is ours.
+    """
+    if not hasattr(os, "getpgid"):
+        return []
+    try:
+        since = leader.create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return []
+    found = []
+    for proc in psutil.process_iter(["create_time"]):
+        if proc.pid in (leader.pid, os.getpid()):
+            continue
+        try:
+            if os.getpgid(proc.pid) != leader.pid:
+                continue
+        except OSError:
+            continue
+        created = proc.info.get("create_time")
+        if created is not None and created + 0.01 >= since:
+            found.append(proc)
+    return found
+
+
+def signal_all(procs: Iterable[psutil.Process], sig: int) -> None:
+    """Send a signal to each process that is still the one we recorded (psutil checks reuse)."""
+    for proc in procs:
+        try:
+            proc.send_signal(sig)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ProcessLookupError):
+            continue
+
+
+def alive(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
+    """Those processes still running and not zombies."""
+    result = []
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                result.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return result
+
+
+async def kill_and_wait(procs: Iterable[psutil.Process], timeout_s: float = 2.0) -> list[psutil.Process]:
+    """SIGKILL the given processes and wait up to timeout_s seconds; returns any still alive."""
+    procs = list(procs)
+    signal_all(procs, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    remaining = alive(procs)
+    while remaining and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+        remaining = alive(remaining)
+    return remaining
+
+
+def signal_name(returncode: int) -> str:
+    """'SIGKILL' for a negative asyncio return code -9."""
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"

@@ -1,0 +1,77 @@
+"""The console's presets file (presets.json in the user config folder): atomic saves, and a file
+that cannot be read is moved aside, reported and never overwritten unseen."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from app.adapters.storage.atomic_json import remove_stale_temp_files, set_aside, write_json_atomic
+from app.core.errors import DeckError
+from app.core.console.presets import Preset, apply_user_data, user_data
+
+PRESETS_FILE_NAME = "presets.json"
+
+
+class PresetSaveError(DeckError):
+    """The presets could not be written; the previous file is unchanged."""
+
+    hint = "Your previous presets file is unchanged; check the folder's permissions and free space."
+
+
+@dataclass(frozen=True)
+class PresetLoad:
+    """The presets to offer and what was wrong with the file (user-readable)."""
+
+    presets: list[Preset]
+    problems: list[str] = field(default_factory=list)
+
+
+class PresetStore:
+    """Reads and writes presets.json in one folder."""
+
+    def __init__(self, config_dir: Path | None = None) -> None:
+        self.config_dir = Path(config_dir) if config_dir is not None else Path(
+            platformdirs.user_config_dir("ollama-deck"))
+        self.path = self.config_dir / PRESETS_FILE_NAME
+
+    def load(self) -> PresetLoad:
+        """The built-in presets with the saved edits applied; problems are reported, not raised."""
+        remove_stale_temp_files(self.path)
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            presets, problems = apply_user_data(None)
+            return PresetLoad(presets, problems)
+        except OSError as exc:
+            presets, _ = apply_user_data(None)
+            return PresetLoad(presets, [f"Could not read {self.path}: {exc.strerror or exc}; "
+                                        "showing the built-in presets."])
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            presets, _ = apply_user_data(None)
+            return PresetLoad(presets, [self._set_aside(f"it is not valid JSON ({exc})")])
+        presets, problems = apply_user_data(data)
+        return PresetLoad(presets, problems)
+
+    def _set_aside(self, why: str) -> str:
+        try:
+            kept = set_aside(self.path, "corrupt")
+        except OSError as exc:
+            return (f"{self.path} could not be read because {why}, and could not be moved aside "
+                    f"({exc.strerror or exc}); showing the built-in presets.")
+        return f"{self.path} could not be read because {why}; it was moved to {kept}."
+
+    def save(self, presets: list[Preset]) -> None:
+        """Write the user's edits and own presets atomically; raises PresetSaveError."""
+        try:
+            write_json_atomic(self.path, user_data(presets))
+        except OSError as exc:
+            raise PresetSaveError(f"Could not save presets to {self.path}: {exc.strerror or exc}.") from exc
+
+
+__all__ = ["PRESETS_FILE_NAME", "PresetLoad", "PresetSaveError", "PresetStore"]

@@ -1,0 +1,92 @@
+"""Where the window was left: its geometry, the page on show and the console's Markdown switch
+(window.json in the user config folder, written atomically). Losing it costs nothing but a
+default window, so a file that cannot be read is moved aside, logged and replaced on the next save.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from app.adapters.storage.atomic_json import remove_stale_temp_files, set_aside, write_json_atomic
+
+UI_STATE_FILE_NAME = "window.json"
+FORMAT_VERSION = 1
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UiState:
+    """What the next start restores; None where nothing was saved."""
+
+    page: str | None = None
+    geometry: bytes | None = None  # QWidget.saveGeometry(): screen, position, size, maximised
+    markdown: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["geometry"] = base64.b64encode(self.geometry).decode("ascii") if self.geometry else None
+        return {"version": FORMAT_VERSION, **data}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "UiState":
+        """Every field checked on its own: a bad one falls back to its default, the rest is kept."""
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        page = data.get("page") if isinstance(data.get("page"), str) else None
+        geometry = None
+        if isinstance(data.get("geometry"), str):
+            try:
+                geometry = base64.b64decode(data["geometry"], validate=True) or None
+            except (binascii.Error, ValueError):
+                geometry = None
+        markdown = data.get("markdown") if isinstance(data.get("markdown"), bool) else True
+        return cls(page, geometry, markdown)
+
+
+class UiStateStore:
+    """Reads and writes window.json in one folder."""
+
+    def __init__(self, config_dir: Path | None = None) -> None:
+        self.config_dir = Path(config_dir) if config_dir is not None else Path(
+            platformdirs.user_config_dir("ollama-deck"))
+        self.path = self.config_dir / UI_STATE_FILE_NAME
+
+    def load(self) -> UiState:
+        """The saved state, or the defaults (a file that cannot be read is moved aside and logged)."""
+        remove_stale_temp_files(self.path)
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return UiState()
+        except OSError as exc:
+            log.warning("could not read %s (%s); the window opens with its defaults", self.path, exc)
+            return UiState()
+        try:
+            return UiState.from_json(json.loads(raw.decode("utf-8")))
+        except (UnicodeDecodeError, ValueError) as exc:
+            try:
+                moved = set_aside(self.path, "unreadable")
+                log.warning("%s was unreadable (%s); moved to %s, the window opens with its defaults",
+                            self.path, exc, moved.name)
+            except OSError as move_error:
+                log.warning("%s is unreadable (%s) and could not be moved aside (%s)", self.path, exc, move_error)
+            return UiState()
+
+    def save(self, state: UiState) -> bool:
+        """Write the state atomically; False (logged) when the folder cannot be written."""
+        try:
+            self.config_dir.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(self.path, state.to_json())
+        except OSError as exc:
+            log.warning("could not save the window state to %s: %s", self.path, exc)
+            return False
+        return True

@@ -1,0 +1,380 @@
+"""Runs `ollama serve` with the chosen settings, or attaches to an Ollama that is already running,
+and publishes its lifecycle as ServerStatus snapshots. Runs on the app's asyncio loop thread."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import os
+import shutil
+import signal
+import time
+from typing import Callable
+
+import psutil
+
+from app.adapters.process import attached_log
+from app.backends.ollama import probe as probing
+from app.adapters.process import procs as procs
+from app.adapters.process.managed import ManagedServer
+from app.backends.ollama.client import OLLAMA_BANNER, OllamaClient
+from app.core.errors import OllamaError
+from app.core.server.state import ExternalKind, ServerState, ServerStatus, apply_hint_for
+from app.core.server.settings import ServerSettings
+
+LOG_LINES_KEPT = 500
+LOG_LINES_IN_STATUS = 20
+POLL_INTERVAL_S = 0.1
+PROBE_TIMEOUT_S = probing.PROBE_TIMEOUT_S
+
+# Tuning knobs a shell may have exported; the server must get exactly what the settings say,
+# so an inherited value must not silently replace "Ollama's default". OLLAMA_MODELS is kept:
+# dropping it would hide the user's models.
+_INHERITED_KNOBS_DROPPED = (
+    "OLLAMA_NUM_PARALLEL", "OLLAMA_CONTEXT_LENGTH", "OLLAMA_KV_CACHE_TYPE", "OLLAMA_FLASH_ATTENTION",
+    "OLLAMA_KEEP_ALIVE", "OLLAMA_MAX_LOADED_MODELS", "OLLAMA_MAX_QUEUE", "OLLAMA_GPU_OVERHEAD",
+)
+
+
+def _ignore_status(_status: ServerStatus) -> None:
+    return None
+
+
+def _ignore_log(_line: str) -> None:
+    return None
+
+
+class ServerSupervisor:
+    """Finds `ollama`, attaches to a running server or manages its own, and watches it."""
+
+    def __init__(
+        self,
+        settings: ServerSettings,
+        *,
+        on_status: Callable[[ServerStatus], None] = _ignore_status,
+        on_log: Callable[[str], None] = _ignore_log,
+        start_timeout_s: float = 30.0,
+        stop_grace_s: float = 5.0,
+        which: Callable[[str], str | None] = shutil.which,
+        client_factory: Callable[[str], OllamaClient] = OllamaClient,
+        health_interval_s: float = 1.0,
+        log_follower_for: Callable[[ExternalKind], attached_log.Follower | None] = attached_log.follower_for,
+    ) -> None:
+        self.settings = settings
+        self._on_status = on_status
+        self._on_log = on_log
+        self.start_timeout_s = start_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.health_interval_s = health_interval_s
+        self._which = which
+        self._client_factory = client_factory
+        self._status = ServerStatus(ServerState.STOPPED, "Not checked yet.")
+        self._log: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
+        self._managed: ManagedServer | None = None
+        self._crash_watcher: asyncio.Task | None = None  # held so the task is not garbage-collected
+        self._attached_pid: int | None = None
+        self._attached_url: str | None = None
+        self._health_task: asyncio.Task | None = None
+        self._log_follower_for = log_follower_for
+        self._follow_task: asyncio.Task | None = None  # the attached server's own log, where it can be read
+        self._follow_key: tuple[int | None, ExternalKind] | None = None
+        self._lock: asyncio.Lock | None = None
+
+    # ----------------------------------------------------------------- public API
+
+    @property
+    def status(self) -> ServerStatus:
+        """The latest published snapshot."""
+        return self._status
+
+    @property
+    def log_lines(self) -> tuple[str, ...]:
+        """The last lines the managed server wrote (stdout and stderr, oldest first)."""
+        return tuple(self._log)
+
+    async def probe(self) -> ServerStatus:
+        """Find the binary and what answers on host:port; attach to an Ollama found there."""
+        async with self._guard():
+            return await self._probe_locked()
+
+    async def start(self) -> ServerStatus:
+        """Start our own `ollama serve` (or attach if an Ollama already answers); waits until it answers."""
+        async with self._guard():
+            return await self._start_locked()
+
+    async def stop(self) -> ServerStatus:
+        """Stop the server we started (SIGTERM, then kill its tree after the grace period)."""
+        async with self._guard():
+            return await self._stop_locked()
+
+    async def restart(self, settings: ServerSettings | None = None) -> ServerStatus:
+        """Restart our server with new settings; an attached server only gets a fresh apply hint."""
+        async with self._guard():
+            if settings is not None:
+                self.settings = settings
+            attached_here = self._attached_url == self.settings.base_url
+            if self._status.state is ServerState.RUNNING_ATTACHED and attached_here:
+                kind = self._status.external_kind or ExternalKind.OTHER
+                return self._publish(self._replace(apply_hint=apply_hint_for(kind, self.settings.to_env())))
+            if self._managed is not None:
+                await self._stop_locked()
+            return await self._start_locked()
+
+    def server_pids(self) -> list[int]:
+        """Pids of the server's process tree (ours, or the attached listener's if visible); any thread."""
+        if self._managed is not None:
+            return self._managed.tree_pids()
+        if self._status.state is ServerState.RUNNING_ATTACHED and self._attached_pid is not None:
+            try:
+                root = psutil.Process(self._attached_pid)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                return []
+            return [p.pid for p in procs.alive(procs.tree_of(root))]
+        return []
+
+    async def close(self) -> None:
+        """Stop watching, and stop the server if it is ours."""
+        async with self._guard():
+            self._cancel_health()
+            self._stop_following()
+            if self._managed is not None:
+                await self._stop_locked()
+
+    # ----------------------------------------------------------------- internals: state
+
+    def _guard(self) -> asyncio.Lock:
+        # Created lazily so the lock binds to the loop that runs the supervisor.
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    def _publish(self, status: ServerStatus) -> ServerStatus:
+        changed = status != self._status
+        self._status = status
+        if status.state is not ServerState.RUNNING_ATTACHED:
+            self._stop_following()
+        if changed:
+            self._on_status(status)
+        return status
+
+    def _replace(self, **changes: object) -> ServerStatus:
+        return dataclasses.replace(self._status, **changes)
+
+    def _tail(self) -> tuple[str, ...]:
+        return tuple(self._log)[-LOG_LINES_IN_STATUS:]
+
+    # ----------------------------------------------------------------- internals: probing
+
+    async def _probe_locked(self, publish_free: bool = True) -> ServerStatus:
+        if self._managed is not None:
+            return self._status
+        self._cancel_health()
+        binary, missing_reason = probing.find_binary(self.settings.ollama_binary, self._which)
+        base_url = self.settings.base_url
+        if await probing.port_accepts(base_url):
+            is_ollama, version = await probing.identify(self._client_factory(base_url))
+            if is_ollama:
+                return await self._attach(base_url, version, binary)
+            listener = await asyncio.to_thread(procs.find_listener, self.settings.host, self.settings.port)
+            holder = listener.description if listener else "another program"
+            return self._publish(ServerStatus(
+                ServerState.PORT_CONFLICT,
+                f"Port {self.settings.port} on {self.settings.host} is taken by {holder}, which is not "
+                "Ollama. Choose another port in the server settings, or stop that program yourself; "
+                "ollama-deck will not touch it.",
+                pid=listener.pid if listener else None,
+                binary=binary,
+            ))
+        if binary is None:
+            return self._publish(ServerStatus(ServerState.NOT_INSTALLED, missing_reason))
+        free = ServerStatus(
+            ServerState.STOPPED, f"No server is running at {base_url}.", binary=binary,
+            last_log_lines=self._status.last_log_lines, exit_code=self._status.exit_code,
+        )
+        return self._publish(free) if publish_free else free
+
+    async def _attach(self, base_url: str, version: str | None, binary: str | None) -> ServerStatus:
+        # Scanning sockets and /proc takes a while on a busy machine; keep the loop free.
+        listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port)
+        pid = listener.pid if listener else None
+        kind = await asyncio.to_thread(procs.external_kind_of, pid)
+        self._attached_pid = pid
+        self._attached_url = base_url
+        who = kind.value if kind is not ExternalKind.OTHER else (
+            listener.description if listener else "another process"
+        )
+        status = self._publish(ServerStatus(
+            ServerState.RUNNING_ATTACHED,
+            f"Attached to Ollama {version or '(unknown version)'} at {base_url}, run by {who}.",
+            version=version, pid=pid, external_kind=kind,
+            apply_hint=apply_hint_for(kind, self.settings.to_env()), binary=binary,
+        ))
+        self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))
+        self._follow_attached_log(pid, kind)
+        return status
+
+    def _follow_attached_log(self, pid: int | None, kind: ExternalKind) -> None:
+        """Follow the attached server's own log (journal or desktop-app file) into on_log; a probe
+        that finds the same server again keeps the follower it has."""
+        running = self._follow_task is not None and not self._follow_task.done()
+        if running and self._follow_key == (pid, kind):
+            return
+        self._stop_following()
+        follower = self._log_follower_for(kind)
+        if follower is None:
+            return
+        self._follow_key = (pid, kind)
+        self._follow_task = asyncio.get_running_loop().create_task(follower(self._on_log))
+
+    def _stop_following(self) -> None:
+        if self._follow_task is not None:
+            self._follow_task.cancel()
+            self._follow_task = None
+        self._follow_key = None
+
+    def _cancel_health(self) -> None:
+        if self._health_task is not None:
+            self._health_task.cancel()
+            self._health_task = None
+
+    async def _watch_attached(self, base_url: str) -> None:
+        """Poll GET / on the attached server; publish STOPPED once it stops answering."""
+        client = self._client_factory(base_url)
+        failures = 0
+        try:
+            while True:
+                await asyncio.sleep(self.health_interval_s)
+                try:
+                    if OLLAMA_BANNER in await asyncio.wait_for(client.root_text(), PROBE_TIMEOUT_S):
+                        failures = 0
+                        continue
+                    failures = 2  # something else took the port over
+                except asyncio.TimeoutError:
+                    failures += 1  # a busy server may be slow once; a refused connection is final
+                except (OllamaError, OSError):
+                    failures = 2
+                if failures >= 2:
+                    break
+        finally:
+            await client.aclose()
+        self._health_task = None
+        self._attached_pid = None
+        self._attached_url = None
+        self._publish(ServerStatus(
+            ServerState.STOPPED,
+            f"The server at {base_url} went away (it no longer answers).",
+            binary=self._status.binary,
+        ))
+
+    # ----------------------------------------------------------------- internals: managing
+
+    def _server_env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in _INHERITED_KNOBS_DROPPED}
+        env.update(self.settings.to_env())
+        return env
+
+    def _on_line(self, line: str) -> None:
+        self._log.append(line)
+        self._on_log(line)
+
+    async def _start_locked(self) -> ServerStatus:
+        if self._managed is not None:
+            return self._status
+        probed = await self._probe_locked(publish_free=False)  # STARTING follows at once
+        if probed.state in (ServerState.RUNNING_ATTACHED, ServerState.PORT_CONFLICT, ServerState.NOT_INSTALLED):
+            return probed
+        binary = probed.binary
+        assert binary is not None
+        self._log.clear()
+        try:
+            managed = await ManagedServer.spawn(binary, self._server_env(), self._on_line)
+        except OSError as exc:
+            return self._publish(ServerStatus(
+                ServerState.CRASHED, f"Could not run {binary}: {exc.strerror or exc}. {probing.INSTALL_HINT}",
+                binary=binary,
+            ))
+        self._managed = managed
+        self._crash_watcher = asyncio.create_task(self._watch_exit(managed))
+        self._publish(ServerStatus(
+            ServerState.STARTING, f"Starting `ollama serve` on {self.settings.bind_address}…",
+            pid=managed.pid, binary=binary,
+        ))
+        return await self._wait_until_ready(managed, self.settings.base_url)
+
+    async def _wait_until_ready(self, managed: ManagedServer, base_url: str) -> ServerStatus:
+        deadline = time.monotonic() + self.start_timeout_s
+        client = self._client_factory(base_url)
+        try:
+            while True:
+                if managed.returncode is not None:
+                    await managed.exited()
+                    await asyncio.sleep(0)  # let the crash watcher publish first
+                    return self._status
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return await self._give_up_starting(managed, base_url)
+                try:
+                    if await asyncio.wait_for(client.is_ollama(), min(PROBE_TIMEOUT_S, remaining)):
+                        break
+                except (OllamaError, OSError, asyncio.TimeoutError):
+                    pass
+                await asyncio.sleep(POLL_INTERVAL_S)
+            try:
+                version = probing.version_text(await asyncio.wait_for(client.version(), PROBE_TIMEOUT_S))
+            except (OllamaError, OSError, asyncio.TimeoutError):
+                version = None
+        finally:
+            await client.aclose()
+        managed.remember_tree()
+        return self._publish(ServerStatus(
+            ServerState.RUNNING_MANAGED,
+            f"Ollama {version or '(unknown version)'} is running at {base_url} (started by ollama-deck).",
+            version=version, pid=managed.pid, binary=managed.binary,
+        ))
+
+    async def _give_up_starting(self, managed: ManagedServer, base_url: str) -> ServerStatus:
+        await managed.terminate(self.stop_grace_s)
+        self._managed = None
+        tail = self._tail()
+        last = f" Its last words: {probing.reason_line(tail)}" if tail else " It wrote nothing."
+        return self._publish(ServerStatus(
+            ServerState.CRASHED,
+            f"Ollama did not answer at {base_url} within {self.start_timeout_s:g} s, so "
+            f"ollama-deck stopped it.{last} Check the log, or raise the start timeout if the "
+            "machine is slow.",
+            last_log_lines=tail, binary=managed.binary,
+        ))
+
+    async def _watch_exit(self, managed: ManagedServer) -> None:
+        """Await the server's exit; an exit nobody asked for is published as CRASHED at once."""
+        code = await managed.exited()
+        if managed.stop_requested:
+            return
+        if self._managed is managed:
+            self._managed = None
+        tail = self._tail()
+        how = f"was killed by {procs.signal_name(code)}" if code < 0 else f"exited with code {code}"
+        last = f": {probing.reason_line(tail)}" if tail else "."
+        self._publish(ServerStatus(
+            ServerState.CRASHED, f"Ollama {how} without being asked to stop{last}",
+            exit_code=code, last_log_lines=tail, pid=managed.pid, binary=managed.binary,
+        ))
+
+    async def _stop_locked(self) -> ServerStatus:
+        managed = self._managed
+        if managed is None:  # nothing of ours runs; an attached server is never stopped
+            return self._status
+        self._publish(self._replace(state=ServerState.STOPPING, message="Stopping the server…"))
+        started = time.monotonic()
+        code = await managed.terminate(self.stop_grace_s)
+        self._managed = None
+        if code == -signal.SIGKILL:
+            how = (f"did not stop within {self.stop_grace_s:g} s of SIGTERM, so ollama-deck "
+                   "killed it and its runners")
+        else:
+            how = f"stopped in {time.monotonic() - started:.1f} s"
+        return self._publish(ServerStatus(
+            ServerState.STOPPED, f"The server {how}.", exit_code=code,
+            last_log_lines=self._tail(), binary=managed.binary,
+        ))

@@ -1,0 +1,185 @@
+"""Pick the setting to apply from a finished sweep, and say why in one paragraph with the numbers.
+
+Rule: among the points that ran and met the targets (TTFT p95 and TPOT p95 within them, at
+least `min_success` of requests succeeded), the highest aggregate output tokens/s wins; a tie
+goes to the cheaper point (fewer parallel slots, then less VRAM, then fewer clients). Flags:
+- plateau: a cheaper qualifying point reaches within PLATEAU_GAIN of the winner's throughput;
+- edge: the winner sits at the top (or bottom) of a varied axis's range, so the range may be
+  too narrow (a failed point beyond it closes that edge).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from app.core.bench.stats import LatencyTargets, meets_targets
+from app.core.bench.sweep import PointResult
+
+PLATEAU_GAIN = 0.05
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The chosen point (by index into the sweep's points) and the explanation."""
+
+    index: int | None
+    text: str
+    meets_targets: bool = False
+    plateau: bool = False
+    plateau_index: int | None = None
+    edge: str = ""  # "upper", "lower" or ""
+    output_tokens_per_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> "Recommendation | None":
+        """Inverse of to_json (None stays None)."""
+        if not data:
+            return None
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def _cost(r: PointResult) -> tuple:
+    vram = r.gpu.vram_peak_mib if r.gpu.vram_peak_mib is not None else 0.0
+    return (r.point.parallel or 0, vram, r.point.concurrency)
+
+
+def _gib(mib: float | None) -> str:
+    return "n/a" if mib is None else f"{mib / 1024:.1f} GiB"
+
+
+def _name(r: PointResult, varying: Sequence[str]) -> str:
+    return r.point.label(varying)
+
+
+def _figures(r: PointResult) -> str:
+    s = r.stats
+    assert s is not None
+    parts = [f"{s.output_tokens_per_s:.1f} output tokens/s in aggregate",
+             f"TTFT p95 {s.ttft_ms.p95:.0f} ms (mean {s.ttft_ms.mean:.0f} ms)"]
+    if s.tpot_ms.n:
+        parts.append(f"TPOT p95 {s.tpot_ms.p95:.1f} ms")
+    parts.append(f"{s.requests_ok} of {s.requests} requests succeeded")
+    if r.gpu.vram_peak_mib is not None:
+        parts.append(f"peak VRAM {_gib(r.gpu.vram_peak_mib)}")
+    return ", ".join(parts)
+
+
+def _misses(r: PointResult, targets: LatencyTargets) -> str:
+    s = r.stats
+    assert s is not None
+    out = []
+    if s.requests and s.success_rate < targets.min_success:
+        out.append(f"only {s.success_rate * 100:.0f} % of requests succeeded")
+    if targets.ttft_p95_ms is not None and not s.ttft_ms.p95 <= targets.ttft_p95_ms:
+        out.append(f"TTFT p95 {s.ttft_ms.p95:.0f} ms is above {targets.ttft_p95_ms:g} ms")
+    if targets.tpot_p95_ms is not None and s.tpot_ms.n and not s.tpot_ms.p95 <= targets.tpot_p95_ms:
+        out.append(f"TPOT p95 {s.tpot_ms.p95:.1f} ms is above {targets.tpot_p95_ms:g} ms")
+    return " and ".join(out) or "it missed the targets"
+
+
+def _edge(best: PointResult, results: Sequence[PointResult], varying: Sequence[str]) -> tuple[str, str]:
+    """("upper"|"lower"|"", sentence) for the axis that varies most visibly."""
+    axis = "parallel" if "parallel" in varying else "concurrency" if "concurrency" in varying else ""
+    if not axis:
+        return "", ""
+
+    def value(r: PointResult) -> int:
+        return (r.point.parallel or 0) if axis == "parallel" else r.point.concurrency
+
+    # Only points sharing the winner's other settings form its range.
+    same = [r for r in results if _others(r, axis) == _others(best, axis)]
+    values = sorted({value(r) for r in same})
+    if len(values) < 2:
+        return "", ""
+    word = "parallel" if axis == "parallel" else "concurrency"
+    if value(best) == values[-1]:
+        return "upper", (f"It is the highest {word} tried, so throughput may still rise beyond "
+                         f"{values[-1]}: extend the sweep upwards to be sure.")
+    if value(best) == values[0]:
+        return "lower", (f"It is the lowest {word} tried: more {word} did not pay off within your targets.")
+    return "", ""
+
+
+def _others(r: PointResult, axis: str) -> tuple:
+    s = r.point.settings
+    shared = (s.kv_cache_type, s.context_length, s.flash_attention)
+    return shared if axis == "parallel" else (*shared, s.num_parallel)
+
+
+def recommend(results: Sequence[PointResult], targets: LatencyTargets,
+              varying: Sequence[str] = ("parallel",)) -> Recommendation:
+    """The best point under the targets, with flags and a one-paragraph explanation."""
+    ran = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok]
+    if not ran:
+        reasons = "; ".join(f"{_name(r, varying)}: {r.stable_text()}" for r in results) or "no points"
+        return Recommendation(None, f"No point produced a measurement, so there is nothing to recommend ({reasons}).")
+    qualifying = [r for r in ran if meets_targets(r.stats, targets)]  # type: ignore[arg-type]
+    if not qualifying:
+        fastest = max(ran, key=lambda r: r.stats.output_tokens_per_s)  # type: ignore[union-attr]
+        quickest = min(ran, key=lambda r: r.stats.ttft_ms.p95)  # type: ignore[union-attr]
+        text = (f"No point met your targets ({targets.describe()}). The fastest, {_name(fastest, varying)}, "
+                f"reached {fastest.stats.output_tokens_per_s:.1f} tokens/s but {_misses(fastest, targets)}; "  # type: ignore[union-attr]
+                f"the lowest TTFT p95 was {quickest.stats.ttft_ms.p95:.0f} ms at {_name(quickest, varying)}. "  # type: ignore[union-attr]
+                "Relax the targets, shorten the output, or lower parallel requests and context.")
+        return Recommendation(None, text)
+
+    best = max(qualifying, key=lambda r: (r.stats.output_tokens_per_s, tuple(-c for c in _cost(r))))  # type: ignore[union-attr]
+    best_tps = best.stats.output_tokens_per_s  # type: ignore[union-attr]
+    sentences = [f"Recommended: {_name(best, varying)}. It gives the highest throughput that meets your targets "
+                 f"({targets.describe()}): {_figures(best)}."]
+    baseline = min(ran, key=_cost)
+    if baseline is not best and baseline.stats.output_tokens_per_s > 0:  # type: ignore[union-attr]
+        gain = best_tps / baseline.stats.output_tokens_per_s - 1  # type: ignore[union-attr]
+        sentences.append(f"That is {gain * 100:+.0f} % against {_name(baseline, varying)} "
+                         f"({baseline.stats.output_tokens_per_s:.1f} tokens/s, TTFT p95 "  # type: ignore[union-attr]
+                         f"{baseline.stats.ttft_ms.p95:.0f} ms).")  # type: ignore[union-attr]
+    faster = [r for r in ran if r not in qualifying and r.stats.output_tokens_per_s > best_tps]  # type: ignore[union-attr]
+    if faster:
+        top = max(faster, key=lambda r: r.stats.output_tokens_per_s)  # type: ignore[union-attr]
+        sentences.append(f"{_name(top, varying)} was faster ({top.stats.output_tokens_per_s:.1f} tokens/s) "  # type: ignore[union-attr]
+                         f"but {_misses(top, targets)}.")
+    broken = [r for r in results if not r.ran and r.status != "cancelled"]
+    if broken:
+        sentences.append("Not usable: " + "; ".join(f"{_name(r, varying)} ({r.reason or r.status})" for r in broken) + ".")
+    cheaper = sorted((r for r in qualifying if r is not best and _cost(r) < _cost(best)
+                      and best_tps < r.stats.output_tokens_per_s * (1 + PLATEAU_GAIN)), key=_cost)  # type: ignore[union-attr]
+    plateau = cheaper[0] if cheaper else None
+    if plateau is not None:
+        share = plateau.stats.output_tokens_per_s / best_tps  # type: ignore[union-attr]
+        extra = ""
+        if plateau.gpu.vram_peak_mib is not None and best.gpu.vram_peak_mib is not None:
+            extra = f" with {_gib(best.gpu.vram_peak_mib - plateau.gpu.vram_peak_mib)} less VRAM and"
+        sentences.append(f"Plateau: {_name(plateau, varying)} reaches {share * 100:.0f} % of that "
+                         f"({plateau.stats.output_tokens_per_s:.1f} tokens/s){extra} a TTFT p95 of "  # type: ignore[union-attr]
+                         f"{plateau.stats.ttft_ms.p95:.0f} ms, so the last step gains under "  # type: ignore[union-attr]
+                         f"{PLATEAU_GAIN * 100:.0f} %; prefer it if memory or latency matter more.")
+    edge, edge_text = _edge(best, results, varying)
+    if edge_text:
+        sentences.append(edge_text)
+    return Recommendation(best.point.index, " ".join(sentences), True, plateau is not None,
+                          plateau.point.index if plateau is not None else None, edge, best_tps)
+
+
+
+
+def pareto_front(results: Sequence[PointResult]) -> list[int]:
+    """Point indexes on the throughput/latency Pareto front: no other measured point has both more
+    output tokens/s and a lower TTFT p95. Ordered by throughput, lowest first."""
+    ran = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok]
+    ran.sort(key=lambda r: (-r.stats.output_tokens_per_s, r.stats.ttft_ms.p95))  # type: ignore[union-attr]
+    front: list[int] = []
+    best_ttft = float("inf")
+    for r in ran:
+        ttft = r.stats.ttft_ms.p95  # type: ignore[union-attr]
+        if ttft < best_ttft:
+            front.append(r.point.index)
+            best_ttft = ttft
+    return front[::-1]
+
+
+__all__ = ["PLATEAU_GAIN", "Recommendation", "pareto_front", "recommend"]

@@ -1,0 +1,232 @@
+"""A whole sweep run (spec, fingerprint, point results, recommendation) and its exports: the
+JSON the `bench` command writes, CSV with one row per point, and a Markdown report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
+from app.core.bench.sweep import Fingerprint, GpuFigures, PointResult, SweepPoint, SweepSpec
+from app.core.bench.recommend import Recommendation, recommend
+
+RUNNING = "running"
+FINISHED = "finished"
+CANCELLED = "cancelled"
+INTERRUPTED = "interrupted"  # the process ended mid-sweep (found so in the history)
+RUN_STATUSES = (RUNNING, FINISHED, CANCELLED, INTERRUPTED)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One sweep as it ran; `results` follow the plan's order (fewer while running)."""
+
+    spec: SweepSpec
+    fingerprint: Fingerprint
+    points: tuple[SweepPoint, ...]
+    varying: tuple[str, ...]
+    results: tuple[PointResult, ...] = ()
+    recommendation: Recommendation | None = None
+    status: str = RUNNING
+    started_at: str = ""  # ISO 8601 with offset
+    finished_at: str = ""
+    notes: tuple[str, ...] = ()
+    run_id: int | None = None  # the history's id once stored
+
+    def with_result(self, result: PointResult) -> "SweepRun":
+        """A copy with one more point result."""
+        return replace(self, results=self.results + (result,))
+
+    def finished(self, status: str, finished_at: str) -> "SweepRun":
+        """A copy marked finished (or cancelled) with its recommendation."""
+        return replace(self, status=status, finished_at=finished_at,
+                       recommendation=recommend(self.results, self.spec.targets, self.varying))
+
+    def with_targets(self, targets: LatencyTargets) -> "SweepRun":
+        """The run judged against other targets: statistics and recommendation recomputed."""
+        results = tuple(r.restat(targets) for r in self.results)
+        spec = replace(self.spec, targets=targets)
+        return replace(self, spec=spec, results=results, recommendation=recommend(results, targets, self.varying))
+
+    def result_for(self, index: int | None) -> PointResult | None:
+        """The result of point `index`, or None."""
+        return next((r for r in self.results if r.point.index == index), None)
+
+    @property
+    def title(self) -> str:
+        """One line naming the run, e.g. "qwen3:14b · NVIDIA GeForce RTX 4090 · 2026-08-01 21:04"."""
+        parts = [self.fingerprint.model or self.spec.workload.model]
+        if self.fingerprint.gpu_name:
+            parts.append(self.fingerprint.gpu_name)
+        if self.started_at:
+            parts.append(self.started_at[:16].replace("T", " "))
+        return " · ".join(parts)
+
+
+def _num(x: float | None, digits: int = 1) -> float | None:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return None
+    return round(x, digits)
+
+
+def point_row(r: PointResult) -> dict[str, Any]:
+    """One point as a flat dict: the `bench --json` point object and the CSV row."""
+    s = r.point.settings
+    row: dict[str, Any] = {
+        "index": r.point.index, "parallel": r.point.parallel, "concurrency": r.point.concurrency,
+        "kv_cache_type": s.kv_cache_type if r.point.server_known else None,
+        "context_length": s.context_length if r.point.server_known else None,
+        "flash_attention": s.flash_attention if r.point.server_known else None,
+        "status": r.status, "reason": r.reason, "detail": r.detail, "stable": r.stable_text(),
+    }
+    stats = r.stats.flat() if r.stats else {}
+    row.update({"requests_ok": stats.get("requests_ok", 0), "requests_failed": stats.get("requests_failed", 0)})
+    row.update({k: v for k, v in stats.items() if k not in row})
+    row.update({
+        "vram_peak_mib": _num(r.gpu.vram_peak_mib), "vram_baseline_mib": _num(r.gpu.vram_baseline_mib),
+        "gpu_util_mean_pct": _num(r.gpu.util_mean_pct), "power_mean_w": _num(r.gpu.power_mean_w),
+        "energy_j": _num(r.gpu.energy_j), "tokens_per_joule": _num(r.tokens_per_joule, 3),
+        "estimate_verdict": r.estimate_verdict, "estimate_peak_mib": _num(r.estimate_peak_mib),
+        "loaded_size_mib": _num(r.loaded_size_mib), "loaded_vram_mib": _num(r.loaded_vram_mib),
+        "loaded_context_length": r.context_length, "elapsed_s": _num(r.elapsed_s, 2),
+    })
+    if not r.stats:
+        row.setdefault("output_tokens_per_s", None)
+        for key in ("ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p95", "tpot_ms_p50", "tpot_ms_p95", "e2e_ms_p95"):
+            row.setdefault(key, None)
+    return row
+
+
+def run_to_json(run: SweepRun, with_records: bool = False) -> dict[str, Any]:
+    """The run as JSON: `points` (one object per point, see point_row) and `recommendation`, plus the
+    fingerprint, workload, axes and targets; with_records adds every request (for the history)."""
+    rec = run.recommendation
+    data: dict[str, Any] = {
+        "title": run.title, "status": run.status, "started_at": run.started_at, "finished_at": run.finished_at,
+        "fingerprint": run.fingerprint.to_json(), "spec": run.spec.to_json(), "varying": list(run.varying),
+        "workload": run.spec.workload.describe(per_point_clients=True), "targets": run.spec.targets.to_json(),
+        "points": [point_row(r) for r in run.results], "notes": list(run.notes),
+        "recommendation": None if rec is None else {
+            **rec.to_json(), "point": point_row(run.result_for(rec.index)) if rec.index is not None else None},
+        "planned_points": [p.to_json() for p in run.points],
+    }
+    if with_records:
+        data["results"] = [result_to_json(r) for r in run.results]
+    return data
+
+
+def result_to_json(r: PointResult) -> dict[str, Any]:
+    """A point result with its request records (no derived statistics: those are recomputed)."""
+    return {"point": r.point.to_json(), "status": r.status, "reason": r.reason,
+            "records": [rec.to_json() for rec in r.records], "measured": r.stats is not None,
+            "gpu": r.gpu.to_json(), "estimate_verdict": r.estimate_verdict,
+            "estimate_peak_mib": r.estimate_peak_mib, "loaded_size_mib": r.loaded_size_mib,
+            "loaded_vram_mib": r.loaded_vram_mib, "context_length": r.context_length, "elapsed_s": r.elapsed_s,
+            "detail": r.detail}
+
+
+def result_from_json(data: dict[str, Any], targets: LatencyTargets) -> PointResult:
+    """Inverse of result_to_json; statistics are recomputed from the records."""
+    records = tuple(RequestRecord.from_json(x) for x in data.get("records") or [])
+    stats: PointStats | None = summarize(records, targets) if data.get("measured") else None
+    gpu = GpuFigures(**{k: v for k, v in (data.get("gpu") or {}).items() if k in GpuFigures.__dataclass_fields__})
+    return PointResult(SweepPoint.from_json(data.get("point") or {}), str(data.get("status", "failed")),
+                       str(data.get("reason", "")), stats, records, gpu, data.get("estimate_verdict"),
+                       data.get("estimate_peak_mib"), data.get("loaded_size_mib"), data.get("loaded_vram_mib"),
+                       data.get("context_length"), float(data.get("elapsed_s") or 0.0), str(data.get("detail", "")))
+
+
+def run_from_json(data: dict[str, Any], run_id: int | None = None) -> SweepRun:
+    """A run saved by run_to_json(with_records=True); the recommendation is recomputed."""
+    spec = SweepSpec.from_json(data.get("spec") or {})
+    results = tuple(result_from_json(x, spec.targets) for x in data.get("results") or [])
+    points = tuple(SweepPoint.from_json(p) for p in data.get("planned_points") or [])
+    varying = tuple(data.get("varying") or ("parallel", "concurrency"))
+    run = SweepRun(spec, Fingerprint.from_json(data.get("fingerprint") or {}), points, varying, results,
+                   None, str(data.get("status", FINISHED)), str(data.get("started_at", "")),
+                   str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id)
+    return replace(run, recommendation=recommend(results, spec.targets, varying)) if results else run
+
+
+CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_length", "flash_attention", "status",
+               "reason", "requests", "requests_ok", "requests_failed", "success_rate", "duration_s",
+               "output_tokens", "output_tokens_per_s", "requests_per_s", "goodput_rps",
+               "ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p95", "ttft_ms_p99",
+               "tpot_ms_mean", "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p95", "tpot_ms_p99",
+               "itl_ms_p50", "itl_ms_p95", "itl_ms_p99", "e2e_ms_mean", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
+               "wait_ms_mean", "wait_ms_p95", "request_tokens_per_s_mean", "server_decode_tokens_per_s_mean",
+               "server_prompt_tokens_per_s_mean", "vram_peak_mib", "gpu_util_mean_pct", "power_mean_w",
+               "energy_j", "tokens_per_joule", "estimate_verdict", "loaded_size_mib", "loaded_vram_mib",
+               "elapsed_s")
+
+
+def run_to_csv(run: SweepRun) -> str:
+    """One row per point with CSV_COLUMNS (empty cells for unknown values)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for r in run.results:
+        row = point_row(r)
+        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in CSV_COLUMNS})
+    return out.getvalue()
+
+
+def _cell(x: float | None, fmt: str) -> str:
+    return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
+def table_rows(results: Sequence[PointResult]) -> list[list[str]]:
+    """The articles' table as text cells: setting, tokens/s, TTFT avg/p95, TPOT p95, VRAM, tokens/J, stable?"""
+    rows = []
+    for r in results:
+        s = r.stats if r.ran else None
+        vram = r.gpu.vram_peak_mib
+        rows.append([
+            "—" if r.point.parallel is None else str(r.point.parallel), str(r.point.concurrency),
+            _cell(s.output_tokens_per_s if s else None, ".1f"), _cell(s.ttft_ms.mean if s else None, ".0f"),
+            _cell(s.ttft_ms.p95 if s else None, ".0f"), _cell(s.tpot_ms.p95 if s else None, ".1f"),
+            _cell(None if vram is None else vram / 1024, ".1f"), _cell(r.tokens_per_joule, ".2f"),
+            r.stable_text()])
+    return rows
+
+
+TABLE_HEADER = ("Parallel", "Clients", "Tokens/s", "TTFT avg (ms)", "TTFT p95 (ms)", "TPOT p95 (ms)",
+                "Peak VRAM (GiB)", "Tokens/J", "Stable?")
+
+
+def run_to_markdown(run: SweepRun) -> str:
+    """A report: what was measured where, the table, and the recommendation."""
+    f = run.fingerprint
+    lines = [f"# Sweep: {run.title}", ""]
+    about = ", ".join(x for x in (" ".join(y for y in (f.model_parameters, f.model_quantization) if y),
+                                   f"digest {f.model_digest[:12]}" if f.model_digest else "") if x)
+    facts = [("Model", f"{f.model} ({about})" if about else f.model),
+             ("GPU", f"{f.gpu_name or 'no NVIDIA GPU readings'}" + (f", driver {f.gpu_driver}" if f.gpu_driver else "")
+              + (f", {f.gpu_memory_mib:.0f} MiB" if f.gpu_memory_mib else "")),
+             ("Ollama", f"{f.ollama_version or 'unknown version'}, "
+                        + ("managed by ollama-deck (restarted per point)" if f.managed else "attached (server settings fixed)")),
+             ("Workload", run.spec.workload.describe(per_point_clients=True)), ("Targets", run.spec.targets.describe()),
+             ("Status", run.status + (f", {run.started_at} – {run.finished_at}" if run.finished_at else ""))]
+    lines += [f"- **{k}:** {v}" for k, v in facts]
+    lines += ["", "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+    rec_index = run.recommendation.index if run.recommendation else None
+    for r, cells in zip(run.results, table_rows(run.results)):
+        if r.point.index == rec_index:
+            cells = [f"**{c}**" for c in cells]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    if run.recommendation:
+        lines += ["", "## Recommendation", "", run.recommendation.text]
+    if run.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in run.notes]
+    base = f.base_settings
+    if base:
+        lines += ["", "## Base settings", "", "```"] + [f"{k} = {v}" for k, v in sorted(base.items())] + ["```"]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["CANCELLED", "CSV_COLUMNS", "FINISHED", "INTERRUPTED", "RUNNING", "RUN_STATUSES", "SweepRun",
+           "TABLE_HEADER", "point_row", "result_from_json", "result_to_json", "run_from_json", "run_to_csv",
+           "run_to_json", "run_to_markdown", "table_rows"]

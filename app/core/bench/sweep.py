@@ -1,0 +1,316 @@
+"""A settings sweep: its axes, its points, what was measured at each, and the run as a whole.
+
+On a server ollama-deck manages, every server axis (parallel, KV-cache type, context length,
+flash attention) restarts the server per point; on a server it only attached to, those cannot
+change, so only the client side (concurrency, the workload) varies.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
+from app.core.bench.workload import LoadPlan
+from app.core.server.settings import ServerSettings, validate
+
+# Point outcomes, in the words of the results table's "stable?" column.
+OK = "ok"  # ran, enough requests succeeded
+UNSTABLE = "unstable"  # ran, but too many requests failed (e.g. an occasional OOM, 503s)
+FAILED = "failed"  # crashed, out of memory at load, spilled to the CPU, or no request succeeded
+SKIPPED = "skipped"  # not run: predicted not to load, or invalid settings
+CANCELLED = "cancelled"
+STATUSES = (OK, UNSTABLE, FAILED, SKIPPED, CANCELLED)
+SERVER_AXES = ("parallel", "kv_cache_types", "context_lengths", "flash_attention")
+MAX_POINTS = 200
+
+
+class SweepPlanError(ValueError):
+    """A sweep that cannot be planned; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class SweepAxes:
+    """The values to try. None keeps the base setting; `concurrency` None means "equal to the
+    point's parallel" (on an attached server, whose parallel is unknown: 1)."""
+
+    parallel: tuple[int, ...] | None = (1, 2, 4, 8)
+    concurrency: tuple[int, ...] | None = None
+    kv_cache_types: tuple[str, ...] | None = None
+    context_lengths: tuple[int | None, ...] | None = None
+    flash_attention: tuple[str, ...] | None = None
+
+    def varies_server(self, base: ServerSettings) -> bool:
+        """True when a point would need other server settings than `base`."""
+        pairs = ((self.parallel, base.num_parallel), (self.kv_cache_types, base.kv_cache_type),
+                 (self.context_lengths, base.context_length), (self.flash_attention, base.flash_attention))
+        return any(values is not None and set(values) != {current} for values, current in pairs)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict (lists, None kept)."""
+        return {name: None if getattr(self, name) is None else list(getattr(self, name))
+                for name in ("parallel", "concurrency", "kv_cache_types", "context_lengths", "flash_attention")}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "SweepAxes":
+        """Inverse of to_json."""
+        return cls(**{k: None if data.get(k) is None else tuple(data[k])
+                      for k in ("parallel", "concurrency", "kv_cache_types", "context_lengths", "flash_attention")})
+
+
+def varied_setting_parts(s: ServerSettings, varying: Sequence[str]) -> list[str]:
+    """Short words for the server settings a sweep varies besides parallel, e.g. ["KV q8_0", "ctx 8192"]."""
+    parts = []
+    if "kv_cache_types" in varying:
+        parts.append(f"KV {s.kv_cache_type}")
+    if "context_lengths" in varying:
+        parts.append(f"ctx {s.context_length or 'default'}")
+    if "flash_attention" in varying:
+        parts.append(f"FA {s.flash_attention}")
+    return parts
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One setting to measure: the full server settings and the client concurrency."""
+
+    index: int
+    settings: ServerSettings
+    concurrency: int
+    server_known: bool = True  # False on an attached server: its settings are not ours to know
+
+    @property
+    def parallel(self) -> int | None:
+        """OLLAMA_NUM_PARALLEL at this point (None when the server's own is unknown)."""
+        return self.settings.num_parallel if self.server_known else None
+
+    def label(self, varying: Sequence[str] = ("parallel", "concurrency")) -> str:
+        """Short text naming what varies, e.g. "parallel 4 · q8_0 · 8 clients"."""
+        s = self.settings
+        parts = []
+        if "parallel" in varying and self.server_known:
+            parts.append(f"parallel {s.num_parallel}")
+        parts.extend(varied_setting_parts(s, varying))
+        if "concurrency" in varying or not parts:
+            parts.append("no client cap" if self.concurrency == 0
+                         else f"{self.concurrency} client{'s' if self.concurrency != 1 else ''}")
+        return " · ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict for the history."""
+        return {"index": self.index, "settings": self.settings.to_json(), "concurrency": self.concurrency,
+                "server_known": self.server_known}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "SweepPoint":
+        """Inverse of to_json."""
+        settings, _problems = ServerSettings.from_json(data.get("settings") or {})
+        return cls(int(data.get("index", 0)), settings, int(data.get("concurrency", 1)),
+                   bool(data.get("server_known", True)))
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """The points in run order, which axes vary, and notes for the user (skipped combinations)."""
+
+    points: tuple[SweepPoint, ...]
+    varying: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+def plan_sweep(base: ServerSettings, axes: SweepAxes, managed: bool) -> SweepPlan:
+    """The points of the sweep, server axes outermost so each server setting starts once.
+
+    Raises SweepPlanError when the plan is impossible: server axes on an attached server, or
+    every combination invalid."""
+    if not managed and axes.varies_server(base):
+        raise SweepPlanError(
+            "This server was not started by ollama-deck, so its settings (parallel, KV cache, context, "
+            "flash attention) cannot change per point: only client concurrency can vary. Start the server "
+            "from ollama-deck (Server page) to sweep server settings.")
+    parallels = axes.parallel if managed and axes.parallel else (base.num_parallel,)
+    kvs = axes.kv_cache_types or (base.kv_cache_type,)
+    ctxs = axes.context_lengths or (base.context_length,)
+    fas = axes.flash_attention or (base.flash_attention,)
+    if any(p < 1 for p in parallels) or (axes.concurrency and any(c < 0 for c in axes.concurrency)):
+        raise SweepPlanError("Parallel values must be at least 1, and concurrency at least 1 (0: no cap, open loop).")
+    points: list[SweepPoint] = []
+    notes: list[str] = []
+    for kv, ctx, fa, parallel in itertools.product(_unique(kvs), _unique(ctxs), _unique(fas), _unique(parallels)):
+        settings = base.replace(num_parallel=parallel, kv_cache_type=kv, context_length=ctx, flash_attention=fa)
+        problems = validate(settings).errors
+        if problems:
+            notes.append(f"Left out parallel {parallel}, KV {kv}, ctx {ctx or 'default'}, FA {fa}: "
+                         + " ".join(problems.values()))
+            continue
+        clients = axes.concurrency or ((parallel,) if managed else (1,))
+        for c in _unique(clients):
+            points.append(SweepPoint(len(points), settings, c, server_known=managed))
+    if not points:
+        raise SweepPlanError("No combination of these values is a valid setting. " + " ".join(notes))
+    if len(points) > MAX_POINTS:
+        raise SweepPlanError(f"{len(points)} points are too many for one sweep (at most {MAX_POINTS}); "
+                             "use fewer values per axis.")
+    varying = [name for name, values in (("parallel", parallels if managed else None), ("kv_cache_types", kvs),
+                                          ("context_lengths", ctxs), ("flash_attention", fas))
+               if values is not None and len(set(values)) > 1]
+    # Clients tied to parallel (the default on a managed server) say nothing of their own.
+    if (axes.concurrency is not None and len(set(axes.concurrency)) > 1) or not varying:
+        varying.append("concurrency")
+    return SweepPlan(tuple(points), tuple(varying), tuple(notes))
+
+
+def _unique(values: Sequence[Any]) -> list[Any]:
+    return list(dict.fromkeys(values))
+
+
+def parse_int_list(text: str, what: str) -> tuple[int, ...]:
+    """"1, 2, 4,8" -> (1, 2, 4, 8); raises SweepPlanError naming `what` on anything else."""
+    values = []
+    for piece in text.replace(";", ",").replace(" ", ",").split(","):
+        if not piece.strip():
+            continue
+        try:
+            value = int(piece)
+        except ValueError:
+            raise SweepPlanError(f"{what}: {piece.strip()!r} is not a whole number (write e.g. 1, 2, 4, 8).") from None
+        if value < 1:
+            raise SweepPlanError(f"{what}: values must be at least 1, got {value}.")
+        values.append(value)
+    if not values:
+        raise SweepPlanError(f"{what}: give at least one value (e.g. 1, 2, 4, 8).")
+    return tuple(_unique(values))
+
+
+@dataclass(frozen=True)
+class GpuFigures:
+    """GPU readings over a point's measured window; None where there were none (no NVML)."""
+
+    vram_peak_mib: float | None = None
+    vram_baseline_mib: float | None = None  # just before the workload
+    util_mean_pct: float | None = None
+    power_mean_w: float | None = None
+    energy_j: float | None = None
+    server_peak_mib: float | None = None  # the server's own share, where NVML attributes it
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """What happened at one point; `stats` is None when nothing was measured."""
+
+    point: SweepPoint
+    status: str
+    reason: str = ""  # short, for the table ("out of memory at load")
+    stats: PointStats | None = None
+    records: tuple[RequestRecord, ...] = ()
+    gpu: GpuFigures = field(default_factory=GpuFigures)
+    estimate_verdict: str | None = None  # the estimator's verdict before the point ran
+    estimate_peak_mib: float | None = None
+    loaded_size_mib: float | None = None  # /api/ps after the warm-up
+    loaded_vram_mib: float | None = None
+    context_length: int | None = None  # what /api/ps reported
+    elapsed_s: float = 0.0
+    detail: str = ""  # the server's own words behind the reason, for a tooltip or the report
+
+    @property
+    def output_tokens_per_s(self) -> float | None:
+        """Aggregate output tokens/s, None when not measured."""
+        return self.stats.output_tokens_per_s if self.stats and self.stats.requests_ok else None
+
+    @property
+    def tokens_per_joule(self) -> float | None:
+        """Output tokens per joule of GPU energy over the measured window."""
+        if not self.stats or not self.gpu.energy_j or not math.isfinite(self.gpu.energy_j):
+            return None
+        return self.stats.output_tokens / self.gpu.energy_j
+
+    @property
+    def ran(self) -> bool:
+        """True when requests were measured (ok or unstable)."""
+        return self.status in (OK, UNSTABLE) and self.stats is not None
+
+    def restat(self, targets: LatencyTargets) -> "PointResult":
+        """The same result with statistics recomputed for other targets (goodput changes)."""
+        if not self.records:
+            return self
+        return replace(self, stats=summarize(self.records, targets))
+
+    def stable_text(self) -> str:
+        """The "stable?" column: ✓, or why not."""
+        if self.status == OK:
+            return "✓"
+        reason = self.reason.replace("out of memory", "OOM")
+        if self.status == UNSTABLE:
+            return f"⚠ {reason}" if reason else "⚠ unstable"
+        if self.status == SKIPPED:
+            return f"skipped: {reason}" if reason else "skipped"
+        if self.status == CANCELLED:
+            return "cancelled"
+        return f"✖ {reason}" if reason else "✖ failed"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a result depends on: the machine, the server, the model and every setting."""
+
+    gpu_name: str = ""
+    gpu_driver: str = ""
+    gpu_memory_mib: float | None = None
+    ollama_version: str = ""
+    model: str = ""
+    model_digest: str = ""
+    model_quantization: str = ""
+    model_parameters: str = ""
+    managed: bool = True
+    base_settings: dict[str, Any] = field(default_factory=dict)
+    host: str = ""
+    app_version: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Fingerprint":
+        """Inverse of to_json (unknown keys ignored)."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """Everything a sweep needs to run: the base settings, the axes, the workload, the targets."""
+
+    base: ServerSettings
+    axes: SweepAxes
+    workload: LoadPlan  # its concurrency is replaced per point
+    targets: LatencyTargets = field(default_factory=LatencyTargets)
+    managed: bool = True
+    force: bool = False  # run points the estimator predicts will not load
+
+    def plan(self) -> SweepPlan:
+        """The points (see plan_sweep)."""
+        return plan_sweep(self.base, self.axes, self.managed)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict."""
+        return {"base": self.base.to_json(), "axes": self.axes.to_json(), "workload": self.workload.to_json(),
+                "targets": self.targets.to_json(), "managed": self.managed, "force": self.force}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "SweepSpec":
+        """Inverse of to_json."""
+        base, _ = ServerSettings.from_json(data.get("base") or {})
+        return cls(base, SweepAxes.from_json(data.get("axes") or {}), LoadPlan.from_json(data.get("workload") or {}),
+                   LatencyTargets.from_json(data.get("targets") or {}), bool(data.get("managed", True)),
+                   bool(data.get("force", False)))
+
+
+__all__ = ["CANCELLED", "FAILED", "Fingerprint", "GpuFigures", "OK", "PointResult", "SKIPPED", "STATUSES",
+           "SweepAxes", "SweepPlan", "SweepPlanError", "SweepPoint", "SweepSpec", "UNSTABLE",
+           "parse_int_list", "plan_sweep"]

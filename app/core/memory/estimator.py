@@ -1,0 +1,244 @@
+"""Price a load setting in GPU memory before it is applied: fits, tight, spills or won't load.
+
+`estimate(shape, settings, gpu, era)` models what llama.cpp (the engine inside Ollama) really
+allocates — weights per layer, KV cache, compute buffers, the CUDA runtime — places layers the
+way the given Ollama era does, and explains the verdict in one sentence. All sizes are bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from app.core.errors import EstimateError
+from app.core.memory.legacy import LegacyEstimate, legacy_estimate
+from app.core.memory.llama_cpp import (
+    GIB,
+    KV_TYPES,
+    MIB,
+    compute_bytes,
+    effective_kv_type,
+    host_compute_bytes,
+    kv_layer_bytes,
+    peak_extra_bytes,
+    plan_context,
+)
+from app.core.memory.verdict import explain, processor_string, verdict_for
+from app.core.model_shape import ModelShape
+
+# CUDA context, cuBLAS handles and loaded kernels of one llama.cpp process on a consumer card
+# (an RTX 4090 on a desktop). An H200 with driver 580 measured about 590 MiB; see
+# benchmarks/vram/README.md. Pass GpuMemory.runtime_overhead_bytes for another card.
+DEFAULT_RUNTIME_OVERHEAD_BYTES = 450 * MIB
+# Memory llama.cpp's --fit keeps free on each GPU in era C (its default LLAMA_ARG_FIT_TARGET).
+FIT_TARGET_MARGIN_BYTES = 1024 * MIB
+
+
+class OllamaEra(str, Enum):
+    """Which memory logic an Ollama version uses (see ollama-facts.md)."""
+
+    A = "A"  # ≤ 0.11.10: bundled llama.cpp runner, placement by the legacy formula
+    B = "B"  # 0.11.11 – 0.29: Go engine, placement by trial allocations
+    C = "C"  # ≥ 0.30: upstream llama-server with --fit
+
+
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def era_for_version(version: str | None) -> OllamaEra:
+    """Era of an Ollama version string such as "0.11.10" or "v0.30.2-rc1"; None means current."""
+    if version is None:
+        return OllamaEra.C
+    m = _VERSION_RE.match(version.strip())
+    if not m:
+        raise EstimateError(f"cannot read Ollama version {version!r}", "Use the form 0.12.3 (GET /api/version).")
+    v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    if v <= (0, 11, 10):
+        return OllamaEra.A
+    if v < (0, 30, 0):
+        return OllamaEra.B
+    return OllamaEra.C
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """The knobs that change memory: per-request context, slots, KV type, attention, batches."""
+
+    num_ctx: int  # tokens per request slot
+    parallel: int = 1  # OLLAMA_NUM_PARALLEL
+    kv_cache_type: str = "f16"  # OLLAMA_KV_CACHE_TYPE
+    flash_attention: bool = True
+    num_batch: int = 512
+    num_ubatch: int | None = None  # None: equal to num_batch, as Ollama passes it
+    num_gpu: int | None = None  # forced layers on the GPU; None lets Ollama decide
+    gpu_overhead_bytes: int = 0  # OLLAMA_GPU_OVERHEAD
+
+    @property
+    def ubatch(self) -> int:
+        """Tokens per compute batch (micro-batch)."""
+        return self.num_ubatch if self.num_ubatch is not None else self.num_batch
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    """One GPU as the estimate sees it (bytes)."""
+
+    total_bytes: int
+    used_by_others_bytes: int = 0  # desktop, browser, other models
+    runtime_overhead_bytes: int = DEFAULT_RUNTIME_OVERHEAD_BYTES
+
+    @property
+    def free_bytes(self) -> int:
+        """Memory free for the server before it starts."""
+        return self.total_bytes - self.used_by_others_bytes
+
+
+@dataclass(frozen=True)
+class VramEstimate:
+    """Predicted memory use of one loaded model and the verdict for this GPU (bytes)."""
+
+    era: OllamaEra
+    kv_cache_type: str  # the type really used (f16 when flash attention is off)
+    n_ctx_total: int  # KV cells over all slots
+    weights_gpu_bytes: int
+    weights_cpu_bytes: int  # includes the token-embedding table llama.cpp keeps in host memory
+    kv_bytes: int  # whole KV cache
+    kv_gpu_bytes: int
+    compute_bytes: int  # GPU compute buffer reserved at load
+    compute_flash_on_bytes: int
+    compute_flash_off_bytes: int
+    host_compute_bytes: int
+    peak_extra_bytes: int  # runtime pool growth on a prompt that fills a slot
+    overhead_bytes: int  # CUDA context / runtime
+    total_gpu_bytes: int  # at load: weights + KV + compute + runtime
+    peak_gpu_bytes: int  # during a slot-filling prompt
+    free_bytes: int
+    available_bytes: int  # free minus OLLAMA_GPU_OVERHEAD
+    headroom_bytes: int  # available minus peak
+    layers_on_gpu: int
+    layers_total: int
+    processor: str  # what `ollama ps` would print
+    verdict: str  # fits | tight | spills | wont_load
+    explanation: str
+    legacy: LegacyEstimate | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    full_offload_gpu_bytes: int = 0  # total at load if every layer were on the GPU
+    forced_layers: bool = False  # True when num_gpu fixed the placement
+
+
+def validate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory) -> None:
+    """Raise EstimateError naming the first setting that makes no sense for this model or GPU."""
+    checks = [
+        (settings.num_ctx >= 1, f"context length must be at least 1 token, got {settings.num_ctx}"),
+        (settings.num_ctx <= shape.context_length,
+         f"context {settings.num_ctx} is above the model's training context {shape.context_length}"),
+        (settings.parallel >= 1, f"parallel must be at least 1, got {settings.parallel}"),
+        (settings.kv_cache_type in KV_TYPES,
+         f"KV cache type {settings.kv_cache_type!r} is not one of {', '.join(KV_TYPES)}"),
+        (settings.num_batch >= 1, f"batch must be at least 1, got {settings.num_batch}"),
+        (settings.ubatch >= 1, f"micro-batch must be at least 1, got {settings.ubatch}"),
+        (settings.ubatch <= settings.num_batch,
+         f"micro-batch {settings.ubatch} is larger than batch {settings.num_batch}"),
+        (settings.num_gpu is None or settings.num_gpu >= 0, f"num_gpu must not be negative, got {settings.num_gpu}"),
+        (settings.gpu_overhead_bytes >= 0, f"GPU overhead must not be negative, got {settings.gpu_overhead_bytes}"),
+        (gpu.total_bytes > 0, f"GPU memory must be positive, got {gpu.total_bytes}"),
+        (gpu.used_by_others_bytes >= 0, f"memory used by others must not be negative, got {gpu.used_by_others_bytes}"),
+        (gpu.used_by_others_bytes <= gpu.total_bytes,
+         f"memory used by others ({gpu.used_by_others_bytes}) exceeds the GPU's {gpu.total_bytes}"),
+        (gpu.runtime_overhead_bytes >= 0, f"runtime overhead must not be negative, got {gpu.runtime_overhead_bytes}"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise EstimateError(message)
+
+
+@dataclass(frozen=True)
+class _Placement:
+    weights_gpu: int
+    weights_cpu: int
+    kv_gpu: int
+    compute_gpu: int
+    overhead: int
+
+    @property
+    def total_gpu(self) -> int:
+        return self.weights_gpu + self.kv_gpu + self.compute_gpu + self.overhead
+
+
+def _place(shape: ModelShape, n_gpu: int, kv: list[int], compute: int, overhead: int) -> _Placement:
+    """Memory split when llama.cpp offloads n_gpu layers (output head first, then the last blocks)."""
+    w = shape.weights
+    if n_gpu <= 0:
+        return _Placement(0, w.token_embd_bytes + sum(w.layer_bytes) + w.output_bytes + w.projector_bytes, 0, 0, 0)
+    blocks_on_gpu = min(n_gpu - 1, shape.n_layer)
+    first = shape.n_layer - blocks_on_gpu
+    weights_gpu = w.output_bytes + w.projector_bytes + sum(w.layer_bytes[first:])
+    weights_cpu = w.token_embd_bytes + sum(w.layer_bytes[:first])
+    kv_gpu = sum(kv[first:])
+    # with layers left on the CPU, big prompt batches still run on the GPU and copy those weights
+    staging = max(w.layer_bytes[:first]) if first > 0 else 0
+    return _Placement(weights_gpu, weights_cpu, kv_gpu, compute + staging, overhead)
+
+
+def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory,
+             era: OllamaEra = OllamaEra.C) -> VramEstimate:
+    """Predict GPU memory and placement for `settings` on `gpu` under Ollama `era`."""
+    validate(shape, settings, gpu)
+    notes: list[str] = []
+    kv_type = effective_kv_type(settings.kv_cache_type, settings.flash_attention)
+    if kv_type != settings.kv_cache_type:
+        notes.append(f"{settings.kv_cache_type} KV cache needs flash attention; Ollama uses f16 instead")
+    plan = plan_context(shape, settings.num_ctx, settings.parallel, settings.ubatch)
+    kv = kv_layer_bytes(shape, plan, kv_type)
+    compute = compute_bytes(shape, plan, kv_type, settings.flash_attention)
+    compute_on = compute_bytes(shape, plan, settings.kv_cache_type, True)
+    compute_off = compute_bytes(shape, plan, "f16", False)
+    extra = peak_extra_bytes(shape, plan, kv_type, settings.flash_attention)
+    layers_total = shape.n_layer + 1
+    available = gpu.free_bytes - settings.gpu_overhead_bytes
+
+    legacy = None
+    if era is OllamaEra.A:
+        legacy = legacy_estimate(shape, settings.num_ctx, settings.num_batch, settings.parallel,
+                                 settings.kv_cache_type, settings.flash_attention, gpu.free_bytes,
+                                 settings.gpu_overhead_bytes, settings.num_gpu)
+    if settings.num_gpu is not None:
+        n_gpu = min(settings.num_gpu, layers_total)
+    elif legacy is not None:
+        n_gpu = legacy.layers
+    else:
+        margin = FIT_TARGET_MARGIN_BYTES if era is OllamaEra.C else 0
+        n_gpu = 0
+        for n in range(layers_total, 0, -1):
+            if _place(shape, n, kv, compute, gpu.runtime_overhead_bytes).total_gpu + margin <= available:
+                n_gpu = n
+                break
+    placed = _place(shape, n_gpu, kv, compute, gpu.runtime_overhead_bytes)
+    full = _place(shape, layers_total, kv, compute, gpu.runtime_overhead_bytes).total_gpu
+    peak = placed.total_gpu + (extra if n_gpu > 0 else 0)
+    kv_cpu = sum(kv) - placed.kv_gpu
+    host = host_compute_bytes(shape, plan, settings.flash_attention)
+    processor = processor_string(legacy, n_gpu, layers_total,
+                                 gpu_buffers=placed.total_gpu - placed.overhead,
+                                 cpu_buffers=placed.weights_cpu + kv_cpu + host)
+    verdict = verdict_for(n_gpu, layers_total, placed.total_gpu, peak, available, gpu.total_bytes)
+    est = VramEstimate(
+        era=era, kv_cache_type=kv_type, n_ctx_total=plan.n_ctx_total,
+        weights_gpu_bytes=placed.weights_gpu, weights_cpu_bytes=placed.weights_cpu,
+        kv_bytes=sum(kv), kv_gpu_bytes=placed.kv_gpu, compute_bytes=placed.compute_gpu,
+        compute_flash_on_bytes=compute_on, compute_flash_off_bytes=compute_off, host_compute_bytes=host,
+        peak_extra_bytes=peak - placed.total_gpu, overhead_bytes=placed.overhead,
+        total_gpu_bytes=placed.total_gpu, peak_gpu_bytes=peak, free_bytes=gpu.free_bytes,
+        available_bytes=available, headroom_bytes=available - peak, layers_on_gpu=n_gpu,
+        layers_total=layers_total, processor=processor, verdict=verdict, explanation="",
+        legacy=legacy, notes=tuple(notes), full_offload_gpu_bytes=full,
+        forced_layers=settings.num_gpu is not None,
+    )
+    return replace(est, explanation=explain(est, settings.num_ctx, settings.flash_attention))
+
+
+__all__ = [
+    "DEFAULT_RUNTIME_OVERHEAD_BYTES", "FIT_TARGET_MARGIN_BYTES", "GIB", "GpuMemory", "LoadSettings",
+    "OllamaEra", "VramEstimate", "era_for_version", "estimate", "validate",
+]

@@ -1,0 +1,130 @@
+"""Will a local model fit the GPU under the server's settings? The estimator, fed the way Ollama
+picks each knob (request > model's Modelfile > server environment > version default)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from app.core.errors import EstimateError
+from app.core.memory.estimator import GpuMemory, LoadSettings, VramEstimate, era_for_version, estimate
+from app.core.model_shape import shape_from_show
+from app.core.server.settings import MIB, ServerSettings
+
+GIB = 1024**3
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+VERDICT_LABELS = {"fits": "Fits", "tight": "Tight", "spills": "Spills to CPU", "wont_load": "Won't load",
+                  "unknown": "Unknown"}
+
+
+def _version_tuple(version: str | None) -> tuple[int, int, int] | None:
+    m = _VERSION_RE.match((version or "").strip())
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def default_context_length(version: str | None, gpu_total_bytes: int | None, gpu_overhead_bytes: int = 0) -> int:
+    """num_ctx Ollama uses when nothing sets it: 2048 up to 0.6.6, 4096 until 0.15.5, then tiered by
+    VRAM after OLLAMA_GPU_OVERHEAD (4096 below 23 GiB, 32768 from 23 GiB, 262144 from 47 GiB)."""
+    v = _version_tuple(version)
+    if v is not None and v <= (0, 6, 6):
+        return 2048
+    if v is not None and v < (0, 15, 5):
+        return 4096
+    if gpu_total_bytes is None:
+        return 4096
+    vram = gpu_total_bytes - gpu_overhead_bytes
+    if vram >= 47 * GIB:
+        return 262144
+    return 32768 if vram >= 23 * GIB else 4096
+
+
+def context_for(settings: ServerSettings, model_num_ctx: int | None, version: str | None,
+                gpu_total_bytes: int | None, training_context: int | None = None) -> tuple[int, str]:
+    """The num_ctx a plain request gets and where it comes from (tokens, words); Ollama clamps it
+    to the model's training context."""
+    if model_num_ctx:
+        ctx, source = model_num_ctx, "the model's num_ctx"
+    elif settings.context_length:
+        ctx, source = settings.context_length, "OLLAMA_CONTEXT_LENGTH"
+    else:
+        ctx = default_context_length(version, gpu_total_bytes, settings.gpu_overhead_mib * MIB)
+        source = "Ollama's default"
+    if training_context and ctx > training_context:
+        return training_context, f"{source}, clamped to the model's {training_context}"
+    return ctx, source
+
+
+def load_settings(settings: ServerSettings, num_ctx: int, num_batch: int | None = None) -> LoadSettings:
+    """The estimator's LoadSettings for the server settings (flash attention "auto" counts as on,
+    as Ollama turns it on for the models that support it)."""
+    return LoadSettings(num_ctx=num_ctx, parallel=max(1, settings.num_parallel),
+                        kv_cache_type=settings.kv_cache_type,
+                        flash_attention=settings.flash_attention != "off",
+                        num_batch=num_batch or 512, gpu_overhead_bytes=settings.gpu_overhead_mib * MIB)
+
+
+@dataclass(frozen=True)
+class FitVerdict:
+    """The verdict for one model: fits | tight | spills | wont_load | unknown, and why."""
+
+    verdict: str
+    num_ctx: int | None
+    context_source: str
+    explanation: str
+    estimate: VramEstimate | None = None
+
+    @property
+    def label(self) -> str:
+        """The verdict in a word or two."""
+        return VERDICT_LABELS.get(self.verdict, self.verdict)
+
+
+def _int_param(value: Any) -> int | None:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings, version: str | None,
+                gpu_total_bytes: int | None, gpu_unknown_reason: str = "") -> FitVerdict:
+    """Price a model (its `/api/show` dict and size on disk) on this GPU under these settings.
+
+    `show` may carry "parameters" (Modelfile text) for the model's own num_ctx/num_batch.
+    Without a known GPU the verdict is "unknown" and says why.
+    """
+    params = _modelfile_parameters(str(show.get("parameters") or ""))
+    try:
+        shape = shape_from_show(show, size_bytes)
+    except EstimateError as exc:
+        return FitVerdict("unknown", None, "", f"Cannot estimate this model: {exc.user_text()}")
+    num_ctx, source = context_for(settings, _int_param(params.get("num_ctx")), version, gpu_total_bytes,
+                                  shape.context_length)
+    if gpu_total_bytes is None:
+        why = gpu_unknown_reason or "no GPU was detected"
+        return FitVerdict("unknown", num_ctx, source,
+                          f"GPU unknown ({why}), so there is no verdict; it would load with num_ctx "
+                          f"{num_ctx} × {settings.num_parallel} parallel ({source}).")
+    try:
+        est = estimate(shape, load_settings(settings, num_ctx, _int_param(params.get("num_batch"))),
+                       GpuMemory(total_bytes=gpu_total_bytes), era_for_version(version))
+    except EstimateError as exc:
+        return FitVerdict("unknown", num_ctx, source, f"Cannot estimate this model: {exc.user_text()}")
+    return FitVerdict(est.verdict, num_ctx, source, est.explanation, est)
+
+
+def _modelfile_parameters(text: str) -> dict[str, str]:
+    """First value of each PARAMETER line of `/api/show`'s parameters text."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(" ")
+        if key and key not in out:
+            out[key] = value.strip().strip('"')
+    return out
+
+
+__all__ = ["FitVerdict", "VERDICT_LABELS", "context_for", "default_context_length", "fit_verdict", "load_settings"]

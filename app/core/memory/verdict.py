@@ -1,0 +1,94 @@
+"""Turn predicted memory into a verdict, `ollama ps`'s PROCESSOR text and one plain sentence."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.core.memory.legacy import LegacyEstimate
+
+if TYPE_CHECKING:
+    from app.core.memory.estimator import VramEstimate
+
+GIB = 1024 ** 3
+# A setting is "tight" when less than this stays free at the peak: 1 GiB, or 5 % of the card.
+TIGHT_MIN_BYTES = GIB
+TIGHT_FRACTION = 0.05
+
+VERDICTS = ("fits", "tight", "spills", "wont_load")
+
+
+def ps_processor(size: int, size_vram: int) -> str:
+    """PROCESSOR column exactly as `ollama ps` prints it from /api/ps size and size_vram."""
+    if size_vram == 0:
+        return "100% CPU"
+    if size_vram == size:
+        return "100% GPU"
+    if size_vram > size or size == 0:
+        return "Unknown"
+    cpu = round((size - size_vram) / size * 100)
+    return f"{cpu}%/{100 - cpu}% CPU/GPU"
+
+
+def processor_string(legacy: LegacyEstimate | None, n_gpu: int, layers_total: int,
+                     gpu_buffers: int, cpu_buffers: int) -> str:
+    """Predicted PROCESSOR text: era A reports its own estimate, later eras the real buffers."""
+    if legacy is not None:
+        return ps_processor(legacy.total_bytes, legacy.vram_bytes)
+    if n_gpu <= 0:
+        return "100% CPU"
+    if n_gpu >= layers_total:
+        return "100% GPU"  # Ollama reports a full offload as 100% GPU though the input table is in RAM
+    return ps_processor(gpu_buffers + cpu_buffers, gpu_buffers)
+
+
+def tight_threshold(gpu_total: int) -> int:
+    """Headroom (bytes) below which a setting counts as tight on a card of gpu_total bytes."""
+    return max(TIGHT_MIN_BYTES, int(TIGHT_FRACTION * gpu_total))
+
+
+def verdict_for(n_gpu: int, layers_total: int, total_gpu: int, peak_gpu: int, available: int,
+                gpu_total: int) -> str:
+    """fits, tight, spills or wont_load for a placement (bytes throughout)."""
+    if n_gpu > 0 and total_gpu > available:
+        return "wont_load"
+    if n_gpu < layers_total:
+        return "spills"
+    if available - peak_gpu < tight_threshold(gpu_total):
+        return "tight"
+    return "fits"
+
+
+def _g(n: int) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
+    """One sentence with the numbers behind the verdict."""
+    parts = (f"weights {_g(est.weights_gpu_bytes)}, KV {_g(est.kv_gpu_bytes)}, "
+             f"compute {_g(est.compute_bytes)}, runtime {_g(est.overhead_bytes)}")
+    free = _g(est.available_bytes)
+    if est.verdict == "wont_load":
+        return (f"Won't load: this placement ({est.layers_on_gpu}/{est.layers_total} layers) needs "
+                f"{_g(est.total_gpu_bytes)} on the GPU ({parts}) but only {free} is free.")
+    if est.verdict == "spills":
+        on_cpu = est.layers_total - est.layers_on_gpu
+        slower = f"{on_cpu} layers run on the CPU, so generation gets several times slower"
+        if est.forced_layers:
+            return f"Spills: num_gpu puts {est.layers_on_gpu} of {est.layers_total} layers on the GPU; {slower}."
+        if est.legacy is not None and est.full_offload_gpu_bytes <= est.available_bytes:
+            return (f"Spills: Ollama's own estimate ({_g(est.legacy.total_bytes)}) does not fit in {free} free, so "
+                    f"it offloads only {est.layers_on_gpu} of {est.layers_total} layers although all of them would "
+                    f"need {_g(est.full_offload_gpu_bytes)}; {slower}. A newer Ollama places layers by real sizes.")
+        return (f"Spills: only {est.layers_on_gpu} of {est.layers_total} layers fit in {free} free (all on the "
+                f"GPU needs {_g(est.full_offload_gpu_bytes)}); {slower}. Lower the context or parallel requests, "
+                f"or quantize the KV cache.")
+    if est.verdict == "tight" and est.total_gpu_bytes <= est.available_bytes < est.peak_gpu_bytes:
+        why = "without flash attention" if not flash_attention else "while it is processed"
+        return (f"Tight: loads in {_g(est.total_gpu_bytes)} of {free} free ({parts}), but a prompt filling "
+                f"the {num_ctx}-token context needs {_g(est.peak_gpu_bytes)} {why} — it loads fine and can "
+                f"die on the first long document.")
+    if est.verdict == "tight":
+        return (f"Tight: needs {_g(est.peak_gpu_bytes)} at peak of {free} free ({parts}), leaving "
+                f"{_g(est.headroom_bytes)}; another app or a desktop change can push it over.")
+    return (f"Fits: {_g(est.peak_gpu_bytes)} at peak of {free} free ({parts}), "
+            f"{_g(est.headroom_bytes)} to spare.")

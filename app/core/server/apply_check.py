@@ -1,0 +1,88 @@
+"""After settings are applied: compare what happened with what was predicted, and decide on a rollback."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from app.core.memory.estimator import VramEstimate
+
+GIB = 1024**3
+MIB = 1024**2
+
+
+@dataclass(frozen=True)
+class ApplyObservation:
+    """What the app saw after restarting with new settings and loading the model."""
+
+    server_running: bool
+    server_message: str = ""  # why it is not running (crash text), if so
+    model: str | None = None
+    load_error: str | None = None  # Ollama's message when the test load failed
+    load_error_is_oom: bool = False
+    ps_size_bytes: int | None = None
+    ps_size_vram_bytes: int | None = None
+    ps_context_length: int | None = None
+    gpu_used_mib: float = math.nan
+    server_gpu_mib: float = math.nan
+
+
+@dataclass(frozen=True)
+class ApplyJudgement:
+    """The outcome: keep the settings or restore the last good ones, with the reason in words."""
+
+    keep: bool
+    reason: str  # one sentence, with numbers
+    measured_vram_bytes: int | None
+    predicted_vram_bytes: int | None
+
+    @property
+    def rollback(self) -> bool:
+        return not self.keep
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def measured_vram_bytes(obs: ApplyObservation) -> int | None:
+    """The best measurement of the server's GPU memory: NVML's per-process figure, else /api/ps."""
+    if not math.isnan(obs.server_gpu_mib):
+        return int(obs.server_gpu_mib * MIB)
+    return obs.ps_size_vram_bytes
+
+
+def judge(predicted: VramEstimate | None, obs: ApplyObservation) -> ApplyJudgement:
+    """Keep or roll back: a crash, an out-of-memory load, or layers on the CPU against a fits verdict roll back."""
+    measured = measured_vram_bytes(obs)
+    pred = predicted.total_gpu_bytes if predicted is not None else None
+
+    def verdict(keep: bool, reason: str) -> ApplyJudgement:
+        return ApplyJudgement(keep, reason, measured, pred)
+
+    if not obs.server_running:
+        return verdict(False, f"The server did not survive the new settings: {obs.server_message or 'it exited'}.")
+    if obs.load_error is not None:
+        if obs.load_error_is_oom:
+            want = f" (predicted {_gib(pred)} on the GPU)" if pred is not None else ""
+            return verdict(False, f"Loading {obs.model} ran out of memory{want}: {obs.load_error}")
+        return verdict(True, f"The server runs, but loading {obs.model} failed: {obs.load_error}")
+    if obs.ps_size_bytes is None or obs.ps_size_vram_bytes is None:
+        return verdict(True, "The server runs with the new settings; no model was loaded to check memory.")
+    on_cpu = obs.ps_size_bytes - obs.ps_size_vram_bytes
+    expected_full = predicted is None or predicted.verdict in ("fits", "tight")
+    if on_cpu > 0 and expected_full:
+        share = round(on_cpu / obs.ps_size_bytes * 100)
+        return verdict(False, (
+            f"Ollama put {share}% of {obs.model} ({_gib(on_cpu)}) on the CPU although the settings were "
+            f"predicted to fit ({_gib(pred) if pred is not None else 'no estimate'}); generation would be "
+            "several times slower."))
+    summary = f"{obs.model} loaded: {_gib(obs.ps_size_vram_bytes)} on the GPU"
+    if on_cpu > 0:
+        summary += f", {_gib(on_cpu)} on the CPU as predicted"
+    if pred is not None and measured is not None:
+        error = (measured - pred) / pred * 100 if pred else 0.0
+        summary += f"; predicted {_gib(pred)}, measured {_gib(measured)} ({error:+.0f}%)"
+    if obs.ps_context_length:
+        summary += f"; context {obs.ps_context_length}"
+    return verdict(True, summary + ".")

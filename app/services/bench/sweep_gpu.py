@@ -1,0 +1,95 @@
+"""GPU readings over a benchmark's measured window: peak VRAM, mean utilisation and power, energy."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import Callable, Sequence
+
+from app.core.bench.sweep import GpuFigures
+from app.core.telemetry import GpuBackend, GpuSample
+
+
+def _finite(values: Sequence[float]) -> list[float]:
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
+def figures_from(samples: Sequence[GpuSample], baseline: GpuSample | None) -> GpuFigures:
+    """Peak total VRAM (as nvidia-smi shows it), the server's peak share, mean utilisation and power,
+    and energy (trapezoid rule over the power readings, joules); None where there were no readings."""
+    if not samples:
+        return GpuFigures()
+    used = _finite([s.memory_used_mib for s in samples])
+    server = _finite([s.server_memory_mib for s in samples])
+    util = _finite([s.utilization_pct for s in samples])
+    power = [(s.t, s.power_w) for s in samples if math.isfinite(s.power_w)]
+    energy = None
+    if len(power) >= 2:
+        energy = sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(power, power[1:]))
+    return GpuFigures(
+        vram_peak_mib=max(used) if used else None,
+        vram_baseline_mib=baseline.memory_used_mib if baseline and math.isfinite(baseline.memory_used_mib) else None,
+        util_mean_pct=sum(util) / len(util) if util else None,
+        power_mean_w=sum(p for _, p in power) / len(power) if power else None,
+        energy_j=energy if energy and energy > 0 else None,
+        server_peak_mib=max(server) if server else None,
+    )
+
+
+class GpuWindow:
+    """Samples the GPU every interval_s seconds while a workload runs (NVML calls in a worker thread,
+    so a slow driver never stalls the streams' clock)."""
+
+    def __init__(self, gpu: GpuBackend | None, server_pids: Callable[[], Sequence[int]],
+                 interval_s: float = 0.25, clock: Callable[[], float] = time.monotonic) -> None:
+        self._gpu = gpu
+        self._server_pids = server_pids
+        self._interval_s = interval_s
+        self._clock = clock
+        self.samples: list[GpuSample] = []
+        self._task: asyncio.Task | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """True when there is a GPU to read."""
+        return self._gpu is not None and self._gpu.available
+
+    async def read(self) -> GpuSample | None:
+        """One reading now (None without a GPU or when the driver does not answer)."""
+        if not self.enabled:
+            return None
+        assert self._gpu is not None
+        try:
+            return await asyncio.to_thread(self._gpu.sample, self._clock(), list(self._server_pids()))
+        except Exception:  # noqa: BLE001 - a failed reading is a gap, never a failed benchmark
+            return None
+
+    def start(self) -> None:
+        """Begin sampling (a reading is taken at once)."""
+        if self.enabled and self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        """Take a last reading and stop."""
+        if self._task is None:
+            return
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        self._task = None
+        last = await self.read()
+        if last is not None:
+            self.samples.append(last)
+
+    async def _run(self) -> None:
+        while True:
+            sample = await self.read()
+            if sample is not None:
+                self.samples.append(sample)
+            await asyncio.sleep(self._interval_s)
+
+
+__all__ = ["GpuWindow", "figures_from"]

@@ -1,0 +1,397 @@
+"""Runs a sweep: per point, price it, restart the server with its settings, load and warm the model,
+drive the workload while reading the GPU, check the server survived on the GPU, and go on.
+
+A Qt-free procedure on the asyncio loop thread. `cancel()` (any thread) stops at once; whatever
+ends the run — finished, cancelled, an error — the server is put back in the settings and the
+running/stopped state it had before the sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import platform
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
+
+from app.services.bench.loadgen import LoadGenerator
+from app.backends.ollama.client import OllamaClient
+from app.services.bench.sweep_gpu import GpuWindow, figures_from
+from app.core.bench.stats import RequestRecord, summarize
+from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
+from app.core.memory.estimator import GpuMemory
+from app.core.model_shape import ModelShape, shape_from_show
+from app.core.ollama_types import LocalModel, RunningModel
+from app.core.memory.pricing import others_bytes, price
+from app.core.server.state import ServerState
+from app.core.server.settings import MIB, ServerSettings
+from app.core.bench.sweep import FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, PointResult, SweepPoint, SweepSpec
+from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
+from app.core.telemetry import GpuBackend
+from app.core.throughput import TokenMeter
+
+ERROR_WORDS = {"oom": "out of memory", "queue_full": "server busy (queue full)", "timeout": "timed out",
+               "connect": "connection refused", "dropped": "connection dropped", "server": "server error",
+               "bad_request": "refused as bad request", "not_found": "model not found", "malformed": "malformed reply",
+               "other": "other error"}
+# Predictions that make a point pointless on this GPU: it would not load, or would run partly on the
+# CPU (slow to load, many times slower to decode, and failed by the /api/ps check anyway).
+SKIPPED_VERDICTS = ("wont_load", "spills")
+# Share of a point's time before measuring starts (restart, load, warm-up), for progress and ETA.
+SETUP_SHARE = 0.2
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    """Where a sweep stands: point k of n, the phase, and an estimate of the time left (s)."""
+
+    point: int  # 0-based index of the current point
+    points: int
+    phase: str  # preparing | pricing | restarting | loading | warm-up | measuring | restoring | done
+    label: str
+    detail: str = ""
+    fraction: float = 0.0  # of the whole sweep
+    eta_s: float | None = None
+    elapsed_s: float = 0.0
+
+
+def now_iso() -> str:
+    """Local time with offset, seconds precision."""
+    return dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def _skip_reason(estimate: Any) -> str:
+    """Short words for a point the estimate rules out."""
+    if estimate.verdict == "spills":
+        return f"predicted to spill to CPU ({estimate.layers_on_gpu}/{estimate.layers_total} layers on GPU)"
+    need, have = estimate.total_gpu_bytes / MIB / 1024, estimate.available_bytes / MIB / 1024
+    return f"predicted not to load ({need:.1f} GiB needed, {have:.1f} GiB free)"
+
+
+def _name_matches(wanted: str, name: str) -> bool:
+    full = wanted if ":" in wanted.rsplit("/", 1)[-1] else f"{wanted}:latest"
+    return name in (wanted, full)
+
+
+class SweepRunner:
+    """Executes SweepSpecs against one server. Managed sweeps need the supervisor that started it."""
+
+    def __init__(self, supervisor: Any, client_factory: Callable[[str], OllamaClient] = OllamaClient, *,
+                 base_url: str | None = None, gpu: GpuBackend | None = None,
+                 server_pids: Callable[[], Sequence[int]] = lambda: [], meter: TokenMeter | None = None,
+                 clock: Callable[[], float] = time.monotonic, sample_interval_s: float = 0.25,
+                 app_version: str = "") -> None:
+        self._supervisor = supervisor
+        self._client_factory = client_factory
+        self._base_url = base_url
+        self._gpu = gpu
+        self._server_pids = server_pids
+        self._meter = meter
+        self._clock = clock
+        self._sample_interval_s = sample_interval_s
+        self._app_version = app_version
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._point_task: asyncio.Task | None = None
+        self._cancelled = False
+
+    # ---- control -------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Stop the sweep as soon as possible (safe from any thread); run() then restores and returns."""
+        self._cancelled = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._cancel_point)
+
+    def _cancel_point(self) -> None:
+        if self._point_task is not None and not self._point_task.done():
+            self._point_task.cancel()
+
+    @property
+    def base_url(self) -> str:
+        """The server the sweep talks to."""
+        if self._supervisor is not None:
+            return self._supervisor.settings.base_url
+        assert self._base_url is not None, "an attached sweep needs base_url"
+        return self._base_url
+
+    # ---- the run -------------------------------------------------------------------------------
+    async def run(self, spec: SweepSpec, on_progress: Callable[[SweepProgress], None] | None = None,
+                  on_point: Callable[[SweepRun, PointResult], None] | None = None,
+                  on_start: Callable[[SweepRun], None] | None = None) -> SweepRun:
+        """Run every point and return the finished run (status finished or cancelled).
+
+        Raises DeckError before anything changed when the sweep cannot start (no such model,
+        a managed sweep on a server ollama-deck did not start, an unusable workload)."""
+        self._loop = asyncio.get_running_loop()
+        self._cancelled = False
+        progress = on_progress or (lambda _p: None)
+        plan = spec.plan()
+        problems = sorted({problem for point in plan.points
+                           for problem in spec.workload.for_point(point.concurrency).problems()})
+        if problems:
+            raise DeckError("The workload cannot run: " + " ".join(problems))
+        sup = self._supervisor
+        if spec.managed and sup is None:
+            raise DeckError("A sweep over server settings needs a server started by ollama-deck.")
+        if spec.managed and sup.status.state is ServerState.RUNNING_ATTACHED:
+            raise DeckError("The server at this address was not started by ollama-deck, so its settings cannot "
+                            "change per point.", hint="Sweep client concurrency only, or start the server from "
+                            "ollama-deck on the Server page.")
+        original: ServerSettings | None = sup.settings if spec.managed else None
+        was_running = spec.managed and sup.status.state is ServerState.RUNNING_MANAGED
+        started = self._clock()
+        progress(SweepProgress(0, len(plan.points), "preparing", "Reading the model and the GPU…"))
+        if spec.managed and not was_running:
+            status = await sup.start()
+            if status.state is not ServerState.RUNNING_MANAGED:
+                raise DeckError(f"The server did not start: {status.message}")
+        client = self._client_factory(self.base_url)
+        try:
+            fingerprint, shape, notes = await self._prepare(client, spec)
+        except BaseException:
+            await client.aclose()
+            if spec.managed and not was_running:
+                await self._restore(original, was_running, progress, len(plan.points))
+            raise
+        run = SweepRun(spec, fingerprint, plan.points, plan.varying, status=RUNNING, started_at=now_iso(),
+                       notes=tuple(plan.notes) + tuple(notes))
+        if on_start is not None:
+            on_start(run)
+        durations: list[float] = []
+        status_word = FINISHED
+        try:
+            for point in plan.points:
+                if self._cancelled:
+                    status_word = CANCELLED
+                    break
+                begun = self._clock()
+                self._point_task = asyncio.ensure_future(
+                    self._run_point(client, spec, point, shape, fingerprint.ollama_version, progress, durations,
+                                    len(plan.points), plan.varying))
+                try:
+                    result = await self._point_task
+                except asyncio.CancelledError:
+                    if not self._cancelled:
+                        raise  # our own task was cancelled: let it end
+                    status_word = CANCELLED
+                    break
+                finally:
+                    self._point_task = None
+                result = replace(result, elapsed_s=self._clock() - begun)
+                if result.ran:  # skipped and failed points end early: they would make the ETA optimistic
+                    durations.append(result.elapsed_s)
+                run = run.with_result(result)
+                if on_point is not None:
+                    on_point(run, result)
+        finally:
+            await client.aclose()
+            await self._restore(original, was_running, progress, len(plan.points))
+        done = run.finished(status_word, now_iso())
+        progress(SweepProgress(len(plan.points), len(plan.points), "done", "", "", 1.0, 0.0, self._clock() - started))
+        return done
+
+    async def _prepare(self, client: OllamaClient, spec: SweepSpec) -> tuple[Fingerprint, ModelShape | None, list[str]]:
+        """The fingerprint and the model's shape (for pricing); ModelNotFound before anything changes."""
+        model_name = spec.workload.model
+        version = await client.version()
+        local = await client.tags()
+        entry: LocalModel | None = next((m for m in local if _name_matches(model_name, m.name)), None)
+        if entry is None:
+            raise ModelNotFound(f"model '{model_name}' is not on the server at {self.base_url}",
+                                hint="Pull it first, or pick one from the model list.")
+        notes: list[str] = []
+        shape = None
+        try:
+            details = await client.show(model_name, verbose=True)
+            show = {"model_info": details.model_info, "details": details.details,
+                    "tensors": list(details.tensors) if details.tensors else None}
+            shape = shape_from_show(show, entry.size_bytes)
+        except (EstimateError, OllamaError) as exc:
+            notes.append(f"Points were not priced before running: {getattr(exc, 'message', exc)}.")
+        info = self._gpu.info() if self._gpu is not None and self._gpu.available else None
+        if info is None:
+            reason = self._gpu.unavailable_reason.split(" — ")[0] if self._gpu is not None else "no GPU backend"
+            notes.append(f"No GPU readings ({reason.rstrip('.')}): peak VRAM, power and tokens per joule are not "
+                         "measured, and points are not priced before running.")
+        if not spec.managed:
+            notes.append("Attached server: its settings are its own, so only the client side varied.")
+        fingerprint = Fingerprint(
+            gpu_name=info.name if info else "", gpu_driver=info.driver if info else "",
+            gpu_memory_mib=info.memory_total_mib if info else None, ollama_version=version, model=entry.name,
+            model_digest=entry.digest, model_quantization=entry.quantization_level,
+            model_parameters=entry.parameter_size, managed=spec.managed,
+            base_settings=spec.base.to_json() if spec.managed else {}, host=platform.node(),
+            app_version=self._app_version)
+        return fingerprint, shape, notes
+
+    async def _gpu_memory(self, client: OllamaClient) -> GpuMemory | None:
+        """The GPU as the estimator sees it now, other processes' use included (None without NVML)."""
+        window = GpuWindow(self._gpu, self._server_pids, clock=self._clock)
+        sample = await window.read()
+        if sample is None:
+            return None
+        try:
+            loaded = sum(m.size_vram_bytes for m in await client.ps())
+        except OllamaError:
+            loaded = 0
+        running = self._supervisor is None or self._supervisor.status.state.is_running
+        used_by_others = others_bytes(sample.memory_used_mib, sample.server_memory_mib, running, loaded)
+        return GpuMemory(int(sample.memory_total_mib * MIB), used_by_others)
+
+    # ---- one point -----------------------------------------------------------------------------
+    async def _run_point(self, client: OllamaClient, spec: SweepSpec, point: SweepPoint, shape: ModelShape | None,
+                         version: str, progress: Callable[[SweepProgress], None], durations: list[float],
+                         n_points: int, varying: Sequence[str]) -> PointResult:
+        label = point.label(varying)
+        begun = self._clock()
+
+        def report(phase: str, detail: str = "", within: float = 0.0) -> None:
+            elapsed = self._clock() - begun
+            progress(SweepProgress(point.index, n_points, phase, label, detail, (point.index + within) / n_points,
+                                   self._eta(durations, n_points, point.index, within, elapsed),
+                                   sum(durations) + elapsed))
+
+        estimate = None
+        if spec.managed and shape is not None:
+            report("pricing")
+            gpu = await self._gpu_memory(client)
+            if gpu is not None:
+                try:
+                    estimate = price(point.settings, shape, gpu, version)
+                except EstimateError as exc:
+                    return PointResult(point, SKIPPED, "invalid for this model", detail=exc.message)
+        priced = {"estimate_verdict": estimate.verdict if estimate else None,
+                  "estimate_peak_mib": estimate.peak_gpu_bytes / MIB if estimate else None}
+        if estimate is not None and estimate.verdict in SKIPPED_VERDICTS and not spec.force:
+            return PointResult(point, SKIPPED, _skip_reason(estimate), detail=f"{estimate.explanation} The point was "
+                               "not run; tick Force (--force) to run it anyway.", **priced)
+        if spec.managed:
+            report("restarting", f"OLLAMA_NUM_PARALLEL={point.settings.num_parallel}", 0.02)
+            status = await self._supervisor.restart(point.settings)
+            if status.state is not ServerState.RUNNING_MANAGED:
+                return PointResult(point, FAILED, "server did not start", detail=status.message, **priced)
+        report("loading", spec.workload.model, 0.05)
+        try:
+            await client.load(spec.workload.model)
+            loaded = await self._loaded(client, spec.workload.model)
+        except OutOfMemory as exc:
+            return PointResult(point, FAILED, "out of memory at load", detail=exc.message, **priced)
+        except OllamaError as exc:
+            crashed = self._crash_reason()
+            return PointResult(point, FAILED, "server crashed at load" if crashed else "model did not load",
+                               detail=crashed or exc.message, **priced)
+        facts = dict(priced, loaded_size_mib=loaded.size_bytes / MIB if loaded else None,
+                     loaded_vram_mib=loaded.size_vram_bytes / MIB if loaded else None,
+                     context_length=loaded.context_length if loaded else None)
+        if loaded is not None and loaded.size_vram_bytes < loaded.size_bytes:
+            return PointResult(point, FAILED, f"spilled to CPU ({loaded.processor})",
+                               detail=f"/api/ps: {loaded.size_vram_bytes / MIB:.0f} of {loaded.size_bytes / MIB:.0f} MiB "
+                               "on the GPU; the rest runs on the CPU, many times slower.", **facts)
+        return await self._measure(client, spec, point, report, facts)
+
+    async def _measure(self, client: OllamaClient, spec: SweepSpec, point: SweepPoint, report: Callable[..., None],
+                       facts: dict[str, Any]) -> PointResult:
+        plan = spec.workload.for_point(point.concurrency)
+        window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock)
+        baseline = await window.read()
+        done = 0
+        measure_start = [self._clock()]
+
+        def on_stage(stage: str) -> None:
+            if stage == "measuring":
+                measure_start[0] = self._clock()
+                window.start()
+            report(stage, "", SETUP_SHARE / 2 if stage == "warm-up" else SETUP_SHARE)
+
+        def on_request(record: RequestRecord) -> None:
+            nonlocal done
+            if record.warmup:
+                return
+            done += 1
+            if plan.requests is not None:
+                share, detail = done / plan.requests, f"{done} of {plan.requests} requests"
+            else:
+                elapsed = self._clock() - measure_start[0]
+                share, detail = min(1.0, elapsed / plan.duration_s), f"{done} requests, {elapsed:.0f} of {plan.duration_s:g} s"
+            report("measuring", detail, SETUP_SHARE + (1 - SETUP_SHARE) * share)
+
+        async with LoadGenerator(self.base_url, meter=self._meter, clock=self._clock,
+                                 read_timeout_s=plan.request_timeout_s) as generator:
+            try:
+                result = await generator.run(plan, on_request, on_stage)
+            finally:
+                await window.stop()
+        stats = summarize(result.records, spec.targets)
+        outcome = dict(facts, stats=stats, records=result.records, gpu=figures_from(window.samples, baseline))
+        crashed = self._crash_reason()
+        if crashed:
+            return PointResult(point, FAILED, "server crashed during the run", detail=crashed, **outcome)
+        try:
+            loaded = await self._loaded(client, spec.workload.model)
+        except OllamaError:
+            loaded = None
+        if loaded is not None and loaded.size_vram_bytes < loaded.size_bytes:
+            return PointResult(point, FAILED, f"spilled to CPU during the run ({loaded.processor})", **outcome)
+        if stats.requests_ok == 0:
+            kind = next(iter(stats.errors), "other")
+            return PointResult(point, FAILED, f"every request failed ({ERROR_WORDS.get(kind, kind)})",
+                               detail=stats.first_error, **outcome)
+        if stats.success_rate < spec.targets.min_success:
+            failures = ", ".join(f"{ERROR_WORDS.get(k, k)} ×{n}" for k, n in sorted(stats.errors.items()))
+            return PointResult(point, UNSTABLE, f"{stats.requests_failed} of {stats.requests} failed ({failures})",
+                               detail=stats.first_error, **outcome)
+        return PointResult(point, OK, "", **outcome)
+
+    @staticmethod
+    async def _loaded(client: OllamaClient, model: str) -> RunningModel | None:
+        return next((m for m in await client.ps() if _name_matches(model, m.name)), None)
+
+    def _crash_reason(self) -> str:
+        sup = self._supervisor
+        if sup is None or sup.status.state is not ServerState.CRASHED:
+            return ""
+        return f"the server crashed: {sup.status.message}"
+
+    def _eta(self, durations: list[float], n: int, index: int, within: float, elapsed: float) -> float | None:
+        """Seconds left: finished points' mean time for the points to come, and this point's own pace."""
+        remaining_points = n - index - 1
+        if within >= SETUP_SHARE + 0.05:
+            this_left = elapsed / within * (1 - within)
+            per_point = sum(durations) / len(durations) if durations else elapsed / within
+            return this_left + per_point * remaining_points
+        if durations:
+            per_point = sum(durations) / len(durations)
+            return max(0.0, per_point - elapsed) + per_point * remaining_points
+        return None
+
+    async def _restore(self, original: ServerSettings | None, was_running: bool,
+                       progress: Callable[[SweepProgress], None], n_points: int) -> None:
+        """Put the server back as it was; shielded, so a second cancel cannot interrupt it."""
+        if original is None:
+            return
+        sup = self._supervisor
+        progress(SweepProgress(n_points, n_points, "restoring", "", "Putting the server back as it was…", 1.0, None))
+
+        async def restore() -> None:
+            if was_running:
+                if sup.settings != original or sup.status.state is not ServerState.RUNNING_MANAGED:
+                    await sup.restart(original)
+            else:
+                if sup.status.state in (ServerState.RUNNING_MANAGED, ServerState.STARTING):
+                    await sup.stop()
+                sup.settings = original
+
+        task = asyncio.ensure_future(restore())
+        interrupted = False
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                interrupted = True  # finish restoring first, then let the cancellation through
+        task.result()
+        if interrupted:
+            raise asyncio.CancelledError
+
+
+__all__ = ["SweepProgress", "SweepRunner", "now_iso"]

@@ -1,0 +1,97 @@
+"""The header strip: server state, Ollama version, loaded models and the GPU, always visible."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy
+
+from app.core.server.state import ServerState, ServerStatus
+from app.core.telemetry import GpuInfo
+from app.ui.app import theme
+STATE_COLOURS = {
+    ServerState.RUNNING_MANAGED: theme.OK,
+    ServerState.RUNNING_ATTACHED: theme.ACCENT,
+    ServerState.STARTING: theme.WARNING,
+    ServerState.STOPPING: theme.WARNING,
+    ServerState.CRASHED: theme.ERROR,
+    ServerState.PORT_CONFLICT: theme.ERROR,
+    ServerState.STOPPED: "#9a9da8",
+    ServerState.NOT_INSTALLED: "#9a9da8",
+}
+
+GIB = 1024**3
+
+
+def format_running_model(m) -> str:
+    """One loaded model as 'name · 9.8 GiB · 100% GPU · ctx 32768'."""
+    parts = [m.name, f"{m.size_bytes / GIB:.1f} GiB", m.processor]
+    if getattr(m, "context_length", None):
+        parts.append(f"ctx {m.context_length}")
+    return " · ".join(parts)
+
+
+class Header(QFrame):
+    """Shows a ServerStatus, the loaded models and the GPU in one line."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("Header")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(16, 10, 16, 10)
+        lay.setSpacing(14)
+        title = QLabel("ollama-deck")
+        title.setObjectName("HeaderTitle")
+        self.state_pill = QLabel()
+        self.state_pill.setObjectName("StatePill")
+        self.state_pill.setAlignment(Qt.AlignCenter)
+        self.version_label = QLabel("Ollama —")
+        self.version_label.setObjectName("HeaderField")
+        self.models_label = QLabel("no model loaded")
+        self.models_label.setObjectName("HeaderField")
+        self.models_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.gpu_label = QLabel()
+        self.gpu_label.setObjectName("HeaderDim")
+        for w in (title, self.state_pill, self.version_label):
+            lay.addWidget(w)
+        lay.addWidget(_separator())
+        lay.addWidget(self.models_label, 1)
+        lay.addWidget(self.gpu_label)
+        self.set_status(ServerStatus(ServerState.STOPPED))
+        self.set_gpu(None, "")
+
+    def set_status(self, status: ServerStatus) -> None:
+        """Show the server state (colour-coded) and its message as a tooltip."""
+        colour = STATE_COLOURS.get(status.state, "#9a9da8")
+        self.state_pill.setText(status.state.value)
+        self.state_pill.setStyleSheet(f"background: {colour};")
+        self.state_pill.setToolTip(status.message or status.state.value)
+        if status.version:
+            self.version_label.setText(f"Ollama {status.version}")
+        elif not status.state.is_running:
+            self.version_label.setText("Ollama —")
+
+    def set_running_models(self, models: list) -> None:
+        """Show what /api/ps reports as loaded."""
+        if not models:
+            self.models_label.setText("no model loaded")
+            self.models_label.setToolTip("")
+            return
+        text = "   ".join(format_running_model(m) for m in models)
+        self.models_label.setText(text)
+        self.models_label.setToolTip("\n".join(format_running_model(m) for m in models))
+
+    def set_gpu(self, info: GpuInfo | None, unavailable_reason: str) -> None:
+        """Show the GPU name and memory, or why there is none."""
+        if info is None:
+            self.gpu_label.setText("No NVIDIA GPU")
+            self.gpu_label.setToolTip(unavailable_reason)
+        else:
+            self.gpu_label.setText(f"{info.name} · {info.memory_total_mib / 1024:.0f} GiB")
+            self.gpu_label.setToolTip(f"{info.name}\nDriver {info.driver}\n{info.memory_total_mib:.0f} MiB")
+
+
+def _separator() -> QFrame:
+    line = QFrame()
+    line.setFrameShape(QFrame.VLine)
+    line.setStyleSheet("color: #34363f;")
+    return line

@@ -1,0 +1,246 @@
+"""Composition root of the GUI: picks the concrete adapters and wires them to the widgets."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from PySide6.QtCore import QByteArray, QObject, QTimer, Signal
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
+
+from app.adapters.aio import LoopThread
+from app.adapters.storage.apply_history import ApplyHistory
+from app.services.guarded_apply import GuardedApplier
+from app.adapters.storage.history import BenchHistory
+from app.adapters.telemetry.host import HostProbe
+from app.adapters.telemetry.nvml import make_gpu_backend
+from app.backends.ollama.client import OllamaClient
+from app.adapters.storage.preset_store import PresetStore
+from app.adapters.telemetry.sampler import Sampler
+from app.adapters.storage.settings_store import SettingsStore
+from app.backends.ollama.supervisor import ServerSupervisor
+from app.adapters.storage.ui_state import UiState, UiStateStore
+from app.core.memory.pricing import others_bytes
+from app.core.server.settings import MIB, ServerSettings
+from app.core.telemetry import GpuInfo
+from app.core.throughput import TokenMeter
+from app.ui.pages.bench.page import BenchPage
+from app.ui.pages.prompt.page import ConsolePage
+from app.ui.app.server_controller import ServerController
+from app.ui.pages.dashboard.page import DashboardPage
+from app.ui.app.gc_policy import GuiThreadCollection
+from app.ui.app.window import MainWindow
+from app.ui.pages.models.page import ModelsPage
+from app.ui.pages.server.page import ServerPage
+from app.ui.app.theme import app_icon_path, apply_theme
+
+log = logging.getLogger(__name__)
+
+SCREENSHOT_TIMEOUT_S = 20.0
+SCREENSHOT_MIN_SAMPLES = 3
+
+
+def settings_for_url(settings: ServerSettings, url: str) -> ServerSettings:
+    """The settings with host and port taken from a URL like http://127.0.0.1:11434."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if not parts.hostname:
+        raise ValueError(f"'{url}' is not a server URL (expected e.g. http://127.0.0.1:11434)")
+    return settings.replace(host=parts.hostname, port=parts.port or 11434)
+
+
+class GpuLossWatch(QObject):
+    """Turns 'the GPU stopped answering' seen on the sampler thread into one queued signal."""
+
+    lost = Signal(str)  # the backend's reason
+
+    def __init__(self, gpu) -> None:
+        super().__init__()
+        self._gpu = gpu
+        self._had_gpu = gpu.available
+        self._reported = False
+
+    def on_sample(self, sample) -> None:
+        """Sampler callback (sampler thread)."""
+        if self._had_gpu and sample.gpu is None and not self._reported:
+            self._reported = True
+            self.lost.emit(self._gpu.unavailable_reason)
+
+
+class DeckApp:
+    """Everything the running GUI owns, so that it can be built and torn down in one place."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._closed = False
+        self.collection = GuiThreadCollection()
+        self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None)
+        loaded = self.store.load()
+        settings = loaded.settings
+        if args.url:
+            settings = settings_for_url(settings, args.url)
+        self.loop = LoopThread()
+        self.controller = ServerController(
+            self.loop, None, OllamaClient, self.store.save, last_good=settings)  # supervisor set below
+        self.supervisor = ServerSupervisor(
+            settings, on_status=self.controller.on_status, on_log=self.controller.on_log)
+        self.meter = TokenMeter()
+        self.gpu = make_gpu_backend()
+        self.history = ApplyHistory(Path(args.config_dir) / "apply-checks.sqlite3" if args.config_dir else None)
+        self.controller.attach_supervisor(
+            self.supervisor, GuardedApplier(self.supervisor, OllamaClient, self.gpu, record=self.history.add))
+        self.gpu_watch = GpuLossWatch(self.gpu)
+        self.sampler = Sampler(
+            self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
+            on_sample=self.gpu_watch.on_sample)
+
+        self.window = MainWindow(self.controller)
+        self.window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
+        self.dashboard = DashboardPage(self.sampler.buffers, self.gpu.info(), self.gpu.unavailable_reason)
+        self.server_page = ServerPage(self.controller, settings)
+        self.window.add_page("dashboard", "Dashboard", self.dashboard)
+        self.window.add_page("server", "Server", self.server_page)
+        self.console_page = ConsolePage(self.loop, OllamaClient, self.controller, self.meter,
+                                        PresetStore(self.store.config_dir))
+        self.models_page = ModelsPage(self.loop, OllamaClient, self.controller, self.gpu.info(),
+                                      self.gpu.unavailable_reason)
+        if self.gpu.info() is None:
+            # No NVIDIA GPU here: price the Models page on the card chosen in the Server page's fit panel.
+            card = self.server_page.fit_panel.card_combo
+            card.currentIndexChanged.connect(lambda _i: self._price_models_on_chosen_card())
+            self._price_models_on_chosen_card()
+        self.window.add_page("console", "Prompt", self.console_page)
+        self.window.add_page("models", "Models", self.models_page)
+        self.bench_page = BenchPage(
+            self.controller, self.loop, self.supervisor, OllamaClient, gpu=self.gpu, meter=self.meter,
+            history=BenchHistory(Path(args.config_dir) / "benchmarks.sqlite3" if args.config_dir else None))
+        self.window.add_page("bench", "Benchmark", self.bench_page)
+        self.gpu_watch.lost.connect(self._on_gpu_lost)
+        if loaded.problems:
+            self.window.banner.show_message(
+                "About your settings file:\n" + "\n".join(f"• {p}" for p in loaded.problems), "warning")
+        self.window.resize(1440, 900)
+        # Where the window was left (not for --screenshot, whose images must not depend on it).
+        self._screenshot = bool(getattr(args, "screenshot", None))
+        self.ui_store = UiStateStore(Path(args.config_dir) if args.config_dir else None)
+        self.ui_state = UiState() if self._screenshot else self.ui_store.load()
+        if self.ui_state.geometry:
+            self.window.restoreGeometry(QByteArray(self.ui_state.geometry))
+        self.console_page.markdown_check.setChecked(self.ui_state.markdown)
+        asked = getattr(args, "page", None)
+        self.first_page = asked or (self.ui_state.page if self.ui_state.page in self.window.page_names else None) \
+            or "dashboard"
+        self._loaded_vram = 0
+        self.controller.running_models_changed.connect(
+            lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes for m in models)))
+        self._gpu_feed = QTimer()
+        self._gpu_feed.setInterval(1000)
+        self._gpu_feed.timeout.connect(self._feed_fit_panel)
+        self._feed_fit_panel()
+
+    def _feed_fit_panel(self) -> None:
+        """Give the fit panel the GPU's size and what other processes use (64 MiB steps: no churn)."""
+        sample = self.sampler.latest
+        gpu = sample.gpu if sample is not None else None
+        if gpu is None:
+            info = self.gpu.info()
+            if info is None:
+                self.server_page.fit_panel.set_gpu(None)
+            return
+        others = others_bytes(gpu.memory_used_mib, gpu.server_memory_mib,
+                              self.controller.status.state.is_running, self._loaded_vram)
+        step = 64 * MIB
+        self.server_page.fit_panel.set_gpu(int(gpu.memory_total_mib * MIB), others // step * step)
+
+    def _price_models_on_chosen_card(self) -> None:
+        gib = int(self.server_page.fit_panel.card_combo.currentData())
+        self.models_page.set_gpu(GpuInfo(name=f"a {gib} GiB card (chosen on the Server page; no NVIDIA GPU here)",
+                                         driver="", memory_total_mib=gib * 1024.0))
+
+    def _on_gpu_lost(self, reason: str) -> None:
+        self.dashboard.set_gpu_unavailable_reason(reason)
+        self.models_page.set_gpu(None, reason)
+        self.window.header.set_gpu(None, reason)
+        self.window.banner.show_message(reason, "error")
+
+    def start(self) -> None:
+        """Begin sampling and look for a server."""
+        self.collection.start()  # before the threads get busy: Qt objects then die on the GUI thread only
+        self.sampler.start()
+        self._gpu_feed.start()
+        self.controller.probe()
+
+    def close(self) -> None:
+        """Stop sampling, stop a managed server, stop the loop (once; later calls do nothing)."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self._screenshot:
+            self.ui_store.save(UiState(page=self.window.current_page_name(),
+                                       geometry=bytes(self.window.saveGeometry().data()),
+                                       markdown=self.console_page.markdown_check.isChecked()))
+        self._gpu_feed.stop()
+        self.sampler.stop()
+        self.console_page.shutdown()
+        self.models_page.shutdown()
+        self.bench_page.shutdown()
+        self.controller.shutdown()
+        self.loop.stop()
+        self.gpu.close()
+        self.collection.stop()
+
+
+def _take_screenshot(deck: DeckApp, path: str, app: QApplication) -> None:
+    """Once a few samples are in and the server probe finished, save the window as PNG and quit."""
+    deadline = time.monotonic() + SCREENSHOT_TIMEOUT_S
+    timer = QTimer()
+
+    def check() -> None:
+        enough = len(deck.sampler.buffers) >= SCREENSHOT_MIN_SAMPLES
+        probed = deck.controller.probed
+        if (enough and probed) or time.monotonic() > deadline:
+            timer.stop()
+            deck.dashboard.redraw_now()
+            app.processEvents()
+            ok = deck.window.grab().save(path)
+            if not ok:
+                print(f"ollama-deck: could not write the screenshot to {path}", file=sys.stderr)
+            app.exit(0 if ok else 1)
+
+    timer.timeout.connect(check)
+    timer.start(100)
+    deck._screenshot_timer = timer  # keep it alive
+
+
+def run_gui(args: argparse.Namespace) -> int:
+    """Build the window, run the Qt event loop and return the exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per health check is noise
+    if getattr(args, "scale", None):
+        # Qt scales every widget, font and plot by this factor; it must be set before the application exists.
+        os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("ollama-deck")
+    app.setDesktopFileName("ollama-deck")
+    app.setWindowIcon(QIcon(str(app_icon_path())))
+    apply_theme(app)
+    try:
+        deck = DeckApp(args)
+    except ValueError as exc:
+        print(f"ollama-deck: {exc}", file=sys.stderr)
+        return 2
+    deck.window.show_page(deck.first_page)
+    deck.window.show()
+    # The ~100k objects Qt, pyqtgraph and numpy leave at start-up never die; a full collection
+    # that walks them all stalls the window ~50 ms (a fast stream triggers one every few seconds).
+    gc.freeze()
+    deck.start()
+    if args.screenshot:
+        _take_screenshot(deck, args.screenshot, app)
+    app.aboutToQuit.connect(deck.close)
+    return app.exec()

@@ -1,0 +1,115 @@
+"""The main window: header, page navigation and the pages."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QScrollArea,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.ui.widgets.banner import Banner
+from app.ui.app.header import Header
+
+
+class MainWindow(QMainWindow):
+    """A sidebar of pages beside a stack, under a header that always shows the server and GPU."""
+
+    def __init__(self, controller, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("ollama-deck")
+        self.controller = controller
+        self.header = Header()
+        self.banner = Banner()
+        self.sidebar = QListWidget()
+        self.sidebar.setObjectName("Sidebar")
+        self.sidebar.setFixedWidth(170)
+        self.sidebar.setIconSize(QSize(18, 18))
+        self.stack = QStackedWidget()
+        self._pages: dict[str, QWidget] = {}
+        self._holders: dict[str, QScrollArea] = {}
+
+        body = QWidget()
+        bl = QHBoxLayout(body)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.setSpacing(0)
+        bl.addWidget(self.sidebar)
+        col = QWidget()
+        cl = QVBoxLayout(col)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(0)
+        cl.addWidget(self.banner)
+        cl.addWidget(self.stack, 1)
+        bl.addWidget(col, 1)
+
+        root = QWidget()
+        rl = QVBoxLayout(root)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.setSpacing(0)
+        rl.addWidget(self.header)
+        rl.addWidget(body, 1)
+        self.setCentralWidget(root)
+        self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
+
+        QShortcut(QKeySequence(Qt.Key.Key_F11), self, activated=self.toggle_full_screen)
+        controller.status_changed.connect(self.header.set_status)
+        controller.running_models_changed.connect(self.header.set_running_models)
+        self.header.set_status(controller.status)
+
+    def add_page(self, name: str, title: str, widget: QWidget) -> None:
+        """Add a page under a short name used by --page. A page taller or wider than the window
+        (a 1280x720 projector) scrolls instead of forcing the window past the screen."""
+        self._pages[name] = widget
+        item = QListWidgetItem(title)
+        item.setSizeHint(QSize(160, 46))
+        self.sidebar.addItem(item)
+        holder = QScrollArea()
+        holder.setObjectName(f"PageScroll_{name}")
+        holder.setFrameShape(QFrame.NoFrame)
+        holder.setWidgetResizable(True)
+        holder.setWidget(widget)
+        self._holders[name] = holder
+        self.stack.addWidget(holder)
+        row = self.sidebar.count() - 1
+        if row < 9:  # Ctrl+1 … Ctrl+9 switch pages, as in a browser
+            keys = QKeySequence(f"Ctrl+{row + 1}")
+            QShortcut(keys, self, activated=lambda r=row: self.sidebar.setCurrentRow(r))
+            item.setToolTip(f"{title} ({keys.toString(QKeySequence.SequenceFormat.NativeText)})")
+        if self.sidebar.count() == 1:
+            self.sidebar.setCurrentRow(0)
+
+    def show_page(self, name: str) -> None:
+        """Switch to a page by its short name."""
+        self.sidebar.setCurrentRow(self.stack.indexOf(self._holders[name]))
+
+    def current_page(self) -> QWidget | None:
+        """The page on show (the widget added, not its scroll holder)."""
+        holder = self.stack.currentWidget()
+        return holder.widget() if isinstance(holder, QScrollArea) else holder
+
+    def current_page_name(self) -> str | None:
+        """The short name of the page on show."""
+        holder = self.stack.currentWidget()
+        return next((name for name, h in self._holders.items() if h is holder), None)
+
+    def page(self, name: str) -> QWidget:
+        return self._pages[name]
+
+    @property
+    def page_names(self) -> list[str]:
+        return list(self._pages)
+
+    def toggle_full_screen(self) -> None:
+        """F11: full screen for a projector, and back."""
+        if self.isFullScreen():
+            self.showNormal()
+        else:
+            self.showFullScreen()

@@ -1,0 +1,192 @@
+"""The History tab: every sweep kept, newest first; open one, compare two, export, delete."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QMessageBox, QPushButton, QScrollArea,
+                               QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from app.adapters.storage.history import BenchHistory, RunSummary
+from app.core.bench.run import SweepRun
+from app.ui.app import theme
+from app.ui.pages.bench.results import RunView
+from app.ui.pages.bench.worker import Background
+from app.ui.pages.bench.history_compare import CompareView
+from app.ui.widgets.forms import InlineMessage, left_aligned
+
+COLUMNS = ("Started", "Model", "GPU", "Ollama", "Points", "Best tokens/s", "Recommended", "Status")
+STATUS_COLOURS = {"finished": theme.OK, "cancelled": theme.WARNING, "interrupted": theme.ERROR,
+                  "running": theme.ACCENT}
+
+
+def _scrolled(widget: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setWidget(widget)
+    return area
+
+
+class HistoryView(QWidget):
+    """Lists runs from the BenchHistory; all database work happens off the GUI thread."""
+
+    apply_requested = Signal(object, object)  # PointResult, its SweepRun
+    loaded = Signal(object)  # the SweepRun (or pair) now shown; for tests and status lines
+
+    def __init__(self, history: BenchHistory, background: Background, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._history = history
+        self._bg = background
+        self.summaries: list[RunSummary] = []
+        self.confirm_delete: Callable[[int], bool] = self._ask_delete
+        root = QVBoxLayout(self)
+        root.setContentsMargins(0, 0, 0, 0)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        top = QWidget()
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setObjectName("HistoryTable")
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.open_button = QPushButton("Open")
+        self.open_button.setObjectName("OpenRun")
+        self.open_button.setProperty("accent", True)
+        self.compare_button = QPushButton("Compare two")
+        self.compare_button.setObjectName("CompareRuns")
+        self.delete_button = QPushButton("Delete")
+        self.delete_button.setObjectName("DeleteRun")
+        self.delete_button.setProperty("danger", True)
+        self.refresh_button = QPushButton("Refresh")
+        self.message = InlineMessage(prominent=True)
+        tl.addWidget(self.table, 1)
+        tl.addWidget(left_aligned(self.open_button, self.compare_button, self.delete_button, self.refresh_button))
+        tl.addWidget(self.message)
+        self.stack = QStackedWidget()
+        self.placeholder = QLabel("Select a run and Open it, or select two and Compare them. Every sweep is kept "
+                                  f"here, in {history.path}.")
+        self.placeholder.setObjectName("Dim")
+        self.placeholder.setWordWrap(True)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.run_view = RunView()
+        self.compare_view = CompareView()
+        self.stack.addWidget(self.placeholder)
+        self.stack.addWidget(_scrolled(self.run_view))
+        self.stack.addWidget(_scrolled(self.compare_view))
+        splitter.addWidget(top)
+        splitter.addWidget(self.stack)
+        splitter.setSizes([220, 640])
+        root.addWidget(splitter)
+        self.open_button.clicked.connect(self.open_selected)
+        self.compare_button.clicked.connect(self.compare_selected)
+        self.delete_button.clicked.connect(self.delete_selected)
+        self.refresh_button.clicked.connect(self.refresh)
+        self.table.itemSelectionChanged.connect(self._update_buttons)
+        self.table.itemDoubleClicked.connect(lambda _item: self.open_selected())
+        self.run_view.apply_requested.connect(self.apply_requested)
+        self.run_view.export_failed.connect(self.message.show_error)
+        self._update_buttons()
+        if history.problems:
+            self.message.show_warning(" ".join(history.problems))
+
+    # ---- actions ---------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Read the list of runs again."""
+        self._bg.call(self._history.list_runs, on_done=self._show_list, on_error=self.message.show_error)
+
+    def selected_ids(self) -> list[int]:
+        """Run ids of the selected rows, in table order."""
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        return [self.summaries[r].run_id for r in rows if r < len(self.summaries)]
+
+    def open_selected(self) -> None:
+        """Show the (first) selected run."""
+        ids = self.selected_ids()
+        if ids:
+            self.open_run(ids[0])
+
+    def open_run(self, run_id: int) -> None:
+        """Load and show one run."""
+        self._bg.call(self._history.load, run_id, on_done=self._show_run, on_error=self.message.show_error)
+
+    def show_run(self, run: SweepRun) -> None:
+        """Show a run that is already in memory (e.g. the one just measured)."""
+        self._show_run(run)
+
+    def compare_selected(self) -> None:
+        """Show the two selected runs side by side (oldest as A)."""
+        ids = self.selected_ids()
+        if len(ids) != 2:
+            self.message.show_warning("Select exactly two runs to compare (Ctrl+click the second).")
+            return
+        newer, older = ids
+        self._bg.call(lambda: (self._history.load(older), self._history.load(newer)),
+                      on_done=self._show_pair, on_error=self.message.show_error)
+
+    def delete_selected(self) -> None:
+        """Delete the selected runs after confirmation."""
+        ids = self.selected_ids()
+        if not ids or not self.confirm_delete(len(ids)):
+            return
+
+        def delete() -> None:
+            for run_id in ids:
+                self._history.delete(run_id)
+
+        shown = self.run_view.run.run_id if self.run_view.run else None
+        if shown in ids:
+            self.stack.setCurrentIndex(0)
+        self._bg.call(delete, on_done=lambda _r: self.refresh(), on_error=self.message.show_error)
+
+    # ---- results ---------------------------------------------------------------------------------
+    def _ask_delete(self, count: int) -> bool:
+        answer = QMessageBox.question(self, "Delete runs", f"Delete {count} run{'s' if count != 1 else ''} "
+                                      "from the history? This cannot be undone.")
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _show_list(self, summaries: list[RunSummary]) -> None:
+        self.summaries = summaries
+        self.table.setRowCount(len(summaries))
+        for row, s in enumerate(summaries):
+            best = "—" if s.best_tokens_per_s is None else f"{s.best_tokens_per_s:.1f}"
+            cells = (s.started_at[:16].replace("T", " "), s.model, s.gpu_name or "no GPU readings",
+                     s.ollama_version, f"{s.points_done}/{s.points_planned}", best, s.recommended or "—", s.status)
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if col == len(cells) - 1:
+                    item.setForeground(QBrush(QColor(STATUS_COLOURS.get(s.status, theme.TEXT))))
+                    if s.status == "interrupted":
+                        item.setToolTip("The program ended during this sweep; the points it finished are kept.")
+                if col in (4, 5):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.table.setItem(row, col, item)
+        self._update_buttons()
+
+    def _show_run(self, run: SweepRun) -> None:
+        self.message.clear_message()
+        self.run_view.set_run(run)
+        self.stack.setCurrentIndex(1)
+        self.loaded.emit(run)
+
+    def _show_pair(self, pair: tuple[SweepRun, SweepRun]) -> None:
+        self.message.clear_message()
+        self.compare_view.set_runs(*pair)
+        self.stack.setCurrentIndex(2)
+        self.loaded.emit(pair)
+
+    def _update_buttons(self) -> None:
+        n = len(self.table.selectionModel().selectedRows()) if self.table.selectionModel() else 0
+        self.open_button.setEnabled(n >= 1)
+        self.compare_button.setEnabled(n == 2)
+        self.delete_button.setEnabled(n >= 1)
+
+
+__all__ = ["HistoryView"]

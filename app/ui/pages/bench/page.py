@@ -1,0 +1,300 @@
+"""The Benchmark page: find the best setting on this GPU.
+
+Sweep tab: the editor (left) and, at right, the progress of the running sweep (point k of n,
+phase, ETA), the live results table and charts, and the recommendation with Apply. History tab:
+every sweep kept, to open, compare and export. A sweep on a managed server restarts it per
+point and puts it back afterwards; on an attached server only client concurrency varies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable, Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplitter, QTabWidget, QVBoxLayout,
+                               QWidget)
+
+from app.adapters.storage.history import BenchHistory
+from app.core.server.state import ServerState, ServerStatus
+from app.core.bench.sweep import PointResult, SweepSpec
+from app.core.bench.run import SweepRun
+from app.ui.pages.bench.editor import SweepEditor
+from app.ui.pages.bench.results import RunView
+from app.ui.pages.bench.worker import Background, SweepController, SweepProgress
+from app.ui.pages.bench.history_view import HistoryView
+from app.ui.widgets.forms import InlineMessage
+
+PHASE_WORDS = {"preparing": "Preparing", "pricing": "Pricing the setting", "restarting": "Restarting the server",
+               "loading": "Loading the model", "warm-up": "Warming up (not counted)", "measuring": "Measuring",
+               "restoring": "Putting the server back as it was", "done": "Done"}
+PROGRESS_STYLE = ("#ProgressCard { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
+                  "#ProgressCard QLabel { background: transparent; }"
+                  "QProgressBar { border: 1px solid #343742; border-radius: 4px; background: #101115; }"
+                  "QProgressBar::chunk { background: #4cc2ff; border-radius: 4px; }")
+
+
+def duration_text(seconds: float | None) -> str:
+    """"1 min 20 s", "45 s", or "" when unknown."""
+    if seconds is None:
+        return ""
+    seconds = max(0, int(round(seconds)))
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+class ProgressCard(QFrame):
+    """Point k of n, what is happening, a bar and the time left."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ProgressCard")
+        self.setStyleSheet(PROGRESS_STYLE)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(14, 8, 14, 10)
+        lay.setSpacing(4)
+        self.headline = QLabel()
+        self.headline.setObjectName("ProgressHeadline")
+        self.headline.setStyleSheet("font-size: 13pt; font-weight: 700;")
+        self.phase = QLabel()
+        self.phase.setObjectName("ProgressPhase")
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.bar.setTextVisible(False)
+        self.bar.setFixedHeight(10)
+        lay.addWidget(self.headline)
+        lay.addWidget(self.phase)
+        lay.addWidget(self.bar)
+        self.hide()
+
+    def show_progress(self, p: SweepProgress) -> None:
+        """Show one progress report."""
+        self.show()
+        self.bar.show()
+        point = min(p.point + 1, p.points)
+        self.headline.setText(f"Point {point} of {p.points}" + (f" · {p.label}" if p.label else "")
+                              if p.phase not in ("restoring", "done") else PHASE_WORDS.get(p.phase, p.phase))
+        words = PHASE_WORDS.get(p.phase, p.phase)
+        left = duration_text(p.eta_s)
+        detail = f" — {p.detail}" if p.detail else ""
+        eta = f" · about {left} left" if left else (" · time left known after the first point"
+                                                     if p.phase not in ("restoring", "done") else "")
+        self.phase.setText(f"{words}{detail}{eta}")
+        self.bar.setValue(int(p.fraction * 1000))
+
+    def show_final(self, text: str) -> None:
+        """The closing line of a sweep."""
+        self.show()
+        self.headline.setText(text)
+        self.phase.setText("Kept in the History tab, with every request.")
+        self.bar.hide()
+
+
+def _scroll(widget: QWidget) -> QScrollArea:
+    """Vertical scrolling only: the content wraps to the width it is given."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setWidget(widget)
+    return area
+
+
+class BenchPage(QWidget):
+    """Sweep editor, live results and history, wired to the server controller."""
+
+    def __init__(self, controller: Any, loop: Any, supervisor: Any, client_factory: Callable[[str], Any], *,
+                 gpu: Any = None, meter: Any = None, history: BenchHistory | None = None,
+                 server_pids: Callable[[], Sequence[int]] | None = None, app_version: str = "",
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("BenchPage")
+        self.controller = controller
+        self.history = history or BenchHistory()
+        self.background = Background(loop, self)
+        self.sweeps = SweepController(loop, supervisor, client_factory, gpu=gpu,
+                                      server_pids=server_pids or controller.server_pids, meter=meter,
+                                      history=self.history, app_version=app_version, parent=self)
+        self.current: SweepRun | None = None
+        self._managed = True
+
+        root = QVBoxLayout(self)
+        root.setContentsMargins(16, 12, 16, 12)
+        root.setSpacing(8)
+        title = QLabel("Benchmark")
+        title.setObjectName("PageTitle")
+        root.addWidget(title)
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("BenchTabs")
+        root.addWidget(self.tabs, 1)
+
+        self.editor = SweepEditor()
+        self.progress = ProgressCard()
+        self.message = InlineMessage(prominent=True)
+        self.message.setObjectName("PageMessage")
+        self.run_view = RunView()
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(8, 0, 0, 0)
+        rl.setSpacing(10)
+        rl.addWidget(self.progress)
+        rl.addWidget(self.message)
+        rl.addWidget(self.run_view, 1)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        editor_area = _scroll(self.editor)
+        editor_area.setMinimumWidth(430)
+        split.addWidget(editor_area)
+        split.addWidget(_scroll(right))
+        split.setStretchFactor(1, 1)
+        split.setSizes([440, 840])
+        self.tabs.addTab(split, "Sweep")
+        self.history_view = HistoryView(self.history, self.background)
+        self.tabs.addTab(self.history_view, "History")
+
+        self.editor.start_requested.connect(self.start_sweep)
+        self.editor.cancel_requested.connect(self.cancel_sweep)
+        self.editor.refresh_models.connect(self._list_models)
+        self.sweeps.started.connect(self._started)
+        self.sweeps.progress.connect(self.progress.show_progress)
+        self.sweeps.point_finished.connect(self._point_finished)
+        self.sweeps.finished.connect(self._finished)
+        self.sweeps.failed.connect(self._failed)
+        self.sweeps.history_problem.connect(self.message.show_warning)
+        self.sweeps.running_changed.connect(self.editor.set_running)
+        self.sweeps.running_changed.connect(self._hold_server)
+        self.run_view.apply_requested.connect(self.apply_point)
+        self.run_view.export_failed.connect(self.message.show_error)
+        self.history_view.apply_requested.connect(self.apply_point)
+        self.tabs.currentChanged.connect(lambda i: self.history_view.refresh() if i == 1 else None)
+        controller.status_changed.connect(self._server_changed)
+        # Bound methods of this widget, so that signals emitted on the loop thread arrive queued.
+        controller.models_listed.connect(self._models_listed)
+        controller.settings_applied.connect(self._settings_applied)
+        self._server_changed(controller.status)
+
+    # ---- sweeps ---------------------------------------------------------------------------------
+    def start_sweep(self, spec: SweepSpec) -> None:
+        """Start a sweep against the controller's server (its current settings are the base)."""
+        if self.sweeps.running:
+            return
+        spec = replace(spec, base=self.controller.settings)
+        self.message.clear_message()
+        self.current = None
+        self.run_view.set_run(None)
+        self.editor.set_mode_text(
+            "A sweep is running. It restarts the server per point and puts it back as it was when it ends or is "
+            "cancelled; the Server page's controls wait until then." if spec.managed else
+            "A sweep is running against this server; its settings are not touched.")
+        self.sweeps.start(spec, self.controller.settings.base_url)
+
+    def _hold_server(self, running: bool) -> None:
+        """While a sweep runs, the Server page cannot restart, stop or re-configure the server under it."""
+        if not running:
+            self.controller.release()
+            return
+        reason = ("A benchmark sweep is running: the server's controls wait until it ends or is stopped on the "
+                  "Benchmark page.")
+        if self._managed:
+            reason += " It restarts the server for each point and puts the settings back as they were."
+        self.controller.hold(reason)
+
+    def cancel_sweep(self) -> None:
+        """Stop the sweep; the server comes back as it was."""
+        self.sweeps.cancel()
+        self.progress.phase.setText("Cancelling — the server is put back as it was…")
+
+    def shutdown(self) -> None:
+        """Cancel a running sweep and wait for the server to be restored (on quit)."""
+        self.sweeps.shutdown()
+
+    def apply_point(self, result: PointResult, run: SweepRun | None = None) -> None:
+        """Apply a measured point's server settings through the app's one apply path."""
+        point = result.point.settings
+        # Only the knobs a sweep varies: host, port, paths and the rest stay as they are now.
+        settings = self.controller.settings.replace(
+            num_parallel=point.num_parallel, kv_cache_type=point.kv_cache_type,
+            context_length=point.context_length, flash_attention=point.flash_attention)
+        run = run or self.current
+        model = run.fingerprint.model if run else None
+        what = result.point.label(("parallel", "kv_cache_types", "context_lengths", "flash_attention"))
+        running = self.controller.status.state is ServerState.RUNNING_MANAGED
+        self.controller.apply(settings, model=model)  # the app's one apply path (verified, rolled back if it broke)
+        self.message.show_warning(
+            f"Applying {what}: the settings are saved and the server restarts with them; the Server page shows "
+            "how it went." if running else
+            f"Saved {what} as the server settings; they take effect when the server starts (Server page).")
+
+    def _started(self, run: SweepRun) -> None:
+        self.current = run
+        self.run_view.set_run(run)
+
+    def _point_finished(self, run: SweepRun) -> None:
+        self.current = run
+        self.run_view.set_run(run)
+
+    def _finished(self, run: SweepRun) -> None:
+        self.current = run
+        self.run_view.set_run(run)
+        ran = sum(1 for r in run.results if r.ran)
+        took = duration_text(sum(r.elapsed_s for r in run.results))
+        if run.status == "cancelled":
+            self.progress.show_final(f"Cancelled after {len(run.results)} of {len(run.points)} points — "
+                                     "the server is back in its previous settings.")
+        else:
+            self.progress.show_final(f"Finished: {ran} of {len(run.points)} points measured in {took}.")
+        if self.tabs.currentIndex() == 1:
+            self.history_view.refresh()
+        self._server_changed(self.controller.status)
+
+    def _failed(self, text: str) -> None:
+        self.progress.hide()
+        self.message.show_error(text)
+        self._server_changed(self.controller.status)
+
+    # ---- server state ---------------------------------------------------------------------------
+    def _models_listed(self, models: list) -> None:
+        self.editor.set_models([m.name for m in models])
+
+    def _settings_applied(self, _settings: object) -> None:
+        self._server_changed(self.controller.status)
+
+    def _list_models(self) -> None:
+        if self.controller.status.state.is_running:
+            self.controller.list_models()
+
+    def _server_changed(self, status: ServerStatus) -> None:
+        if self.sweeps.running:
+            return  # the sweep's own restarts; the mode was fixed when it started
+        settings = self.controller.settings
+        state = status.state
+        blocked = ""
+        if state is ServerState.RUNNING_ATTACHED:
+            who = status.external_kind.value if status.external_kind else "another process"
+            managed = False
+            why = (f"Attached to a server run by {who}: its settings are its own, so only client concurrency "
+                   "varies here. To sweep parallel, KV cache and context, stop it and start the server from "
+                   "ollama-deck (Server page).")
+        elif state is ServerState.RUNNING_MANAGED:
+            managed = True
+            why = ("Each point restarts the server ollama-deck runs, with that point's settings. When the sweep "
+                   f"ends or is cancelled, your settings (parallel {settings.num_parallel}, KV "
+                   f"{settings.kv_cache_type}, context {settings.context_length or 'default'}) come back.")
+        elif state in (ServerState.NOT_INSTALLED, ServerState.PORT_CONFLICT):
+            managed = True
+            why = status.message
+            blocked = status.message
+        else:
+            managed = True
+            why = ("The server is not running: the sweep starts it with each point's settings and stops it again "
+                   "at the end.")
+        self._managed = managed
+        self.editor.set_server(settings, managed, why)
+        self.editor.set_start_blocked(blocked)
+        if state.is_running:
+            self._list_models()
+
+
+__all__ = ["BenchPage", "ProgressCard", "duration_text"]

@@ -1,0 +1,382 @@
+"""One sweep's results: the articles' table (plus TPOT and tokens/J), the charts, the recommendation
+with its Apply buttons, and exports (CSV, JSON, Markdown, chart PNG). Used live and for history."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QHeaderView,
+                               QLabel, QMenu, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from app.core.bench.sweep import CANCELLED, FAILED, OK, SKIPPED, UNSTABLE, PointResult
+from app.core.bench.run import SweepRun, run_to_csv, run_to_json, run_to_markdown
+from app.ui.app import theme
+from app.ui.pages.bench.charts import SweepCharts
+from app.ui.pages.bench.targets import TargetFields
+
+RECOMMENDED_BACKGROUND = "#1d3b52"
+STATUS_COLOURS = {OK: theme.OK, UNSTABLE: theme.WARNING, FAILED: theme.ERROR, SKIPPED: theme.DIM,
+                  CANCELLED: theme.DIM}
+EXPORT_KINDS = {"csv": "CSV (*.csv)", "json": "JSON (*.json)", "md": "Markdown (*.md)", "png": "PNG image (*.png)"}
+CARD_STYLE = ("#RecommendationCard { background: #16222c; border: 1px solid #2f6f9a; border-radius: 8px; }"
+              "#RecommendationCard QLabel { background: transparent; }")
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
+
+
+def shows_clients(results: Sequence[PointResult]) -> bool:
+    """True when a Clients column says something Parallel does not."""
+    return any(r.point.parallel is None or r.point.concurrency != r.point.parallel for r in results)
+
+
+def columns_for(varying: Sequence[str], clients: bool = True) -> list[str]:
+    """Table columns: the articles' ones, with the other varied settings after Parallel (and Clients)."""
+    cols = ["Parallel"] + (["Clients"] if clients else [])
+    cols += [name for axis, name in (("kv_cache_types", "KV cache"), ("context_lengths", "Context"),
+                                     ("flash_attention", "Flash attn")) if axis in varying]
+    return cols + ["Tokens/s", "TTFT avg\n(ms)", "TTFT p95\n(ms)", "TPOT p95\n(ms)", "Peak VRAM\n(GiB)",
+                   "Tokens/J", "Stable?"]
+
+
+def compact_stable(r: PointResult) -> str:
+    """The "Stable?" cell in a few characters (the full reason is the cell's tooltip)."""
+    if r.status == OK:
+        return "✓"
+    if r.status == UNSTABLE and r.stats is not None:
+        return f"⚠ {r.stats.requests_failed}/{r.stats.requests} failed"
+    if r.status == SKIPPED:
+        return "skipped (estimate)" if r.reason.startswith("predicted") else "skipped"
+    if r.status == CANCELLED:
+        return "cancelled"
+    reason = r.reason.lower()
+    word = next((w for key, w in (("memory", "OOM"), ("spill", "CPU spill"), ("crash", "crashed"),
+                                  ("did not start", "no start")) if key in reason), "failed")
+    return f"✖ {word}"
+
+
+def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True) -> list[str]:
+    """The text of one row."""
+    s = r.stats if r.ran else None
+    setting = r.point.settings
+    cells = ["—" if r.point.parallel is None else str(r.point.parallel)]
+    if clients:
+        cells.append("no cap" if r.point.concurrency == 0 else str(r.point.concurrency))
+    if "kv_cache_types" in varying:
+        cells.append(setting.kv_cache_type)
+    if "context_lengths" in varying:
+        cells.append(str(setting.context_length or "default"))
+    if "flash_attention" in varying:
+        cells.append(setting.flash_attention)
+    vram = r.gpu.vram_peak_mib
+    cells += [_fmt(s.output_tokens_per_s if s else None, ".1f"), _fmt(s.ttft_ms.mean if s else None, ".0f"),
+              _fmt(s.ttft_ms.p95 if s else None, ".0f"), _fmt(s.tpot_ms.p95 if s else None, ".1f"),
+              _fmt(None if vram is None else vram / 1024, ".1f"), _fmt(r.tokens_per_joule, ".2f"), compact_stable(r)]
+    return cells
+
+
+class ResultsTable(QTableWidget):
+    """A row per point; the recommended one highlighted. Selecting a row offers it for Apply."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(0, 0, parent)
+        self.setObjectName("ResultsTable")
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.verticalHeader().setVisible(False)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        # Tighter than the app's default table so the articles' nine columns fit beside the editor.
+        self.setStyleSheet("QHeaderView::section { padding: 4px 5px; } QTableWidget::item { padding: 0 4px; }")
+        self._indexes: list[int] = []
+        self.set_results([], ("parallel",), None)  # empty, but with the columns a sweep will fill
+
+    def set_results(self, results: Sequence[PointResult], varying: Sequence[str], recommended: int | None) -> None:
+        """Fill the table."""
+        clients = shows_clients(results)
+        columns = columns_for(varying, clients)
+        self.setColumnCount(len(columns))
+        self.setHorizontalHeaderLabels(columns)
+        self.setRowCount(len(results))
+        self._indexes = [r.point.index for r in results]
+        bold = QFont(self.font())
+        bold.setBold(True)
+        for row, r in enumerate(results):
+            best = r.point.index == recommended
+            for col, text in enumerate(cells_for(r, varying, clients)):
+                item = QTableWidgetItem(("★ " + text) if best and col == 0 else text)
+                last = col == len(columns) - 1
+                item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter | (
+                    Qt.AlignmentFlag.AlignLeft if last else Qt.AlignmentFlag.AlignRight))
+                if last:
+                    item.setForeground(QBrush(QColor(STATUS_COLOURS.get(r.status, theme.TEXT))))
+                    item.setToolTip("\n".join(x for x in (r.stable_text(), r.detail) if x))
+                if best:
+                    item.setBackground(QBrush(QColor(RECOMMENDED_BACKGROUND)))
+                    item.setFont(bold)
+                self.setItem(row, col, item)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(len(columns) - 1, QHeaderView.ResizeMode.Stretch)
+        self.resizeRowsToContents()
+        rows = sum(self.rowHeight(i) for i in range(self.rowCount()))
+        height = self.horizontalHeader().sizeHint().height() + rows + 2 * self.frameWidth() + 2
+        self.setFixedHeight(min(max(height, 80), 420))
+
+    def selected_index(self) -> int | None:
+        """The point index of the selected row, or None."""
+        rows = self.selectionModel().selectedRows() if self.selectionModel() else []
+        return self._indexes[rows[0].row()] if rows else None
+
+
+class RecommendationCard(QFrame):
+    """The recommendation paragraph, its flags, and Apply."""
+
+    apply_recommended = Signal()
+    apply_selected = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("RecommendationCard")
+        self.setStyleSheet(CARD_STYLE)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(14, 10, 14, 12)
+        lay.setSpacing(8)
+        top = QHBoxLayout()
+        self.title = QLabel("Recommendation")
+        self.title.setStyleSheet("font-size: 13pt; font-weight: 700; color: #9fd8ff;")
+        self.flags = QLabel()
+        self.flags.setTextFormat(Qt.TextFormat.RichText)
+        top.addWidget(self.title)
+        top.addWidget(self.flags)
+        top.addStretch(1)
+        lay.addLayout(top)
+        self.text = QLabel()
+        self.text.setObjectName("RecommendationText")
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text.setStyleSheet("font-size: 11.5pt;")
+        lay.addWidget(self.text)
+        self.targets = TargetFields(prefix="rejudge_")
+        self.rejudge_button = QPushButton("Re-judge")
+        self.rejudge_button.setObjectName("Rejudge")
+        self.rejudge_button.setToolTip("Recompute goodput and the recommendation from the recorded requests "
+                                       "against these targets; nothing is re-run.")
+        # Two short rows, so that the card fits beside the sweep editor on a 1280 px projector.
+        judge = QGridLayout()
+        judge.setHorizontalSpacing(8)
+        judge.setVerticalSpacing(6)
+        fields = (("TTFT p95 ≤", self.targets.ttft, "Time to first token, queueing included"),
+                  ("TPOT p95 ≤", self.targets.tpot, "Time per output token after the first"),
+                  ("success ≥", self.targets.success, "Share of requests that must succeed"))
+        for i, (label, field, tip) in enumerate(fields):
+            text = QLabel(label)
+            text.setToolTip(tip)
+            field.setMaximumWidth(120)
+            judge.addWidget(text, i // 2, (i % 2) * 2)
+            judge.addWidget(field, i // 2, (i % 2) * 2 + 1)
+        judge.addWidget(self.rejudge_button, 1, 2, 1, 2, Qt.AlignmentFlag.AlignLeft)
+        judge.setColumnStretch(4, 1)
+        lay.addLayout(judge)
+        self.apply_button = QPushButton("Apply")
+        self.apply_button.setObjectName("ApplyRecommended")
+        self.apply_button.setProperty("accent", True)
+        self.apply_selected_button = QPushButton("Apply selected row")
+        self.apply_selected_button.setObjectName("ApplySelected")
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.apply_selected_button)
+        buttons.addWidget(self.apply_button)
+        lay.addLayout(buttons)
+        self.apply_button.clicked.connect(self.apply_recommended)
+        self.apply_selected_button.clicked.connect(self.apply_selected)
+        self.apply_button.setEnabled(False)
+        self.apply_selected_button.setEnabled(False)
+
+    def set_text(self, text: str, flags: Sequence[tuple[str, str]] = ()) -> None:
+        """Show the paragraph (its first sentence in bold) and small coloured flags (text, colour)."""
+        head, dot, rest = text.partition(". ")
+        self.text.setText(f"<b>{html.escape(head + dot.strip())}</b> {html.escape(rest)}" if dot else html.escape(text))
+        self.flags.setText("&nbsp;".join(
+            f"<span style='background:{c}; color:#101115; font-weight:700; border-radius:8px;'>&nbsp;{t}&nbsp;</span>"
+            for t, c in flags))
+
+
+class RunView(QWidget):
+    """A sweep's table, charts and recommendation; emits apply_requested(PointResult, SweepRun)."""
+
+    apply_requested = Signal(object, object)  # PointResult, the SweepRun it belongs to
+    exported = Signal(str)  # the path written
+    export_failed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None, show_apply: bool = True) -> None:
+        super().__init__(parent)
+        self.run: SweepRun | None = None  # as shown (re-judged, perhaps)
+        self.measured: SweepRun | None = None  # as it ran
+        self._show_apply = show_apply
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(10)
+        head = QHBoxLayout()
+        self.heading = QLabel("No results yet")
+        self.heading.setObjectName("RunHeading")
+        self.heading.setStyleSheet("font-size: 13pt; font-weight: 600;")
+        self.heading.setWordWrap(True)
+        self.facts = QLabel()
+        self.facts.setObjectName("Dim")
+        self.facts.setWordWrap(True)
+        self.export_button = QToolButton()
+        self.export_button.setText("Export ▾")
+        self.export_button.setObjectName("ExportButton")
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.export_button)
+        for kind, label in (("csv", "Table as CSV…"), ("json", "Everything as JSON…"),
+                            ("md", "Report as Markdown…"), ("png", "Charts as PNG…")):
+            menu.addAction(label, lambda k=kind: self._export_dialog(k))
+        self.export_button.setMenu(menu)
+        self.export_button.setEnabled(False)
+        head.addWidget(self.heading, 1)
+        head.addWidget(self.export_button, 0, Qt.AlignmentFlag.AlignTop)
+        lay.addLayout(head)
+        lay.addWidget(self.facts)
+        self.table = ResultsTable()
+        lay.addWidget(self.table)
+        self.card = RecommendationCard()
+        self.card.setVisible(False)
+        lay.addWidget(self.card)
+        self.charts = SweepCharts()
+        lay.addWidget(self.charts, 1)
+        self.card.apply_recommended.connect(self._apply_recommended)
+        self.card.apply_selected.connect(self._apply_selected)
+        self.card.rejudge_button.clicked.connect(self.rejudge)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+        if not show_apply:
+            self.card.apply_button.hide()
+            self.card.apply_selected_button.hide()
+
+    def set_run(self, run: SweepRun | None) -> None:
+        """Show a run (None: empty), judged against the targets it ran with."""
+        self.measured = run
+        if run is not None:
+            self.card.targets.set_targets(run.spec.targets)
+        self._show(run)
+
+    def rejudge(self) -> None:
+        """Judge the shown run against the card's targets (from its recorded requests; nothing re-runs)."""
+        if self.measured is None:
+            return
+        targets = self.card.targets.targets()
+        same = targets == self.measured.spec.targets
+        self._show(self.measured if same else self.measured.with_targets(targets))
+
+    def _show(self, run: SweepRun | None) -> None:
+        self.run = run
+        if run is None:
+            self.heading.setText("No results yet")
+            self.facts.clear()
+            self.table.set_results([], ("parallel",), None)
+            self.charts.set_results([], ("parallel",), None, None)
+            self.card.setVisible(False)
+            self.export_button.setEnabled(False)
+            return
+        rec = run.recommendation
+        index = rec.index if rec else None
+        self.heading.setText(run.title)
+        f = run.fingerprint
+        targets = run.spec.targets.describe()
+        if self.measured is not None and run.spec.targets != self.measured.spec.targets:
+            targets = f"re-judged: {targets} (ran with {self.measured.spec.targets.describe()})"
+        bits = [f"Ollama {f.ollama_version}" if f.ollama_version else "", f.model_quantization,
+                run.spec.workload.describe(per_point_clients=True), targets]
+        if run.status not in ("finished", "running"):
+            bits.append(run.status)
+        self.facts.setText(" · ".join(b for b in bits if b))
+        self.table.set_results(run.results, run.varying, index)
+        self.charts.set_results(run.results, run.varying, index, run.spec.targets.ttft_p95_ms)
+        self.export_button.setEnabled(bool(run.results))
+        self._show_recommendation(run)
+
+    def _show_recommendation(self, run: SweepRun) -> None:
+        rec = run.recommendation
+        if rec is None:
+            self.card.setVisible(False)
+            return
+        self.card.setVisible(True)
+        flags = []
+        if rec.index is None:
+            flags.append(("no point met the targets", theme.WARNING))
+        if rec.plateau:
+            flags.append(("plateau", theme.WARNING))
+        if rec.edge == "upper":
+            flags.append(("edge of range", theme.WARNING))
+        self.card.set_text(rec.text, flags)
+        best = run.result_for(rec.index)
+        can_apply = self._show_apply and best is not None and run.fingerprint.managed
+        self.card.apply_button.setEnabled(can_apply)
+        self.card.apply_button.setText(f"Apply {best.point.label(run.varying)}" if best is not None else "Apply")
+        if best is not None and not run.fingerprint.managed:
+            self.card.apply_button.setToolTip("The server was attached: set this concurrency in your client "
+                                              "(e.g. the web UI's concurrent requests) instead.")
+        self._selection_changed()
+
+    def _selection_changed(self) -> None:
+        run = self.run
+        chosen = run.result_for(self.table.selected_index()) if run else None
+        ok = bool(self._show_apply and run and run.fingerprint.managed and chosen is not None and chosen.ran)
+        self.card.apply_selected_button.setEnabled(ok)
+
+    def _apply_recommended(self) -> None:
+        if self.run and self.run.recommendation:
+            best = self.run.result_for(self.run.recommendation.index)
+            if best is not None:
+                self.apply_requested.emit(best, self.run)
+
+    def _apply_selected(self) -> None:
+        if self.run:
+            chosen = self.run.result_for(self.table.selected_index())
+            if chosen is not None and chosen.ran:
+                self.apply_requested.emit(chosen, self.run)
+
+    # ---- export -------------------------------------------------------------------------------
+    def _export_dialog(self, kind: str) -> None:
+        if self.run is None:
+            return
+        stem = (self.run.fingerprint.model or "sweep").replace(":", "-").replace("/", "-")
+        suggested = f"{stem}-{self.run.started_at[:16].replace(':', '').replace('T', '-')}.{kind}"
+        path, _ = QFileDialog.getSaveFileName(self, "Export sweep", suggested, EXPORT_KINDS[kind])
+        if path:
+            self.export_to(kind, path)
+
+    def export_to(self, kind: str, path: str) -> bool:
+        """Write the run as csv/json/md, or the charts as png; emits exported or export_failed."""
+        run = self.run
+        if run is None:
+            return False
+        try:
+            if kind == "png":
+                if not self.charts.grab().save(path, "PNG"):
+                    raise OSError(f"Qt could not write a PNG to {path}")
+            else:
+                text = {"csv": lambda: run_to_csv(run),
+                        "json": lambda: json.dumps(run_to_json(run), indent=1, ensure_ascii=False) + "\n",
+                        "md": lambda: run_to_markdown(run)}[kind]()
+                Path(path).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            self.export_failed.emit(f"Could not export to {path}: {getattr(exc, 'strerror', None) or exc}")
+            return False
+        self.exported.emit(path)
+        return True
+
+
+__all__ = ["RecommendationCard", "ResultsTable", "RunView", "cells_for", "columns_for", "shows_clients"]

@@ -1,0 +1,320 @@
+"""The Dashboard page: stat tiles and live plots of GPU, host and throughput telemetry.
+
+Data rate is not paint rate: the sampler thread fills TelemetryBuffers at 1-4 Hz, and a QTimer
+here repaints at most 10 times a second, only when the buffers changed and the page is visible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
+from app.core.telemetry import GpuInfo
+from app.ui.widgets import plots
+from app.ui.pages.dashboard.plots import MIB_PER_GIB, TimePlot, build_gpu_plots, build_host_plots, estimate_line
+from app.ui.pages.dashboard.tiles import (
+    NO_DATA,
+    NOT_AVAILABLE,
+    TILE_MIN_WIDTH_PX,
+    TILE_STYLE,
+    StatTile,
+    finite,
+    fmt_number,
+    fmt_used_of_total_gib,
+    gib,
+    short_gpu_name,
+)
+
+WINDOW_CHOICES_S = (60, 300, 900)
+DEFAULT_WINDOW_S = 300
+REDRAW_INTERVAL_MS = 100  # 10 Hz at most
+
+
+class DashboardPage(QWidget):
+    """Live telemetry from `buffers`. With gpu_info None the GPU tiles and plots give way to a
+    panel that says why (gpu_unavailable_reason); everything else works the same."""
+
+    def __init__(
+        self,
+        buffers: TelemetryBuffers,
+        gpu_info: GpuInfo | None,
+        gpu_unavailable_reason: str = "",
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("DashboardPage")
+        self.setStyleSheet(TILE_STYLE)
+        self._buffers = buffers
+        self._gpu_info = gpu_info
+        self._window_s = DEFAULT_WINDOW_S
+        self._drawn: tuple[int, int] | None = None  # (buffers version, window) last drawn
+        self._estimate_mib: float | None = None
+        self._x = np.empty(buffers.capacity)
+        self.redraw_count = 0
+
+        root = QVBoxLayout(self)
+        root.setContentsMargins(16, 12, 16, 12)
+        root.setSpacing(12)
+        root.addLayout(self._build_header())
+
+        self.tiles: dict[str, StatTile] = {}
+        if gpu_info is not None:
+            self.tiles["gpu"] = StatTile("GPU", plots.LIMIT_GREY)
+            self.tiles["vram"] = StatTile("VRAM used", plots.VRAM_USED_COLOR)
+            self.tiles["util"] = StatTile("GPU utilisation", plots.GPU_UTIL_COLOR)
+            self.tiles["power"] = StatTile("Power", plots.POWER_COLOR)
+            self.tiles["temp"] = StatTile("Temperature", plots.TEMPERATURE_COLOR)
+        self.tiles["ram"] = StatTile("Host RAM", plots.RAM_COLOR)
+        self.tiles["server"] = StatTile("Server CPU · RSS", plots.CPU_COLOR)
+        self.tiles["tokens"] = StatTile("Throughput", plots.TOKENS_COLOR)
+
+        self.gpu_off_panel: QFrame | None = None
+        if gpu_info is None:
+            self.gpu_off_panel = self._build_gpu_off_panel(gpu_unavailable_reason)
+            root.addWidget(self.gpu_off_panel)
+        self._tile_grid = QGridLayout()
+        self._tile_grid.setSpacing(12)
+        self._tile_columns = 0
+        root.addLayout(self._tile_grid)
+        self._reflow_tiles(self.width())
+
+        self.gpu_lost_banner = QLabel()
+        self.gpu_lost_banner.setObjectName("GpuLostBanner")
+        self.gpu_lost_banner.setWordWrap(True)
+        self.gpu_lost_banner.hide()
+        root.addWidget(self.gpu_lost_banner)
+
+        capacity = buffers.capacity
+        gpu_plots = build_gpu_plots(capacity, gpu_info.memory_total_mib) if gpu_info else []
+        self.time_plots: dict[str, TimePlot] = {p.key: p for p in gpu_plots + build_host_plots(capacity)}
+        self.plots = {key: p.widget for key, p in self.time_plots.items()}
+        self._estimate_line = None
+        if "vram" in self.time_plots:
+            self._estimate_line = estimate_line()
+            self.time_plots["vram"].item.addItem(self._estimate_line, ignoreBounds=True)
+        root.addLayout(self._build_plot_grid(), stretch=1)
+        for p in self.time_plots.values():
+            p.set_window(self._window_s)
+        self._show_empty_tiles()
+
+        self.redraw_timer = QTimer(self)
+        self.redraw_timer.setInterval(REDRAW_INTERVAL_MS)
+        self.redraw_timer.timeout.connect(self._redraw_if_changed)
+        self.redraw_timer.start()
+
+    # --- public API -----------------------------------------------------------------------
+    @property
+    def window_s(self) -> int:
+        """Seconds of history on the x axes."""
+        return self._window_s
+
+    def set_window_s(self, seconds: int) -> None:
+        """Show the last `seconds` (60, 300 or 900) and redraw."""
+        if seconds not in WINDOW_CHOICES_S:
+            raise ValueError(f"window must be one of {WINDOW_CHOICES_S} s, got {seconds}")
+        self._window_s = seconds
+        button = self._window_group.button(seconds)
+        if not button.isChecked():
+            button.setChecked(True)
+        for p in self.time_plots.values():
+            p.set_window(seconds)
+        self.redraw_now()
+
+    def set_estimate_mib(self, mib: float | None) -> None:
+        """Draw the predicted VRAM (MiB) as a dashed line on the VRAM plot; None removes it.
+
+        The settings estimator calls this while the user edits, so prediction and reality
+        meet on one chart.
+        """
+        self._estimate_mib = mib
+        if self._estimate_line is None:
+            return
+        if mib is None or not finite(mib):
+            self._estimate_line.hide()
+        else:
+            # Show before moving: pyqtgraph skips re-labelling a hidden line.
+            self._estimate_line.show()
+            self._estimate_line.setValue(mib / MIB_PER_GIB)
+            self._estimate_line.label.valueChanged()
+
+    def set_gpu_unavailable_reason(self, reason: str) -> None:
+        """Say why GPU readings stopped (a GPU lost mid-run); empty hides the notice."""
+        if self.gpu_off_panel is not None:
+            self._gpu_off_reason.setText(reason or "GPU readings are unavailable.")
+            return
+        self.gpu_lost_banner.setText(reason)
+        self.gpu_lost_banner.setVisible(bool(reason))
+
+    def redraw_now(self) -> None:
+        """Repaint tiles and visible plots from the buffers at once (also for tests and screenshots)."""
+        version = self._buffers.version
+        self._drawn = (version, self._window_s)
+        self.redraw_count += 1
+        last = self._buffers.last()
+        if last is None:
+            self._show_empty_tiles()
+            return
+        now, row = last
+        t, rows = self._buffers.view(since=now - self._window_s - self._buffers.interval_s)
+        x = self._x[: len(t)]
+        np.subtract(t, now, out=x)
+        for p in self.time_plots.values():
+            if p.widget.isVisible():
+                p.update(x, rows)
+        self._update_tiles(row)
+
+    # --- Qt events ------------------------------------------------------------------------
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self._redraw_if_changed()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._reflow_tiles(event.size().width())
+
+    # --- internals ------------------------------------------------------------------------
+    def _redraw_if_changed(self) -> None:
+        if not self.isVisible():
+            return
+        if self._drawn == (self._buffers.version, self._window_s):
+            return
+        self.redraw_now()
+
+    def _build_header(self) -> QHBoxLayout:
+        header = QHBoxLayout()
+        title = QLabel("Live telemetry")
+        title.setObjectName("DashTitle")
+        cadence = QLabel(f"sampled every {self._buffers.interval_s:g} s · tokens/s averaged over 2 s")
+        cadence.setObjectName("DashDim")
+        header.addWidget(title)
+        header.addSpacing(12)
+        header.addWidget(cadence, alignment=Qt.AlignmentFlag.AlignBottom)
+        header.addStretch(1)
+        shown = QLabel("Show last")
+        shown.setObjectName("DashDim")
+        header.addWidget(shown)
+        header.addSpacing(6)
+        self._window_group = QButtonGroup(self)
+        self._window_group.setExclusive(True)
+        self.window_buttons: dict[int, QPushButton] = {}
+        segments = QHBoxLayout()
+        segments.setSpacing(0)
+        for i, seconds in enumerate(WINDOW_CHOICES_S):
+            button = QPushButton(f"{seconds // 60} min")
+            button.setObjectName("WindowButton")
+            button.setProperty("segment", "first" if i == 0 else "last" if i == len(WINDOW_CHOICES_S) - 1 else "mid")
+            button.setCheckable(True)
+            button.setChecked(seconds == self._window_s)
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.setToolTip(f"Plot the last {seconds} seconds")
+            self._window_group.addButton(button, seconds)
+            self.window_buttons[seconds] = button
+            segments.addWidget(button)
+        self._window_group.idClicked.connect(self.set_window_s)
+        header.addLayout(segments)
+        return header
+
+    def _build_gpu_off_panel(self, reason: str) -> QFrame:
+        panel = QFrame()
+        panel.setObjectName("GpuOffPanel")
+        layout = QVBoxLayout(panel)
+        layout.setContentsMargins(20, 12, 16, 12)
+        layout.setSpacing(4)
+        title = QLabel("GPU readings are off")
+        title.setObjectName("GpuOffTitle")
+        self._gpu_off_reason = QLabel(reason or "GPU readings are unavailable.")
+        self._gpu_off_reason.setObjectName("GpuOffReason")
+        self._gpu_off_reason.setWordWrap(True)
+        self._gpu_off_reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        hint = QLabel("Host memory, server CPU and throughput below keep updating.")
+        hint.setObjectName("GpuOffHint")
+        for w in (title, self._gpu_off_reason, hint):
+            layout.addWidget(w)
+        return panel
+
+    def _build_plot_grid(self) -> QGridLayout:
+        grid = QGridLayout()
+        grid.setSpacing(12)
+        w = self.plots
+        if self._gpu_info is not None:
+            placement = [("vram", 0, 0, 1), ("tokens", 0, 1, 1), ("gpu_util", 1, 0, 1), ("power_temp", 1, 1, 1),
+                         ("host_mem", 2, 0, 1), ("server_cpu", 2, 1, 1)]
+        else:
+            placement = [("tokens", 0, 0, 2), ("host_mem", 1, 0, 1), ("server_cpu", 1, 1, 1)]
+        for key, row, col, span in placement:
+            grid.addWidget(w[key], row, col, 1, span)
+        for col in range(2):
+            grid.setColumnStretch(col, 1)
+        rows = max(r for _, r, _, _ in placement) + 1
+        for r in range(rows):
+            grid.setRowStretch(r, 1)
+        return grid
+
+    def _reflow_tiles(self, width: int) -> None:
+        """One row of tiles when they fit at a readable width, else two rows."""
+        tiles = list(self.tiles.values())
+        spacing = self._tile_grid.spacing()
+        fits_one_row = width >= len(tiles) * (TILE_MIN_WIDTH_PX + spacing) + 32
+        columns = len(tiles) if fits_one_row else (len(tiles) + 1) // 2
+        if columns == self._tile_columns:
+            return
+        self._tile_columns = columns
+        for tile in tiles:
+            self._tile_grid.removeWidget(tile)
+        for i, tile in enumerate(tiles):
+            self._tile_grid.addWidget(tile, i // columns, i % columns)
+        for col in range(len(tiles)):
+            self._tile_grid.setColumnStretch(col, 1 if col < columns else 0)
+
+    def _show_empty_tiles(self) -> None:
+        if "gpu" in self.tiles:
+            self._show_gpu_identity()
+        for key, tile in self.tiles.items():
+            if key != "gpu":
+                tile.set_text(NO_DATA, "waiting for the first sample")
+
+    def _show_gpu_identity(self) -> None:
+        info = self._gpu_info
+        assert info is not None
+        self.tiles["gpu"].set_text(short_gpu_name(info.name), f"driver {info.driver}")
+
+    def _update_tiles(self, row: np.ndarray) -> None:
+        c = Channel
+        if self._gpu_info is not None:
+            self._show_gpu_identity()
+            used, total, server = row[c.GPU_MEM_USED_MIB], row[c.GPU_MEM_TOTAL_MIB], row[c.GPU_MEM_SERVER_MIB]
+            if finite(server):
+                share = f"server {gib(server):.1f} GiB"
+            elif finite(used):
+                share = "server share N/A"
+            else:
+                share = "no reading from the GPU"
+            self.tiles["vram"].set_text(fmt_used_of_total_gib(used, total), share)
+            free = f"{gib(total - used):.1f} GiB free" if finite(used) and finite(total) else ""
+            util = row[c.GPU_UTIL_PCT]
+            self.tiles["util"].set_text(fmt_number(util, "%"), free)
+            self.tiles["power"].set_text(fmt_number(row[c.GPU_POWER_W], "W"), "board power draw")
+            self.tiles["temp"].set_text(fmt_number(row[c.GPU_TEMP_C], "°C"), "GPU core")
+        ram_used, ram_total = row[c.RAM_USED_MIB], row[c.RAM_TOTAL_MIB]
+        ram_detail = f"{gib(ram_total - ram_used):.1f} GiB available" if finite(ram_used) and finite(ram_total) else ""
+        self.tiles["ram"].set_text(fmt_used_of_total_gib(ram_used, ram_total), ram_detail)
+        cpu, rss = row[c.SERVER_CPU_PCT], row[c.SERVER_RSS_MIB]
+        if finite(rss):
+            self.tiles["server"].set_text(fmt_number(cpu, "%"), f"RSS {gib(rss):.2f} GiB")
+        else:
+            self.tiles["server"].set_text(NOT_AVAILABLE, "no server process")
+        in_flight = row[c.IN_FLIGHT]
+        n = int(in_flight) if finite(in_flight) else 0
+        self.tiles["tokens"].set_text(fmt_number(row[c.TOKENS_PER_S], "tok/s", 1 if row[c.TOKENS_PER_S] < 10 else 0),
+                                      f"{n} request{'s' if n != 1 else ''} from this app in flight")

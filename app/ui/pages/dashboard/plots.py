@@ -1,0 +1,206 @@
+"""The dashboard's time plots: which channels each plot shows, and a cheap per-frame update."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtGui import QFont
+
+from app.adapters.telemetry.sampler import Channel
+from app.ui.widgets import plots
+from app.ui.widgets.plots import add_series, make_time_plot, pen, title_with_legend
+
+MIB_PER_GIB = 1024.0
+
+
+@dataclass(eq=False)
+class Series:
+    """One curve fed from one channel, scaled into the plot's unit, through a preallocated buffer."""
+
+    curve: pg.PlotDataItem
+    channel: int
+    scale: float
+    out: np.ndarray  # capacity-sized scratch, so a frame allocates nothing for scaling
+
+
+class TimePlot:
+    """A PlotWidget plus the series it draws; y ranges are set by hand (0 to a nice maximum),
+    which is cheaper and steadier than pyqtgraph's auto-range on every frame."""
+
+    def __init__(self, key: str, title: str, y_label: str, capacity: int) -> None:
+        self.key = key
+        self.title = title
+        self.legend: list[tuple[str, str, bool]] = []
+        self.widget = make_time_plot(title, y_label)
+        self.item = self.widget.getPlotItem()
+        self.grid = plots.TickGrid(self.item)
+        self.limits: list[tuple[pg.InfiniteLine, int, float]] = []
+        self.series: list[Series] = []
+        self._capacity = capacity
+        self._y_range: tuple[float, float] | None = None
+        self.y_floor_max = 1.0  # the y axis reaches at least this high
+        self.y_fixed_max: float | None = None
+
+    def add(self, name: str, channel: int, color: str, scale: float = 1.0, dashed: bool = False,
+            curve: pg.PlotDataItem | None = None) -> pg.PlotDataItem:
+        """Draw `channel` (times `scale`) as a curve, named in the legend of the title row."""
+        curve = curve if curve is not None else add_series(self.widget, color, dashed)
+        self.series.append(Series(curve, channel, scale, np.empty(self._capacity)))
+        self.legend.append((name, color, dashed))
+        self._retitle()
+        return curve
+
+    def _retitle(self) -> None:
+        self.item.setTitle(title_with_legend(self.title, self.legend), size=f"{plots.TITLE_FONT_PT}pt")
+        # A long title must not widen the plot past its cell on a small screen: let it clip.
+        self.item.titleLabel.setMinimumWidth(0)
+
+    def add_limit(self, name: str, channel: int, color: str, scale: float = 1.0) -> pg.InfiniteLine:
+        """A dashed horizontal line at the newest value of `channel` (a capacity, say)."""
+        line = pg.InfiniteLine(angle=0, movable=False, pen=pen(color, dashed=True))
+        line.setZValue(10)
+        line.hide()
+        self.item.addItem(line, ignoreBounds=True)
+        self.limits.append((line, channel, scale))
+        self.legend.append((name, color, True))
+        self._retitle()
+        return line
+
+    def set_window(self, window_s: float) -> None:
+        """Show the last window_s seconds, ending at 0."""
+        # A sliver of margin on both sides keeps the end tick labels ("-300", "0") unclipped.
+        margin = window_s * 0.015
+        self.item.setXRange(-window_s - margin, margin, padding=0.0)
+
+    def update(self, x: np.ndarray, rows: np.ndarray) -> None:
+        """New data for every series; x in seconds before now, rows as TelemetryBuffers rows."""
+        top = self._update_series(x, rows, self.series)
+        top = max(top, self._update_limits(rows))
+        self._fit_y(top)
+
+    def _update_series(self, x: np.ndarray, rows: np.ndarray, ranged: list[Series]) -> float:
+        """setData on every series; returns the highest value among the `ranged` ones."""
+        n = len(x)
+        top = self.y_floor_max
+        for s in self.series:
+            y = s.out[:n]
+            np.multiply(rows[:, s.channel], s.scale, out=y)
+            s.curve.setData(x, y, connect="finite")
+            if s in ranged and n and not np.isnan(y).all():
+                top = max(top, float(np.nanmax(y)))
+        return top
+
+    def _update_limits(self, rows: np.ndarray) -> float:
+        """Move limit lines to the newest values; returns the highest one (0 when none)."""
+        top = 0.0
+        for line, channel, scale in self.limits:
+            value = float(rows[-1, channel]) * scale if len(rows) else np.nan
+            if np.isfinite(value):
+                if line.value() != value:
+                    line.setValue(value)
+                line.setVisible(True)
+                top = max(top, value)
+            else:
+                line.setVisible(False)
+        return top
+
+    def _fit_y(self, data_max: float) -> None:
+        # The small step below 0 keeps the "0" tick label and a zero line clear of the axis.
+        hi = self.y_fixed_max if self.y_fixed_max is not None else nice_ceiling(data_max * 1.1)
+        lo = -0.05 * hi
+        if self._y_range != (lo, hi):
+            self._y_range = (lo, hi)
+            self.item.setYRange(lo, hi, padding=0.0)
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k that is >= value (value > 0)."""
+    if value <= 0 or not np.isfinite(value):
+        return 1.0
+    exp = np.floor(np.log10(value))
+    base = 10.0 ** exp
+    for step in (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0):
+        if step * base >= value * (1 - 1e-9):
+            return float(step * base)
+    return float(10.0 * base)
+
+
+class PowerTemperaturePlot(TimePlot):
+    """Power on the left axis (W) and temperature on its own right axis (°C, 0-100)."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__("power_temp", "Power · temperature", "power (W)", capacity)
+        self.y_floor_max = 100.0
+        self.add("W (left)", Channel.GPU_POWER_W, plots.POWER_COLOR)
+        self.temp_view = pg.ViewBox(enableMouse=False)
+        self.temp_view.setMouseEnabled(x=False, y=False)
+        self.item.showAxis("right")
+        right = self.item.getAxis("right")
+        plots.style_axis(right, "temperature (°C)")
+        self.item.scene().addItem(self.temp_view)
+        right.linkToView(self.temp_view)
+        self.temp_view.setXLink(self.item)
+        self.temp_view.setYRange(-5.0, 100.0, padding=0.0)
+        temp_curve = pg.PlotDataItem([], [], pen=pen(plots.TEMPERATURE_COLOR), connect="finite")
+        plots.style_curve(temp_curve)
+        self.temp_view.addItem(temp_curve)
+        self.add("°C (right)", Channel.GPU_TEMP_C, plots.TEMPERATURE_COLOR, curve=temp_curve)
+        self.item.getViewBox().sigResized.connect(self._sync_geometry)
+        self._temp_series = self.series[-1]
+
+    def _sync_geometry(self) -> None:
+        self.temp_view.setGeometry(self.item.getViewBox().sceneBoundingRect())
+
+    def update(self, x: np.ndarray, rows: np.ndarray) -> None:
+        """Like TimePlot.update, but only power decides the left axis' range."""
+        self._fit_y(self._update_series(x, rows, [s for s in self.series if s is not self._temp_series]))
+
+
+def build_gpu_plots(capacity: int, total_vram_mib: float) -> list[TimePlot]:
+    """VRAM, utilisation, and power + temperature plots."""
+    vram = TimePlot("vram", "GPU memory", "memory (GiB)", capacity)
+    vram.add("used", Channel.GPU_MEM_USED_MIB, plots.VRAM_USED_COLOR, 1 / MIB_PER_GIB)
+    vram.add("by server", Channel.GPU_MEM_SERVER_MIB, plots.VRAM_SERVER_COLOR, 1 / MIB_PER_GIB)
+    vram.add_limit("total", Channel.GPU_MEM_TOTAL_MIB, plots.VRAM_TOTAL_COLOR, 1 / MIB_PER_GIB)
+    vram.y_fixed_max = total_vram_mib / MIB_PER_GIB * 1.06  # the card's limit stays in view
+    util = TimePlot("gpu_util", "GPU utilisation", "utilisation (%)", capacity)
+    util.add("GPU busy %", Channel.GPU_UTIL_PCT, plots.GPU_UTIL_COLOR)
+    util.y_fixed_max = 110.0
+    return [vram, util, PowerTemperaturePlot(capacity)]
+
+
+def build_host_plots(capacity: int) -> list[TimePlot]:
+    """Tokens/s, host memory, and server CPU plots."""
+    tokens = TimePlot("tokens", "Throughput of ollama-deck's requests", "tokens/s", capacity)
+    tokens.add("tokens/s", Channel.TOKENS_PER_S, plots.TOKENS_COLOR)
+    tokens.y_floor_max = 20.0
+    memory = TimePlot("host_mem", "Host memory", "memory (GiB)", capacity)
+    memory.add("RAM used", Channel.RAM_USED_MIB, plots.RAM_COLOR, 1 / MIB_PER_GIB)
+    memory.add("server RSS", Channel.SERVER_RSS_MIB, plots.RSS_COLOR, 1 / MIB_PER_GIB)
+    memory.add_limit("RAM total", Channel.RAM_TOTAL_MIB, plots.LIMIT_GREY, 1 / MIB_PER_GIB)
+    cpu = TimePlot("server_cpu", "Server CPU", "CPU (% of one core)", capacity)
+    cpu.add("server CPU %", Channel.SERVER_CPU_PCT, plots.CPU_COLOR)
+    cpu.y_floor_max = 100.0
+    return [tokens, memory, cpu]
+
+
+def estimate_line() -> pg.InfiniteLine:
+    """A horizontal dashed line for the predicted VRAM, labelled with its value."""
+    line = pg.InfiniteLine(
+        angle=0,
+        movable=False,
+        pen=pen(plots.VRAM_ESTIMATE_COLOR, dashed=True),
+        label="estimate {value:.1f} GiB",
+        labelOpts={"position": 0.12, "color": plots.VRAM_ESTIMATE_COLOR, "anchors": [(0, 1), (0, 1)],
+                   "fill": pg.mkBrush(30, 31, 36, 200)},
+    )
+    font = QFont()
+    font.setPointSize(plots.LEGEND_FONT_PT)
+    font.setBold(True)
+    line.label.setFont(font)
+    line.setZValue(20)
+    line.hide()
+    return line
+

@@ -1,0 +1,279 @@
+"""The fit panel: what the settings in the form cost in VRAM, and what else would fit."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QVBoxLayout,
+)
+
+from app.core.errors import EstimateError
+from app.core.memory.estimator import GpuMemory, VramEstimate
+from app.core.model_shape import ModelShape
+from app.core.memory.pricing import default_context_length, fit_grid, load_settings_for, price
+from app.core.server.settings import MIB, ServerSettings
+from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
+
+GIB = 1024**3
+DEBOUNCE_MS = 150
+# Card sizes offered when no NVIDIA GPU can be read here (pricing for a card elsewhere).
+PRICING_CARDS_GIB = (8, 12, 16, 24, 32, 48, 80)
+DEFAULT_PRICING_CARD_GIB = 24
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+class FitPanel(QFrame):
+    """Recomputes the estimate (debounced) whenever the settings, model or GPU change."""
+
+    model_selected = Signal(str)  # a model name the page should fetch metadata for
+    estimate_changed = Signal(object)  # VramEstimate | None
+    grid_cell_chosen = Signal(int, int)  # parallel, context: the user clicked the heat-map
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("FitPanel")
+        self.setStyleSheet("#FitPanel { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
+                           "#FitPanel QLabel { background: transparent; }")
+        self._settings = ServerSettings()
+        self._shape: ModelShape | None = None
+        self._shape_error = ""
+        self._version: str | None = None
+        self._gpu_total = DEFAULT_PRICING_CARD_GIB * GIB
+        self._gpu_others = 0
+        self._gpu_measured = False
+        self._estimate: VramEstimate | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DEBOUNCE_MS)
+        self._timer.timeout.connect(self.recompute)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(14, 12, 14, 12)
+        lay.setSpacing(8)
+        title = QLabel("VRAM price of these settings")
+        title.setStyleSheet("font-size: 13pt; font-weight: 600;")
+        lay.addWidget(title)
+
+        pick = QHBoxLayout()
+        pick.addWidget(QLabel("Model"))
+        self.model_combo = QComboBox()
+        self.model_combo.setObjectName("fit_model")
+        self.model_combo.setMinimumWidth(200)
+        self.model_combo.setPlaceholderText("no local models yet")
+        self.model_combo.currentTextChanged.connect(self._model_changed)
+        pick.addWidget(self.model_combo, 1)
+        self.card_combo = QComboBox()
+        self.card_combo.setObjectName("fit_card")
+        for g in PRICING_CARDS_GIB:
+            self.card_combo.addItem(f"{g} GiB card", g)
+        self.card_combo.setCurrentIndex(PRICING_CARDS_GIB.index(DEFAULT_PRICING_CARD_GIB))
+        self.card_combo.currentIndexChanged.connect(self._card_changed)
+        pick.addWidget(self.card_combo)
+        lay.addLayout(pick)
+        self.gpu_label = QLabel()
+        self.gpu_label.setObjectName("Dim")
+        self.gpu_label.setWordWrap(True)
+        lay.addWidget(self.gpu_label)
+
+        self.bar = VramBar()
+        lay.addWidget(self.bar)
+        legend = QGridLayout()
+        legend.setHorizontalSpacing(10)
+        legend.setVerticalSpacing(2)
+        self.legend_values: dict[str, QLabel] = {}
+        for i, key in enumerate(SEGMENT_COLOURS):
+            swatch = QLabel("■")
+            swatch.setStyleSheet(f"color: {SEGMENT_COLOURS[key] if key != 'free' else '#3a3d49'};")
+            name = QLabel(SEGMENT_LABELS[key])
+            value = QLabel("—")
+            value.setStyleSheet("font-weight: 600;")
+            self.legend_values[key] = value
+            row, col = divmod(i, 2)
+            cell = QHBoxLayout()
+            cell.setSpacing(5)
+            cell.addWidget(swatch)
+            cell.addWidget(name)
+            cell.addWidget(value)
+            cell.addStretch(1)
+            legend.addLayout(cell, row, col)
+        lay.addLayout(legend)
+
+        self.verdict_label = QLabel("—")
+        self.verdict_label.setObjectName("fit_verdict")
+        self.verdict_label.setStyleSheet("font-size: 14pt; font-weight: 700;")
+        self.verdict_label.setWordWrap(True)
+        lay.addWidget(self.verdict_label)
+        self.explanation = QLabel()
+        self.explanation.setObjectName("fit_explanation")
+        self.explanation.setWordWrap(True)
+        self.explanation.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        lay.addWidget(self.explanation)
+
+        heat_title = QLabel("What fits: parallel requests × context per request (GiB on the GPU)")
+        heat_title.setStyleSheet("font-weight: 600; margin-top: 6px;")
+        heat_title.setWordWrap(True)
+        lay.addWidget(heat_title)
+        self.heatmap = FitHeatmap()
+        self.heatmap.cell_clicked.connect(self.grid_cell_chosen)
+        lay.addWidget(self.heatmap, 1)
+        keys = QHBoxLayout()
+        for verdict in ("fits", "tight", "spills", "wont_load"):
+            k = QLabel(f"■ {VERDICT_WORDS[verdict]}")
+            k.setStyleSheet(f"color: {VERDICT_COLOURS[verdict]}; font-weight: 600;")
+            keys.addWidget(k)
+        keys.addStretch(1)
+        lay.addLayout(keys)
+        self.heat_note = QLabel("★ Ollama's default context on this card · outlined: the form's choice · "
+                                "click a cell to use it")
+        self.heat_note.setObjectName("Dim")
+        self.heat_note.setWordWrap(True)
+        lay.addWidget(self.heat_note)
+        self._show_gpu_line()
+        self.recompute()
+
+    # --- inputs ---------------------------------------------------------------------------
+    def set_settings(self, settings: ServerSettings) -> None:
+        """New form values: recompute after a short pause in typing."""
+        self._settings = settings
+        self._timer.start()
+
+    def set_version(self, version: str | None) -> None:
+        self._version = version
+        self._timer.start()
+
+    def set_models(self, names: list[str]) -> None:
+        """The local models to pick from; keeps the current pick when it is still there."""
+        current = self.model_combo.currentText()
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        self.model_combo.addItems(names)
+        if current in names:
+            self.model_combo.setCurrentText(current)
+        elif names:
+            self.model_combo.setCurrentIndex(0)
+        self.model_combo.blockSignals(False)
+        if self.model_combo.currentText() != current or (names and self._shape is None):
+            self._model_changed(self.model_combo.currentText())
+
+    def set_model_shape(self, name: str, shape: ModelShape | None, error: str = "") -> None:
+        """Metadata of the picked model arrived (or could not be read: error says why)."""
+        if name != self.model_combo.currentText():
+            return
+        self._shape = shape
+        self._shape_error = error
+        self.recompute()
+
+    def set_gpu(self, total_bytes: int | None, used_by_others_bytes: int = 0) -> None:
+        """The GPU's real size and what other processes use; None: no GPU readable here."""
+        self._gpu_measured = total_bytes is not None
+        self.card_combo.setVisible(not self._gpu_measured)
+        if total_bytes is not None:
+            if (total_bytes, used_by_others_bytes) == (self._gpu_total, self._gpu_others):
+                return
+            self._gpu_total = total_bytes
+            self._gpu_others = max(0, used_by_others_bytes)
+        else:
+            self._gpu_total = int(self.card_combo.currentData()) * GIB
+            self._gpu_others = 0
+        self._show_gpu_line()
+        self._timer.start()
+
+    # --- outputs --------------------------------------------------------------------------
+    @property
+    def estimate(self) -> VramEstimate | None:
+        return self._estimate
+
+    @property
+    def model_name(self) -> str:
+        return self.model_combo.currentText()
+
+    def gpu_memory(self) -> GpuMemory:
+        return GpuMemory(total_bytes=self._gpu_total, used_by_others_bytes=self._gpu_others)
+
+    def recompute(self) -> None:
+        """Price the current settings and refresh bar, verdict and heat-map (GUI thread, ~ms)."""
+        self._timer.stop()
+        est = None
+        if self._shape is None:
+            self._show_empty(self._shape_error or ("Pick a model to price these settings."
+                                                   if self.model_combo.count() else
+                                                   "Prices appear once the server lists its local models."))
+        else:
+            try:
+                est = price(self._settings, self._shape, self.gpu_memory(), self._version)
+            except EstimateError as exc:
+                self._show_empty(exc.user_text())
+            else:
+                self._show_estimate(est)
+        if est is not self._estimate:
+            self._estimate = est
+            self.estimate_changed.emit(est)
+
+    def _show_empty(self, text: str) -> None:
+        self.bar.set_parts(self._gpu_total, [("others", self._gpu_others)], None)
+        for v in self.legend_values.values():
+            v.setText("—")
+        self.verdict_label.setText("—")
+        self.verdict_label.setStyleSheet("font-size: 14pt; font-weight: 700; color: #8b8e99;")
+        self.explanation.setText(text)
+        self.heatmap.set_grid([], None, None)
+
+    def _show_estimate(self, est: VramEstimate) -> None:
+        kv_gpu = est.kv_gpu_bytes
+        used = est.weights_gpu_bytes + kv_gpu + est.compute_bytes + est.overhead_bytes + self._gpu_others
+        parts = [("weights", est.weights_gpu_bytes), ("kv", kv_gpu), ("compute", est.compute_bytes),
+                 ("overhead", est.overhead_bytes), ("others", self._gpu_others)]
+        self.bar.set_parts(self._gpu_total, parts, est.peak_gpu_bytes + self._gpu_others)
+        values = dict(parts, free=max(0, self._gpu_total - used))
+        for key, label in self.legend_values.items():
+            label.setText(_gib(values[key]))
+        colour = VERDICT_COLOURS[est.verdict]
+        self.verdict_label.setStyleSheet(f"font-size: 14pt; font-weight: 700; color: {_bright(colour)};")
+        words = {"fits": "Fits", "tight": "Tight", "spills": "Spills to the CPU", "wont_load": "Will not load"}
+        self.verdict_label.setText(
+            f"{words[est.verdict]} — {_gib(est.total_gpu_bytes)} at load, peak {_gib(est.peak_gpu_bytes)}, "
+            f"headroom {_gib(est.headroom_bytes)} · {est.processor}")
+        notes = " ".join(est.notes)
+        self.explanation.setText(est.explanation + (f" {notes}" if notes else ""))
+        load = load_settings_for(self._settings, self._shape, self._gpu_total, self._version)
+        default_ctx = default_context_length(self._gpu_total, self._settings.gpu_overhead_mib * MIB, self._version)
+        grid = fit_grid(self._settings, self._shape, self.gpu_memory(), self._version)
+        self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx)
+
+    # --- internals ------------------------------------------------------------------------
+    def _model_changed(self, name: str) -> None:
+        self._shape = None
+        self._shape_error = f"Reading {name}…" if name else ""
+        self.recompute()
+        if name:
+            self.model_selected.emit(name)
+
+    def _card_changed(self, _index: int) -> None:
+        if not self._gpu_measured:
+            self.set_gpu(None)
+
+    def _show_gpu_line(self) -> None:
+        if self._gpu_measured:
+            self.gpu_label.setText(
+                f"Priced against this GPU: {_gib(self._gpu_total)}, of which other processes use "
+                f"{_gib(self._gpu_others)}.")
+        else:
+            self.gpu_label.setText(
+                "No NVIDIA GPU can be read here: pricing for the card chosen on the right.")
+
+
+def _bright(colour: str) -> str:
+    """A lighter shade of a verdict colour for text on the dark panel."""
+    c = colour.lstrip("#")
+    r, g, b = (int(c[i:i + 2], 16) for i in (0, 2, 4))
+    mix = lambda v: min(255, int(v + (255 - v) * 0.35))  # noqa: E731
+    return f"#{mix(r):02x}{mix(g):02x}{mix(b):02x}"
+

@@ -1,0 +1,395 @@
+"""The Server page: settings form, server state and controls, and the live server log."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QGuiApplication
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QMessageBox,
+    QTabWidget,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.server.state import ExternalKind, ServerState, ServerStatus
+from app.core.server.settings import ServerSettings
+from app.ui.widgets.banner import Banner
+from app.ui.app.header import STATE_COLOURS
+from app.ui.pages.server.fit_panel import FitPanel
+from app.ui.pages.server.settings_form import SettingsForm
+
+LOG_MAX_LINES = 5000
+
+
+class LogView(QWidget):
+    """The server's stdout/stderr, newest at the bottom, bounded in length."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        bar = QHBoxLayout()
+        title = QLabel("Server log")
+        title.setObjectName("SectionTitle")
+        title.setStyleSheet("font-weight: 600;")
+        self.follow = QCheckBox("Follow")
+        self.follow.setChecked(True)
+        clear = QPushButton("Clear")
+        clear.clicked.connect(lambda: self.text.clear())
+        bar.addWidget(title)
+        bar.addStretch(1)
+        bar.addWidget(self.follow)
+        bar.addWidget(clear)
+        self.text = QPlainTextEdit()
+        self.text.setObjectName("LogView")
+        self.text.setReadOnly(True)
+        self.text.setMaximumBlockCount(LOG_MAX_LINES)
+        self.text.setLineWrapMode(QPlainTextEdit.NoWrap)
+        self.text.setPlaceholderText("The log of a server started by ollama-deck appears here.")
+        lay.addLayout(bar)
+        lay.addWidget(self.text, 1)
+
+    def append_lines(self, lines: list[str]) -> None:
+        """Append a batch of lines (one layout pass for the batch)."""
+        if not lines:
+            return
+        self.text.appendPlainText("\n".join(line.rstrip("\n") for line in lines))
+        if self.follow.isChecked():  # to the newest line, keeping the start of long lines in view
+            bar = self.text.verticalScrollBar()
+            bar.setValue(bar.maximum())
+
+    def plain_text(self) -> str:
+        return self.text.toPlainText()
+
+
+class StatusCard(QFrame):
+    """The server's state in words, with details and the reason behind disabled controls."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("StatusCard")
+        self.setStyleSheet("#StatusCard { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
+                           "#StatusCard QLabel { background: transparent; }")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(16, 14, 16, 14)
+        top = QHBoxLayout()
+        self.pill = QLabel()
+        self.pill.setObjectName("StatePill")
+        self.title = QLabel()
+        self.title.setStyleSheet("font-size: 14pt; font-weight: 600;")
+        top.addWidget(self.pill)
+        top.addWidget(self.title, 1)
+        lay.addLayout(top)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        lay.addWidget(self.message)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(14)
+        self._details: dict[str, QLabel] = {}
+        for row, key in enumerate(("Address", "Version", "Process", "Binary")):
+            k = QLabel(key)
+            k.setObjectName("Dim")
+            v = QLabel("—")
+            v.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            grid.addWidget(k, row, 0)
+            grid.addWidget(v, row, 1)
+            self._details[key] = v
+        grid.setColumnStretch(1, 1)
+        lay.addLayout(grid)
+
+    def set_status(self, status: ServerStatus, settings: ServerSettings) -> None:
+        colour = STATE_COLOURS.get(status.state, "#9a9da8")
+        self.pill.setText(status.state.value)
+        self.pill.setStyleSheet(f"background: {colour};")
+        self.title.setText(_TITLES.get(status.state, ""))
+        self.message.setText(status.message)
+        self.message.setVisible(bool(status.message))
+        self._details["Address"].setText(settings.base_url)
+        self._details["Version"].setText(status.version or "—")
+        if status.exit_code is not None:
+            pid = f"pid {status.pid} " if status.pid else ""
+            self._details["Process"].setText(f"{pid}exited with code {status.exit_code}")
+        elif status.pid and status.state is not ServerState.CRASHED:
+            owner = "managed by ollama-deck" if status.state is ServerState.RUNNING_MANAGED else (
+                status.external_kind.value if status.external_kind else "not ours")
+            self._details["Process"].setText(f"pid {status.pid} ({owner})")
+        else:
+            self._details["Process"].setText("—")
+        self._details["Binary"].setText(status.binary or settings.ollama_binary or "not found")
+
+
+_TITLES = {
+    ServerState.NOT_INSTALLED: "Ollama is not installed",
+    ServerState.STOPPED: "No server is running",
+    ServerState.STARTING: "Starting the server…",
+    ServerState.RUNNING_MANAGED: "Running, managed by ollama-deck",
+    ServerState.RUNNING_ATTACHED: "Attached to a running server",
+    ServerState.STOPPING: "Stopping the server…",
+    ServerState.CRASHED: "The server stopped unexpectedly",
+    ServerState.PORT_CONFLICT: "The port is taken by something else",
+}
+
+
+_LOG_PLACEHOLDER = "The log of a server started by ollama-deck appears here."
+_ATTACHED_LOG_PLACEHOLDERS = {
+    ExternalKind.SYSTEMD: "Following the service's journal (journalctl -u ollama.service); its lines appear here.",
+    ExternalKind.TRAY_APP: "Following the desktop app's ~/.ollama/logs/server.log; its lines appear here.",
+    ExternalKind.OTHER: (
+        "This server was not started by ollama-deck and its log cannot be found from here: a server run "
+        "in a terminal writes to that terminal.\n"
+        "A systemd service logs to the journal: journalctl -u ollama -f\n"
+        "The desktop app writes ~/.ollama/logs/server.log"
+    ),
+}
+
+
+def log_placeholder(status: ServerStatus) -> str:
+    """What the empty log view says for a server in this state."""
+    if status.state is ServerState.RUNNING_ATTACHED:
+        return _ATTACHED_LOG_PLACEHOLDERS[status.external_kind or ExternalKind.OTHER]
+    return _LOG_PLACEHOLDER
+
+
+class ServerPage(QWidget):
+    """Edits settings and drives the server through a ServerController."""
+
+    def __init__(self, controller, settings: ServerSettings, parent=None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self._applied = settings
+        self._status = controller.status
+        self._busy = False
+        self._held = controller.held_reason
+
+        self.form = SettingsForm()
+        self.form.set_settings(settings)
+        form_scroll = QScrollArea()
+        form_scroll.setWidgetResizable(True)
+        form_scroll.setWidget(self.form)
+        form_scroll.setMinimumWidth(440)
+
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.setSpacing(10)
+        self.card = StatusCard()
+        rl.addWidget(self.card)
+
+        buttons = QHBoxLayout()
+        self.start_button = QPushButton("Start server")
+        self.start_button.setProperty("accent", True)
+        self.stop_button = QPushButton("Stop")
+        self.apply_button = QPushButton("Apply settings")
+        self.apply_button.setProperty("accent", True)
+        for b in (self.start_button, self.stop_button, self.apply_button):
+            b.setMinimumHeight(36)
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        rl.addLayout(buttons)
+        self.reason_label = QLabel()
+        self.reason_label.setObjectName("Dim")
+        self.reason_label.setWordWrap(True)
+        rl.addWidget(self.reason_label)
+
+
+        self.banner = Banner()
+        rl.addWidget(self.banner)
+        self.fit_panel = FitPanel()
+        self.fit_panel.set_settings(settings)
+        self.log_view = LogView()
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("ServerTabs")
+        self.tabs.addTab(self.fit_panel, "VRAM price")
+        self.hint_box = QFrame()
+        self.hint_box.setObjectName("HintBox")
+        self.hint_box.setStyleSheet("#HintBox { background: #132a3a; border: 1px solid #2f6f9a; border-radius: 6px; }"
+                                    "#HintBox QLabel { background: transparent; }")
+        hl = QVBoxLayout(self.hint_box)
+        hint_title = QLabel("How to apply these settings to this server")
+        hint_title.setStyleSheet("font-weight: 600;")
+        self.hint_text = QLabel()
+        self.hint_text.setWordWrap(True)
+        self.hint_text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        mono = QFont("DejaVu Sans Mono")
+        mono.setPointSizeF(10)
+        self.hint_text.setFont(mono)
+        copy = QPushButton("Copy")
+        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.hint_text.text()))
+        hl.addWidget(hint_title)
+        hl.addWidget(self.hint_text)
+        hl.addWidget(copy, 0, Qt.AlignRight)
+        hl.addStretch(1)
+        self.tabs.addTab(self.log_view, "Server log")
+        self.hint_tab_index = self.tabs.addTab(self.hint_box, "Apply on this server")
+        self.tabs.setTabVisible(self.hint_tab_index, False)
+        self.tabs.setMinimumHeight(430)
+        rl.addWidget(self.tabs, 1)
+        self.confirm_dialog: QMessageBox | None = None
+
+        right_scroll = QScrollArea()
+        right_scroll.setWidgetResizable(True)
+        right_scroll.setWidget(right)
+        right_scroll.setMinimumWidth(440)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(form_scroll)
+        split.addWidget(right_scroll)
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
+        split.setSizes([500, 740])
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(16, 12, 16, 12)
+        title = QLabel("Server")
+        title.setObjectName("PageTitle")
+        outer.addWidget(title)
+        outer.addWidget(split, 1)
+
+        self.start_button.clicked.connect(self._start)
+        self.stop_button.clicked.connect(self._stop)
+        self.apply_button.clicked.connect(self._apply)
+        self.form.edited.connect(lambda _s: self._refresh())
+        self.form.edited.connect(self.fit_panel.set_settings)
+        self.fit_panel.model_selected.connect(controller.fetch_model_shape)
+        self.fit_panel.grid_cell_chosen.connect(self._use_grid_cell)
+        controller.model_shape_ready.connect(self.fit_panel.set_model_shape)
+        controller.models_listed.connect(lambda models: self.fit_panel.set_models([m.name for m in models]))
+        controller.version_changed.connect(self.fit_panel.set_version)
+        controller.apply_checked.connect(self._on_apply_checked)
+        self.form.validity_changed.connect(lambda _ok: self._refresh())
+        controller.status_changed.connect(self.set_status)
+        controller.log_lines.connect(self.log_view.append_lines)
+        controller.busy_changed.connect(self._set_busy)
+        controller.held_changed.connect(self._set_held)
+        controller.error.connect(lambda text: self.banner.show_message(text, "error"))
+        controller.settings_applied.connect(self._on_applied)
+        self.set_status(controller.status)
+
+    # --- reactions ------------------------------------------------------------------------
+    def set_status(self, status: ServerStatus) -> None:
+        """Show a new server status and enable what makes sense in it."""
+        was_running = self._status.state.is_running
+        self._status = status
+        if status.state.is_running and (not was_running or not self.fit_panel.model_combo.count()):
+            self.controller.list_models()
+        self.card.set_status(status, self._applied)
+        if status.state is ServerState.CRASHED and status.last_log_lines:
+            self.banner.show_message(
+                f"{status.message}\nLast log lines:\n" + "\n".join(status.last_log_lines[-8:]), "error")
+        elif status.state is ServerState.PORT_CONFLICT:
+            self.banner.show_message(status.message, "error")
+        attached = status.state is ServerState.RUNNING_ATTACHED and bool(status.apply_hint)
+        self.tabs.setTabVisible(self.hint_tab_index, attached)
+        self.log_view.text.setPlaceholderText(log_placeholder(status))
+        self.hint_text.setText(status.apply_hint)
+        self._refresh()
+
+    def _on_applied(self, settings: ServerSettings) -> None:
+        self._applied = settings
+        self._refresh()
+
+    def _set_busy(self, busy: bool) -> None:
+        self._busy = busy
+        self._refresh()
+
+    def _set_held(self, reason: str) -> None:
+        self._held = reason
+        self._refresh()
+
+    def _refresh(self) -> None:
+        state = self._status.state
+        valid = self.form.validation().ok
+        dirty = self.form.settings() != self._applied
+        transitional = state in (ServerState.STARTING, ServerState.STOPPING) or self._busy or bool(self._held)
+        can_start = state in (ServerState.STOPPED, ServerState.CRASHED) and not transitional
+        self.start_button.setEnabled(can_start and valid)
+        self.stop_button.setEnabled(self._status.can_stop and not self._busy and not self._held)
+        self.apply_button.setEnabled(valid and dirty and not transitional)
+        self.apply_button.setText("Apply and restart" if state is ServerState.RUNNING_MANAGED else "Apply settings")
+        reasons = [self._held] if self._held else []
+        if not valid:
+            reasons.append("Fix the fields marked in red to apply or start.")
+        if self._status.stop_disabled_reason and state is ServerState.RUNNING_ATTACHED:
+            reasons.append("Stop is disabled: " + self._status.stop_disabled_reason)
+        if state is ServerState.NOT_INSTALLED:
+            reasons.append("Start is disabled until the ollama binary is found (install Ollama or set its path).")
+        if state is ServerState.PORT_CONFLICT:
+            reasons.append("Start is disabled: choose another port or free this one.")
+        if dirty and valid and state is ServerState.RUNNING_ATTACHED:
+            reasons.append("This server is not ours: applying saves the settings; the 'Apply on this server' "
+                           "tab says how to use them there.")
+        self.reason_label.setText("\n".join(reasons))
+        self.reason_label.setVisible(bool(reasons))
+
+    def _start(self) -> None:
+        self.banner.clear()
+        if self.form.settings() != self._applied:
+            self.controller.apply(self.form.settings(), then_start=True)
+        else:
+            self.controller.start()
+
+    def _stop(self) -> None:
+        self.controller.stop()
+
+    def _apply(self) -> None:
+        self.banner.clear()
+        settings = self.form.settings()
+        est = self.fit_panel.estimate
+        if est is not None and est.verdict in ("spills", "wont_load"):
+            self._confirm_risky(settings, est)
+            return
+        self._apply_now(settings)
+
+    def _apply_now(self, settings: ServerSettings) -> None:
+        model = self.fit_panel.model_name or None
+        self.controller.apply(settings, model=model, predicted=self.fit_panel.estimate)
+
+    def _confirm_risky(self, settings: ServerSettings, est) -> None:
+        """Ask before applying settings predicted to spill or not to load (non-blocking dialog)."""
+        if est.verdict == "wont_load":
+            title = "These settings will not load"
+            consequence = (f"{self.fit_panel.model_name} needs {est.total_gpu_bytes / 2**30:.1f} GiB on a GPU "
+                           f"with {est.available_bytes / 2**30:.1f} GiB available, so loading it will fail "
+                           "with an out-of-memory error.")
+        else:
+            title = "These settings spill to the CPU"
+            consequence = (f"Ollama will put {est.layers_total - est.layers_on_gpu} of {est.layers_total} layers "
+                           f"of {self.fit_panel.model_name} on the CPU ({est.processor}), and generation gets "
+                           "several times slower.")
+        box = QMessageBox(QMessageBox.Warning, title, consequence, QMessageBox.NoButton, self)
+        box.setObjectName("ConfirmRiskyApply")
+        apply_anyway = box.addButton("Apply anyway", QMessageBox.AcceptRole)
+        box.addButton("Keep current settings", QMessageBox.RejectRole)
+        box.setDefaultButton(box.buttons()[-1])
+
+        def done(_result: int) -> None:
+            if box.clickedButton() is apply_anyway:
+                self._apply_now(settings)
+            self.confirm_dialog = None
+
+        box.finished.connect(done)
+        self.confirm_dialog = box
+        box.open()
+
+    def _on_apply_checked(self, report) -> None:
+        if report.judgement.keep:
+            self.banner.show_message("Applied. " + report.judgement.reason, "info")
+            return
+        text = "Rolled back to the last good settings. " + report.judgement.reason
+        if not report.rollback_ok:
+            text += " The server did not come back with the restored settings either; see the server log."
+        self.banner.show_message(text, "error")
+
+    def _use_grid_cell(self, parallel: int, context: int) -> None:
+        """Put a heat-map cell's parallel and context into the form."""
+        self.form.set_settings(self.form.settings().replace(num_parallel=parallel, context_length=context))
+        self.fit_panel.set_settings(self.form.settings())
+        self._refresh()

@@ -1,0 +1,381 @@
+"""The server settings form: every real `ollama serve` knob, checked inline as the user types.
+
+The form has no Apply or Start button: the page that embeds it owns those and listens to
+`validity_changed`. Widgets carry objectNames equal to the ServerSettings field they edit;
+each field's inline message is `<field>_message` (host and port share `host_message`).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFontDatabase, QShowEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.server.settings import FIELD_ENV_VARIABLES, ServerSettings, Validation, validate
+from app.ui.pages.server import settings_fields as texts
+from app.ui.widgets.forms import FieldGroup, InlineMessage, PathEdit, align_label_columns, left_aligned
+
+# Which fields each inline message reports on; the first name is the message's own.
+_MESSAGE_ROWS: tuple[tuple[str, ...], ...] = (
+    ("num_parallel",), ("context_length",), ("max_loaded_models",), ("max_queue",),
+    ("gpu_overhead_mib",), ("kv_cache_type",), ("flash_attention",), ("keep_alive",),
+    ("host", "port", "allow_network"), ("models_dir",), ("ollama_binary",), ("extra_env",),
+)
+
+
+class SettingsForm(QWidget):
+    """Edits a ServerSettings; reports each field's problem next to it."""
+
+    edited = Signal(object)  # the new ServerSettings, after every user change that alters it
+    validity_changed = Signal(bool)
+
+    def __init__(
+        self, settings: ServerSettings | None = None, *, columns: int = 1,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("settings_form")
+        self._base = settings or ServerSettings()
+        self._last_emitted = self._base
+        self._loading = False
+        self._valid = True
+        self._messages: dict[str, InlineMessage] = {}
+        self._build(columns)
+        self._connect()
+        self.set_settings(self._base)
+
+    # ---- public --------------------------------------------------------------------------
+
+    def settings(self) -> ServerSettings:
+        """The settings as the form shows them (an unparsable context length keeps its last value)."""
+        context = self._base.context_length
+        if self._context_default.isChecked():
+            context = None
+        else:
+            parsed = texts.parse_context_text(self._context_value.currentText())
+            if parsed is not None:
+                context = parsed
+        return self._base.replace(
+            num_parallel=self._num_parallel.value(),
+            context_length=context,
+            kv_cache_type=self._kv_cache_type.currentData(),
+            flash_attention=self._flash_attention.currentData(),
+            keep_alive=self._keep_alive.text().strip(),
+            max_loaded_models=self._max_loaded_models.value(),
+            max_queue=self._max_queue.value(),
+            gpu_overhead_mib=self._gpu_overhead.value(),
+            host=self._host.text().strip(),
+            port=self._port.value(),
+            allow_network=self._allow_network.isChecked(),
+            models_dir=self._models_dir.text(),
+            ollama_binary=self._ollama_binary.text(),
+            extra_env=self._extra_env.toPlainText(),
+        )
+
+    def set_settings(self, settings: ServerSettings) -> None:
+        """Show settings; does not emit `edited` (it is not a user change), may emit `validity_changed`."""
+        self._loading = True
+        try:
+            self._base = settings
+            self._num_parallel.setValue(settings.num_parallel)
+            self._context_default.setChecked(settings.context_length is None)
+            if settings.context_length is not None:
+                self._context_value.setCurrentText(str(settings.context_length))
+            _select_data(self._kv_cache_type, settings.kv_cache_type)
+            _select_data(self._flash_attention, settings.flash_attention)
+            self._keep_alive.setText(settings.keep_alive)
+            self._max_loaded_models.setValue(settings.max_loaded_models)
+            self._max_queue.setValue(settings.max_queue)
+            self._gpu_overhead.setValue(settings.gpu_overhead_mib)
+            self._host.setText(settings.host)
+            self._port.setValue(settings.port)
+            self._allow_network.setChecked(settings.allow_network)
+            self._models_dir.set_text(settings.models_dir)
+            self._ollama_binary.set_text(settings.ollama_binary)
+            if self._extra_env.toPlainText() != settings.extra_env:
+                self._extra_env.setPlainText(settings.extra_env)
+        finally:
+            self._loading = False
+        self._last_emitted = self.settings()
+        self._refresh()
+
+    def validation(self) -> Validation:
+        """Core validation of settings(), plus what the form itself cannot turn into a value."""
+        result = validate(self.settings())
+        if not self._context_default.isChecked():
+            if texts.parse_context_text(self._context_value.currentText()) is None:
+                errors = dict(result.errors, context_length=texts.CONTEXT_PARSE_ERROR)
+                warnings = {k: v for k, v in result.warnings.items() if k != "context_length"}
+                return Validation(errors, warnings)
+        return result
+
+    def is_valid(self) -> bool:
+        """True when nothing blocks applying these settings."""
+        return self._valid
+
+    # ---- building ------------------------------------------------------------------------
+
+    def _build(self, columns: int) -> None:
+        self._num_parallel = _spin("num_parallel", 1, 64)
+        self._context_default = QCheckBox(texts.CONTEXT_DEFAULT_TEXT)
+        self._context_default.setObjectName("context_default")
+        self._context_value = QComboBox()
+        self._context_value.setObjectName("context_length")
+        self._context_value.setEditable(True)
+        self._context_value.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self._context_value.addItems([str(n) for n in texts.CONTEXT_PRESETS])
+        self._context_value.setCurrentText(str(texts.DEFAULT_CUSTOM_CONTEXT))
+        self._context_value.setFixedWidth(110)
+        context_editor = QWidget()
+        context_layout = QVBoxLayout(context_editor)
+        context_layout.setContentsMargins(0, 0, 0, 0)
+        context_layout.setSpacing(4)
+        context_layout.addWidget(self._context_default)
+        context_layout.addWidget(left_aligned(self._context_value, QLabel("tokens")))
+        self._max_loaded_models = _spin("max_loaded_models", 0, 64)
+        self._max_queue = _spin("max_queue", 1, 1_000_000)
+        self._gpu_overhead = _spin("gpu_overhead_mib", 0, 1_048_576, step=256)
+        self._gpu_overhead.setSuffix(" MiB")
+
+        self._kv_cache_type = _combo("kv_cache_type", texts.KV_CACHE_CHOICES)
+        self._flash_attention = _combo("flash_attention", texts.FLASH_ATTENTION_CHOICES)
+        self._keep_alive = QLineEdit()
+        self._keep_alive.setObjectName("keep_alive")
+        self._keep_alive.setPlaceholderText("5m")
+        self._keep_alive.setFixedWidth(130)
+
+        self._host = QLineEdit()
+        self._host.setObjectName("host")
+        self._host.setPlaceholderText("127.0.0.1")
+        self._host.setMinimumWidth(130)
+        self._port = _spin("port", 1, 65535, width=90)
+        self._port.setGroupSeparatorShown(False)
+        self._allow_network = QCheckBox(texts.ALLOW_NETWORK_TEXT)
+        self._allow_network.setObjectName("allow_network")
+        self._allow_network.setToolTip(texts.ALLOW_NETWORK_TOOLTIP)
+
+        self._models_dir = PathEdit(
+            pick_directory=True, dialog_title="Models directory",
+            placeholder=texts.MODELS_DIR_PLACEHOLDER,
+        )
+        self._models_dir.setObjectName("models_dir")
+        self._ollama_binary = PathEdit(
+            pick_directory=False, dialog_title="The ollama program",
+            placeholder=texts.BINARY_PLACEHOLDER,
+        )
+        self._ollama_binary.setObjectName("ollama_binary")
+        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        self._extra_env = QPlainTextEdit()
+        self._extra_env.setObjectName("extra_env")
+        self._extra_env.setFont(mono)
+        self._extra_env.setPlaceholderText(texts.EXTRA_ENV_PLACEHOLDER)
+        self._extra_env.setTabChangesFocus(True)
+
+        env = FIELD_ENV_VARIABLES
+        memory = FieldGroup("Concurrency && memory")
+        memory.setObjectName("group_memory")
+        self._row(memory, "num_parallel", texts.PARALLEL_LABEL, self._num_parallel, texts.PARALLEL_HINT)
+        self._row(memory, "context_length", "Context length", context_editor, texts.CONTEXT_HINT)
+        self._row(memory, "max_loaded_models", "Max loaded models", self._max_loaded_models,
+                  texts.MAX_LOADED_HINT)
+        self._row(memory, "max_queue", "Max queue", self._max_queue, texts.MAX_QUEUE_HINT)
+        self._row(memory, "gpu_overhead_mib", "GPU overhead", self._gpu_overhead, texts.GPU_OVERHEAD_HINT)
+
+        runtime = FieldGroup("Model runtime")
+        runtime.setObjectName("group_runtime")
+        self._row(runtime, "kv_cache_type", "KV-cache type", self._kv_cache_type, texts.KV_HINT)
+        self._row(runtime, "flash_attention", "Flash attention", self._flash_attention, texts.FLASH_HINT)
+        self._row(runtime, "keep_alive", "Keep-alive", self._keep_alive, texts.KEEP_ALIVE_HINT)
+
+        network = FieldGroup("Network")
+        network.setObjectName("group_network")
+        self._messages["host"] = network.add_field(
+            "Host and port", left_aligned(self._host, QLabel(":"), self._port, spacing=4),
+            env_name=env["host"], hint=texts.HOST_HINT, below=[self._allow_network],
+            prominent_message=True,
+        )
+        self._messages["host"].setObjectName("host_message")
+
+        paths = FieldGroup("Paths && advanced")
+        paths.setObjectName("group_paths")
+        self._row(paths, "models_dir", "Models directory", self._models_dir, texts.MODELS_DIR_HINT)
+        self._row(paths, "ollama_binary", "ollama binary", self._ollama_binary, texts.BINARY_HINT)
+        self._row(paths, "extra_env", "Extra environment", self._extra_env, texts.EXTRA_ENV_HINT)
+
+        self._preview = QPlainTextEdit()
+        self._preview.setObjectName("env_preview")
+        self._preview.setReadOnly(True)
+        self._preview.setFont(mono)
+        self._preview.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        preview = FieldGroup(texts.PREVIEW_TITLE)
+        preview.setObjectName("group_preview")
+        preview.layout().addWidget(self._preview, 0, 0, 1, 2)
+
+        for widget, env_name in (
+            (self._num_parallel, env["num_parallel"]), (self._context_value, env["context_length"]),
+            (self._max_loaded_models, env["max_loaded_models"]), (self._max_queue, env["max_queue"]),
+            (self._gpu_overhead, env["gpu_overhead_mib"]), (self._kv_cache_type, env["kv_cache_type"]),
+            (self._flash_attention, env["flash_attention"]), (self._keep_alive, env["keep_alive"]),
+            (self._host, env["host"]), (self._port, env["port"]), (self._models_dir, env["models_dir"]),
+        ):
+            widget.setToolTip(env_name)
+        self._num_parallel.setToolTip(f"{env['num_parallel']}\n\n{texts.PARALLEL_HINT}")
+
+        if columns >= 2:
+            stacks = [[memory, runtime], [network, paths, preview]]
+        else:
+            stacks = [[memory, runtime, network, paths, preview]]
+        outer = QHBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(16)
+        for stack in stacks:
+            column = QVBoxLayout()
+            column.setSpacing(12)
+            for group in stack:
+                column.addWidget(group)
+            column.addStretch(1)
+            outer.addLayout(column, 1)
+            align_label_columns(g for g in stack if g is not preview)
+
+    def _editors_by_field(self) -> dict[str, QWidget]:
+        return {
+            "num_parallel": self._num_parallel, "context_length": self._context_value,
+            "max_loaded_models": self._max_loaded_models, "max_queue": self._max_queue,
+            "gpu_overhead_mib": self._gpu_overhead, "kv_cache_type": self._kv_cache_type,
+            "flash_attention": self._flash_attention, "keep_alive": self._keep_alive,
+            "host": self._host, "port": self._port, "models_dir": self._models_dir.line_edit,
+            "ollama_binary": self._ollama_binary.line_edit, "extra_env": self._extra_env,
+        }
+
+    def _row(self, group: FieldGroup, name: str, label: str, editor: QWidget, hint: str) -> None:
+        self._messages[name] = group.add_field(
+            label, editor, env_name=FIELD_ENV_VARIABLES.get(name, ""), hint=hint
+        )
+        self._messages[name].setObjectName(f"{name}_message")
+
+    def _connect(self) -> None:
+        changed = self._on_user_change
+        for spin in (self._num_parallel, self._max_loaded_models, self._max_queue,
+                     self._gpu_overhead, self._port):
+            spin.valueChanged.connect(changed)
+        for combo in (self._kv_cache_type, self._flash_attention):
+            combo.currentIndexChanged.connect(changed)
+        self._context_value.currentTextChanged.connect(changed)
+        self._context_default.toggled.connect(self._on_context_mode)
+        for edit in (self._keep_alive, self._host):
+            edit.textChanged.connect(changed)
+        self._allow_network.toggled.connect(changed)
+        self._models_dir.text_changed.connect(changed)
+        self._ollama_binary.text_changed.connect(changed)
+        self._extra_env.textChanged.connect(changed)
+
+    # ---- reacting ------------------------------------------------------------------------
+
+    def _on_context_mode(self, _default_checked: bool) -> None:
+        self._context_value.setEnabled(not self._context_default.isChecked())
+        self._on_user_change()
+
+    def _on_user_change(self, *_args: object) -> None:
+        if self._loading:
+            return
+        self._refresh()
+        current = self.settings()
+        if current != self._last_emitted:
+            self._last_emitted = current
+            self.edited.emit(current)
+
+    def _refresh(self) -> None:
+        self._context_value.setEnabled(not self._context_default.isChecked())
+        result = self.validation()
+        for fields in _MESSAGE_ROWS:
+            message = self._messages[fields[0]]
+            errors = [result.errors[f] for f in fields if f in result.errors]
+            warnings = [result.warnings[f] for f in fields if f in result.warnings]
+            if errors:
+                message.show_error(" ".join(errors))
+            elif warnings:
+                message.show_warning(" ".join(warnings))
+            else:
+                message.clear_message()
+        for name, editor in self._editors_by_field().items():
+            # The app stylesheet draws a red border on [invalid="true"] editors.
+            invalid = name in result.errors
+            if editor.property("invalid") != invalid:
+                editor.setProperty("invalid", invalid)
+                editor.style().unpolish(editor)
+                editor.style().polish(editor)
+        self._update_preview(result)
+        if result.ok != self._valid:
+            self._valid = result.ok
+            self.validity_changed.emit(result.ok)
+
+    def _update_preview(self, result: Validation) -> None:
+        lines = [] if result.ok else [texts.PREVIEW_INVALID_NOTE]
+        lines += [f"{name}={value}" for name, value in self.settings().to_env().items()]
+        lines.append(texts.PREVIEW_DEFAULTS_NOTE)
+        text = "\n".join(lines)
+        if self._preview.toPlainText() != text:
+            self._preview.setPlainText(text)
+            self._fit_text_boxes()
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's spelling
+        """Fit the text boxes once the stylesheet has given them their real font."""
+        super().showEvent(event)
+        self._fit_text_boxes()
+
+    def _fit_text_boxes(self) -> None:
+        self._extra_env.setFixedHeight(_height_for_lines(self._extra_env, 4))
+        shown = max(6, self._preview.blockCount())
+        self._preview.setFixedHeight(_height_for_lines(self._preview, shown))
+
+
+def _height_for_lines(edit: QPlainTextEdit, lines: int) -> int:
+    """Pixels for a text box to show this many lines in its current (style-resolved) font."""
+    edit.ensurePolished()
+    margins = edit.contentsMargins()
+    document_margin = int(edit.document().documentMargin() * 2)
+    return (edit.fontMetrics().lineSpacing() * lines + document_margin + margins.top()
+            + margins.bottom() + 2 * edit.frameWidth() + 4)
+
+
+def _spin(name: str, low: int, high: int, *, width: int = 130, step: int = 1) -> QSpinBox:
+    spin = QSpinBox()
+    spin.setObjectName(name)
+    spin.setRange(low, high)
+    spin.setSingleStep(step)
+    spin.setFixedWidth(width)
+    return spin
+
+
+def _combo(name: str, choices: tuple[tuple[str, str], ...]) -> QComboBox:
+    combo = QComboBox()
+    combo.setObjectName(name)
+    combo.setMaximumWidth(380)
+    for value, text in choices:
+        combo.addItem(text, value)
+    return combo
+
+
+_NOT_A_CHOICE = " (not a valid choice)"
+
+
+def _select_data(combo: QComboBox, value: str) -> None:
+    """Select the item holding value; an unknown value gets its own item so it round-trips."""
+    for stale in reversed(range(combo.count())):
+        if combo.itemText(stale).endswith(_NOT_A_CHOICE) and combo.itemData(stale) != value:
+            combo.removeItem(stale)
+    index = combo.findData(value)
+    if index < 0:
+        combo.addItem(f"{value}{_NOT_A_CHOICE}", value)
+        index = combo.count() - 1
+    combo.setCurrentIndex(index)

@@ -1,0 +1,35 @@
+"""window.json: where the window was left, written atomically; bad content never stops the app."""
+
+from __future__ import annotations
+
+import json
+
+from app.adapters.storage.ui_state import UiState, UiStateStore
+
+
+def test_a_state_survives_a_round_trip(tmp_path) -> None:
+    store = UiStateStore(tmp_path / "cfg")
+    assert store.load() == UiState()  # nothing saved yet
+    state = UiState(page="bench", geometry=b"\x01\xd9\xd0\xcb\x00\x03", markdown=False)
+    assert store.save(state)
+    assert UiStateStore(tmp_path / "cfg").load() == state
+    assert json.loads(store.path.read_text())["version"] == 1
+
+
+def test_each_bad_field_falls_back_on_its_own(tmp_path) -> None:
+    store = UiStateStore(tmp_path)
+    store.path.write_text(json.dumps({"page": 7, "geometry": "not base64!", "markdown": False}))
+    assert store.load() == UiState(page=None, geometry=None, markdown=False)
+
+
+def test_an_unreadable_file_is_moved_aside(tmp_path) -> None:
+    store = UiStateStore(tmp_path)
+    store.path.write_bytes(b"\xff\xfe garbage")
+    assert store.load() == UiState()
+    assert not store.path.exists() and len(list(tmp_path.glob("window.json.unreadable-*"))) == 1
+
+
+def test_a_folder_that_cannot_be_written_is_reported_not_raised(tmp_path) -> None:
+    blocker = tmp_path / "cfg"
+    blocker.write_text("a file where the folder should be")
+    assert UiStateStore(blocker).save(UiState(page="server")) is False

@@ -1,0 +1,60 @@
+"""Judging an applied setting: keep it, or roll back on a crash, an OOM or an unexpected CPU spill."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.core.server.apply_check import ApplyObservation, judge
+from app.core.memory.estimator import GpuMemory
+from app.core.model_shape import shape_from_show
+from app.core.memory.pricing import GIB, price
+from app.core.server.settings import MIB, ServerSettings
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+@pytest.fixture(scope="module")
+def fits():
+    shape = shape_from_show(json.loads((DATA / "show_qwen3_14b.json").read_text()), 9_276_198_565)
+    est = price(ServerSettings(context_length=8192, flash_attention="on"), shape, GpuMemory(24 * GIB), "0.30.0")
+    assert est.verdict == "fits"
+    return est
+
+
+def test_crash_rolls_back(fits):
+    j = judge(fits, ApplyObservation(server_running=False, server_message="exit code 2: panic"))
+    assert j.rollback and "exit code 2: panic" in j.reason
+
+
+def test_oom_load_rolls_back_and_names_the_prediction(fits):
+    j = judge(fits, ApplyObservation(True, model="qwen3:14b", load_error="cudaMalloc failed: out of memory",
+                                     load_error_is_oom=True))
+    assert j.rollback and "ran out of memory" in j.reason and "predicted" in j.reason
+
+
+def test_other_load_error_keeps_the_settings(fits):
+    j = judge(fits, ApplyObservation(True, model="nope:1b", load_error="model 'nope:1b' not found"))
+    assert j.keep and "not found" in j.reason
+
+
+def test_cpu_spill_against_a_fits_verdict_rolls_back(fits):
+    j = judge(fits, ApplyObservation(True, model="qwen3:14b", ps_size_bytes=12 * GIB, ps_size_vram_bytes=9 * GIB))
+    assert j.rollback and "25% of qwen3:14b" in j.reason and "CPU" in j.reason
+
+
+def test_expected_spill_is_kept(fits):
+    from dataclasses import replace
+
+    spills = replace(fits, verdict="spills")
+    j = judge(spills, ApplyObservation(True, model="qwen3:14b", ps_size_bytes=12 * GIB, ps_size_vram_bytes=9 * GIB))
+    assert j.keep and "as predicted" in j.reason
+
+
+def test_good_apply_reports_predicted_against_measured(fits):
+    measured_mib = fits.total_gpu_bytes / MIB * 1.02
+    j = judge(fits, ApplyObservation(True, model="qwen3:14b", ps_size_bytes=10 * GIB, ps_size_vram_bytes=10 * GIB,
+                                     ps_context_length=8192, server_gpu_mib=measured_mib))
+    assert j.keep and "+2%" in j.reason and "context 8192" in j.reason
+    assert j.measured_vram_bytes == int(measured_mib * MIB)
+    assert j.predicted_vram_bytes == fits.total_gpu_bytes

@@ -1,0 +1,342 @@
+"""The load generator against the stand-in Ollama server (real sockets, real streams) and its HTTP client
+against byte-exact replies; measured figures are checked against the stand-in's known pacing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from typing import Awaitable, Callable
+
+import pytest
+
+from app.services.bench.loadgen import LoadGenerator, error_kind_of
+from app.backends.ollama.loadgen_http import ConnectionPool, StreamConnection
+from app.backends.ollama.stream import StreamDropped
+from app.core.bench.stats import summarize
+from app.core.errors import ModelNotFound, OllamaConnectError, OllamaTimeout, OutOfMemory, StreamError
+from app.core.bench.workload import BenchPrompt, LoadPlan
+from app.core.throughput import TokenMeter
+from tests.fakes.ollama.fake_ollama_infer import count_prompt_tokens
+from tests.fakes.ollama.server_fixtures import free_port
+
+PROMPT = BenchPrompt("fixed", "x" * 200)  # 57 prompt tokens for the stand-in's tokenizer
+PROMPT_TOKENS = count_prompt_tokens([PROMPT.text])
+PACING = dict(tokens_per_s=200.0, prompt_tokens_per_s=1000.0, answer_tokens=20, thinking_tokens=0)
+
+
+def plan(**kw) -> LoadPlan:
+    values = dict(model="qwen3:0.6b", prompts=(PROMPT,), num_predict=None, think=False, requests=4)
+    values.update(kw)
+    return LoadPlan(**values)
+
+
+def run(url: str, p: LoadPlan, **kw):
+    async def go():
+        async with LoadGenerator(url, **kw) as generator:
+            return await generator.run(p)
+
+    return asyncio.run(go())
+
+
+# ---- measuring against known pacing ---------------------------------------------------------------------
+
+
+def test_ttft_tpot_and_throughput_match_the_servers_pacing(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=2, **PACING)
+    result = run(fake.url, plan(concurrency=2, requests=8))
+    stats = summarize(result.records)
+    assert stats.requests_ok == 8 and stats.output_tokens == 160
+    prefill = PROMPT_TOKENS / 1000.0
+    # First token: prompt processing, then one decode step. Within 3 % of the pacing.
+    assert stats.ttft_ms.mean == pytest.approx((prefill + 1 / 200.0) * 1e3, rel=0.03)
+    assert stats.tpot_ms.p50 == pytest.approx(5.0, rel=0.03)
+    assert stats.itl_ms.p50 == pytest.approx(5.0, rel=0.03)
+    # Two clients in lockstep, each request = prefill + 20 tokens at 200 tok/s.
+    assert stats.output_tokens_per_s == pytest.approx(2 * 20 / (prefill + 20 / 200.0), rel=0.03)
+    assert stats.server_decode_tokens_per_s.mean == pytest.approx(200.0, rel=0.03)
+    assert all(r.prompt_tokens == PROMPT_TOKENS and r.done_reason == "stop" for r in result.records)
+    assert stats.wait_ms.p95 < 10.0  # one decode step and transfer: nothing queued
+
+
+def test_warm_up_requests_are_sent_but_not_counted(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=2, **PACING)
+    result = run(fake.url, plan(concurrency=2, requests=3, warmup_requests=2))
+    chats = [r for r in fake.requests if r.path == "/api/chat"]
+    assert len(chats) == 5 and len(result.warmup) == 2 and len(result.records) == 3
+    assert all(r.warmup for r in result.warmup) and not any(r.warmup for r in result.records)
+    assert [r.index for r in result.records] == [0, 1, 2]
+    seeds = [r.json["options"]["seed"] for r in chats]
+    assert len(set(seeds)) == 5  # warm-up requests do not repeat the measured ones
+
+
+def test_clients_beyond_parallel_queue_in_the_server_and_ttft_shows_it(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=1, **PACING)
+    result = run(fake.url, plan(concurrency=3, requests=3, warmup_requests=1))  # loads the model first
+    ttfts = sorted(r.ttft_s for r in result.records)
+    one = PROMPT_TOKENS / 1000.0 + 20 / 200.0  # one whole request
+    first = PROMPT_TOKENS / 1000.0 + 1 / 200.0
+    # Single requests, not means: allow a few ms of scheduling jitter on a busy 2-core machine.
+    jitter_s = 0.004
+    assert ttfts[0] == pytest.approx(first, rel=0.05, abs=jitter_s)
+    assert ttfts[2] == pytest.approx(2 * one + first, rel=0.05, abs=jitter_s)  # waited for two requests before it
+    waits = sorted(r.wait_s for r in result.records)
+    assert waits[2] == pytest.approx(2 * one, rel=0.05, abs=jitter_s)
+
+
+def test_thinking_tokens_count_and_the_first_answer_token_comes_after_them(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=1, tokens_per_s=500.0, prompt_tokens_per_s=5000.0, answer_tokens=5,
+                            thinking_tokens=10)
+    result = run(fake.url, plan(model="qwen3:14b", think=True, requests=2, warmup_requests=0))
+    for r in result.records:
+        assert r.output_tokens == 15 and r.output_chunks == 15
+        assert r.first_answer_s - r.first_token_s == pytest.approx(10 / 500.0, rel=0.15)
+    assert all(r.json["think"] is True for r in fake.requests if r.path == "/api/chat")
+
+
+def test_num_predict_caps_the_output(make_fake_ollama):
+    fake = make_fake_ollama(**PACING)
+    result = run(fake.url, plan(num_predict=7, requests=2))
+    assert [r.output_tokens for r in result.records] == [7, 7]
+    assert {r.done_reason for r in result.records} == {"length"}
+
+
+def test_duration_stop_rule_lets_requests_in_flight_finish(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=2, tokens_per_s=1000.0, prompt_tokens_per_s=100000.0, answer_tokens=10)
+    result = run(fake.url, plan(concurrency=2, requests=None, duration_s=0.15, warmup_requests=0))
+    assert result.stop_rule == "duration"
+    assert len(result.records) >= 4  # ~10 ms each, two clients
+    assert max(r.sent_s for r in result.records) < 0.15
+    assert all(r.ok for r in result.records)
+
+
+def test_open_loop_arrivals_are_poisson_seeded_and_the_cap_queues_on_the_client(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=4, tokens_per_s=1000.0, prompt_tokens_per_s=100000.0, answer_tokens=20)
+    p = plan(mode="open", rate_rps=200.0, concurrency=1, requests=6, warmup_requests=0, seed=7)
+    first, second = run(fake.url, p), run(fake.url, p)
+    arrivals = [r.scheduled_s for r in first.records]
+    assert arrivals == pytest.approx([r.scheduled_s for r in second.records], abs=1e-9)  # same seed, same arrivals
+    assert arrivals[0] == 0.0 and arrivals == sorted(arrivals)
+    # One in flight at a time, ~20 ms each, arrivals every ~5 ms: later ones wait on the client, and it counts.
+    assert first.records[-1].queue_s > 0.02
+    assert first.records[-1].ttft_s >= first.records[-1].queue_s
+
+
+def test_the_token_meter_sees_every_token_and_every_request_ends(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=2, **PACING)
+    meter = TokenMeter()
+    result = run(fake.url, plan(concurrency=2, requests=2, warmup_requests=0), meter=meter)
+    assert meter.total_tokens == sum(r.output_chunks for r in result.records) == 40
+    assert meter.in_flight == 0
+
+
+# ---- failures are outcomes, not crashes ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, after, expected", [
+    ("oom", 0, "oom"), ("queue_full", 0, "queue_full"), ("server_error", 0, "server"),
+    ("midstream_error", 3, "server"), ("drop", 3, "dropped"), ("malformed", 0, "malformed"),
+])
+def test_each_failure_is_recorded_with_its_kind_and_the_rest_carry_on(make_fake_ollama, kind, after, expected):
+    fake = make_fake_ollama(num_parallel=1, tokens_per_s=2000.0, prompt_tokens_per_s=100000.0, answer_tokens=10)
+    fake.fail_next(kind, path="/api/chat", after_chunks=after)
+    result = run(fake.url, plan(requests=3, warmup_requests=0))
+    failed = [r for r in result.records if not r.ok]
+    assert len(failed) == 1 and failed[0].error_kind == expected and failed[0].error
+    assert sum(r.ok for r in result.records) == 2
+
+
+def test_an_unknown_model_and_a_missing_server_are_recorded(make_fake_ollama):
+    fake = make_fake_ollama()
+    result = run(fake.url, plan(model="nope:1b", requests=1, warmup_requests=0))
+    assert result.records[0].error_kind == "not_found" and "not found" in result.records[0].error
+    result = run(f"http://127.0.0.1:{free_port()}", plan(requests=1, warmup_requests=0))
+    assert result.records[0].error_kind == "connect"
+
+
+def test_cancelling_stops_every_stream_at_once(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=2, tokens_per_s=20.0, answer_tokens=1000)
+    meter = TokenMeter()
+
+    async def go():
+        generator = LoadGenerator(fake.url, meter=meter)
+        task = asyncio.ensure_future(generator.run(plan(concurrency=2, requests=4, warmup_requests=0)))
+        while meter.total_tokens < 4:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await generator.aclose()
+
+    asyncio.run(go())
+    assert meter.in_flight == 0
+    chats = [r for r in fake.requests if r.path == "/api/chat"]
+    for r in chats:
+        assert r.finished.wait(5)
+    assert {r.outcome for r in chats} == {"client_gone"}
+
+
+def test_error_kinds():
+    assert error_kind_of(OutOfMemory("x")) == "oom"
+    assert error_kind_of(asyncio.TimeoutError()) == "timeout"
+    assert error_kind_of(ModelNotFound("x")) == "not_found"
+    assert error_kind_of(ValueError("x")) == "other"
+
+
+# ---- the HTTP client, byte for byte ----------------------------------------------------------------------
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def raw_server(handler: Handler):
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    finally:
+        server.close()
+
+
+def replying(chunks: list[bytes], close: bool = False) -> Handler:
+    """A server that reads one request and writes `chunks` one by one, each as its own TCP write."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        for chunk in chunks:
+            writer.write(chunk)
+            await writer.drain()
+            await asyncio.sleep(0.001)  # separate writes on the wire (server side of the test)
+        if close:
+            writer.close()
+        else:
+            await reader.read()
+
+    return handle
+
+
+def chunked(*lines: bytes) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in lines) + b"0\r\nX-Trailer: 1\r\n\r\n"
+
+
+async def collect(url: str, read_timeout_s: float = 5.0) -> list[bytes]:
+    lines: list[bytes] = []
+    conn = await StreamConnection.open(url, read_timeout_s=read_timeout_s)
+    try:
+        await conn.post("/api/chat", b"{}", lambda line, _t: lines.append(line))
+    finally:
+        conn.close()
+    return lines
+
+
+def test_lines_are_rebuilt_across_any_split_of_the_chunked_body():
+    body = chunked(b'{"a":1}\n', b'{"b":', b'2}\n{"c":3}\n', b'{"d":4}')
+    reply = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+    pieces = [reply[i:i + 1] for i in range(len(reply))]  # one byte per write
+
+    async def go():
+        async with raw_server(replying(pieces)) as url:
+            return await collect(url)
+
+    assert asyncio.run(go()) == [b'{"a":1}', b'{"b":2}', b'{"c":3}', b'{"d":4}']
+
+
+def test_an_error_reply_keeps_ollamas_text_and_type():
+    body = b'{"error":"llama runner process has terminated: cudaMalloc failed: out of memory"}'
+    reply = b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body), body)
+
+    async def go():
+        async with raw_server(replying([reply])) as url:
+            await collect(url)
+
+    with pytest.raises(OutOfMemory, match="cudaMalloc failed"):
+        asyncio.run(go())
+
+
+def test_an_in_band_error_line_raises_from_the_line_handler():
+    reply = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+             + chunked(b'{"model":"m","message":{"role":"assistant","content":"a"},"done":false}\n',
+                       b'{"error":"an error was encountered while running the model"}\n'))
+
+    async def go():
+        async with raw_server(replying([reply])) as url:
+            async with LoadGenerator(url) as generator:
+                return await generator.run(plan(requests=1, warmup_requests=0))
+
+    record = asyncio.run(go()).records[0]
+    assert record.error_kind == "server" and "encountered" in record.error and record.output_chunks == 1
+
+
+def test_a_reply_cut_short_is_dropped_and_silence_times_out():
+    half = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b'8\r\n{"a":1}\n\r\n'
+
+    async def cut():
+        async with raw_server(replying([half], close=True)) as url:
+            await collect(url)
+
+    with pytest.raises(StreamDropped, match="before the reply was complete"):
+        asyncio.run(cut())
+
+    async def silent():
+        async with raw_server(replying([half])) as url:
+            await collect(url, read_timeout_s=0.2)
+
+    with pytest.raises(OllamaTimeout, match="sent nothing for 0.2 s"):
+        asyncio.run(silent())
+
+
+def test_keep_alive_connections_are_reused():
+    reply = b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n" + b'{"a":1}\n'
+    accepted = []
+
+    async def handle(reader, writer):
+        accepted.append(writer)
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                return
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            writer.write(reply)
+
+    async def go():
+        async with raw_server(handle) as url:
+            pool = ConnectionPool(url)
+            for _ in range(3):
+                conn = await pool.acquire()
+                await conn.post("/api/chat", b"{}", lambda _l, _t: None)
+                pool.release(conn)
+            pool.close()
+
+    asyncio.run(go())
+    assert len(accepted) == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kernel receive stamps are a Linux feature")
+def test_on_linux_lines_carry_the_kernels_arrival_time():
+    reply = b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n" + b'{"a":1}\n'
+    stamps: list[float] = []
+
+    async def go():
+        async with raw_server(replying([reply])) as url:
+            conn = await StreamConnection.open(url)
+            assert conn.kernel_stamps
+            await conn.post("/api/chat", b"{}", lambda _line, t: stamps.append(t))
+            conn.close()
+            return time.monotonic()
+
+    after = asyncio.run(go())
+    assert len(stamps) == 1 and after - 1.0 < stamps[0] <= after
+
+
+def test_unusable_urls_are_refused_up_front():
+    with pytest.raises(OllamaConnectError, match="plain http"):
+        ConnectionPool("https://example.com")
+
+
+def test_a_stream_error_is_a_stream_error():
+    assert issubclass(StreamDropped, StreamError)

@@ -1,0 +1,175 @@
+"""The sweep runner against the stand-in `ollama` run as a real subprocess by a real supervisor:
+a restart per point, failed points (OOM, CPU spill, predicted not to fit) marked and skipped over,
+cancel and every other ending putting the server back, and the attached-server case."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+
+from app.services.bench.sweep_runner import SweepRunner
+from app.core.bench.stats import LatencyTargets
+from app.core.errors import DeckError, ModelNotFound
+from app.core.bench.workload import BenchPrompt, LoadPlan
+from app.core.server.state import ServerState
+from app.core.server.settings import ServerSettings
+from app.core.bench.sweep import FAILED, OK, SKIPPED, SweepAxes, SweepSpec
+from tests.fakes.scripted_gpu import GpuReading, ScriptedGpuBackend
+from tests.fakes.ollama.server_fixtures import WAIT_S, free_port
+
+FAST = {"FAKE_OLLAMA_TOKENS_PER_S": "1000", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "100000",
+        "FAKE_OLLAMA_ANSWER_TOKENS": "10", "FAKE_OLLAMA_DECODE_SLOWDOWN": "0.5"}
+SMALL = "qwen3:0.6b"  # 1246 MiB loaded at parallel 1 (4096 ctx), 1694 at 2, 2590 at 4 in the stand-in
+
+
+def workload(model: str = SMALL, **kw) -> LoadPlan:
+    values = dict(model=model, prompts=(BenchPrompt("p", "hello"),), requests=4, num_predict=None, think=False,
+                  warmup_requests=1)
+    values.update(kw)
+    return LoadPlan(**values)
+
+
+def spec(base: ServerSettings, parallel=(1, 2), managed: bool = True, **kw) -> SweepSpec:
+    axes = kw.pop("axes", SweepAxes(parallel=parallel))
+    return SweepSpec(base, axes, kw.pop("plan", workload()), LatencyTargets(2000, 100), managed=managed, **kw)
+
+
+def parallel_started(lines: list[str]) -> list[int]:
+    """OLLAMA_NUM_PARALLEL of each `ollama serve` start, from its server config log lines."""
+    return [int(m.group(1)) for line in lines if (m := re.search(r"OLLAMA_NUM_PARALLEL:(\d+)", line))]
+
+
+@pytest.fixture
+def env(monkeypatch):
+    def set_env(**values: str) -> None:
+        for name, value in {**FAST, **values}.items():
+            monkeypatch.setenv(name, value)
+
+    return set_env
+
+
+def test_each_point_restarts_the_server_and_the_settings_come_back(make_supervisor, env):
+    env()
+    base = ServerSettings(port=free_port(), num_parallel=1)
+    h = make_supervisor(base)
+    assert h.run(h.supervisor.start()).state is ServerState.RUNNING_MANAGED
+    progress = []
+    run = h.run(SweepRunner(h.supervisor).run(spec(base, (2, 4)), on_progress=progress.append), timeout=60)
+    assert [r.status for r in run.results] == [OK, OK]
+    assert run.status == "finished"
+    assert parallel_started(h.logs.lines) == [1, 2, 4, 1]  # before, one per point, restored
+    assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
+    tps = [r.output_tokens_per_s for r in run.results]
+    assert tps[1] > tps[0]  # more slots, more aggregate throughput (sub-linear in the stand-in)
+    assert all(r.stats.requests_ok == 4 and r.loaded_vram_mib == r.loaded_size_mib for r in run.results)
+    phases = [p.phase for p in progress]
+    for phase in ("preparing", "restarting", "loading", "warm-up", "measuring", "restoring", "done"):
+        assert phase in phases
+    assert any(p.eta_s is not None for p in progress if p.point == 1)  # known once a point has finished
+    assert run.fingerprint.ollama_version == "0.12.6" and run.fingerprint.model == SMALL
+    assert len(run.fingerprint.model_digest) == 64 and run.fingerprint.base_settings["num_parallel"] == 1
+
+
+def test_oom_and_cpu_spill_are_marked_failed_and_the_sweep_goes_on(make_supervisor, env):
+    env(FAKE_OLLAMA_OOM_ABOVE_MIB="2200", FAKE_OLLAMA_GPU_MIB="1500")
+    base = ServerSettings(port=free_port())
+    h = make_supervisor(base)
+    run = h.run(SweepRunner(h.supervisor).run(spec(base, (1, 4, 2))), timeout=60)
+    by_parallel = {r.point.parallel: r for r in run.results}
+    assert by_parallel[1].status == OK
+    assert by_parallel[4].status == FAILED and by_parallel[4].reason == "out of memory at load"
+    assert "cudaMalloc failed: out of memory" in by_parallel[4].detail
+    assert by_parallel[2].status == FAILED and by_parallel[2].reason.startswith("spilled to CPU (")
+    assert by_parallel[2].loaded_vram_mib == pytest.approx(1500) and by_parallel[2].stats is None
+    assert run.recommendation.index == by_parallel[1].point.index
+    # The server was stopped before the sweep: it is stopped again, with the settings it had.
+    assert h.supervisor.status.state is ServerState.STOPPED and h.supervisor.settings == base
+
+
+def test_a_point_predicted_to_spill_is_skipped_unless_forced(make_supervisor, env):
+    env()
+    base = ServerSettings(port=free_port(), context_length=32768)
+    reading = GpuReading(memory_used_mib=11_000.0, utilization_pct=95.0, power_w=300.0, temperature_c=60.0,
+                         server_memory_mib=10_400.0)
+    gpu = ScriptedGpuBackend(script=[reading])
+    h = make_supervisor(base)
+    runner = SweepRunner(h.supervisor, gpu=gpu, server_pids=h.supervisor.server_pids, sample_interval_s=0.05)
+    run = h.run(runner.run(spec(base, (1, 16), plan=workload("qwen3:14b"))), timeout=60)
+    one, sixteen = run.results
+    assert one.status == OK and one.estimate_verdict in ("fits", "tight")
+    # 16 slots x 32768 tokens of f16 KV is 80 GiB: most layers would have to run on the CPU.
+    assert sixteen.status == SKIPPED and sixteen.estimate_verdict == "spills"
+    assert sixteen.reason.startswith("predicted to spill to CPU (") and "Force" in sixteen.detail
+    assert parallel_started(h.logs.lines) == [1, 1]  # the start to read the model, then point 1 only
+    # GPU figures over the measured window: the scripted card's numbers, and tokens per joule from them.
+    assert one.gpu.vram_peak_mib == 11_000.0 and one.gpu.server_peak_mib == 10_400.0
+    assert one.gpu.power_mean_w == 300.0 and one.gpu.util_mean_pct == 95.0
+    assert one.tokens_per_joule == pytest.approx(one.stats.output_tokens / one.gpu.energy_j)
+    forced = h.run(SweepRunner(h.supervisor, gpu=gpu).run(spec(base, (16,), plan=workload("qwen3:14b"), force=True)),
+                   timeout=60)
+    assert forced.results[0].status == OK and forced.results[0].estimate_verdict == "spills"
+
+
+def test_cancel_stops_at_once_and_puts_the_server_back(make_supervisor, env):
+    env(FAKE_OLLAMA_TOKENS_PER_S="50", FAKE_OLLAMA_ANSWER_TOKENS="500")  # 10 s per request
+    base = ServerSettings(port=free_port(), num_parallel=1)
+    h = make_supervisor(base)
+    h.run(h.supervisor.start())
+    runner = SweepRunner(h.supervisor)
+    measuring = threading.Event()
+    future = h.loop.submit(runner.run(spec(base, (2, 4), plan=workload(warmup_requests=0)),
+                                      on_progress=lambda p: p.phase == "measuring" and measuring.set()))
+    assert measuring.wait(WAIT_S)
+    runner.cancel()
+    run = future.result(WAIT_S)
+    assert run.status == "cancelled" and run.results == ()
+    assert parallel_started(h.logs.lines) == [1, 2, 1]
+    assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
+
+
+@pytest.mark.parametrize("phase", ["pricing", "restarting", "loading", "warm-up"])
+def test_cancel_in_any_phase_of_the_second_point_restores_the_settings(make_supervisor, env, phase):
+    env()
+    base = ServerSettings(port=free_port(), num_parallel=1)
+    h = make_supervisor(base)
+    h.run(h.supervisor.start())
+    runner = SweepRunner(h.supervisor, gpu=ScriptedGpuBackend(), sample_interval_s=0.05)
+
+    def progress(p) -> None:
+        if p.point == 1 and p.phase == phase:
+            runner.cancel()  # from inside the sweep, at that very step
+
+    run = h.run(runner.run(spec(base, (2, 4)), on_progress=progress), timeout=60)
+    assert run.status == "cancelled" and [r.point.parallel for r in run.results] == [2]
+    assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
+    assert parallel_started(h.logs.lines)[-1] == 1
+
+
+def test_an_attached_server_varies_only_the_clients(make_supervisor, external_standin, env):
+    env()
+    server = external_standin(**FAST)
+    url = f"http://127.0.0.1:{server.port}"
+    runner = SweepRunner(None, base_url=url)
+    attached = spec(ServerSettings(port=server.port), axes=SweepAxes(parallel=None, concurrency=(1, 2)), managed=False)
+    h = make_supervisor(ServerSettings(port=server.port))
+    run = h.run(runner.run(attached), timeout=60)
+    assert [(r.point.parallel, r.point.concurrency, r.status) for r in run.results] == [(None, 1, OK), (None, 2, OK)]
+    assert any("Attached server" in n for n in run.notes)
+    # A managed sweep refuses a server ollama-deck did not start, before touching anything.
+    assert h.run(h.supervisor.probe()).state is ServerState.RUNNING_ATTACHED
+    with pytest.raises(DeckError, match="not started by ollama-deck"):
+        h.run(SweepRunner(h.supervisor).run(spec(ServerSettings(port=server.port), (1, 2))))
+    assert server.process.poll() is None
+
+
+def test_an_unknown_model_fails_before_anything_restarts(make_supervisor, env):
+    env()
+    base = ServerSettings(port=free_port())
+    h = make_supervisor(base)
+    h.run(h.supervisor.start())
+    pid = h.supervisor.status.pid
+    with pytest.raises(ModelNotFound, match="nope:1b"):
+        h.run(SweepRunner(h.supervisor).run(spec(base, (2,), plan=workload("nope:1b"))))
+    assert h.supervisor.status.pid == pid and parallel_started(h.logs.lines) == [1]

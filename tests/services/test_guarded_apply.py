@@ -1,0 +1,98 @@
+"""Guarded apply against a real stand-in `ollama serve`: keep what works, roll back what broke."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.adapters.storage.apply_history import ApplyHistory
+from app.services.guarded_apply import GuardedApplier
+from app.backends.ollama.client import OllamaClient
+from app.core.memory.estimator import GpuMemory
+from app.core.model_shape import shape_from_show
+from app.core.memory.pricing import GIB, price
+from app.core.server.state import ServerState
+from app.core.server.settings import ServerSettings
+from tests.fakes.scripted_gpu import ScriptedGpuBackend
+from tests.fakes.ollama.server_fixtures import free_port
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+MODEL = "qwen3:14b"
+GOOD = dict(context_length=4096, num_parallel=1, flash_attention="on")
+
+
+@pytest.fixture(scope="module")
+def shape():
+    return shape_from_show(json.loads((DATA / "show_qwen3_14b.json").read_text()), 9_276_198_565)
+
+
+@pytest.fixture
+def applier_factory(make_supervisor, tmp_path):
+    def make(**env_free_kwargs):
+        harness = make_supervisor(ServerSettings(port=free_port(), **GOOD))
+        status = harness.run(harness.supervisor.start())
+        assert status.state is ServerState.RUNNING_MANAGED, status.message
+        history = ApplyHistory(tmp_path / "history.sqlite3")
+        gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
+        return harness, GuardedApplier(harness.supervisor, OllamaClient, gpu, record=history.add), history
+    return make
+
+
+def test_out_of_memory_load_rolls_back_to_last_good(applier_factory, monkeypatch, shape):
+    monkeypatch.setenv("FAKE_OLLAMA_OOM_ABOVE_MIB", "12000")
+    harness, applier, history = applier_factory()
+    good = harness.supervisor.settings
+    risky = good.replace(num_parallel=4, context_length=16384)
+    predicted = price(risky, shape, GpuMemory(24 * GIB), "0.12.6")
+    report = harness.run(applier.apply(risky, good, MODEL, predicted), timeout=30)
+
+    assert report.judgement.rollback
+    assert "ran out of memory" in report.judgement.reason and "cudaMalloc failed" in report.judgement.reason
+    assert report.restored == good
+    assert report.rollback_ok and harness.supervisor.status.state is ServerState.RUNNING_MANAGED
+    assert harness.supervisor.settings == good
+    harness.logs.wait_for("OLLAMA_NUM_PARALLEL:4")  # the risky settings really were tried
+    [record] = history.recent()
+    assert record["kept"] is False and record["predicted_vram_bytes"] == predicted.total_gpu_bytes
+    assert record["tried"]["num_parallel"] == 4 and record["restored"]["num_parallel"] == 1
+
+
+def test_unexpected_cpu_spill_rolls_back(applier_factory, monkeypatch, shape):
+    monkeypatch.setenv("FAKE_OLLAMA_GPU_MIB", "12000")
+    harness, applier, history = applier_factory()
+    good = harness.supervisor.settings
+    bigger = good.replace(num_parallel=4, context_length=8192)
+    predicted = price(bigger, shape, GpuMemory(24 * GIB), "0.12.6")
+    assert predicted.verdict == "fits"  # on a 24 GiB card; the stand-in only has 12000 MiB
+    report = harness.run(applier.apply(bigger, good, MODEL, predicted), timeout=30)
+
+    assert report.judgement.rollback
+    assert "on the CPU" in report.judgement.reason
+    assert report.observation.ps_size_vram_bytes < report.observation.ps_size_bytes
+    assert harness.supervisor.settings == good
+    assert history.recent()[0]["kept"] is False
+
+
+def test_working_settings_are_kept_with_predicted_and_measured(applier_factory, shape):
+    harness, applier, history = applier_factory()
+    good = harness.supervisor.settings
+    better = good.replace(num_parallel=2, context_length=8192)
+    predicted = price(better, shape, GpuMemory(24 * GIB), "0.12.6")
+    report = harness.run(applier.apply(better, good, MODEL, predicted), timeout=30)
+
+    assert report.judgement.keep and report.restored is None
+    assert harness.supervisor.settings == better
+    assert report.observation.ps_context_length == 8192
+    assert "predicted" in report.judgement.reason and "measured" in report.judgement.reason
+    record = history.recent()[0]
+    assert record["kept"] is True and record["measured_vram_bytes"] == report.observation.ps_size_vram_bytes
+
+
+def test_history_survives_reopening(tmp_path):
+    path = tmp_path / "h.sqlite3"
+    first = ApplyHistory(path)
+    first.add({"at": 1.0, "kept": True, "reason": "ok", "predicted_vram_bytes": 1, "measured_vram_bytes": 2})
+    again = ApplyHistory(path)
+    assert again.recent()[0]["reason"] == "ok"

@@ -1,0 +1,239 @@
+"""The Benchmark page driving real sweeps: a real supervisor, the stand-in `ollama` subprocess, a real
+SQLite history, widgets offscreen."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+
+from app.adapters.storage.history import BenchHistory
+from app.backends.ollama.client import OllamaClient
+from app.adapters.storage.settings_store import SettingsStore
+from app.backends.ollama.supervisor import ServerSupervisor
+from app.core.server.state import ServerState
+from app.core.server.settings import ServerSettings
+from app.core.bench.sweep import Fingerprint
+from app.ui.pages.bench.page import BenchPage, duration_text
+from app.ui.app.server_controller import ServerController
+from tests.adapters.storage.test_history import make_run
+from tests.fakes.ollama.server_fixtures import free_port
+
+WAIT_MS = 30_000
+FAST = {"FAKE_OLLAMA_TOKENS_PER_S": "1000", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "100000",
+        "FAKE_OLLAMA_ANSWER_TOKENS": "10", "FAKE_OLLAMA_DECODE_SLOWDOWN": "0.5"}
+
+
+@pytest.fixture
+def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
+    """(controller, page, store) around a supervisor with small timeouts and a history in tmp_path."""
+    made = []
+
+    def make(settings: ServerSettings | None = None, **env: str):
+        for name, value in {**FAST, **env}.items():
+            monkeypatch.setenv(name, value)
+        settings = settings or ServerSettings(port=free_port())
+        store = SettingsStore(tmp_path / "config")
+        controller = ServerController(supervisor_loop, None, OllamaClient, store.save)
+        supervisor = ServerSupervisor(settings, on_status=controller.on_status, on_log=controller.on_log,
+                                      start_timeout_s=5.0, stop_grace_s=0.5, health_interval_s=0.2)
+        controller.attach_supervisor(supervisor)
+        page = BenchPage(controller, supervisor_loop, supervisor, OllamaClient,
+                         history=BenchHistory(tmp_path / "benchmarks.sqlite3"))
+        qtbot.addWidget(page)
+        page.resize(1300, 900)
+        page.show()
+        made.append((controller, page))
+        return controller, page, store
+
+    yield make
+    for controller, page in made:
+        page.shutdown()
+        controller.shutdown()
+
+
+def fill(page: BenchPage, model: str = "qwen3:0.6b", parallel: str = "1, 2, 4", requests: int = 4) -> None:
+    editor = page.editor
+    editor.model.setEditText(model)
+    editor.parallel.setText(parallel)
+    editor.requests.setValue(requests)
+    editor.num_predict.setValue(0)
+
+
+def test_a_sweep_fills_the_table_charts_and_recommendation_and_apply_saves_the_winner(qtbot, page_factory, tmp_path):
+    controller, page, store = page_factory(FAKE_OLLAMA_OOM_ABOVE_MIB="2200")
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    fill(page)
+    assert page.editor.summary.text().startswith("3 points, 3 server restarts")
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        qtbot.mouseClick(page.editor.start_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not page.editor.start_button.isEnabled(), timeout=WAIT_MS)
+        assert page.editor.cancel_button.isEnabled() and not page.editor.parallel.isEnabled()
+    run = finished.args[0]
+    assert [r.status for r in run.results] == ["ok", "ok", "failed"]
+    table = page.run_view.table
+    assert table.rowCount() == 3
+    assert [table.item(r, 0).text() for r in range(3)] == ["1", "★ 2", "4"]
+    stable = table.item(2, table.columnCount() - 1)
+    assert stable.text() == "✖ OOM" and "OOM at load" in stable.toolTip() and "cudaMalloc" in stable.toolTip()
+    assert table.horizontalHeaderItem(1).text() == "Tokens/s"  # no Clients column: clients follow parallel
+    assert page.run_view.charts.throughput.points_drawn == 2
+    assert page.run_view.charts.latency.front  # a Pareto front was drawn
+    card = page.run_view.card
+    assert card.isVisible() and card.text.text().startswith("<b>Recommended: parallel 2.</b>")
+    assert card.apply_button.text() == "Apply parallel 2" and card.apply_button.isEnabled()
+    assert page.progress.headline.text().startswith("Finished: 2 of 3 points measured")
+    qtbot.waitUntil(lambda: page.editor.start_button.isEnabled(), timeout=WAIT_MS)
+    assert controller.status.state is ServerState.STOPPED  # as it was before the sweep
+
+    qtbot.mouseClick(card.apply_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: store.load().settings.num_parallel == 2, timeout=WAIT_MS)
+
+    for kind in ("csv", "json", "md", "png"):
+        assert page.run_view.export_to(kind, str(tmp_path / f"sweep.{kind}"))
+    assert "parallel,concurrency" in (tmp_path / "sweep.csv").read_text()
+    assert '"points"' in (tmp_path / "sweep.json").read_text()
+    assert "## Recommendation" in (tmp_path / "sweep.md").read_text()
+    image = QImage(str(tmp_path / "sweep.png"))
+    assert not image.isNull() and image.width() > 400
+
+
+def test_the_history_tab_lists_opens_and_compares_runs(qtbot, page_factory, tmp_path):
+    controller, page, _store = page_factory()
+    history = page.history
+    older = make_run()
+    newer = replace(make_run(points=2), fingerprint=Fingerprint(gpu_name="NVIDIA GeForce RTX 4090",
+                                                                 ollama_version="0.13.0", model="qwen3:14b"))
+    history.save(older)
+    history.save(newer)
+    page.tabs.setCurrentIndex(1)
+    view = page.history_view
+    qtbot.waitUntil(lambda: view.table.rowCount() == 2, timeout=WAIT_MS)
+    assert view.table.item(0, 3).text() == "0.13.0"  # newest first
+    assert not view.compare_button.isEnabled()
+    view.table.selectRow(0)
+    with qtbot.waitSignal(view.loaded, timeout=WAIT_MS):
+        qtbot.mouseClick(view.open_button, Qt.MouseButton.LeftButton)
+    assert view.run_view.table.rowCount() == 2 and view.stack.currentIndex() == 1
+    view.table.selectAll()
+    assert view.compare_button.isEnabled()
+    with qtbot.waitSignal(view.loaded, timeout=WAIT_MS):
+        qtbot.mouseClick(view.compare_button, Qt.MouseButton.LeftButton)
+    diff = view.compare_view.diff.text()
+    assert "What differs" in diff and "0.12.6" in diff and "0.13.0" in diff
+    assert view.compare_view.tables[0].rowCount() == 3 and view.compare_view.tables[1].rowCount() == 2
+    view.confirm_delete = lambda _n: True
+    view.table.selectRow(1)
+    qtbot.mouseClick(view.delete_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.table.rowCount() == 1, timeout=WAIT_MS)
+
+
+def test_cancel_mid_point_puts_the_server_back(qtbot, page_factory):
+    controller, page, _store = page_factory(FAKE_OLLAMA_TOKENS_PER_S="50", FAKE_OLLAMA_ANSWER_TOKENS="500")
+    controller.start()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: "come back" in page.editor.mode_label.text(), timeout=WAIT_MS)
+    fill(page, parallel="2, 4")
+    page.editor.start_button.click()
+    qtbot.waitUntil(lambda: page.progress.phase.text().startswith("Warming up"), timeout=WAIT_MS)
+    assert "Point 1 of 2 · parallel 2" == page.progress.headline.text()
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        qtbot.mouseClick(page.editor.cancel_button, Qt.MouseButton.LeftButton)
+    assert finished.args[0].status == "cancelled"
+    assert page.progress.headline.text().startswith("Cancelled after 0 of 2 points")
+    assert controller.settings.num_parallel == 1
+    assert controller.status.state is ServerState.RUNNING_MANAGED
+
+
+def test_while_a_sweep_runs_the_server_page_cannot_restart_stop_or_apply(qtbot, page_factory):
+    from app.ui.pages.server.page import ServerPage
+
+    controller, page, _store = page_factory(FAKE_OLLAMA_TOKENS_PER_S="50", FAKE_OLLAMA_ANSWER_TOKENS="500")
+    server_page = ServerPage(controller, controller.settings)
+    qtbot.addWidget(server_page)
+    controller.start()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
+    server_page.form.findChild(object, "num_parallel").setValue(3)
+    qtbot.waitUntil(server_page.apply_button.isEnabled, timeout=WAIT_MS)
+    fill(page, parallel="2, 4")
+    page.editor.start_button.click()
+    qtbot.waitUntil(lambda: page.progress.phase.text().startswith("Warming up"), timeout=WAIT_MS)
+    assert not server_page.apply_button.isEnabled() and not server_page.stop_button.isEnabled()
+    assert "benchmark sweep is running" in server_page.reason_label.text()
+    with qtbot.waitSignal(controller.error, timeout=WAIT_MS) as refused:
+        assert controller.apply(controller.settings.replace(num_parallel=3)).cancelled()
+    assert "benchmark sweep is running" in refused.args[0]
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS):
+        qtbot.mouseClick(page.editor.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(server_page.apply_button.isEnabled, timeout=WAIT_MS)  # free again, the edit kept
+    assert server_page.stop_button.isEnabled() and "benchmark" not in server_page.reason_label.text()
+    assert controller.settings.num_parallel == 1
+
+
+def test_on_an_attached_server_only_client_concurrency_varies(qtbot, page_factory, external_standin):
+    server = external_standin(**FAST)
+    controller, page, _store = page_factory(ServerSettings(port=server.port))
+    controller.probe()
+    editor = page.editor
+    qtbot.waitUntil(lambda: "only client concurrency" in editor.mode_label.text(), timeout=WAIT_MS)
+    assert not editor.parallel.isEnabled() and not editor.kv_boxes["q8_0"].isEnabled()
+    assert editor.clients.isEnabled()
+    qtbot.waitUntil(lambda: editor.model.count() == 4, timeout=WAIT_MS)  # the server's models were listed
+    editor.model.setEditText("qwen3:0.6b")
+    editor.clients.setText("1, 2")
+    editor.requests.setValue(4)
+    spec = editor.spec()
+    assert not spec.managed and spec.axes.concurrency == (1, 2)
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        editor.start_button.click()
+    run = finished.args[0]
+    assert [(r.point.parallel, r.point.concurrency) for r in run.results] == [(None, 1), (None, 2)]
+    assert page.run_view.table.horizontalHeaderItem(1).text() == "Clients"
+    assert not page.run_view.card.apply_button.isEnabled()  # nothing of the server's to apply
+    assert server.process.poll() is None
+
+
+def test_the_editor_says_what_is_wrong_before_anything_runs(qtbot, page_factory, tmp_path):
+    _controller, page, _store = page_factory()
+    editor = page.editor
+    editor.model.setEditText("")
+    editor.start_button.click()
+    assert editor.message.severity == "error" and "Choose a model" in editor.message.message
+    editor.model.setEditText("qwen3:0.6b")
+    editor.parallel.setText("1, x")
+    editor.start_button.click()
+    assert "'x' is not a whole number" in editor.message.message
+    assert not page.sweeps.running
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("first\nsecond\n")
+    assert editor.load_prompt_file(str(prompts))
+    assert "prompts.txt (2 prompts)" in editor.prompts.currentText()
+    (tmp_path / "bad.jsonl").write_text('{"prompt": "a"}\n{"nope": 1}\n')
+    assert not editor.load_prompt_file(str(tmp_path / "bad.jsonl"))
+    assert "entry 2" in editor.prompt_message.message
+
+
+def test_duration_text():
+    assert (duration_text(None), duration_text(45.4), duration_text(80), duration_text(7300)) == (
+        "", "45 s", "1 min 20 s", "2 h 1 min")
+
+
+def test_the_page_is_in_the_app(qtbot, tmp_path):
+    import argparse
+
+    from app.ui.app.main import DeckApp
+
+    deck = DeckApp(argparse.Namespace(config_dir=str(tmp_path / "cfg"), url="http://127.0.0.1:9", page="bench",
+                                      screenshot=None))
+    qtbot.addWidget(deck.window)
+    try:
+        assert "bench" in deck.window.page_names
+        deck.window.show_page("bench")
+        assert deck.window.current_page() is deck.bench_page
+        assert Path(deck.bench_page.history.path) == tmp_path / "cfg" / "benchmarks.sqlite3"
+    finally:
+        deck.close()

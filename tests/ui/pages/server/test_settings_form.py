@@ -1,0 +1,236 @@
+"""The settings form as a user drives it: typing, choosing, ticking, and what it reports back."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+)
+
+from app.core.server.settings import ServerSettings
+from app.ui.pages.server.settings_form import SettingsForm
+from app.ui.widgets.forms import ERROR_COLOR, WARNING_COLOR, InlineMessage
+
+TUNED = ServerSettings(
+    num_parallel=4, context_length=16384, kv_cache_type="q8_0", flash_attention="on",
+    keep_alive="-1", max_loaded_models=2, max_queue=64, gpu_overhead_mib=512, host="0.0.0.0",
+    port=11500, models_dir="/srv/models", extra_env="OLLAMA_DEBUG=1", allow_network=True,
+    ollama_binary="/opt/ollama/bin/ollama",
+)
+
+
+@pytest.fixture
+def form(qtbot) -> SettingsForm:
+    widget = SettingsForm()
+    qtbot.addWidget(widget)
+    return widget
+
+
+def _message(form: SettingsForm, name: str) -> InlineMessage:
+    message = form.findChild(InlineMessage, f"{name}_message")
+    assert message is not None, name
+    return message
+
+
+def _type_into(qtbot, edit: QLineEdit, text: str) -> None:
+    edit.selectAll()
+    qtbot.keyClick(edit, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(edit, text)
+
+
+def _preview(form: SettingsForm) -> str:
+    return form.findChild(QPlainTextEdit, "env_preview").toPlainText()
+
+
+def test_defaults_are_valid_and_previewed(form: SettingsForm) -> None:
+    assert form.is_valid() and form.validation().ok
+    assert form.settings() == ServerSettings()
+    assert _preview(form).splitlines()[:2] == ["OLLAMA_HOST=127.0.0.1:11434", "OLLAMA_NUM_PARALLEL=1"]
+    assert all(m.isHidden() for m in form.findChildren(InlineMessage))
+
+
+def test_typing_a_bad_keep_alive_shows_the_reason_and_flips_validity(qtbot, form: SettingsForm) -> None:
+    keep_alive = form.findChild(QLineEdit, "keep_alive")
+    flips: list[bool] = []
+    form.validity_changed.connect(flips.append)
+
+    _type_into(qtbot, keep_alive, "soon")
+
+    message = _message(form, "keep_alive")
+    assert not message.isHidden() and message.severity == "error"
+    assert "duration like 5m" in message.message
+    assert ERROR_COLOR in message.styleSheet()
+    assert keep_alive.property("invalid") is True  # the stylesheet's red border
+    assert not form.is_valid() and flips == [False]
+
+    with qtbot.waitSignal(form.validity_changed) as blocker:
+        _type_into(qtbot, keep_alive, "10m")
+    assert blocker.args == [True]
+    assert message.isHidden() and form.settings().keep_alive == "10m"
+    assert keep_alive.property("invalid") is False
+    assert flips == [False, True]
+
+
+def test_context_length_default_or_custom_value(qtbot, form: SettingsForm) -> None:
+    combo = form.findChild(QComboBox, "context_length")
+    assert not combo.isEnabled()  # Default is chosen
+    form.findChild(QCheckBox, "context_default").click()
+    assert combo.isEnabled() and form.settings().context_length == 8192
+
+    _type_into(qtbot, combo.lineEdit(), "32kb")
+    assert not form.is_valid()
+    assert "whole number of tokens" in _message(form, "context_length").message
+
+    _type_into(qtbot, combo.lineEdit(), "32k")
+    assert form.is_valid() and form.settings().context_length == 32768
+    assert "OLLAMA_CONTEXT_LENGTH=32768" in _preview(form)
+
+    _type_into(qtbot, combo.lineEdit(), "100")
+    assert "between 256 and 1048576" in _message(form, "context_length").message
+
+    form.findChild(QCheckBox, "context_default").click()
+    assert form.is_valid() and form.settings().context_length is None
+    assert "OLLAMA_CONTEXT_LENGTH" not in _preview(form)
+
+
+def test_quantized_kv_with_flash_attention_off_is_refused(form: SettingsForm) -> None:
+    kv = form.findChild(QComboBox, "kv_cache_type")
+    flash = form.findChild(QComboBox, "flash_attention")
+    kv.setCurrentIndex(kv.findData("q8_0"))
+    message = _message(form, "kv_cache_type")
+    assert message.severity == "warning" and WARNING_COLOR in message.styleSheet()
+    assert "choose On" in message.message and form.is_valid()
+
+    flash.setCurrentIndex(flash.findData("off"))
+    assert message.severity == "error" and "needs flash attention" in message.message
+    assert not form.is_valid()
+    assert _preview(form).startswith("# Not valid yet")
+
+    flash.setCurrentIndex(flash.findData("on"))
+    assert message.isHidden() and form.is_valid()
+    assert form.settings().to_env()["OLLAMA_FLASH_ATTENTION"] == "1"
+
+
+def test_binding_to_the_network_needs_the_checkbox(qtbot, form: SettingsForm) -> None:
+    _type_into(qtbot, form.findChild(QLineEdit, "host"), "0.0.0.0")
+    message = _message(form, "host")
+    assert message.severity == "error" and "Allow network access" in message.message
+    assert not form.is_valid()
+
+    with qtbot.waitSignal(form.edited) as blocker:
+        form.findChild(QCheckBox, "allow_network").click()
+    assert blocker.args[0].allow_network and blocker.args[0].host == "0.0.0.0"
+    assert message.severity == "warning" and "no authentication" in message.message
+    assert WARNING_COLOR in message.styleSheet() and "border" in message.styleSheet()
+    assert form.is_valid()
+    assert "OLLAMA_HOST=0.0.0.0:11434" in _preview(form)
+
+
+def test_privileged_port_is_warned_on_the_host_row(qtbot, form: SettingsForm) -> None:
+    port = form.findChild(QSpinBox, "port")
+    port.setValue(80)
+    assert _message(form, "host").severity == "warning"
+    assert "administrator" in _message(form, "host").message
+
+
+def test_invented_variable_is_refused_with_the_real_alternative(qtbot, form: SettingsForm) -> None:
+    extra = form.findChild(QPlainTextEdit, "extra_env")
+    extra.setFocus()
+    qtbot.keyClicks(extra, "OLLAMA_MAX_BATCH_SIZE=8")
+    message = _message(form, "extra_env")
+    assert message.severity == "error"
+    assert "OLLAMA_MAX_BATCH_SIZE does not exist in Ollama" in message.message
+    assert "OLLAMA_NUM_PARALLEL" in message.message
+    assert not form.is_valid()
+
+
+@pytest.mark.parametrize("settings", [
+    ServerSettings(),
+    TUNED,
+    TUNED.replace(context_length=None, kv_cache_type="q4_0", flash_attention="off", host="::1",
+                  allow_network=False, extra_env="# only a comment\n"),
+    ServerSettings(kv_cache_type="fp8"),  # not a choice, still shown and refused, not lost
+])
+def test_settings_round_trip_through_the_form(qtbot, settings: ServerSettings) -> None:
+    form = SettingsForm()
+    qtbot.addWidget(form)
+    with qtbot.assertNotEmitted(form.edited):
+        form.set_settings(settings)
+    assert form.settings() == settings
+    assert form.is_valid() is form.validation().ok
+
+
+def test_an_invalid_choice_is_shown_then_dropped(qtbot, form: SettingsForm) -> None:
+    kv = form.findChild(QComboBox, "kv_cache_type")
+    form.set_settings(ServerSettings(kv_cache_type="fp8"))
+    assert kv.currentText() == "fp8 (not a valid choice)" and not form.is_valid()
+    assert "must be one of f16, q8_0, q4_0" in _message(form, "kv_cache_type").message
+    form.set_settings(ServerSettings())
+    assert kv.count() == 3 and form.is_valid()
+
+
+def test_initial_settings_and_validity_of_a_loaded_invalid_set(qtbot) -> None:
+    form = SettingsForm(ServerSettings(host="0.0.0.0"))
+    qtbot.addWidget(form)
+    assert not form.is_valid()
+    with qtbot.waitSignal(form.validity_changed) as blocker:
+        form.set_settings(ServerSettings())
+    assert blocker.args == [True]
+
+
+def test_edited_carries_the_new_settings_once_per_change(qtbot, form: SettingsForm) -> None:
+    seen: list[ServerSettings] = []
+    form.edited.connect(seen.append)
+    spin = form.findChild(QSpinBox, "num_parallel")
+    qtbot.keyClick(spin, Qt.Key.Key_Up)
+    qtbot.keyClick(spin, Qt.Key.Key_Up)
+    assert [s.num_parallel for s in seen] == [2, 3]
+    form.findChild(QSpinBox, "gpu_overhead_mib").setValue(2048)
+    assert seen[-1].gpu_overhead_mib == 2048
+    assert _message(form, "gpu_overhead_mib").severity == "warning"
+
+
+def test_browse_fills_the_models_directory(qtbot, form: SettingsForm, monkeypatch) -> None:
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args: "/srv/models")
+    with qtbot.waitSignal(form.edited) as blocker:
+        form.findChild(QPushButton, "models_dir_browse").click()
+    assert blocker.args[0].models_dir == "/srv/models"
+    assert "OLLAMA_MODELS=/srv/models" in _preview(form)
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args: ("/opt/ollama", ""))
+    form.findChild(QPushButton, "ollama_binary_browse").click()
+    assert form.settings().ollama_binary == "/opt/ollama"
+
+
+def test_cancelled_browse_changes_nothing(qtbot, form: SettingsForm, monkeypatch) -> None:
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args: "")
+    with qtbot.assertNotEmitted(form.edited):
+        form.findChild(QPushButton, "models_dir_browse").click()
+
+
+def test_models_dir_with_tilde_is_refused(qtbot, form: SettingsForm) -> None:
+    _type_into(qtbot, form.findChild(QLineEdit, "models_dir_edit"), "~/models")
+    assert "does not expand ~" in _message(form, "models_dir").message
+
+
+def test_every_field_names_its_variable(form: SettingsForm) -> None:
+    tips = {name: form.findChild(object, name).toolTip() for name in (
+        "num_parallel", "context_length", "kv_cache_type", "flash_attention", "keep_alive",
+        "max_loaded_models", "max_queue", "gpu_overhead_mib", "host", "port", "models_dir",
+    )}
+    assert tips["num_parallel"].startswith("OLLAMA_NUM_PARALLEL") and "num_batch" in tips["num_parallel"]
+    assert tips["gpu_overhead_mib"] == "OLLAMA_GPU_OVERHEAD"
+    assert all(tip.startswith("OLLAMA_") for tip in tips.values())
+
+
+def test_single_column_layout_builds_the_same_form(qtbot) -> None:
+    form = SettingsForm(TUNED, columns=1)
+    qtbot.addWidget(form)
+    assert form.settings() == TUNED and form.is_valid()
