@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Coroutine
 
 T = TypeVar("T")
 
@@ -50,7 +51,7 @@ class LoopThread:
         assert self._loop is not None
         return self._loop
 
-    def submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Schedule a coroutine on the loop thread; once the loop has stopped, it is refused."""
         loop = self._loop
         if loop is None or loop.is_closed() or not self._thread.is_alive():
@@ -60,7 +61,7 @@ class LoopThread:
         except RuntimeError:  # closed between the check and the call
             return refused(coro)
 
-    def submit_unless(self, closed: bool, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+    def submit_unless(self, closed: bool, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Submit, unless the caller is shut down: a queued signal can still ask for work after that."""
         return refused(coro) if closed else self.submit(coro)
 
@@ -75,7 +76,7 @@ class LoopThread:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
 
-    def __enter__(self) -> "LoopThread":
+    def __enter__(self) -> LoopThread:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
 
 DEFAULT_WINDOW_S = 2.0
 
@@ -39,7 +39,7 @@ class TokenMeter:
             self._in_flight -= 1
 
     @contextmanager
-    def request(self) -> Iterator["TokenMeter"]:
+    def request(self) -> Iterator[TokenMeter]:
         """`begin()` on entry and `end()` on exit, whatever ends the request."""
         self.begin()
         try:

@@ -6,7 +6,8 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from app.core.server.apply_check import ApplyJudgement, ApplyObservation, judge
 from app.core.errors import OllamaError, OutOfMemory, is_oom_message

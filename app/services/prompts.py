@@ -55,7 +55,7 @@ class PromptRequest:
         out.append({"role": "user", "content": self.prompt})
         return out
 
-    def with_think(self, think: bool | str | None) -> "PromptRequest":
+    def with_think(self, think: bool | str | None) -> PromptRequest:
         """The same request in another thinking mode."""
         return replace(self, think=think)
 

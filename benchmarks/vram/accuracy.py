@@ -28,7 +28,7 @@ import argparse
 import json
 import statistics
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ SHOW_FILES: dict[str, tuple[str, int]] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def shape_for(name: str, with_tensors: bool = True) -> ModelShape:
     """The estimator's view of one measured model shape."""
     file, size = SHOW_FILES[name]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence, Union
+from collections.abc import Callable, Sequence
 
 from app.adapters.telemetry.nvml import gpu_lost_reason
 from app.adapters.telemetry.sampler import TelemetryBuffers
@@ -36,7 +36,7 @@ class GpuReading:
     server_memory_mib: float = NAN  # memory of the server's pids, as the process list shows it
 
 
-Script = Union[Callable[[float, Sequence[int]], GpuReading], Sequence[GpuReading]]
+Script = Callable[[float, Sequence[int]], GpuReading] | Sequence[GpuReading]
 
 
 def idle_reading() -> GpuReading:

@@ -15,7 +15,7 @@ import socket
 import struct
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 # Linux's value on the architectures that use the generic socket numbers (not exported by Python's
 # socket module); elsewhere another option may hide behind 35, so stamps are taken by the loop there.
@@ -46,7 +46,7 @@ class StampedSocket:
 
     @classmethod
     async def connect(cls, host: str, port: int, timeout_s: float, clock: Callable[[], float], on_data: DataHandler,
-                      on_closed: ClosedHandler) -> "StampedSocket":
+                      on_closed: ClosedHandler) -> StampedSocket:
         """Connect (OSError or asyncio.TimeoutError on failure) and start reading."""
         loop = asyncio.get_running_loop()
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -57,7 +57,7 @@ class StampedSocket:
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 await asyncio.wait_for(loop.sock_connect(sock, address), timeout_s)
-            except (OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError) as exc:
                 sock.close()
                 if isinstance(exc, asyncio.TimeoutError):
                     raise

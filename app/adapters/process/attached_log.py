@@ -12,7 +12,7 @@ import asyncio
 import os
 import shutil
 from pathlib import Path
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from app.core.server.state import ExternalKind
 

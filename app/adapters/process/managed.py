@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import psutil
 
@@ -35,7 +35,7 @@ class ManagedServer:
         self._exit = asyncio.create_task(self._wait_exit())
 
     @classmethod
-    async def spawn(cls, binary: str, env: Mapping[str, str], on_line: Callable[[str], None]) -> "ManagedServer":
+    async def spawn(cls, binary: str, env: Mapping[str, str], on_line: Callable[[str], None]) -> ManagedServer:
         """Run `binary serve` with exactly env; raises OSError when it cannot be executed."""
         process = await asyncio.create_subprocess_exec(
             binary, "serve",
@@ -56,7 +56,7 @@ class ManagedServer:
     def returncode(self) -> int | None:
         return self.process.returncode
 
-    def exited(self) -> "asyncio.Future[int]":
+    def exited(self) -> asyncio.Future[int]:
         """Resolves with the exit code once the server exited and its leftovers were reaped."""
         return asyncio.shield(self._exit)
 
@@ -85,7 +85,7 @@ class ManagedServer:
                 pass
             try:
                 await asyncio.wait_for(self.exited(), grace_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.remember_tree()
                 # Children first, so a parent that respawns runners has nothing left to watch.
                 tree = sorted(self._known_tree.values(), key=lambda p: p.pid == self.pid)

@@ -7,7 +7,7 @@ import json
 import os
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,7 @@ def remove_stale_temp_files(path: Path, max_age_s: float = STALE_TEMP_AGE_S) -> 
 
 def utc_stamp() -> str:
     """A compact UTC timestamp for file names, e.g. 20260801T120000Z."""
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def free_name(path: Path) -> Path:

@@ -15,9 +15,10 @@ import errno
 import json
 import os
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 import platformdirs
 
@@ -195,7 +196,7 @@ class SettingsStore:
             preferences = saved if isinstance(saved, dict) else {}
         document = {
             "version": SETTINGS_VERSION,
-            "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "saved_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "settings": settings.to_json(),
             "preferences": dict(preferences),
         }

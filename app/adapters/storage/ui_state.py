@@ -37,7 +37,7 @@ class UiState:
         return {"version": FORMAT_VERSION, **data}
 
     @classmethod
-    def from_json(cls, data: Any) -> "UiState":
+    def from_json(cls, data: Any) -> UiState:
         """Every field checked on its own: a bad one falls back to its default, the rest is kept."""
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")

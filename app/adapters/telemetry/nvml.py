@@ -11,7 +11,8 @@ import logging
 import math
 import os
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from app.core.telemetry import GpuBackend, GpuInfo, GpuSample
 

@@ -6,7 +6,7 @@ import logging
 import math
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

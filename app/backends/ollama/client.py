@@ -9,7 +9,8 @@ which the server sees as the client going away. Every streamed line is checked f
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, aclosing
-from typing import Any, AsyncIterator, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 
@@ -50,7 +51,7 @@ class OllamaClient:
         """Close pooled connections."""
         await self._http.aclose()
 
-    async def __aenter__(self) -> "OllamaClient":
+    async def __aenter__(self) -> OllamaClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

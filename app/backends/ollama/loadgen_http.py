@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from app.adapters.http.timed_socket import StampedSocket
@@ -74,14 +74,14 @@ class StreamConnection:
 
     @classmethod
     async def open(cls, base_url: str, *, clock: Callable[[], float] = time.monotonic,
-                   connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0) -> "StreamConnection":
+                   connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0) -> StreamConnection:
         """Connect to the server at base_url (typed errors on failure)."""
         host, port = host_port(base_url)
         conn = cls(base_url, clock, read_timeout_s)
         try:
             conn._sock = await StampedSocket.connect(host, port, connect_timeout_s, clock, conn._data_received,
                                                      conn._connection_lost)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise OllamaTimeout(f"Connecting to Ollama at {base_url} timed out after {connect_timeout_s:g} s") from None
         except OSError as exc:
             raise OllamaConnectError(f"Cannot connect to Ollama at {base_url}: {exc.strerror or exc}") from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from app.backends.ollama.client import OllamaClient
@@ -43,7 +43,7 @@ async def port_accepts(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> boo
     parts = urlsplit(base_url)
     try:
         _reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), timeout_s)
-    except (OSError, asyncio.TimeoutError):
+    except (TimeoutError, OSError):
         return False
     writer.close()
     try:
@@ -58,13 +58,13 @@ async def identify(client: OllamaClient, timeout_s: float = PROBE_TIMEOUT_S) -> 
     try:
         try:
             is_ollama = await asyncio.wait_for(client.is_ollama(), timeout_s)
-        except (OllamaError, OSError, asyncio.TimeoutError):
+        except (TimeoutError, OllamaError, OSError):
             return False, None
         if not is_ollama:
             return False, None
         try:
             version = await asyncio.wait_for(client.version(), timeout_s)
-        except (OllamaError, OSError, asyncio.TimeoutError):
+        except (TimeoutError, OllamaError, OSError):
             version = None
         return True, version_text(version)
     finally:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 

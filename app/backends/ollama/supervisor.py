@@ -10,7 +10,7 @@ import os
 import shutil
 import signal
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import psutil
 
@@ -250,7 +250,7 @@ class ServerSupervisor:
                         failures = 0
                         continue
                     failures = 2  # something else took the port over
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     failures += 1  # a busy server may be slow once; a refused connection is final
                 except (OllamaError, OSError):
                     failures = 2
@@ -317,12 +317,12 @@ class ServerSupervisor:
                 try:
                     if await asyncio.wait_for(client.is_ollama(), min(PROBE_TIMEOUT_S, remaining)):
                         break
-                except (OllamaError, OSError, asyncio.TimeoutError):
+                except (TimeoutError, OllamaError, OSError):
                     pass
                 await asyncio.sleep(POLL_INTERVAL_S)
             try:
                 version = probing.version_text(await asyncio.wait_for(client.version(), PROBE_TIMEOUT_S))
-            except (OllamaError, OSError, asyncio.TimeoutError):
+            except (TimeoutError, OllamaError, OSError):
                 version = None
         finally:
             await client.aclose()

@@ -11,7 +11,8 @@ goes to the cheaper point (fewer parallel slots, then less VRAM, then fewer clie
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from app.core.bench.stats import LatencyTargets, meets_targets
 from app.core.bench.sweep import PointResult
@@ -36,7 +37,7 @@ class Recommendation:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> "Recommendation | None":
+    def from_json(cls, data: dict[str, Any] | None) -> Recommendation | None:
         """Inverse of to_json (None stays None)."""
         if not data:
             return None

@@ -7,7 +7,8 @@ import csv
 import io
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.sweep import Fingerprint, GpuFigures, PointResult, SweepPoint, SweepSpec
@@ -36,16 +37,16 @@ class SweepRun:
     notes: tuple[str, ...] = ()
     run_id: int | None = None  # the history's id once stored
 
-    def with_result(self, result: PointResult) -> "SweepRun":
+    def with_result(self, result: PointResult) -> SweepRun:
         """A copy with one more point result."""
         return replace(self, results=self.results + (result,))
 
-    def finished(self, status: str, finished_at: str) -> "SweepRun":
+    def finished(self, status: str, finished_at: str) -> SweepRun:
         """A copy marked finished (or cancelled) with its recommendation."""
         return replace(self, status=status, finished_at=finished_at,
                        recommendation=recommend(self.results, self.spec.targets, self.varying))
 
-    def with_targets(self, targets: LatencyTargets) -> "SweepRun":
+    def with_targets(self, targets: LatencyTargets) -> SweepRun:
         """The run judged against other targets: statistics and recommendation recomputed."""
         results = tuple(r.restat(targets) for r in self.results)
         spec = replace(self.spec, targets=targets)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class RequestRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "RequestRecord":
+    def from_json(cls, data: dict[str, Any]) -> RequestRecord:
         """Inverse of to_json."""
         values = dict(data)
         values["itl_s"] = tuple(values.get("itl_s") or ())
@@ -178,7 +179,7 @@ class LatencyTargets:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "LatencyTargets":
+    def from_json(cls, data: dict[str, Any]) -> LatencyTargets:
         """Inverse of to_json."""
         return cls(**{k: data[k] for k in ("ttft_p95_ms", "tpot_p95_ms", "min_success") if k in data})
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
@@ -54,7 +55,7 @@ class SweepAxes:
                 for name in ("parallel", "concurrency", "kv_cache_types", "context_lengths", "flash_attention")}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "SweepAxes":
+    def from_json(cls, data: dict[str, Any]) -> SweepAxes:
         """Inverse of to_json."""
         return cls(**{k: None if data.get(k) is None else tuple(data[k])
                       for k in ("parallel", "concurrency", "kv_cache_types", "context_lengths", "flash_attention")})
@@ -104,7 +105,7 @@ class SweepPoint:
                 "server_known": self.server_known}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "SweepPoint":
+    def from_json(cls, data: dict[str, Any]) -> SweepPoint:
         """Inverse of to_json."""
         settings, _problems = ServerSettings.from_json(data.get("settings") or {})
         return cls(int(data.get("index", 0)), settings, int(data.get("concurrency", 1)),
@@ -235,7 +236,7 @@ class PointResult:
         """True when requests were measured (ok or unstable)."""
         return self.status in (OK, UNSTABLE) and self.stats is not None
 
-    def restat(self, targets: LatencyTargets) -> "PointResult":
+    def restat(self, targets: LatencyTargets) -> PointResult:
         """The same result with statistics recomputed for other targets (goodput changes)."""
         if not self.records:
             return self
@@ -277,7 +278,7 @@ class Fingerprint:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Fingerprint":
+    def from_json(cls, data: dict[str, Any]) -> Fingerprint:
         """Inverse of to_json (unknown keys ignored)."""
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
@@ -303,7 +304,7 @@ class SweepSpec:
                 "targets": self.targets.to_json(), "managed": self.managed, "force": self.force}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "SweepSpec":
+    def from_json(cls, data: dict[str, Any]) -> SweepSpec:
         """Inverse of to_json."""
         base, _ = ServerSettings.from_json(data.get("base") or {})
         return cls(base, SweepAxes.from_json(data.get("axes") or {}), LoadPlan.from_json(data.get("workload") or {}),

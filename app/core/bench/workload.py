@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from app.core.console.presets import BUILTIN_PRESETS, Preset
 
@@ -130,7 +131,7 @@ class LoadPlan:
     seed: int = DEFAULT_SEED
     request_timeout_s: float = 600.0
 
-    def replace(self, **changes: Any) -> "LoadPlan":
+    def replace(self, **changes: Any) -> LoadPlan:
         """A copy with some fields changed."""
         return replace(self, **changes)
 
@@ -171,7 +172,7 @@ class LoadPlan:
             out.append("The request timeout must be positive.")
         return out
 
-    def for_point(self, concurrency: int) -> "LoadPlan":
+    def for_point(self, concurrency: int) -> LoadPlan:
         """This workload with `concurrency` clients (or in-flight cap), its request count settled."""
         plan = replace(self, concurrency=concurrency)
         if self.requests_per_client is not None:
@@ -225,7 +226,7 @@ class LoadPlan:
                 "prompts": [{"name": p.name, "text": p.text, "system": p.system} for p in self.prompts]}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "LoadPlan":
+    def from_json(cls, data: dict[str, Any]) -> LoadPlan:
         """Inverse of to_json (unknown keys ignored)."""
         prompts = tuple(BenchPrompt(str(p.get("name", "")), str(p.get("text", "")), str(p.get("system", "")))
                         for p in data.get("prompts") or [])

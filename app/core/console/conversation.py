@@ -11,7 +11,8 @@ import csv
 import io
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from app.core.console.reply_stats import BurstSummary, ReplyStats, ThinkingCost, figures_line, mode_text
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from app.core.ollama_types import FinalStats, StreamChunk
 

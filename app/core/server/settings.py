@@ -108,7 +108,7 @@ class ServerSettings:
     # Binding beyond loopback must be confirmed: Ollama's API has no authentication.
     allow_network: bool = False
 
-    def replace(self, **changes: Any) -> "ServerSettings":
+    def replace(self, **changes: Any) -> ServerSettings:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 
@@ -168,7 +168,7 @@ class ServerSettings:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: Any) -> tuple["ServerSettings", list[str]]:
+    def from_json(cls, data: Any) -> tuple[ServerSettings, list[str]]:
         """Build from a dict; unknown keys and wrongly typed values are dropped and reported."""
         if not isinstance(data, dict):
             return cls(), [f"The settings are not a JSON object ({type(data).__name__}); using defaults."]

@@ -16,7 +16,7 @@ import json
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from app.backends.ollama.loadgen_http import ConnectionPool
 from app.backends.ollama.stream import StreamDropped, decode_line
@@ -107,7 +107,7 @@ class LoadGenerator:
         """Close pooled connections."""
         self._pool.close()
 
-    async def __aenter__(self) -> "LoadGenerator":
+    async def __aenter__(self) -> LoadGenerator:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

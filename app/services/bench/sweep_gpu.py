@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from app.core.bench.sweep import GpuFigures
 from app.core.telemetry import GpuBackend, GpuSample

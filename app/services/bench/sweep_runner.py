@@ -13,7 +13,8 @@ import datetime as dt
 import platform
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from app.services.bench.loadgen import LoadGenerator
 from app.backends.ollama.client import OllamaClient

@@ -7,7 +7,8 @@ import collections
 import concurrent.futures
 import logging
 import threading
-from typing import Any, Callable, Coroutine
+from typing import Any
+from collections.abc import Callable, Coroutine
 
 from PySide6.QtCore import QObject, QTimer, Signal
 

@@ -7,7 +7,8 @@ import json
 import socket
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
 
 import httpx
 import pytest

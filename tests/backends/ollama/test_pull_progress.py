@@ -20,7 +20,7 @@ def test_speed_and_eta_per_layer_and_overall() -> None:
     assert layer.speed_bps == pytest.approx(1 * GB) and layer.eta_s == pytest.approx(3.0)
     assert layer.fraction == 0.25 and not layer.done
     snap = tracker.update("pulling bbb", "sha256:bbb", 1000, 1000, 3.0)
-    assert [l.done for l in snap.layers] == [False, True]
+    assert [layer.done for layer in snap.layers] == [False, True]
     assert snap.layers[1].eta_s == 0.0 and snap.layers[1].speed_bps is None
     assert snap.elapsed_s == 3.0 and 0 < snap.fraction < 1
 

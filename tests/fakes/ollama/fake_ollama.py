@@ -19,7 +19,8 @@ import time
 from collections import deque
 from dataclasses import replace
 from http.server import ThreadingHTTPServer
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from tests.fakes.ollama.fake_ollama_http import OOM_MESSAGE, HttpMixin, RecordedRequest, FailRule
@@ -99,7 +100,7 @@ class FakeOllama(HttpMixin, SchedulerMixin):
         self.url = f"http://{shown}:{self.port}"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], **overrides: Any) -> "FakeOllama":
+    def from_env(cls, env: Mapping[str, str], **overrides: Any) -> FakeOllama:
         """Configure from OLLAMA_* variables the way `ollama serve` reads them at start."""
         host, port = "127.0.0.1", 11434
         raw = env.get("OLLAMA_HOST", "").strip()
@@ -122,7 +123,7 @@ class FakeOllama(HttpMixin, SchedulerMixin):
         return cls(host, kwargs.pop("port", port), **kwargs)
 
     # ---- lifecycle -------------------------------------------------------------------------
-    def start(self) -> "FakeOllama":
+    def start(self) -> FakeOllama:
         """Serve on a daemon thread; returns once the socket is accepting."""
         self._thread = threading.Thread(target=self.serve_forever, name=f"fake-ollama-{self.port}", daemon=True)
         self._thread.start()
@@ -164,7 +165,7 @@ class FakeOllama(HttpMixin, SchedulerMixin):
                 pass
         self._httpd.server_close()
 
-    def __enter__(self) -> "FakeOllama":
+    def __enter__(self) -> FakeOllama:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -9,7 +9,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from tests.fakes.ollama.fake_ollama_infer import ClientGone, Refused, handle_inference

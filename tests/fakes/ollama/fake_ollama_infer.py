@@ -62,7 +62,7 @@ def _think_setting(model: FakeModel, think: Any, last_user_text: str) -> float:
     return 1.0
 
 
-def handle_inference(server: "FakeOllama", ex: Exchange, body: dict[str, Any], endpoint: str) -> None:
+def handle_inference(server: FakeOllama, ex: Exchange, body: dict[str, Any], endpoint: str) -> None:
     """Serve one chat (`endpoint="chat"`) or generate request."""
     started = time.monotonic()
     is_chat = endpoint == "chat"
@@ -162,7 +162,7 @@ def _chunk(model: str, is_chat: bool, text: str, thinking: bool) -> dict[str, An
     return out
 
 
-def _generate(server: "FakeOllama", ex: Exchange, model: FakeModel, body: dict[str, Any], is_chat: bool,
+def _generate(server: FakeOllama, ex: Exchange, model: FakeModel, body: dict[str, Any], is_chat: bool,
               texts: list[str], think_factor: float, options: dict[str, Any], started: float,
               loaded_at: float, release: Any) -> None:
     prompt_tokens = count_prompt_tokens(texts)

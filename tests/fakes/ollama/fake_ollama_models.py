@@ -214,7 +214,7 @@ class FakeModel:
                 {"name": "output_norm.weight", "type": "F32", "shape": [embed]}]
         return out
 
-    def renamed(self, name: str, **changes: Any) -> "FakeModel":
+    def renamed(self, name: str, **changes: Any) -> FakeModel:
         """A copy under another name (a created variant), with a fresh digest."""
         return replace(self, name=name, digest=stable_digest(name), **changes)
 

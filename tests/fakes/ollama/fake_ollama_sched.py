@@ -6,7 +6,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from tests.fakes.ollama.fake_ollama_infer import ClientGone, Refused
 from tests.fakes.ollama.fake_ollama_models import GRAPH_BYTES_FLASH, FakeModel

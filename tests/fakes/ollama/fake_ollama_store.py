@@ -20,14 +20,14 @@ LICENSES = {"qwen3": "Apache License\nVersion 2.0, January 2004\nhttp://www.apac
 TOKENS_SAMPLE = ["!", '"', "#", "$", "%", "&", "'", "("]
 
 
-def tags_reply(server: "FakeOllama") -> dict[str, Any]:
+def tags_reply(server: FakeOllama) -> dict[str, Any]:
     """`GET /api/tags`: every local model, most recently modified first."""
     models = sorted(server.models.values(), key=lambda m: m.modified_at, reverse=True)
     return {"models": [{"name": m.name, "model": m.name, "modified_at": m.modified_at, "size": m.size,
                         "digest": m.digest, "details": m.details()} for m in models]}
 
 
-def ps_reply(server: "FakeOllama") -> dict[str, Any]:
+def ps_reply(server: FakeOllama) -> dict[str, Any]:
     """`GET /api/ps`: loaded models, longest time-to-expiry first."""
     entries = server.loaded_snapshot()
     entries.sort(key=lambda e: server.expiry_of(e["name"]), reverse=True)
@@ -43,7 +43,7 @@ def layers_of(model: FakeModel) -> list[tuple[str, int]]:
             (f"sha256:{stable_digest(model.name + '/config')}", 561)]
 
 
-def show_reply(server: "FakeOllama", body: dict[str, Any]) -> dict[str, Any]:
+def show_reply(server: FakeOllama, body: dict[str, Any]) -> dict[str, Any]:
     """`POST /api/show`: metadata, GGUF keys and tensors (long arrays emptied unless verbose)."""
     name = body.get("model") or body.get("name") or ""
     if not name:
@@ -70,7 +70,7 @@ def show_reply(server: "FakeOllama", body: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def handle_delete(server: "FakeOllama", ex: Exchange, body: dict[str, Any]) -> None:
+def handle_delete(server: FakeOllama, ex: Exchange, body: dict[str, Any]) -> None:
     """`DELETE /api/delete`: 200 with an empty body, 404 for an unknown model."""
     name = body.get("model") or body.get("name") or ""
     if not name:
@@ -108,7 +108,7 @@ class _Progress:
             self.ex.send_json(200, self.last)
 
 
-def _pull_layers(server: "FakeOllama", progress: _Progress, model: FakeModel, paced: bool) -> None:
+def _pull_layers(server: FakeOllama, progress: _Progress, model: FakeModel, paced: bool) -> None:
     layers = layers_of(model)
     steps = [(digest, total, None) for digest, total in layers]
     big_digest, big_total = layers[0]
@@ -123,7 +123,7 @@ def _pull_layers(server: "FakeOllama", progress: _Progress, model: FakeModel, pa
         progress.emit(f"pulling {digest[7:19]}", digest=digest, total=total, completed=completed)
 
 
-def handle_pull(server: "FakeOllama", ex: Exchange, body: dict[str, Any]) -> None:
+def handle_pull(server: FakeOllama, ex: Exchange, body: dict[str, Any]) -> None:
     """`POST /api/pull`: manifest, per-blob progress, verify, write, success."""
     name = body.get("model") or body.get("name") or ""
     if not name:
@@ -142,7 +142,7 @@ def handle_pull(server: "FakeOllama", ex: Exchange, body: dict[str, Any]) -> Non
     progress.finish()
 
 
-def handle_create(server: "FakeOllama", ex: Exchange, body: dict[str, Any]) -> None:
+def handle_create(server: FakeOllama, ex: Exchange, body: dict[str, Any]) -> None:
     """`POST /api/create` from an existing model, with parameters, system prompt or quantization."""
     name = body.get("model") or body.get("name") or ""
     if not name:

@@ -31,7 +31,7 @@ def go_json(obj: Any) -> bytes:
 def rfc3339_utc_now() -> str:
     """`created_at` as Go marshals time.Now().UTC(): RFC 3339 with trimmed nanoseconds."""
     ns = time.time_ns()
-    base = dt.datetime.fromtimestamp(ns // 1_000_000_000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    base = dt.datetime.fromtimestamp(ns // 1_000_000_000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
     frac = f"{ns % 1_000_000_000:09d}".rstrip("0")
     return f"{base}.{frac}Z" if frac else f"{base}Z"
 

@@ -13,7 +13,8 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Coroutine, Iterator, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Iterator
 
 import psutil
 import pytest

@@ -18,9 +18,9 @@ import sys
 import threading
 import time
 import urllib.request
-from typing import Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_VERSION = "0.12.6"

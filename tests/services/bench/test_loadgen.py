@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import sys
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -179,7 +179,7 @@ def test_cancelling_stops_every_stream_at_once(make_fake_ollama):
 
 def test_error_kinds():
     assert error_kind_of(OutOfMemory("x")) == "oom"
-    assert error_kind_of(asyncio.TimeoutError()) == "timeout"
+    assert error_kind_of(TimeoutError()) == "timeout"
     assert error_kind_of(ModelNotFound("x")) == "not_found"
     assert error_kind_of(ValueError("x")) == "other"
 

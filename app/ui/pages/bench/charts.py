@@ -4,7 +4,7 @@ with the Pareto front and the TTFT target. Failed points stay visible as red cro
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt

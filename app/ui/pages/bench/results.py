@@ -7,7 +7,7 @@ import html
 import json
 import math
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont

@@ -7,7 +7,8 @@ import asyncio
 import concurrent.futures
 import logging
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from typing import Any, Callable, Coroutine
+from typing import Any
+from collections.abc import Callable, Coroutine
 
 from PySide6.QtCore import QObject, Signal
 

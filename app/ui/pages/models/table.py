@@ -4,7 +4,7 @@ each model fits the GPU under the current settings."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
@@ -36,7 +36,7 @@ def fmt_age(text: str, now: datetime | None = None) -> str:
     when = parse_time(text)
     if when is None:
         return text or "—"
-    seconds = ((now or datetime.now(timezone.utc)) - when).total_seconds()
+    seconds = ((now or datetime.now(UTC)) - when).total_seconds()
     for unit, size in (("year", 31_536_000), ("month", 2_592_000), ("day", 86_400), ("hour", 3_600), ("minute", 60)):
         if seconds >= size:
             n = int(seconds // size)
@@ -49,7 +49,7 @@ def fmt_expiry(text: str, now: datetime | None = None) -> str:
     when = parse_time(text)
     if when is None:
         return ""
-    seconds = (when - (now or datetime.now(timezone.utc))).total_seconds()
+    seconds = (when - (now or datetime.now(UTC))).total_seconds()
     if seconds > 10 * 365 * 86_400:
         return "stays loaded"
     if seconds <= 0:

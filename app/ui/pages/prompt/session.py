@@ -12,7 +12,8 @@ import concurrent.futures
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine
+from typing import Any
+from collections.abc import Callable, Coroutine
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
