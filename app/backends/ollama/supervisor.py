@@ -16,6 +16,7 @@ import psutil
 
 from app.adapters.process import attached_log
 from app.backends.ollama import probe as probing
+from app.backends.ollama import tuning
 from app.adapters.process import procs as procs
 from app.adapters.process.managed import ManagedServer
 from app.backends.ollama.client import OLLAMA_BANNER, OllamaClient
@@ -116,7 +117,7 @@ class ServerSupervisor:
             attached_here = self._attached_url == self.settings.base_url
             if self._status.state is ServerState.RUNNING_ATTACHED and attached_here:
                 kind = self._status.external_kind or ExternalKind.OTHER
-                return self._publish(self._replace(apply_hint=apply_hint_for(kind, self.settings.to_env())))
+                return self._publish(self._replace(apply_hint=apply_hint_for(kind, tuning.environment(self.settings))))
             if self._managed is not None:
                 await self._stop_locked()
             return await self._start_locked()
@@ -170,7 +171,7 @@ class ServerSupervisor:
         if self._managed is not None:
             return self._status
         self._cancel_health()
-        binary, missing_reason = probing.find_binary(self.settings.ollama_binary, self._which)
+        binary, missing_reason = probing.find_binary(tuning.binary(self.settings), self._which)
         base_url = self.settings.base_url
         if await probing.port_accepts(base_url):
             is_ollama, version = await probing.identify(self._client_factory(base_url))
@@ -208,7 +209,7 @@ class ServerSupervisor:
             ServerState.RUNNING_ATTACHED,
             f"Attached to Ollama {version or '(unknown version)'} at {base_url}, run by {who}.",
             version=version, pid=pid, external_kind=kind,
-            apply_hint=apply_hint_for(kind, self.settings.to_env()), binary=binary,
+            apply_hint=apply_hint_for(kind, tuning.environment(self.settings)), binary=binary,
         ))
         self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))
         self._follow_attached_log(pid, kind)
@@ -271,7 +272,7 @@ class ServerSupervisor:
 
     def _server_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in _INHERITED_KNOBS_DROPPED}
-        env.update(self.settings.to_env())
+        env.update(tuning.environment(self.settings))
         return env
 
     def _on_line(self, line: str) -> None:

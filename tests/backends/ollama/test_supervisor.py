@@ -55,7 +55,7 @@ def test_missing_binary_is_not_installed_and_start_spawns_nothing(make_superviso
 
 def test_configured_binary_that_does_not_exist_is_named(make_supervisor, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "ollama"
-    h = make_supervisor(ServerSettings(port=free_port(), ollama_binary=str(missing)))
+    h = make_supervisor(ServerSettings(port=free_port()).with_options(ollama_binary=str(missing)))
 
     status = h.run(h.supervisor.probe())
 

@@ -41,8 +41,8 @@ def test_default_context_follows_ollamas_tiers(total_gib, overhead_gib, version,
 
 
 def test_load_settings_clamp_to_training_context_and_map_flash_attention(qwen3):
-    s = ServerSettings(context_length=131072, num_parallel=3, kv_cache_type="q8_0", flash_attention="auto",
-                       gpu_overhead_mib=256)
+    s = ServerSettings(context_length=131072, num_parallel=3, kv_cache_type="q8_0",
+                       flash_attention="auto").with_options(gpu_overhead_mib=256)
     load = load_settings_for(s, qwen3, 24 * GIB, "0.20.0")
     assert load.num_ctx == 40960 and load.parallel == 3 and load.kv_cache_type == "q8_0"
     assert load.flash_attention is True and load.gpu_overhead_bytes == 256 * MIB

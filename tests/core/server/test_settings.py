@@ -1,4 +1,4 @@
-"""ServerSettings: the environment it produces, the rules it enforces, and its JSON form."""
+"""ServerSettings: the shared rules it enforces, its backend options and its JSON form."""
 
 from __future__ import annotations
 
@@ -6,46 +6,19 @@ import pytest
 from hypothesis import given, settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from app.core.server.mapping import NeutralTuning
 from app.core.server.settings import (
-    FIELD_ENV_VARIABLES,
     FIELD_LABELS,
-    INVENTED_VARIABLES,
-    MIB,
     ServerSettings,
     parse_keep_alive,
     validate,
 )
 
 
-def test_defaults_are_valid_and_leave_ollama_defaults_unset() -> None:
+def test_defaults_are_valid() -> None:
     result = validate(ServerSettings())
     assert result.ok and result.errors == {} and result.warnings == {}
-    assert ServerSettings().to_env() == {"OLLAMA_HOST": "127.0.0.1:11434", "OLLAMA_NUM_PARALLEL": "1"}
-
-
-def test_every_knob_reaches_its_real_variable() -> None:
-    s = ServerSettings(
-        num_parallel=4, context_length=16384, kv_cache_type="q8_0", flash_attention="on",
-        keep_alive="-1", max_loaded_models=1, max_queue=64, gpu_overhead_mib=512,
-        host="0.0.0.0", port=11500, models_dir="/srv/models", allow_network=True,
-        extra_env="# comment\nexport OLLAMA_DEBUG=\"1\"\n\nCUDA_VISIBLE_DEVICES=0",
-    )
-    assert s.to_env() == {
-        "OLLAMA_HOST": "0.0.0.0:11500",
-        "OLLAMA_NUM_PARALLEL": "4",
-        "OLLAMA_CONTEXT_LENGTH": "16384",
-        "OLLAMA_KV_CACHE_TYPE": "q8_0",
-        "OLLAMA_FLASH_ATTENTION": "1",
-        "OLLAMA_KEEP_ALIVE": "-1",
-        "OLLAMA_MAX_LOADED_MODELS": "1",
-        "OLLAMA_MAX_QUEUE": "64",
-        "OLLAMA_GPU_OVERHEAD": str(512 * MIB),
-        "OLLAMA_MODELS": "/srv/models",
-        "OLLAMA_DEBUG": "1",
-        "CUDA_VISIBLE_DEVICES": "0",
-    }
-    assert ServerSettings(flash_attention="off").to_env()["OLLAMA_FLASH_ATTENTION"] == "0"
-    assert set(FIELD_ENV_VARIABLES.values()) <= set(s.to_env())
+    assert NeutralTuning().mapping_text(ServerSettings()) == []
 
 
 def test_addresses() -> None:
@@ -90,59 +63,12 @@ def test_bad_hosts_say_what_to_write(host: str, words: str) -> None:
     assert words in validate(ServerSettings(host=host)).errors["host"]
 
 
-@pytest.mark.parametrize("name", sorted(INVENTED_VARIABLES))
-def test_invented_variables_are_refused_with_the_real_alternative(name: str) -> None:
-    error = validate(ServerSettings(extra_env=f"{name}=8")).errors["extra_env"]
-    assert f"{name} does not exist in Ollama" in error
-    assert INVENTED_VARIABLES[name] in error
-
-
-def test_extra_environment_rules() -> None:
-    result = validate(ServerSettings(extra_env=(
-        "OLLAMA_LOAD_TIMEOUT=10m\n"      # real: fine
-        "OLLAMA_NUM_PARALEL=4\n"        # typo: warned
-        "OLLAMA_HOST=0.0.0.0\n"         # owned by the form: refused
-        "JUST_A_NAME\n"                 # no value: refused
-        "9LIVES=1\n"                    # not a name: refused
-        "CUDA_VISIBLE_DEVICES=0\nCUDA_VISIBLE_DEVICES=1\n"
-    )))
-    error, warning = result.errors["extra_env"], result.warnings["extra_env"]
-    assert "line 3: OLLAMA_HOST is set by the form (host and port)" in error
-    assert "line 4: JUST_A_NAME has no value" in error
-    assert "line 5: '9LIVES' is not a valid variable name" in error
-    assert "line 2: OLLAMA_NUM_PARALEL is not a variable Ollama is known to read" in warning
-    assert "line 7: CUDA_VISIBLE_DEVICES is set twice" in warning
-    assert "OLLAMA_LOAD_TIMEOUT" not in error + warning
-
-
 @pytest.mark.parametrize("text, seconds", [
     ("5m", 300.0), ("1h30m", 5400.0), ("300", 300.0), ("-1", -1.0), ("0", 0.0),
     ("1.5h", 5400.0), ("-5m", -300.0), ("soon", None), ("5 m", None), ("", None),
 ])
 def test_keep_alive_parsing(text: str, seconds: float | None) -> None:
     assert parse_keep_alive(text) == seconds
-
-
-def test_field_ranges_and_warnings() -> None:
-    result = validate(ServerSettings(
-        num_parallel=0, context_length=100, keep_alive="later", max_loaded_models=65, max_queue=0,
-        gpu_overhead_mib=-1, port=0, models_dir="~/models",
-    ))
-    assert set(result.errors) == {
-        "num_parallel", "context_length", "keep_alive", "max_loaded_models", "max_queue",
-        "gpu_overhead_mib", "port", "models_dir",
-    }
-    assert "does not expand ~" in result.errors["models_dir"]
-    warned = validate(ServerSettings(
-        num_parallel=16, context_length=10000, keep_alive="0", gpu_overhead_mib=2048, port=80,
-        models_dir="models",
-    ))
-    assert warned.ok
-    assert set(warned.warnings) == {
-        "num_parallel", "context_length", "keep_alive", "gpu_overhead_mib", "port", "models_dir",
-    }
-    assert "32768 to 4096" in warned.warnings["gpu_overhead_mib"]
-    assert validate(ServerSettings(models_dir="C:\\models")).ok
 
 
 def test_from_json_reports_wrong_types_by_label() -> None:
@@ -172,9 +98,62 @@ def test_every_field_has_a_label() -> None:
     flash_attention=st.sampled_from(["auto", "on", "off"]),
     keep_alive=st.text(max_size=8),
     host=st.text(max_size=20),
-    extra_env=st.text(max_size=60),
+    extra_settings=st.text(max_size=60),
+    batch_size=st.none() | st.integers(-1, 100_000),
     allow_network=st.booleans(),
 ))
 def test_json_round_trip_and_validate_never_raises(settings: ServerSettings) -> None:
     assert ServerSettings.from_json(settings.to_json()) == (settings, [])
     validate(settings)
+
+
+def test_batch_sizes_default_to_the_server_and_are_checked() -> None:
+    assert ServerSettings().batch_size is None and ServerSettings().micro_batch_size is None
+    assert validate(ServerSettings(batch_size=2048, micro_batch_size=512)).ok
+    assert "between 1 and" in validate(ServerSettings(batch_size=0)).errors["batch_size"]
+    too_big = validate(ServerSettings(batch_size=256, micro_batch_size=512)).errors["micro_batch_size"]
+    assert "cannot be larger than the batch (256)" in too_big
+
+
+def test_options_are_kept_sorted_and_compare_equal_however_given() -> None:
+    a = ServerSettings().with_options(zeta=1, alpha="x")
+    b = ServerSettings(options=(("alpha", "x"), ("zeta", 1)))
+    assert a == b and hash(a) == hash(b) and a.options == (("alpha", "x"), ("zeta", 1))
+    assert a.option("alpha") == "x" and a.option("missing", 7) == 7
+    assert a.with_options(alpha=None) == ServerSettings().with_options(zeta=1)
+    assert ServerSettings().with_options(gpu_overhead_mib=512).gpu_overhead_mib == 512
+    assert ServerSettings().with_options(gpu_overhead_mib="lots").gpu_overhead_mib == 0
+
+
+def test_a_format_1_flat_dict_reads_with_its_backend_knobs_as_options() -> None:
+    # As format 1 wrote ServerSettings.to_json() (also inside older run documents).
+    flat = {"num_parallel": 4, "context_length": 16384, "kv_cache_type": "q8_0", "flash_attention": "on",
+            "keep_alive": "-1", "max_loaded_models": 2, "max_queue": 64, "gpu_overhead_mib": 512,
+            "host": "0.0.0.0", "port": 11500, "models_dir": "/srv/models", "extra_env": "OLLAMA_DEBUG=1",
+            "ollama_binary": "/opt/ollama/bin/ollama", "allow_network": True}
+    settings, problems = ServerSettings.from_json(flat)
+    assert problems == []
+    assert settings == ServerSettings(
+        num_parallel=4, context_length=16384, kv_cache_type="q8_0", flash_attention="on", keep_alive="-1",
+        max_queue=64, host="0.0.0.0", port=11500, extra_settings="OLLAMA_DEBUG=1", allow_network=True,
+    ).with_options(max_loaded_models=2, gpu_overhead_mib=512, models_dir="/srv/models",
+                   ollama_binary="/opt/ollama/bin/ollama")
+    assert settings.backend == "ollama"
+
+
+def test_options_of_the_wrong_shape_are_reported() -> None:
+    settings, problems = ServerSettings.from_json({"options": {"a": [1], "b": 2}})
+    assert settings.options == (("b", 2),)
+    assert problems == ["Server options (options): 'a' = [1] is not text, a number or true/false; "
+                        "using the server's default."]
+    assert ServerSettings.from_json({"options": 5})[1] == [
+        "Server options (options): 5 is not an object; using the server's defaults."]
+
+
+def test_neutral_mapping_writes_the_changed_fields() -> None:
+    neutral = NeutralTuning()
+    assert neutral.mapping_text(ServerSettings(num_parallel=4, batch_size=1024)) == [
+        "num_parallel = 4", "batch_size = 1024"]
+    assert neutral.validate(ServerSettings(port=0)).errors == {"port": "Port must be between 1 and 65535."}
+    assert neutral.options == () and neutral.unsupported() == {} and neutral.setting_name("num_parallel") == ""
+

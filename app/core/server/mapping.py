@@ -1,0 +1,128 @@
+"""How a backend turns the shared settings into what its server reads, as the form needs to know it.
+
+A page never asks which server it drives: it shows the backend's option fields, the name each
+setting gets there (`OLLAMA_NUM_PARALLEL`, `-np`), why a setting cannot be set on that server,
+and the exact lines the server will get. Each backend implements TuningMapping;
+NeutralTuning is the mapping of no particular server (the shared checks, nothing translated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from app.core.server.settings import FIELD_LABELS, ServerSettings, Validation, validate
+
+# The kinds of editor an option needs.
+COUNT = "count"  # a whole number
+MEBIBYTES = "mib"  # a whole number of MiB
+DIRECTORY = "directory"  # a folder path
+PROGRAM = "program"  # a file path to a program
+OPTION_KINDS = (COUNT, MEBIBYTES, DIRECTORY, PROGRAM)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One knob only this backend has: how to edit it and what it is called on the server."""
+
+    name: str
+    label: str
+    kind: str
+    default: int | str
+    hint: str = ""
+    setting: str = ""  # what the server calls it, e.g. OLLAMA_GPU_OVERHEAD; "" for app preferences
+    low: int = 0
+    high: int = 0
+    step: int = 1
+    placeholder: str = ""
+    group: str = "paths"  # "memory" (beside parallel and context) or "paths" (advanced)
+
+    def value_in(self, settings: ServerSettings) -> Any:
+        """This option's value in settings, or its default when unset or of the wrong type."""
+        value = settings.option(self.name, self.default)
+        if type(value) is not type(self.default):  # True is not a count, 3 is not a path
+            return self.default
+        return value
+
+
+@dataclass(frozen=True)
+class MappingTexts:
+    """The backend's words for what the form shows."""
+
+    server_name: str = "the server"  # as in "Auto — the server decides"
+    context_default: str = "Default (the server decides)"
+    context_hint: str = "Tokens per request slot, e.g. 8192 or 32k."
+    flash_auto: str = "Auto — the server decides"
+    extra_label: str = "Extra settings"
+    extra_hint: str = "Settings the form does not cover, one per line; # starts a comment."
+    extra_placeholder: str = ""
+    mapping_title: str = "What the server gets"
+    defaults_note: str = "# everything else: the server's default"
+
+
+class TuningMapping(Protocol):
+    """A backend's view of the settings: its options, its names, its checks, its exact lines."""
+
+    kind: str
+    texts: MappingTexts
+    options: tuple[OptionSpec, ...]
+
+    def setting_name(self, field: str) -> str:
+        """What the server calls a shared field or an option ('' when it has no name there)."""
+        ...
+
+    def unsupported(self) -> Mapping[str, str]:
+        """Shared fields this server cannot be given at start, each with the reason and the alternative."""
+        ...
+
+    def validate(self, settings: ServerSettings) -> Validation:
+        """The shared checks plus this backend's own (options, extra settings, unsupported fields)."""
+        ...
+
+    def mapping_text(self, settings: ServerSettings) -> list[str]:
+        """The exact lines the server gets for these settings (variables or a command line)."""
+        ...
+
+    def label(self, name: str) -> str:
+        """A field's or option's label for messages a user reads."""
+        ...
+
+
+class NeutralTuning:
+    """The mapping of no particular server: shared checks, no options, the fields as name = value."""
+
+    kind = ""
+    texts = MappingTexts()
+    options: tuple[OptionSpec, ...] = ()
+
+    def setting_name(self, field: str) -> str:
+        """No server, no names."""
+        return ""
+
+    def unsupported(self) -> Mapping[str, str]:
+        """Every shared field can be written down."""
+        return {}
+
+    def validate(self, settings: ServerSettings) -> Validation:
+        """The shared checks only."""
+        return validate(settings)
+
+    def mapping_text(self, settings: ServerSettings) -> list[str]:
+        """The shared fields that differ from their defaults, as name = value."""
+        defaults = ServerSettings()
+        return [f"{name} = {getattr(settings, name)}" for name in FIELD_LABELS
+                if name not in ("options", "backend") and getattr(settings, name) != getattr(defaults, name)]
+
+    def label(self, name: str) -> str:
+        """The shared label."""
+        return FIELD_LABELS.get(name, name)
+
+
+def option_default(mapping: TuningMapping, name: str) -> Any:
+    """The default of one of the mapping's options (None when it has no such option)."""
+    return next((spec.default for spec in mapping.options if spec.name == name), None)
+
+
+__all__ = ["COUNT", "DIRECTORY", "MEBIBYTES", "MappingTexts", "NeutralTuning", "OPTION_KINDS", "OptionSpec",
+           "PROGRAM", "TuningMapping", "option_default"]
