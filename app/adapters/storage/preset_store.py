@@ -3,13 +3,13 @@ that cannot be read is moved aside, reported and never overwritten unseen."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
 
-from app.adapters.storage.atomic_json import remove_stale_temp_files, set_aside, write_json_atomic
+from app.adapters.storage.atomic_json import write_json_atomic
+from app.adapters.storage.json_file import MISSING, STUCK, UNREADABLE, read_json_file
 from app.core.errors import DeckError
 from app.core.console.presets import Preset, apply_user_data, user_data
 
@@ -40,31 +40,21 @@ class PresetStore:
 
     def load(self) -> PresetLoad:
         """The built-in presets with the saved edits applied; problems are reported, not raised."""
-        remove_stale_temp_files(self.path)
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
+        found = read_json_file(self.path, "corrupt")
+        if found.outcome == MISSING:
             presets, problems = apply_user_data(None)
             return PresetLoad(presets, problems)
-        except OSError as exc:
-            presets, _ = apply_user_data(None)
-            return PresetLoad(presets, [f"Could not read {self.path}: {exc.strerror or exc}; "
-                                        "showing the built-in presets."])
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            presets, _ = apply_user_data(None)
-            return PresetLoad(presets, [self._set_aside(f"it is not valid JSON ({exc})")])
-        presets, problems = apply_user_data(data)
-        return PresetLoad(presets, problems)
-
-    def _set_aside(self, why: str) -> str:
-        try:
-            kept = set_aside(self.path, "corrupt")
-        except OSError as exc:
-            return (f"{self.path} could not be read because {why}, and could not be moved aside "
-                    f"({exc.strerror or exc}); showing the built-in presets.")
-        return f"{self.path} could not be read because {why}; it was moved to {kept}."
+        if found.ok:
+            presets, problems = apply_user_data(found.data)
+            return PresetLoad(presets, problems)
+        presets, _ = apply_user_data(None)
+        if found.outcome == UNREADABLE:
+            return PresetLoad(presets, [f"Could not read {self.path}: {found.why}; showing the built-in presets."])
+        if found.outcome == STUCK:
+            return PresetLoad(presets, [f"{self.path} could not be read because {found.why}, and could not be "
+                                        f"moved aside ({found.move_error}); showing the built-in presets."])
+        return PresetLoad(presets, [f"{self.path} could not be read because {found.why}; it was moved to "
+                                    f"{found.kept}."])
 
     def save(self, presets: list[Preset]) -> None:
         """Write the user's edits and own presets atomically; raises PresetSaveError."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -15,7 +14,8 @@ from typing import Any
 
 import platformdirs
 
-from app.adapters.storage.atomic_json import remove_stale_temp_files, set_aside, write_json_atomic
+from app.adapters.storage.atomic_json import write_json_atomic
+from app.adapters.storage.json_file import SET_ASIDE, STUCK, UNREADABLE, read_json_file
 
 UI_STATE_FILE_NAME = "window.json"
 FORMAT_VERSION = 1
@@ -52,6 +52,11 @@ class UiState:
         return cls(page, geometry, markdown)
 
 
+def _shape_problem(data: Any) -> str:
+    """Why a decoded window.json cannot be used ('' when it can: bad fields fall back one by one)."""
+    return "" if isinstance(data, dict) else "not a JSON object"
+
+
 class UiStateStore:
     """Reads and writes window.json in one folder."""
 
@@ -62,24 +67,18 @@ class UiStateStore:
 
     def load(self) -> UiState:
         """The saved state, or the defaults (a file that cannot be read is moved aside and logged)."""
-        remove_stale_temp_files(self.path)
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return UiState()
-        except OSError as exc:
-            log.warning("could not read %s (%s); the window opens with its defaults", self.path, exc)
-            return UiState()
-        try:
-            return UiState.from_json(json.loads(raw.decode("utf-8")))
-        except (UnicodeDecodeError, ValueError) as exc:
-            try:
-                moved = set_aside(self.path, "unreadable")
-                log.warning("%s was unreadable (%s); moved to %s, the window opens with its defaults",
-                            self.path, exc, moved.name)
-            except OSError as move_error:
-                log.warning("%s is unreadable (%s) and could not be moved aside (%s)", self.path, exc, move_error)
-            return UiState()
+        found = read_json_file(self.path, "unreadable", _shape_problem)
+        if found.ok:
+            return UiState.from_json(found.data)
+        if found.outcome == UNREADABLE:
+            log.warning("could not read %s (%s); the window opens with its defaults", self.path, found.why)
+        elif found.outcome == SET_ASIDE:
+            log.warning("%s was unreadable (%s); moved to %s, the window opens with its defaults",
+                        self.path, found.why, found.kept.name if found.kept else "?")
+        elif found.outcome == STUCK:
+            log.warning("%s is unreadable (%s) and could not be moved aside (%s)", self.path, found.why,
+                        found.move_error)
+        return UiState()
 
     def save(self, state: UiState) -> bool:
         """Write the state atomically; False (logged) when the folder cannot be written."""

@@ -273,7 +273,9 @@ class OllamaTuning:
     def label(self, name: str) -> str:
         """The form's label of a field or option."""
         spec = next((s for s in OPTIONS if s.name == name), None)
-        return spec.label if spec else FIELD_LABELS.get(name, name)
+        if spec is not None:
+            return spec.label
+        return TEXTS.extra_label if name == "extra_settings" else FIELD_LABELS.get(name, name)
 
 
 OLLAMA_TUNING = OllamaTuning()

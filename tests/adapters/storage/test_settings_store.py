@@ -15,24 +15,27 @@ from pathlib import Path
 import pytest
 
 from app.adapters.storage.settings_store import SettingsSaveError, SettingsStore
+from app.backends.ollama.tuning import OLLAMA_TUNING, ollama_settings
 from app.core.errors import DeckError
 from app.core.server.settings import SETTINGS_VERSION, ServerSettings
 
-TUNED = ServerSettings(
-    num_parallel=4,
-    context_length=16384,
-    kv_cache_type="q8_0",
-    flash_attention="on",
-    keep_alive="-1",
+TUNED = ollama_settings(
+    ServerSettings(
+        num_parallel=4,
+        context_length=16384,
+        kv_cache_type="q8_0",
+        flash_attention="on",
+        keep_alive="-1",
+        max_queue=64,
+        host="0.0.0.0",
+        port=11500,
+        extra_settings="OLLAMA_DEBUG=1\nCUDA_VISIBLE_DEVICES=0",
+        allow_network=True,
+    ),
     max_loaded_models=2,
-    max_queue=64,
     gpu_overhead_mib=512,
-    host="0.0.0.0",
-    port=11500,
     models_dir="/srv/models",
-    extra_env="OLLAMA_DEBUG=1\nCUDA_VISIBLE_DEVICES=0",
     ollama_binary="/opt/ollama/bin/ollama",
-    allow_network=True,
 )
 
 
@@ -53,7 +56,7 @@ def test_default_directory_follows_the_platform_config_dir(tmp_path: Path, monke
 
 
 def test_round_trip_keeps_every_field_and_preferences(tmp_path: Path) -> None:
-    store = SettingsStore(tmp_path / "cfg")  # created on first save
+    store = SettingsStore(tmp_path / "cfg", OLLAMA_TUNING)  # created on first save
     assert store.save(TUNED, {"last_page": "sweep", "window": [10, 20, 1280, 800]}) is None
     result = store.load()
     assert result.settings == TUNED
@@ -62,7 +65,7 @@ def test_round_trip_keeps_every_field_and_preferences(tmp_path: Path) -> None:
     document = json.loads(store.path.read_text("utf-8"))
     assert document["version"] == SETTINGS_VERSION
     assert document["saved_at"].endswith("+00:00")
-    assert document["settings"]["kv_cache_type"] == "q8_0"
+    assert document["tuning"]["kv_cache_type"] == "q8_0"
 
 
 def test_saving_settings_alone_keeps_saved_preferences(tmp_path: Path) -> None:
@@ -148,9 +151,9 @@ def test_version_0_is_migrated_reported_and_kept(tmp_path: Path) -> None:
 
     result = store.load()
 
-    assert result.settings == ServerSettings(
+    assert result.settings == ollama_settings(ServerSettings(
         num_parallel=3, context_length=None, kv_cache_type="q8_0", flash_attention="on",
-        keep_alive="10m", models_dir="/data/models",
+        keep_alive="10m"), models_dir="/data/models",
     )
     assert result.backup_path == tmp_path / "settings.json.v0-backup"
     assert result.backup_path.read_bytes() == original
@@ -194,11 +197,11 @@ def test_save_without_load_still_keeps_a_newer_file(tmp_path: Path) -> None:
 
 
 def test_invalid_values_are_replaced_per_field_and_reported(tmp_path: Path) -> None:
-    store = SettingsStore(tmp_path)
+    store = SettingsStore(tmp_path, OLLAMA_TUNING)
     body = {"num_parallel": 200, "port": "11434", "kv_cache_type": "q4_0", "flash_attention": "off",
             "extra_env": "OLLAMA_MAX_BATCH_SIZE=8", "keep_alive": "5m", "host": "0.0.0.0",
             "context_length": 8192, "bogus": 1}
-    store.path.write_text(json.dumps({"version": SETTINGS_VERSION, "settings": body}), "utf-8")
+    store.path.write_text(json.dumps({"version": SETTINGS_VERSION, "tuning": body}), "utf-8")
 
     result = store.load()
 
@@ -297,7 +300,7 @@ _WRITER = textwrap.dedent("""
     count = 0
     while True:
         count += 1
-        store.save(ServerSettings(num_parallel=1 + count % 64, extra_env=filler), {"count": count})
+        store.save(ServerSettings(num_parallel=1 + count % 64, extra_settings=filler), {"count": count})
         print(count, flush=True)
 """)
 

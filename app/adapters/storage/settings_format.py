@@ -1,0 +1,116 @@
+"""The settings file's formats, 0 to 2, as plain dicts: which one a document is, what makes it
+unusable, how each older one reads, and the document format 2 writes (see settings_store)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, UTC
+from typing import Any
+
+from app.core.server.settings import DEFAULT_BACKEND, SETTINGS_VERSION, ServerSettings
+
+# Older names of version 0, and how to turn their values into version 1.
+V0_RENAMES = {
+    "parallel": "num_parallel",
+    "num_ctx": "context_length",
+    "kv_cache": "kv_cache_type",
+    "flash_attn": "flash_attention",
+    "models_path": "models_dir",
+}
+
+
+def is_int(value: Any) -> bool:
+    """True for a whole number that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def version_of(data: dict[str, Any]) -> Any:
+    """The document's format version; a file that lost only its "version" key keeps its shape's."""
+    if "version" in data:
+        return data["version"]
+    if isinstance(data.get("tuning"), dict):
+        return 2
+    return 1 if isinstance(data.get("settings"), dict) else 0
+
+
+def body_key(version: int, data: dict[str, Any]) -> str:
+    """Where a document of this version keeps the shared settings ("settings" in format 1)."""
+    if version == 1 or (version > SETTINGS_VERSION and "tuning" not in data and "settings" in data):
+        return "settings"
+    return "tuning"
+
+
+def shape_problem(data: Any) -> str:
+    """Why a decoded document cannot be read at all ('' when it can)."""
+    if not isinstance(data, dict):
+        return f"it holds a JSON {type(data).__name__}, not an object"
+    version = version_of(data)
+    if not is_int(version) or version < 0:
+        return f"its version {version!r} is not a whole number"
+    if version == 0:
+        return ""
+    key = body_key(version, data)
+    if not isinstance(data.get(key, {}), dict):
+        return f"its \"{key}\" entry is not an object"
+    return ""
+
+
+def settings_json(data: dict[str, Any], body: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """ServerSettings.from_json input from a format-2 document: the shared fields, the chosen
+    backend and that backend's options; what is malformed around them is reported."""
+    problems: list[str] = []
+    backend = data.get("backend", DEFAULT_BACKEND)
+    if not isinstance(backend, str) or not backend:
+        problems.append(f"The saved server {backend!r} is not a name; using {DEFAULT_BACKEND}.")
+        backend = DEFAULT_BACKEND
+    backends = data.get("backends", {})
+    if not isinstance(backends, dict):
+        problems.append("The saved server options were not an object; using the server's defaults.")
+        backends = {}
+    options = backends.get(backend, {})
+    return {**body, "backend": backend, "options": options}, problems
+
+
+def migrate_v0(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Version 0's flat dict in version 1's names and units (ServerSettings.from_json reads those)."""
+    migrated: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in data.items():
+        new_key = V0_RENAMES.get(key, key)
+        if new_key != key:
+            notes.append(f"Renamed '{key}' to '{new_key}'.")
+        if new_key == "flash_attention" and isinstance(value, bool):
+            value = "on" if value else "off"
+        if new_key == "context_length" and value == 0:
+            value = None  # version 0 wrote 0 for "Ollama decides"
+        migrated[new_key] = value
+    return migrated, notes
+
+
+def saved_backends(existing: Any) -> dict[str, Any]:
+    """Every backend's options in the file being replaced, so saving one backend keeps the others'."""
+    if not isinstance(existing, dict) or version_of(existing) != SETTINGS_VERSION:
+        return {}
+    backends = existing.get("backends")
+    if not isinstance(backends, dict):
+        return {}
+    return {name: options for name, options in backends.items() if isinstance(options, dict)}
+
+
+def document(settings: ServerSettings, preferences: Mapping[str, Any], backends: Mapping[str, Any]) -> dict[str, Any]:
+    """The format-2 document for settings (the chosen backend's options replace its saved ones)."""
+    tuning = settings.to_json()
+    tuning.pop("backend")
+    tuning.pop("options")
+    return {
+        "version": SETTINGS_VERSION,
+        "saved_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "backend": settings.backend,
+        "tuning": tuning,
+        "backends": {**backends, settings.backend: dict(settings.options)},
+        "preferences": dict(preferences),
+    }
+
+
+__all__ = ["V0_RENAMES", "body_key", "document", "is_int", "migrate_v0", "saved_backends", "settings_json",
+           "shape_problem", "version_of"]
