@@ -88,8 +88,9 @@ def _values(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str,
 
 def _settings(args: argparse.Namespace) -> ServerSettings:
     from app.adapters.storage.settings_store import SettingsStore
+    from app.backends.ollama.tuning import OLLAMA_TUNING
 
-    settings = SettingsStore(Path(args.config_dir) if args.config_dir else None).load().settings
+    settings = SettingsStore(Path(args.config_dir) if args.config_dir else None, OLLAMA_TUNING).load().settings
     if args.url:
         parts = urlsplit(args.url if "://" in args.url else f"http://{args.url}")
         if not parts.hostname:

@@ -26,6 +26,7 @@ from app.adapters.storage.preset_store import PresetStore
 from app.adapters.telemetry.sampler import Sampler
 from app.adapters.storage.settings_store import SettingsStore
 from app.backends.ollama.supervisor import ServerSupervisor
+from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.adapters.storage.ui_state import UiState, UiStateStore
 from app.core.memory.pricing import others_bytes
 from app.core.server.settings import MIB, ServerSettings
@@ -79,7 +80,7 @@ class DeckApp:
     def __init__(self, args: argparse.Namespace) -> None:
         self._closed = False
         self.collection = GuiThreadCollection()
-        self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None)
+        self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None, OLLAMA_TUNING)
         loaded = self.store.load()
         settings = loaded.settings
         if args.url:
@@ -102,7 +103,7 @@ class DeckApp:
         self.window = MainWindow(self.controller)
         self.window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
         self.dashboard = DashboardPage(self.sampler.buffers, self.gpu.info(), self.gpu.unavailable_reason)
-        self.server_page = ServerPage(self.controller, settings)
+        self.server_page = ServerPage(self.controller, settings, mapping=OLLAMA_TUNING)
         self.window.add_page("dashboard", "Dashboard", self.dashboard)
         self.window.add_page("server", "Server", self.server_page)
         self.console_page = ConsolePage(self.loop, OllamaClient, self.controller, self.meter,

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMapping
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
 from app.ui.widgets.banner import Banner
@@ -74,8 +75,9 @@ class LogView(QWidget):
 class StatusCard(QFrame):
     """The server's state in words, with details and the reason behind disabled controls."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent=None, *, program: OptionSpec | None = None) -> None:
         super().__init__(parent)
+        self._program = program  # the backend's option naming its server program, if it has one
         self.setObjectName("StatusCard")
         self.setStyleSheet("#StatusCard { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
                            "#StatusCard QLabel { background: transparent; }")
@@ -125,7 +127,8 @@ class StatusCard(QFrame):
             self._details["Process"].setText(f"pid {status.pid} ({owner})")
         else:
             self._details["Process"].setText("—")
-        self._details["Binary"].setText(status.binary or settings.ollama_binary or "not found")
+        chosen = str(self._program.value_in(settings)) if self._program is not None else ""
+        self._details["Binary"].setText(status.binary or chosen or "not found")
 
 
 _TITLES = {
@@ -161,17 +164,20 @@ def log_placeholder(status: ServerStatus) -> str:
 
 
 class ServerPage(QWidget):
-    """Edits settings and drives the server through a ServerController."""
+    """Edits settings and drives the server through a ServerController; `mapping` is the backend's
+    view of the settings (its options, names and checks), chosen by the composition root."""
 
-    def __init__(self, controller, settings: ServerSettings, parent=None) -> None:
+    def __init__(self, controller, settings: ServerSettings, parent=None, *,
+                 mapping: TuningMapping | None = None) -> None:
         super().__init__(parent)
+        mapping = mapping if mapping is not None else NeutralTuning()
         self.controller = controller
         self._applied = settings
         self._status = controller.status
         self._busy = False
         self._held = controller.held_reason
 
-        self.form = SettingsForm()
+        self.form = SettingsForm(mapping=mapping)
         self.form.set_settings(settings)
         form_scroll = QScrollArea()
         form_scroll.setWidgetResizable(True)
@@ -182,7 +188,7 @@ class ServerPage(QWidget):
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
         rl.setSpacing(10)
-        self.card = StatusCard()
+        self.card = StatusCard(program=next((o for o in mapping.options if o.kind == PROGRAM), None))
         rl.addWidget(self.card)
 
         buttons = QHBoxLayout()

@@ -10,8 +10,8 @@ KV_CACHE_CHOICES: tuple[tuple[str, str], ...] = (
     ("q8_0", "q8_0 — ≈1.06 bytes/element"),
     ("q4_0", "q4_0 — ≈0.56 bytes/element"),
 )
+# "auto" is labelled by the backend's mapping (e.g. "Auto — Ollama decides").
 FLASH_ATTENTION_CHOICES: tuple[tuple[str, str], ...] = (
-    ("auto", "Auto — Ollama decides"),
     ("on", "On"),
     ("off", "Off"),
 )
@@ -22,17 +22,10 @@ PARALLEL_HINT = (
     "context, so the KV cache grows as context × parallel. Not num_batch, which is the "
     "prompt-processing batch of one model."
 )
-CONTEXT_DEFAULT_TEXT = "Default (Ollama picks by VRAM)"
-CONTEXT_HINT = (
-    "Tokens per request slot, e.g. 8192 or 32k. Default: 4096 below 23 GiB of VRAM, "
-    "32768 from 23 GiB (an RTX 4090)."
-)
-MAX_LOADED_HINT = "0 = Ollama decides (3 per GPU)."
 MAX_QUEUE_HINT = "Requests waiting beyond this are refused with 503 “server busy”."
-GPU_OVERHEAD_HINT = (
-    "VRAM Ollama leaves free on each GPU. Above ~1 GiB a 24 GB card falls to the 4096 default "
-    "context."
-)
+BATCH_DEFAULT_TEXT = "Default"
+BATCH_HINT = "Prompt tokens processed per step: larger prefills faster and needs a larger compute buffer."
+MICRO_BATCH_HINT = "Tokens per physical step on the GPU; at most the batch."
 KV_HINT = (
     "q8_0 halves the KV cache and is close to lossless; q4_0 quarters it. Both need flash attention."
 )
@@ -44,18 +37,10 @@ KEEP_ALIVE_HINT = (
 HOST_HINT = "127.0.0.1 = this machine only; 0.0.0.0 or a LAN address opens the API to the network."
 ALLOW_NETWORK_TEXT = "Allow network access"
 ALLOW_NETWORK_TOOLTIP = (
-    "Lets other machines reach this server. Ollama's API has no authentication: anyone who can "
+    "Lets other machines reach this server. Its API has no authentication: anyone who can "
     "reach the port can run, pull and delete models."
 )
-MODELS_DIR_PLACEHOLDER = "Ollama's default (~/.ollama/models)"
-MODELS_DIR_HINT = "Empty = Ollama's default, ~/.ollama/models."
-BINARY_PLACEHOLDER = "Search PATH for ollama"
-BINARY_HINT = "Empty = the first ollama on PATH."
-EXTRA_ENV_PLACEHOLDER = "OLLAMA_LOAD_TIMEOUT=10m\nCUDA_VISIBLE_DEVICES=0"
-EXTRA_ENV_HINT = "NAME=value per line for what the form does not cover; # starts a comment."
-PREVIEW_TITLE = "Environment for ollama serve"
 PREVIEW_INVALID_NOTE = "# Not valid yet: fix the fields marked in red."
-PREVIEW_DEFAULTS_NOTE = "# every other variable: Ollama's default"
 
 
 def parse_context_text(text: str) -> int | None:

@@ -1,8 +1,12 @@
-"""The server settings form: every real `ollama serve` knob, checked inline as the user types.
+"""The server settings form: every real knob of the server, checked inline as the user types.
+
+The form never asks which server it edits: the backend's mapping (app.core.server.mapping),
+passed in, gives its own options, the name each setting has there, the settings it cannot take
+(shown disabled, with the reason), its checks and the exact lines the server gets.
 
 The form has no Apply or Start button: the page that embeds it owns those and listens to
-`validity_changed`. Widgets carry objectNames equal to the ServerSettings field they edit;
-each field's inline message is `<field>_message` (host and port share `host_message`).
+`validity_changed`. Widgets carry objectNames equal to the ServerSettings field or option they
+edit; each one's inline message is `<name>_message` (host and port share `host_message`).
 """
 
 from __future__ import annotations
@@ -21,16 +25,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.server.settings import FIELD_ENV_VARIABLES, ServerSettings, Validation, validate
+from app.core.server.mapping import DIRECTORY, MEBIBYTES, PROGRAM, NeutralTuning, OptionSpec, TuningMapping
+from app.core.server.settings import MAX_BATCH, ServerSettings, Validation
 from app.ui.pages.server import settings_fields as texts
 from app.ui.widgets.forms import FieldGroup, InlineMessage, PathEdit, align_label_columns, left_aligned
 
-# Which fields each inline message reports on; the first name is the message's own.
+# Which shared fields each inline message reports on; the first name is the message's own.
+# Every backend option has a message of its own besides these.
 _MESSAGE_ROWS: tuple[tuple[str, ...], ...] = (
-    ("num_parallel",), ("context_length",), ("max_loaded_models",), ("max_queue",),
-    ("gpu_overhead_mib",), ("kv_cache_type",), ("flash_attention",), ("keep_alive",),
-    ("host", "port", "allow_network"), ("models_dir",), ("ollama_binary",), ("extra_env",),
+    ("num_parallel",), ("context_length",), ("max_queue",), ("kv_cache_type",), ("flash_attention",),
+    ("batch_size",), ("micro_batch_size",), ("keep_alive",), ("host", "port", "allow_network"),
+    ("extra_settings",),
 )
+_BATCH_FIELDS = ("batch_size", "micro_batch_size")
 
 
 class SettingsForm(QWidget):
@@ -41,10 +48,12 @@ class SettingsForm(QWidget):
 
     def __init__(
         self, settings: ServerSettings | None = None, *, columns: int = 1,
-        parent: QWidget | None = None,
+        mapping: TuningMapping | None = None, parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("settings_form")
+        self._mapping: TuningMapping = mapping if mapping is not None else NeutralTuning()
+        self._unsupported = dict(self._mapping.unsupported())
         self._base = settings or ServerSettings()
         self._last_emitted = self._base
         self._loading = False
@@ -65,22 +74,32 @@ class SettingsForm(QWidget):
             parsed = texts.parse_context_text(self._context_value.currentText())
             if parsed is not None:
                 context = parsed
+        batches = {name: self._batch_value(name) for name in _BATCH_FIELDS}
+        options: dict[str, int | str | None] = {}
+        for spec in self._mapping.options:
+            value = _editor_value(self._option_editors[spec.name])
+            # An option left at its default stays unset unless the settings named it: equal settings stay equal.
+            options[spec.name] = None if value == spec.default and self._base.option(spec.name) is None else value
         return self._base.replace(
             num_parallel=self._num_parallel.value(),
             context_length=context,
             kv_cache_type=self._kv_cache_type.currentData(),
             flash_attention=self._flash_attention.currentData(),
             keep_alive=self._keep_alive.text().strip(),
-            max_loaded_models=self._max_loaded_models.value(),
             max_queue=self._max_queue.value(),
-            gpu_overhead_mib=self._gpu_overhead.value(),
             host=self._host.text().strip(),
             port=self._port.value(),
             allow_network=self._allow_network.isChecked(),
-            models_dir=self._models_dir.text(),
-            ollama_binary=self._ollama_binary.text(),
-            extra_env=self._extra_env.toPlainText(),
-        )
+            extra_settings=self._extra.toPlainText(),
+            **batches,
+        ).with_options(**options)
+
+    def _batch_value(self, name: str) -> int | None:
+        if name in self._unsupported:  # shown disabled; whatever the settings hold is kept (and refused)
+            value: int | None = getattr(self._base, name)
+            return value
+        spin = self._batch_editors[name]
+        return spin.value() if spin.value() else None
 
     def set_settings(self, settings: ServerSettings) -> None:
         """Show settings; does not emit `edited` (it is not a user change), may emit `validity_changed`."""
@@ -94,24 +113,24 @@ class SettingsForm(QWidget):
             _select_data(self._kv_cache_type, settings.kv_cache_type)
             _select_data(self._flash_attention, settings.flash_attention)
             self._keep_alive.setText(settings.keep_alive)
-            self._max_loaded_models.setValue(settings.max_loaded_models)
             self._max_queue.setValue(settings.max_queue)
-            self._gpu_overhead.setValue(settings.gpu_overhead_mib)
+            for name, spin in self._batch_editors.items():
+                spin.setValue(getattr(settings, name) or 0)
             self._host.setText(settings.host)
             self._port.setValue(settings.port)
             self._allow_network.setChecked(settings.allow_network)
-            self._models_dir.set_text(settings.models_dir)
-            self._ollama_binary.set_text(settings.ollama_binary)
-            if self._extra_env.toPlainText() != settings.extra_env:
-                self._extra_env.setPlainText(settings.extra_env)
+            for spec in self._mapping.options:
+                _set_editor_value(self._option_editors[spec.name], spec.value_in(settings))
+            if self._extra.toPlainText() != settings.extra_settings:
+                self._extra.setPlainText(settings.extra_settings)
         finally:
             self._loading = False
         self._last_emitted = self.settings()
         self._refresh()
 
     def validation(self) -> Validation:
-        """Core validation of settings(), plus what the form itself cannot turn into a value."""
-        result = validate(self.settings())
+        """The backend's validation of settings(), plus what the form itself cannot turn into a value."""
+        result = self._mapping.validate(self.settings())
         if not self._context_default.isChecked():
             if texts.parse_context_text(self._context_value.currentText()) is None:
                 errors = dict(result.errors, context_length=texts.CONTEXT_PARSE_ERROR)
@@ -126,8 +145,9 @@ class SettingsForm(QWidget):
     # ---- building ------------------------------------------------------------------------
 
     def _build(self, columns: int) -> None:
+        texts_of = self._mapping.texts
         self._num_parallel = _spin("num_parallel", 1, 64)
-        self._context_default = QCheckBox(texts.CONTEXT_DEFAULT_TEXT)
+        self._context_default = QCheckBox(texts_of.context_default)
         self._context_default.setObjectName("context_default")
         self._context_value = QComboBox()
         self._context_value.setObjectName("context_length")
@@ -142,13 +162,16 @@ class SettingsForm(QWidget):
         context_layout.setSpacing(4)
         context_layout.addWidget(self._context_default)
         context_layout.addWidget(left_aligned(self._context_value, QLabel("tokens")))
-        self._max_loaded_models = _spin("max_loaded_models", 0, 64)
         self._max_queue = _spin("max_queue", 1, 1_000_000)
-        self._gpu_overhead = _spin("gpu_overhead_mib", 0, 1_048_576, step=256)
-        self._gpu_overhead.setSuffix(" MiB")
+        self._option_editors = {spec.name: _option_editor(spec) for spec in self._mapping.options}
 
         self._kv_cache_type = _combo("kv_cache_type", texts.KV_CACHE_CHOICES)
-        self._flash_attention = _combo("flash_attention", texts.FLASH_ATTENTION_CHOICES)
+        self._flash_attention = _combo("flash_attention", (("auto", texts_of.flash_auto),
+                                                           *texts.FLASH_ATTENTION_CHOICES))
+        self._batch_editors = {name: _spin(name, 0, MAX_BATCH, step=256) for name in _BATCH_FIELDS}
+        for name, spin in self._batch_editors.items():
+            spin.setSpecialValueText(texts.BATCH_DEFAULT_TEXT)  # 0 shows as Default: the server decides
+            spin.setEnabled(name not in self._unsupported)
         self._keep_alive = QLineEdit()
         self._keep_alive.setObjectName("keep_alive")
         self._keep_alive.setPlaceholderText("5m")
@@ -164,72 +187,61 @@ class SettingsForm(QWidget):
         self._allow_network.setObjectName("allow_network")
         self._allow_network.setToolTip(texts.ALLOW_NETWORK_TOOLTIP)
 
-        self._models_dir = PathEdit(
-            pick_directory=True, dialog_title="Models directory",
-            placeholder=texts.MODELS_DIR_PLACEHOLDER,
-        )
-        self._models_dir.setObjectName("models_dir")
-        self._ollama_binary = PathEdit(
-            pick_directory=False, dialog_title="The ollama program",
-            placeholder=texts.BINARY_PLACEHOLDER,
-        )
-        self._ollama_binary.setObjectName("ollama_binary")
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        self._extra_env = QPlainTextEdit()
-        self._extra_env.setObjectName("extra_env")
-        self._extra_env.setFont(mono)
-        self._extra_env.setPlaceholderText(texts.EXTRA_ENV_PLACEHOLDER)
-        self._extra_env.setTabChangesFocus(True)
+        self._extra = QPlainTextEdit()
+        self._extra.setObjectName("extra_settings")
+        self._extra.setFont(mono)
+        self._extra.setPlaceholderText(texts_of.extra_placeholder)
+        self._extra.setTabChangesFocus(True)
 
-        env = FIELD_ENV_VARIABLES
         memory = FieldGroup("Concurrency && memory")
         memory.setObjectName("group_memory")
         self._row(memory, "num_parallel", texts.PARALLEL_LABEL, self._num_parallel, texts.PARALLEL_HINT)
-        self._row(memory, "context_length", "Context length", context_editor, texts.CONTEXT_HINT)
-        self._row(memory, "max_loaded_models", "Max loaded models", self._max_loaded_models,
-                  texts.MAX_LOADED_HINT)
+        self._row(memory, "context_length", "Context length", context_editor, texts_of.context_hint)
+        self._option_rows(memory, "memory")
         self._row(memory, "max_queue", "Max queue", self._max_queue, texts.MAX_QUEUE_HINT)
-        self._row(memory, "gpu_overhead_mib", "GPU overhead", self._gpu_overhead, texts.GPU_OVERHEAD_HINT)
 
         runtime = FieldGroup("Model runtime")
         runtime.setObjectName("group_runtime")
         self._row(runtime, "kv_cache_type", "KV-cache type", self._kv_cache_type, texts.KV_HINT)
         self._row(runtime, "flash_attention", "Flash attention", self._flash_attention, texts.FLASH_HINT)
+        for name, label, hint in (("batch_size", "Batch", texts.BATCH_HINT),
+                                  ("micro_batch_size", "Micro-batch", texts.MICRO_BATCH_HINT)):
+            # A setting this server cannot take says why instead of offering a knob that does nothing.
+            self._row(runtime, name, label, self._batch_editors[name], self._unsupported.get(name, hint))
         self._row(runtime, "keep_alive", "Keep-alive", self._keep_alive, texts.KEEP_ALIVE_HINT)
 
         network = FieldGroup("Network")
         network.setObjectName("group_network")
         self._messages["host"] = network.add_field(
             "Host and port", left_aligned(self._host, QLabel(":"), self._port, spacing=4),
-            env_name=env["host"], hint=texts.HOST_HINT, below=[self._allow_network],
+            env_name=self._mapping.setting_name("host"), hint=texts.HOST_HINT, below=[self._allow_network],
             prominent_message=True,
         )
         self._messages["host"].setObjectName("host_message")
 
         paths = FieldGroup("Paths && advanced")
         paths.setObjectName("group_paths")
-        self._row(paths, "models_dir", "Models directory", self._models_dir, texts.MODELS_DIR_HINT)
-        self._row(paths, "ollama_binary", "ollama binary", self._ollama_binary, texts.BINARY_HINT)
-        self._row(paths, "extra_env", "Extra environment", self._extra_env, texts.EXTRA_ENV_HINT)
+        self._option_rows(paths, "paths")
+        self._row(paths, "extra_settings", texts_of.extra_label, self._extra, texts_of.extra_hint)
 
         self._preview = QPlainTextEdit()
         self._preview.setObjectName("env_preview")
         self._preview.setReadOnly(True)
         self._preview.setFont(mono)
         self._preview.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        preview = FieldGroup(texts.PREVIEW_TITLE)
+        preview = FieldGroup(texts_of.mapping_title)
         preview.setObjectName("group_preview")
         preview.layout().addWidget(self._preview, 0, 0, 1, 2)
 
-        for widget, env_name in (
-            (self._num_parallel, env["num_parallel"]), (self._context_value, env["context_length"]),
-            (self._max_loaded_models, env["max_loaded_models"]), (self._max_queue, env["max_queue"]),
-            (self._gpu_overhead, env["gpu_overhead_mib"]), (self._kv_cache_type, env["kv_cache_type"]),
-            (self._flash_attention, env["flash_attention"]), (self._keep_alive, env["keep_alive"]),
-            (self._host, env["host"]), (self._port, env["port"]), (self._models_dir, env["models_dir"]),
-        ):
-            widget.setToolTip(env_name)
-        self._num_parallel.setToolTip(f"{env['num_parallel']}\n\n{texts.PARALLEL_HINT}")
+        for name, editor in self._editors_by_field().items():
+            tip = self._unsupported.get(name) or self._mapping.setting_name(name)
+            target = editor.parentWidget() if isinstance(editor.parentWidget(), PathEdit) else editor
+            target.setToolTip(tip)
+        self._port.setToolTip(self._mapping.setting_name("port"))
+        parallel_name = self._mapping.setting_name("num_parallel")
+        self._num_parallel.setToolTip(f"{parallel_name}\n\n{texts.PARALLEL_HINT}" if parallel_name
+                                      else texts.PARALLEL_HINT)
 
         if columns >= 2:
             stacks = [[memory, runtime], [network, paths, preview]]
@@ -248,25 +260,30 @@ class SettingsForm(QWidget):
             align_label_columns(g for g in stack if g is not preview)
 
     def _editors_by_field(self) -> dict[str, QWidget]:
-        return {
+        editors: dict[str, QWidget] = {
             "num_parallel": self._num_parallel, "context_length": self._context_value,
-            "max_loaded_models": self._max_loaded_models, "max_queue": self._max_queue,
-            "gpu_overhead_mib": self._gpu_overhead, "kv_cache_type": self._kv_cache_type,
+            "max_queue": self._max_queue, "kv_cache_type": self._kv_cache_type,
             "flash_attention": self._flash_attention, "keep_alive": self._keep_alive,
-            "host": self._host, "port": self._port, "models_dir": self._models_dir.line_edit,
-            "ollama_binary": self._ollama_binary.line_edit, "extra_env": self._extra_env,
+            "host": self._host, "port": self._port, "extra_settings": self._extra, **self._batch_editors,
         }
+        for name, editor in self._option_editors.items():
+            editors[name] = editor.line_edit if isinstance(editor, PathEdit) else editor
+        return editors
+
+    def _option_rows(self, group: FieldGroup, where: str) -> None:
+        for spec in self._mapping.options:
+            if spec.group == where:
+                self._row(group, spec.name, spec.label, self._option_editors[spec.name], spec.hint)
 
     def _row(self, group: FieldGroup, name: str, label: str, editor: QWidget, hint: str) -> None:
         self._messages[name] = group.add_field(
-            label, editor, env_name=FIELD_ENV_VARIABLES.get(name, ""), hint=hint
+            label, editor, env_name=self._mapping.setting_name(name), hint=hint
         )
         self._messages[name].setObjectName(f"{name}_message")
 
     def _connect(self) -> None:
         changed = self._on_user_change
-        for spin in (self._num_parallel, self._max_loaded_models, self._max_queue,
-                     self._gpu_overhead, self._port):
+        for spin in (self._num_parallel, self._max_queue, self._port, *self._batch_editors.values()):
             spin.valueChanged.connect(changed)
         for combo in (self._kv_cache_type, self._flash_attention):
             combo.currentIndexChanged.connect(changed)
@@ -275,9 +292,12 @@ class SettingsForm(QWidget):
         for edit in (self._keep_alive, self._host):
             edit.textChanged.connect(changed)
         self._allow_network.toggled.connect(changed)
-        self._models_dir.text_changed.connect(changed)
-        self._ollama_binary.text_changed.connect(changed)
-        self._extra_env.textChanged.connect(changed)
+        for editor in self._option_editors.values():
+            if isinstance(editor, PathEdit):
+                editor.text_changed.connect(changed)
+            else:
+                editor.valueChanged.connect(changed)
+        self._extra.textChanged.connect(changed)
 
     # ---- reacting ------------------------------------------------------------------------
 
@@ -297,7 +317,7 @@ class SettingsForm(QWidget):
     def _refresh(self) -> None:
         self._context_value.setEnabled(not self._context_default.isChecked())
         result = self.validation()
-        for fields in _MESSAGE_ROWS:
+        for fields in _MESSAGE_ROWS + tuple((spec.name,) for spec in self._mapping.options):
             message = self._messages[fields[0]]
             errors = [result.errors[f] for f in fields if f in result.errors]
             warnings = [result.warnings[f] for f in fields if f in result.warnings]
@@ -321,8 +341,8 @@ class SettingsForm(QWidget):
 
     def _update_preview(self, result: Validation) -> None:
         lines = [] if result.ok else [texts.PREVIEW_INVALID_NOTE]
-        lines += [f"{name}={value}" for name, value in self.settings().to_env().items()]
-        lines.append(texts.PREVIEW_DEFAULTS_NOTE)
+        lines += self._mapping.mapping_text(self.settings())
+        lines.append(self._mapping.texts.defaults_note)
         text = "\n".join(lines)
         if self._preview.toPlainText() != text:
             self._preview.setPlainText(text)
@@ -334,7 +354,7 @@ class SettingsForm(QWidget):
         self._fit_text_boxes()
 
     def _fit_text_boxes(self) -> None:
-        self._extra_env.setFixedHeight(_height_for_lines(self._extra_env, 4))
+        self._extra.setFixedHeight(_height_for_lines(self._extra, 4))
         shown = max(6, self._preview.blockCount())
         self._preview.setFixedHeight(_height_for_lines(self._preview, shown))
 
@@ -355,6 +375,29 @@ def _spin(name: str, low: int, high: int, *, width: int = 130, step: int = 1) ->
     spin.setSingleStep(step)
     spin.setFixedWidth(width)
     return spin
+
+
+def _option_editor(spec: OptionSpec) -> QSpinBox | PathEdit:
+    """The editor for one backend option: a spin box for numbers, a path field with Browse… for paths."""
+    if spec.kind in (DIRECTORY, PROGRAM):
+        edit = PathEdit(pick_directory=spec.kind == DIRECTORY, dialog_title=spec.label, placeholder=spec.placeholder)
+        edit.setObjectName(spec.name)
+        return edit
+    spin = _spin(spec.name, spec.low, spec.high, step=spec.step)
+    if spec.kind == MEBIBYTES:
+        spin.setSuffix(" MiB")
+    return spin
+
+
+def _editor_value(editor: QSpinBox | PathEdit) -> int | str:
+    return editor.text() if isinstance(editor, PathEdit) else editor.value()
+
+
+def _set_editor_value(editor: QSpinBox | PathEdit, value: int | str) -> None:
+    if isinstance(editor, PathEdit):
+        editor.set_text(str(value))
+    else:
+        editor.setValue(int(value))
 
 
 def _combo(name: str, choices: tuple[tuple[str, str], ...]) -> QComboBox:

@@ -12,6 +12,7 @@ from app.services.guarded_apply import GuardedApplier
 from app.backends.ollama.client import OllamaClient
 from app.adapters.storage.settings_store import SettingsStore
 from app.backends.ollama.supervisor import ServerSupervisor
+from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.ui.app.server_controller import ServerController
@@ -30,7 +31,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path):
 
     def make(settings: ServerSettings | None = None, **supervisor_kwargs):
         settings = settings or ServerSettings(port=free_port())
-        store = SettingsStore(tmp_path / "config")
+        store = SettingsStore(tmp_path / "config", OLLAMA_TUNING)
         controller = ServerController(supervisor_loop, None, OllamaClient, store.save, last_good=settings)
         options = {"start_timeout_s": 5.0, "stop_grace_s": 0.5, "health_interval_s": 0.2}
         options.update(supervisor_kwargs)
@@ -39,7 +40,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path):
         no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
         history = ApplyHistory(tmp_path / "history.sqlite3")
         controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu, record=history.add))
-        page = ServerPage(controller, settings)
+        page = ServerPage(controller, settings, mapping=OLLAMA_TUNING)
         qtbot.addWidget(page)
         page.resize(1300, 850)
         page.show()

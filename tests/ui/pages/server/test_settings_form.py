@@ -14,21 +14,21 @@ from PySide6.QtWidgets import (
     QSpinBox,
 )
 
+from app.backends.ollama.tuning import OLLAMA_TUNING, environment, ollama_settings
 from app.core.server.settings import ServerSettings
 from app.ui.pages.server.settings_form import SettingsForm
 from app.ui.widgets.forms import ERROR_COLOR, WARNING_COLOR, InlineMessage
 
-TUNED = ServerSettings(
+TUNED = ollama_settings(ServerSettings(
     num_parallel=4, context_length=16384, kv_cache_type="q8_0", flash_attention="on",
-    keep_alive="-1", max_loaded_models=2, max_queue=64, gpu_overhead_mib=512, host="0.0.0.0",
-    port=11500, models_dir="/srv/models", extra_env="OLLAMA_DEBUG=1", allow_network=True,
-    ollama_binary="/opt/ollama/bin/ollama",
-)
+    keep_alive="-1", max_queue=64, host="0.0.0.0",
+    port=11500, extra_settings="OLLAMA_DEBUG=1", allow_network=True,
+), max_loaded_models=2, gpu_overhead_mib=512, models_dir="/srv/models", ollama_binary="/opt/ollama/bin/ollama")
 
 
 @pytest.fixture
 def form(qtbot) -> SettingsForm:
-    widget = SettingsForm()
+    widget = SettingsForm(mapping=OLLAMA_TUNING)
     qtbot.addWidget(widget)
     return widget
 
@@ -115,7 +115,7 @@ def test_quantized_kv_with_flash_attention_off_is_refused(form: SettingsForm) ->
 
     flash.setCurrentIndex(flash.findData("on"))
     assert message.isHidden() and form.is_valid()
-    assert form.settings().to_env()["OLLAMA_FLASH_ATTENTION"] == "1"
+    assert environment(form.settings())["OLLAMA_FLASH_ATTENTION"] == "1"
 
 
 def test_binding_to_the_network_needs_the_checkbox(qtbot, form: SettingsForm) -> None:
@@ -141,10 +141,10 @@ def test_privileged_port_is_warned_on_the_host_row(qtbot, form: SettingsForm) ->
 
 
 def test_invented_variable_is_refused_with_the_real_alternative(qtbot, form: SettingsForm) -> None:
-    extra = form.findChild(QPlainTextEdit, "extra_env")
+    extra = form.findChild(QPlainTextEdit, "extra_settings")
     extra.setFocus()
     qtbot.keyClicks(extra, "OLLAMA_MAX_BATCH_SIZE=8")
-    message = _message(form, "extra_env")
+    message = _message(form, "extra_settings")
     assert message.severity == "error"
     assert "OLLAMA_MAX_BATCH_SIZE does not exist in Ollama" in message.message
     assert "OLLAMA_NUM_PARALLEL" in message.message
@@ -155,11 +155,11 @@ def test_invented_variable_is_refused_with_the_real_alternative(qtbot, form: Set
     ServerSettings(),
     TUNED,
     TUNED.replace(context_length=None, kv_cache_type="q4_0", flash_attention="off", host="::1",
-                  allow_network=False, extra_env="# only a comment\n"),
+                  allow_network=False, extra_settings="# only a comment\n"),
     ServerSettings(kv_cache_type="fp8"),  # not a choice, still shown and refused, not lost
 ])
 def test_settings_round_trip_through_the_form(qtbot, settings: ServerSettings) -> None:
-    form = SettingsForm()
+    form = SettingsForm(mapping=OLLAMA_TUNING)
     qtbot.addWidget(form)
     with qtbot.assertNotEmitted(form.edited):
         form.set_settings(settings)
@@ -177,7 +177,7 @@ def test_an_invalid_choice_is_shown_then_dropped(qtbot, form: SettingsForm) -> N
 
 
 def test_initial_settings_and_validity_of_a_loaded_invalid_set(qtbot) -> None:
-    form = SettingsForm(ServerSettings(host="0.0.0.0"))
+    form = SettingsForm(ServerSettings(host="0.0.0.0"), mapping=OLLAMA_TUNING)
     qtbot.addWidget(form)
     assert not form.is_valid()
     with qtbot.waitSignal(form.validity_changed) as blocker:
@@ -201,12 +201,12 @@ def test_browse_fills_the_models_directory(qtbot, form: SettingsForm, monkeypatc
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args: "/srv/models")
     with qtbot.waitSignal(form.edited) as blocker:
         form.findChild(QPushButton, "models_dir_browse").click()
-    assert blocker.args[0].models_dir == "/srv/models"
+    assert blocker.args[0].option("models_dir") == "/srv/models"
     assert "OLLAMA_MODELS=/srv/models" in _preview(form)
 
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args: ("/opt/ollama", ""))
     form.findChild(QPushButton, "ollama_binary_browse").click()
-    assert form.settings().ollama_binary == "/opt/ollama"
+    assert form.settings().option("ollama_binary") == "/opt/ollama"
 
 
 def test_cancelled_browse_changes_nothing(qtbot, form: SettingsForm, monkeypatch) -> None:
@@ -231,6 +231,43 @@ def test_every_field_names_its_variable(form: SettingsForm) -> None:
 
 
 def test_single_column_layout_builds_the_same_form(qtbot) -> None:
-    form = SettingsForm(TUNED, columns=1)
+    form = SettingsForm(TUNED, columns=1, mapping=OLLAMA_TUNING)
     qtbot.addWidget(form)
     assert form.settings() == TUNED and form.is_valid()
+
+
+def test_batch_sizes_say_why_ollama_cannot_take_them(form: SettingsForm) -> None:
+    for name in ("batch_size", "micro_batch_size"):
+        spin = form.findChild(QSpinBox, name)
+        assert not spin.isEnabled() and spin.text() == "Default"
+        assert spin.toolTip() == OLLAMA_TUNING.unsupported()[name]
+    assert "Models page" in form.findChild(QSpinBox, "batch_size").toolTip()
+    # A value a hand-edited file carries is kept, shown refused, and never reaches the environment.
+    form.set_settings(ServerSettings(batch_size=1024))
+    assert form.settings().batch_size == 1024 and not form.is_valid()
+    assert "num_batch is a per-model option" in _message(form, "batch_size").message
+    assert "BATCH" not in _preview(form)
+
+
+def test_a_server_that_takes_batch_sizes_gets_them_from_the_form(qtbot) -> None:
+    form = SettingsForm()  # no particular server: every shared knob is editable, nothing is translated
+    qtbot.addWidget(form)
+    batch, micro = form.findChild(QSpinBox, "batch_size"), form.findChild(QSpinBox, "micro_batch_size")
+    assert batch.isEnabled() and micro.isEnabled()
+    assert form.findChild(QSpinBox, "gpu_overhead_mib") is None  # Ollama's own option is not there
+    batch.setValue(1024)
+    micro.setValue(2048)
+    assert form.settings().batch_size == 1024
+    assert "cannot be larger than the batch (1024)" in _message(form, "micro_batch_size").message
+    micro.setValue(512)
+    assert form.is_valid() and form.settings().micro_batch_size == 512
+    assert _preview(form).splitlines()[:2] == ["batch_size = 1024", "micro_batch_size = 512"]
+    batch.setValue(0)
+    assert form.settings().batch_size is None
+
+
+def test_the_preview_is_titled_by_the_backend(form: SettingsForm) -> None:
+    from app.ui.widgets.forms import FieldGroup
+
+    assert form.findChild(FieldGroup, "group_preview").title() == "Environment for ollama serve"
+    assert _preview(form).splitlines()[-1] == "# every other variable: Ollama's default"
