@@ -27,7 +27,8 @@ from app.core.bench.sweep import PointResult
 from app.core.bench.run import INTERRUPTED, RUNNING, SweepRun, result_to_json, run_from_json, run_to_json
 
 HISTORY_FILE_NAME = "benchmarks.sqlite3"
-SCHEMA_VERSION = 1
+# 2: runs name the server that measured them (backend_kind, server_version); format 1's runs are Ollama's.
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -43,7 +44,9 @@ CREATE TABLE IF NOT EXISTS runs (
     recommended TEXT NOT NULL DEFAULT '',
     owner_pid INTEGER NOT NULL,
     owner_started REAL NOT NULL,
-    doc TEXT NOT NULL
+    doc TEXT NOT NULL,
+    backend_kind TEXT NOT NULL DEFAULT 'ollama',
+    server_version TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS points (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -53,6 +56,15 @@ CREATE TABLE IF NOT EXISTS points (
     doc BLOB NOT NULL,
     PRIMARY KEY (run_id, idx)
 );
+"""
+# Format 1 to 2, in one transaction: every existing run was measured on Ollama, whose version it kept.
+_MIGRATE_1_TO_2 = """
+BEGIN;
+ALTER TABLE runs ADD COLUMN backend_kind TEXT NOT NULL DEFAULT 'ollama';
+ALTER TABLE runs ADD COLUMN server_version TEXT NOT NULL DEFAULT '';
+UPDATE runs SET server_version = ollama_version;
+PRAGMA user_version = 2;
+COMMIT;
 """
 
 
@@ -78,6 +90,8 @@ class RunSummary:
     points_done: int
     best_tokens_per_s: float | None
     recommended: str
+    backend_kind: str = "ollama"
+    server_version: str = ""
 
 
 def default_history_path() -> Path:
@@ -149,7 +163,8 @@ class BenchHistory:
         try:
             self._create()
         except sqlite3.DatabaseError as exc:
-            if not self.path.exists():
+            # A file another process holds locked is busy, not damaged: it must not be moved aside.
+            if not self.path.exists() or "locked" in str(exc) or "busy" in str(exc):
                 raise HistoryError(f"Cannot open the benchmark history at {self.path}: {exc}.") from exc
             kept = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
             for suffix in ("", "-wal", "-shm"):
@@ -169,11 +184,25 @@ class BenchHistory:
                 raise HistoryError(f"The benchmark history at {self.path} was written by a newer ollama-deck "
                                    f"(format {version}).", hint="Use that version, or move the file away.")
             conn.execute("PRAGMA journal_mode = WAL")
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+            if columns and "backend_kind" not in columns:
+                self._migrate(conn, version)
             with conn:
                 conn.executescript(_SCHEMA)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         finally:
             conn.close()
+
+    def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
+        """Bring a format-1 history to format 2; on any failure nothing changes (one transaction)."""
+        try:
+            conn.executescript(_MIGRATE_1_TO_2)
+        except sqlite3.Error:
+            conn.rollback()
+            raise
+        runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        self.problems.append(f"The benchmark history {self.path} was in format {version}; converted it to format "
+                             f"{SCHEMA_VERSION}: its {runs} runs are recorded as measured on Ollama.")
 
     # ---- writing -------------------------------------------------------------------------------
     def begin(self, run: SweepRun) -> int:
@@ -209,9 +238,11 @@ class BenchHistory:
     def _insert_run(self, conn: sqlite3.Connection, run: SweepRun) -> int:
         cursor = conn.execute(
             "INSERT INTO runs (started_at, finished_at, status, title, model, gpu_name, ollama_version, "
-            "points_planned, owner_pid, owner_started, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "points_planned, owner_pid, owner_started, doc, backend_kind, server_version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run.started_at, run.finished_at, run.status, run.title, run.fingerprint.model, run.fingerprint.gpu_name,
-             run.fingerprint.ollama_version, len(run.points), self._pid, self._pid_started, self._doc(run)))
+             run.fingerprint.ollama_version, len(run.points), self._pid, self._pid_started, self._doc(run),
+             run.fingerprint.backend_kind, run.fingerprint.server_version))
         return int(cursor.lastrowid)
 
     def _update_run(self, conn: sqlite3.Connection, run_id: int, run: SweepRun) -> None:
@@ -248,9 +279,10 @@ class BenchHistory:
                 "SELECT r.id, r.title, r.started_at, r.finished_at, r.status, r.model, r.gpu_name, r.ollama_version, "
                 "r.points_planned, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), "
                 "COALESCE(r.best_tokens_per_s, (SELECT MAX(output_tokens_per_s) FROM points p WHERE p.run_id = r.id)), "
-                "r.recommended, r.owner_pid, r.owner_started FROM runs r ORDER BY r.id DESC").fetchall()
+                "r.recommended, r.owner_pid, r.owner_started, r.backend_kind, r.server_version "
+                "FROM runs r ORDER BY r.id DESC").fetchall()
         return [RunSummary(row[0], row[1], row[2], row[3], self._status(row[4], row[12], row[13]), row[5], row[6],
-                           row[7], row[8], row[9], row[10], row[11]) for row in rows]
+                           row[7], row[8], row[9], row[10], row[11], row[14], row[15]) for row in rows]
 
     def load(self, run_id: int) -> SweepRun:
         """One run with every point and request; HistoryError when there is no such run."""

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
-from app.core.server.settings import ServerSettings, validate
+from app.core.server.settings import DEFAULT_BACKEND, ServerSettings, validate
 
 # Point outcomes, in the words of the results table's "stable?" column.
 OK = "ok"  # ran, enough requests succeeded
@@ -263,7 +263,7 @@ class Fingerprint:
     gpu_name: str = ""
     gpu_driver: str = ""
     gpu_memory_mib: float | None = None
-    ollama_version: str = ""
+    ollama_version: str = ""  # the server's version (see server_version)
     model: str = ""
     model_digest: str = ""
     model_quantization: str = ""
@@ -272,6 +272,13 @@ class Fingerprint:
     base_settings: dict[str, Any] = field(default_factory=dict)
     host: str = ""
     app_version: str = ""
+    # Which server measured this; documents written before servers had kinds are Ollama's.
+    backend_kind: str = DEFAULT_BACKEND
+
+    @property
+    def server_version(self) -> str:
+        """The measuring server's version (held in ollama_version, a name older than other servers)."""
+        return self.ollama_version
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict."""

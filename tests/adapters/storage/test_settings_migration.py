@@ -57,7 +57,7 @@ def test_a_file_the_format_1_release_wrote_is_converted_field_by_field(tmp_path:
     written = json.loads(store.path.read_text("utf-8"))
     assert written["version"] == SETTINGS_VERSION and written["backend"] == "ollama"
     assert written["backends"] == {"ollama": {name: old["settings"][name] for name in V1_OPTIONS}}
-    assert written["tuning"]["extra_settings"] == old["settings"]["extra_env"]
+    assert written["settings"]["extra_settings"] == old["settings"]["extra_env"]
     assert written["preferences"] == old["preferences"]
 
     again = store.load()
@@ -95,7 +95,7 @@ def test_a_format_1_value_ollama_refuses_is_reported_and_the_original_kept(tmp_p
 def test_saving_one_servers_settings_keeps_the_other_servers_options(tmp_path: Path) -> None:
     store = SettingsStore(tmp_path, OLLAMA_TUNING)
     store.path.write_text(json.dumps({
-        "version": SETTINGS_VERSION, "backend": "ollama", "tuning": {"num_parallel": 2},
+        "version": SETTINGS_VERSION, "backend": "ollama", "settings": {"num_parallel": 2},
         "backends": {"ollama": {"models_dir": "/srv/models"}, "llama_server": {"binary": "/opt/llama-server"}},
         "preferences": {},
     }), "utf-8")
@@ -107,12 +107,12 @@ def test_saving_one_servers_settings_keeps_the_other_servers_options(tmp_path: P
 
     written = json.loads(store.path.read_text("utf-8"))
     assert written["backends"] == {"ollama": {}, "llama_server": {"binary": "/opt/llama-server"}}
-    assert written["tuning"]["num_parallel"] == 3
+    assert written["settings"]["num_parallel"] == 3
 
 
 def test_a_malformed_backends_entry_is_reported_and_kept_aside(tmp_path: Path) -> None:
     store = SettingsStore(tmp_path, OLLAMA_TUNING)
-    store.path.write_text(json.dumps({"version": SETTINGS_VERSION, "tuning": {"num_parallel": 2},
+    store.path.write_text(json.dumps({"version": SETTINGS_VERSION, "settings": {"num_parallel": 2},
                                       "backends": ["ollama"], "backend": 7}), "utf-8")
     result = store.load()
     assert result.settings == ServerSettings(num_parallel=2)
@@ -120,3 +120,12 @@ def test_a_malformed_backends_entry_is_reported_and_kept_aside(tmp_path: Path) -
     assert "The saved server 7 is not a name; using ollama." in text
     assert "The saved server options were not an object" in text
     assert result.backup_path == tmp_path / "settings.json.invalid-backup"
+
+
+def test_a_format_2_file_that_lost_its_version_is_not_taken_for_format_1(tmp_path: Path) -> None:
+    store = SettingsStore(tmp_path, OLLAMA_TUNING)
+    store.path.write_text(json.dumps({"backend": "ollama", "settings": {"num_parallel": 5},
+                                      "backends": {"ollama": {"max_loaded_models": 1}}}), "utf-8")
+    result = store.load()
+    assert result.problems == [] and result.backup_path is None
+    assert result.settings == ollama_settings(ServerSettings(num_parallel=5), max_loaded_models=1)
