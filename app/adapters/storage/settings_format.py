@@ -28,16 +28,9 @@ def version_of(data: dict[str, Any]) -> Any:
     """The document's format version; a file that lost only its "version" key keeps its shape's."""
     if "version" in data:
         return data["version"]
-    if isinstance(data.get("tuning"), dict):
-        return 2
-    return 1 if isinstance(data.get("settings"), dict) else 0
-
-
-def body_key(version: int, data: dict[str, Any]) -> str:
-    """Where a document of this version keeps the shared settings ("settings" in format 1)."""
-    if version == 1 or (version > SETTINGS_VERSION and "tuning" not in data and "settings" in data):
-        return "settings"
-    return "tuning"
+    if not isinstance(data.get("settings"), dict):
+        return 0
+    return 2 if "backends" in data or "backend" in data else 1
 
 
 def shape_problem(data: Any) -> str:
@@ -49,9 +42,8 @@ def shape_problem(data: Any) -> str:
         return f"its version {version!r} is not a whole number"
     if version == 0:
         return ""
-    key = body_key(version, data)
-    if not isinstance(data.get(key, {}), dict):
-        return f"its \"{key}\" entry is not an object"
+    if not isinstance(data.get("settings", {}), dict):
+        return "its \"settings\" entry is not an object"
     return ""
 
 
@@ -99,18 +91,18 @@ def saved_backends(existing: Any) -> dict[str, Any]:
 
 def document(settings: ServerSettings, preferences: Mapping[str, Any], backends: Mapping[str, Any]) -> dict[str, Any]:
     """The format-2 document for settings (the chosen backend's options replace its saved ones)."""
-    tuning = settings.to_json()
-    tuning.pop("backend")
-    tuning.pop("options")
+    shared = settings.to_json()
+    shared.pop("backend")
+    shared.pop("options")
     return {
         "version": SETTINGS_VERSION,
         "saved_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "backend": settings.backend,
-        "tuning": tuning,
+        "settings": shared,
         "backends": {**backends, settings.backend: dict(settings.options)},
         "preferences": dict(preferences),
     }
 
 
-__all__ = ["V0_RENAMES", "body_key", "document", "is_int", "migrate_v0", "saved_backends", "settings_json",
+__all__ = ["V0_RENAMES", "document", "is_int", "migrate_v0", "saved_backends", "settings_json",
            "shape_problem", "version_of"]

@@ -3,13 +3,14 @@
 Layout on disk (settings.json in the config directory), format 2::
 
     {"version": 2, "saved_at": "2026-08-01T12:00:00+00:00", "backend": "ollama",
-     "tuning": {...the shared ServerSettings fields...},
+     "settings": {...the ServerSettings fields every server shares...},
      "backends": {"ollama": {...that backend's own options...}, ...},
      "preferences": {...}}
 
 Every backend's options are kept, not only the chosen one's, so switching servers loses nothing.
-Format 1 (the first releases) was Ollama-only: {"version": 1, "saved_at", "settings": {every
-field flat, with Ollama's knobs among them and "extra_env"}, "preferences"}. Format 0 is the flat
+Format 1 (the first releases) was Ollama-only and had the same keys but no "backend(s)": its
+"settings" held every field, Ollama's own knobs among them, and "extra_env" for the extra
+settings. A reader of the shared fields (settings.num_parallel, …) reads either format. Format 0 is the flat
 layout of the first builds: the settings fields at top level, no "version" key, and a few older
 names (see _V0_RENAMES). Older formats are converted on load, with the original kept beside.
 """
@@ -90,7 +91,7 @@ class SettingsStore:
         version = fmt.version_of(data)
         if version == 0:
             return self._load_v0(data, raw)
-        body = data.get(fmt.body_key(version, data), {})
+        body = data.get("settings", {})
         preferences = data.get("preferences", {})
         problems: list[str] = []
         if not isinstance(preferences, dict):

@@ -65,7 +65,7 @@ def test_round_trip_keeps_every_field_and_preferences(tmp_path: Path) -> None:
     document = json.loads(store.path.read_text("utf-8"))
     assert document["version"] == SETTINGS_VERSION
     assert document["saved_at"].endswith("+00:00")
-    assert document["tuning"]["kv_cache_type"] == "q8_0"
+    assert document["settings"]["kv_cache_type"] == "q8_0"
 
 
 def test_saving_settings_alone_keeps_saved_preferences(tmp_path: Path) -> None:
@@ -201,7 +201,7 @@ def test_invalid_values_are_replaced_per_field_and_reported(tmp_path: Path) -> N
     body = {"num_parallel": 200, "port": "11434", "kv_cache_type": "q4_0", "flash_attention": "off",
             "extra_env": "OLLAMA_MAX_BATCH_SIZE=8", "keep_alive": "5m", "host": "0.0.0.0",
             "context_length": 8192, "bogus": 1}
-    store.path.write_text(json.dumps({"version": SETTINGS_VERSION, "tuning": body}), "utf-8")
+    store.path.write_text(json.dumps({"version": SETTINGS_VERSION, "settings": body}), "utf-8")
 
     result = store.load()
 
