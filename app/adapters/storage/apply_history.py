@@ -1,4 +1,8 @@
-"""Predicted-versus-measured records of every guarded apply, kept in SQLite."""
+"""Predicted-versus-measured records of every guarded apply, kept in SQLite.
+
+Format 1 (PRAGMA user_version = 1) adds the kind of server each record was applied to; the
+records of format 0, which had no version, were all applied to Ollama.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any
 
 import platformdirs
 
+SCHEMA_VERSION = 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS apply_checks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -18,9 +23,11 @@ CREATE TABLE IF NOT EXISTS apply_checks (
     predicted_vram_bytes INTEGER,
     measured_vram_bytes INTEGER,
     reason TEXT NOT NULL,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    backend_kind TEXT NOT NULL DEFAULT 'ollama'
 )
 """
+LEGACY_BACKEND = "ollama"  # every record from before servers had kinds
 
 
 def default_history_path() -> Path:
@@ -37,24 +44,33 @@ class ApplyHistory:
         self._lock = threading.Lock()
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
+            columns = {row[1] for row in db.execute("PRAGMA table_info(apply_checks)")}
+            if columns and "backend_kind" not in columns:
+                # One statement, so atomic: format-0 rows take the column's default, Ollama.
+                db.execute("ALTER TABLE apply_checks ADD COLUMN backend_kind TEXT NOT NULL DEFAULT 'ollama'")
             db.execute(SCHEMA)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=10)
 
     def add(self, record: dict[str, Any]) -> int:
         """Store one record (as produced by ApplyReport.to_record); returns its id."""
+        tried = record.get("tried")
+        kind = tried.get("backend") if isinstance(tried, dict) else None
         with self._lock, self._connect() as db:
             cur = db.execute(
-                "INSERT INTO apply_checks (at, kept, predicted_vram_bytes, measured_vram_bytes, reason, record)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO apply_checks (at, kept, predicted_vram_bytes, measured_vram_bytes, reason, record,"
+                " backend_kind) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (record["at"], int(record["kept"]), record.get("predicted_vram_bytes"),
-                 record.get("measured_vram_bytes"), record["reason"], json.dumps(record)),
+                 record.get("measured_vram_bytes"), record["reason"], json.dumps(record),
+                 kind if isinstance(kind, str) and kind else LEGACY_BACKEND),
             )
             return int(cur.lastrowid)
 
     def recent(self, limit: int = 50) -> list[dict[str, Any]]:
-        """The newest records first."""
+        """The newest records first, each with the backend_kind of the server it was applied to."""
         with self._lock, self._connect() as db:
-            rows = db.execute("SELECT record FROM apply_checks ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-        return [json.loads(r[0]) for r in rows]
+            rows = db.execute("SELECT record, backend_kind FROM apply_checks ORDER BY id DESC LIMIT ?",
+                              (limit,)).fetchall()
+        return [{**json.loads(record), "backend_kind": kind} for record, kind in rows]
