@@ -20,14 +20,22 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from app.core.server.mapping import DIRECTORY, MEBIBYTES, PROGRAM, NeutralTuning, OptionSpec, TuningMapping
+from app.core.server.mapping import NeutralTuning, TuningMapping
 from app.core.server.settings import MAX_BATCH, ServerSettings, Validation
 from app.ui.pages.server import settings_fields as texts
+from app.ui.pages.server.settings_editors import (
+    combo_box,
+    editor_value,
+    height_for_lines,
+    option_editor,
+    select_data,
+    set_editor_value,
+    spin_box,
+)
 from app.ui.widgets.forms import FieldGroup, InlineMessage, PathEdit, align_label_columns, left_aligned
 
 # Which shared fields each inline message reports on; the first name is the message's own.
@@ -77,7 +85,7 @@ class SettingsForm(QWidget):
         batches = {name: self._batch_value(name) for name in _BATCH_FIELDS}
         options: dict[str, int | str | None] = {}
         for spec in self._mapping.options:
-            value = _editor_value(self._option_editors[spec.name])
+            value = editor_value(self._option_editors[spec.name])
             # An option left at its default stays unset unless the settings named it: equal settings stay equal.
             options[spec.name] = None if value == spec.default and self._base.option(spec.name) is None else value
         return self._base.replace(
@@ -110,8 +118,8 @@ class SettingsForm(QWidget):
             self._context_default.setChecked(settings.context_length is None)
             if settings.context_length is not None:
                 self._context_value.setCurrentText(str(settings.context_length))
-            _select_data(self._kv_cache_type, settings.kv_cache_type)
-            _select_data(self._flash_attention, settings.flash_attention)
+            select_data(self._kv_cache_type, settings.kv_cache_type)
+            select_data(self._flash_attention, settings.flash_attention)
             self._keep_alive.setText(settings.keep_alive)
             self._max_queue.setValue(settings.max_queue)
             for name, spin in self._batch_editors.items():
@@ -120,7 +128,7 @@ class SettingsForm(QWidget):
             self._port.setValue(settings.port)
             self._allow_network.setChecked(settings.allow_network)
             for spec in self._mapping.options:
-                _set_editor_value(self._option_editors[spec.name], spec.value_in(settings))
+                set_editor_value(self._option_editors[spec.name], spec.value_in(settings))
             if self._extra.toPlainText() != settings.extra_settings:
                 self._extra.setPlainText(settings.extra_settings)
         finally:
@@ -146,7 +154,7 @@ class SettingsForm(QWidget):
 
     def _build(self, columns: int) -> None:
         texts_of = self._mapping.texts
-        self._num_parallel = _spin("num_parallel", 1, 64)
+        self._num_parallel = spin_box("num_parallel", 1, 64)
         self._context_default = QCheckBox(texts_of.context_default)
         self._context_default.setObjectName("context_default")
         self._context_value = QComboBox()
@@ -162,13 +170,13 @@ class SettingsForm(QWidget):
         context_layout.setSpacing(4)
         context_layout.addWidget(self._context_default)
         context_layout.addWidget(left_aligned(self._context_value, QLabel("tokens")))
-        self._max_queue = _spin("max_queue", 1, 1_000_000)
-        self._option_editors = {spec.name: _option_editor(spec) for spec in self._mapping.options}
+        self._max_queue = spin_box("max_queue", 1, 1_000_000)
+        self._option_editors = {spec.name: option_editor(spec) for spec in self._mapping.options}
 
-        self._kv_cache_type = _combo("kv_cache_type", texts.KV_CACHE_CHOICES)
-        self._flash_attention = _combo("flash_attention", (("auto", texts_of.flash_auto),
+        self._kv_cache_type = combo_box("kv_cache_type", texts.KV_CACHE_CHOICES)
+        self._flash_attention = combo_box("flash_attention", (("auto", texts_of.flash_auto),
                                                            *texts.FLASH_ATTENTION_CHOICES))
-        self._batch_editors = {name: _spin(name, 0, MAX_BATCH, step=256) for name in _BATCH_FIELDS}
+        self._batch_editors = {name: spin_box(name, 0, MAX_BATCH, step=256) for name in _BATCH_FIELDS}
         for name, spin in self._batch_editors.items():
             spin.setSpecialValueText(texts.BATCH_DEFAULT_TEXT)  # 0 shows as Default: the server decides
             spin.setEnabled(name not in self._unsupported)
@@ -181,7 +189,7 @@ class SettingsForm(QWidget):
         self._host.setObjectName("host")
         self._host.setPlaceholderText("127.0.0.1")
         self._host.setMinimumWidth(130)
-        self._port = _spin("port", 1, 65535, width=90)
+        self._port = spin_box("port", 1, 65535, width=90)
         self._port.setGroupSeparatorShown(False)
         self._allow_network = QCheckBox(texts.ALLOW_NETWORK_TEXT)
         self._allow_network.setObjectName("allow_network")
@@ -354,71 +362,6 @@ class SettingsForm(QWidget):
         self._fit_text_boxes()
 
     def _fit_text_boxes(self) -> None:
-        self._extra.setFixedHeight(_height_for_lines(self._extra, 4))
+        self._extra.setFixedHeight(height_for_lines(self._extra, 4))
         shown = max(6, self._preview.blockCount())
-        self._preview.setFixedHeight(_height_for_lines(self._preview, shown))
-
-
-def _height_for_lines(edit: QPlainTextEdit, lines: int) -> int:
-    """Pixels for a text box to show this many lines in its current (style-resolved) font."""
-    edit.ensurePolished()
-    margins = edit.contentsMargins()
-    document_margin = int(edit.document().documentMargin() * 2)
-    return (edit.fontMetrics().lineSpacing() * lines + document_margin + margins.top()
-            + margins.bottom() + 2 * edit.frameWidth() + 4)
-
-
-def _spin(name: str, low: int, high: int, *, width: int = 130, step: int = 1) -> QSpinBox:
-    spin = QSpinBox()
-    spin.setObjectName(name)
-    spin.setRange(low, high)
-    spin.setSingleStep(step)
-    spin.setFixedWidth(width)
-    return spin
-
-
-def _option_editor(spec: OptionSpec) -> QSpinBox | PathEdit:
-    """The editor for one backend option: a spin box for numbers, a path field with Browse… for paths."""
-    if spec.kind in (DIRECTORY, PROGRAM):
-        edit = PathEdit(pick_directory=spec.kind == DIRECTORY, dialog_title=spec.label, placeholder=spec.placeholder)
-        edit.setObjectName(spec.name)
-        return edit
-    spin = _spin(spec.name, spec.low, spec.high, step=spec.step)
-    if spec.kind == MEBIBYTES:
-        spin.setSuffix(" MiB")
-    return spin
-
-
-def _editor_value(editor: QSpinBox | PathEdit) -> int | str:
-    return editor.text() if isinstance(editor, PathEdit) else editor.value()
-
-
-def _set_editor_value(editor: QSpinBox | PathEdit, value: int | str) -> None:
-    if isinstance(editor, PathEdit):
-        editor.set_text(str(value))
-    else:
-        editor.setValue(int(value))
-
-
-def _combo(name: str, choices: tuple[tuple[str, str], ...]) -> QComboBox:
-    combo = QComboBox()
-    combo.setObjectName(name)
-    combo.setMaximumWidth(380)
-    for value, text in choices:
-        combo.addItem(text, value)
-    return combo
-
-
-_NOT_A_CHOICE = " (not a valid choice)"
-
-
-def _select_data(combo: QComboBox, value: str) -> None:
-    """Select the item holding value; an unknown value gets its own item so it round-trips."""
-    for stale in reversed(range(combo.count())):
-        if combo.itemText(stale).endswith(_NOT_A_CHOICE) and combo.itemData(stale) != value:
-            combo.removeItem(stale)
-    index = combo.findData(value)
-    if index < 0:
-        combo.addItem(f"{value}{_NOT_A_CHOICE}", value)
-        index = combo.count() - 1
-    combo.setCurrentIndex(index)
+        self._preview.setFixedHeight(height_for_lines(self._preview, shown))
