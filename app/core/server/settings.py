@@ -76,8 +76,10 @@ class ServerSettings:
     options: tuple[tuple[str, OptionValue], ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.options, tuple) or list(self.options) != sorted(self.options):
-            object.__setattr__(self, "options", _option_pairs(dict(self.options)))
+        # One order (by name) for any way the options were given, so equal settings compare equal.
+        pairs = _option_pairs(dict(self.options))
+        if pairs != self.options:
+            object.__setattr__(self, "options", pairs)
 
     def replace(self, **changes: Any) -> ServerSettings:
         """A copy with some fields changed."""

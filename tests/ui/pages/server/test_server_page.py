@@ -141,6 +141,15 @@ def test_missing_binary_disables_start_with_reason(qtbot, page_factory):
     assert "Install Ollama" in page.card.message.text()
 
 
+def test_a_chosen_program_that_is_missing_is_named_on_the_card(qtbot, page_factory, tmp_path):
+    missing = str(tmp_path / "no-such-ollama")
+    controller, page, _store = page_factory(ServerSettings(port=free_port()).with_options(ollama_binary=missing))
+    controller.probe()
+    wait_state(qtbot, page, ServerState.NOT_INSTALLED)
+    assert page.card._details["Binary"].text() == missing
+    assert page.form.findChild(object, "ollama_binary_edit").text() == missing
+
+
 def test_port_taken_by_something_else_is_reported_and_left_alone(qtbot, page_factory, plain_http_server):
     port = plain_http_server.server_address[1]
     controller, page, _store = page_factory(ServerSettings(port=port))
