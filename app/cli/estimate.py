@@ -17,7 +17,8 @@ from typing import Any
 from app.core.errors import DeckError, EstimateError, ModelNotFound
 from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
                                 VramEstimate, era_for_version, estimate)
-from app.core.memory.llama_cpp import KV_TYPES, MIB
+from app.core.memory.llama_cpp import KV_TYPES
+from app.core.units import GIB, MIB
 from app.core.model_shape import ModelShape, shape_from_show
 
 DEFAULT_URL = "http://127.0.0.1:11434"
@@ -95,7 +96,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
 
 
 def _mib(n: int) -> tuple[str, str]:
-    return f"{n / MIB:10.1f}", f"{n / (1024 * MIB):7.2f}"
+    return f"{n / MIB:10.1f}", f"{n / GIB:7.2f}"
 
 
 def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate) -> str:

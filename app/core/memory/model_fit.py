@@ -10,9 +10,9 @@ from typing import Any
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, LoadSettings, VramEstimate, era_for_version, estimate
 from app.core.model_shape import shape_from_show
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
 
-GIB = 1024**3
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 VERDICT_LABELS = {"fits": "Fits", "tight": "Tight", "spills": "Spills to CPU", "wont_load": "Won't load",

@@ -9,9 +9,9 @@ from app.core.memory import model_fit
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, LoadSettings, OllamaEra, VramEstimate, era_for_version, estimate
 from app.core.model_shape import ModelShape
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import MIB
 
-GIB = 1024**3
 
 # The grid of the "what fits" heat-map: parallel slots (rows) x context per request (columns).
 GRID_PARALLEL = (1, 2, 3, 4, 6, 8, 12, 16)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.core.memory.legacy import LegacyEstimate
+from app.core.units import GIB
 
 if TYPE_CHECKING:
     from app.core.memory.estimator import VramEstimate
 
-GIB = 1024 ** 3
 # A setting is "tight" when less than this stays free at the peak: 1 GiB, or 5 % of the card.
 TIGHT_MIN_BYTES = GIB
 TIGHT_FRACTION = 0.05

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from app.core.units import MIB
+
 SETTINGS_VERSION = 1
 
 KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")
@@ -84,7 +86,6 @@ _DURATION_RE = re.compile(r"^-?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HOSTNAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 
-MIB = 1024 * 1024
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from app.core.memory.model_fit import context_for, default_context_length, fit_verdict
 from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
 
-GIB = 1024**3
-RTX_4090 = 24564 * 1024 * 1024
+RTX_4090 = 24564 * MIB
 QWEN_SHOW = json.loads((Path(__file__).resolve().parents[2] / "data/show_qwen3_14b.json").read_text())
 QWEN_SIZE = 9_276_198_565
 

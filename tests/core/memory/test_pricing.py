@@ -9,14 +9,14 @@ import pytest
 from app.core.memory.estimator import GpuMemory
 from app.core.model_shape import shape_from_show
 from app.core.memory.pricing import (
-    GIB,
     default_context_length,
     fit_grid,
     load_settings_for,
     others_bytes,
     price,
 )
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 QWEN3_14B_Q4_K_M_BYTES = 9_276_198_565

@@ -10,11 +10,11 @@ from app.core.server.settings import (
     FIELD_ENV_VARIABLES,
     FIELD_LABELS,
     INVENTED_VARIABLES,
-    MIB,
     ServerSettings,
     parse_keep_alive,
     validate,
 )
+from app.core.units import MIB
 
 
 def test_defaults_are_valid_and_leave_ollama_defaults_unset() -> None:

@@ -21,8 +21,8 @@ from app.ui.pages.models.pull import PullPanel
 from app.ui.pages.models.session import ModelsSession, show_dict
 from app.ui.pages.models.table import VERDICT_COLOURS, ModelsTable
 from app.ui.widgets.forms import InlineMessage
+from app.core.units import MIB
 
-MIB = 1024 * 1024
 _FP8_SUFFIX_RE = re.compile(r"[-_.]?(fp8|float8|f8|e4m3|e5m2).*$")
 
 

@@ -16,10 +16,10 @@ from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.model_shape import ModelShape
 from app.core.memory.pricing import default_context_length, fit_grid, load_settings_for, price
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
 from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
 
-GIB = 1024**3
 DEBOUNCE_MS = 150
 # Card sizes offered when no NVIDIA GPU can be read here (pricing for a card elsewhere).
 PRICING_CARDS_GIB = (8, 12, 16, 24, 32, 48, 80)

@@ -7,8 +7,8 @@ from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.core.memory.pricing import FitCell
+from app.core.units import GIB
 
-GIB = 1024**3
 
 # Segment colours of the stacked bar, in drawing order.
 SEGMENT_COLOURS = {
