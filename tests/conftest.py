@@ -41,4 +41,6 @@ def _delete_what_the_test_scheduled_for_deletion() -> None:
     from PySide6.QtCore import QCoreApplication, QEvent
 
     if QCoreApplication.instance() is not None:
+        # First what the test's threads queued for its widgets (as qWait does), while they still exist.
+        QCoreApplication.processEvents()
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
