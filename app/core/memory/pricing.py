@@ -18,11 +18,6 @@ GRID_PARALLEL = (1, 2, 3, 4, 6, 8, 12, 16)
 GRID_CONTEXT = (2048, 4096, 8192, 16384, 24576, 32768, 40960, 65536, 131072)
 
 
-def default_context_length(gpu_total_bytes: int, gpu_overhead_bytes: int, version: str | None) -> int:
-    """Ollama's default num_ctx for this GPU and version (see model_fit.default_context_length)."""
-    return model_fit.default_context_length(version, gpu_total_bytes, gpu_overhead_bytes)
-
-
 def load_settings_for(settings: ServerSettings, shape: ModelShape, gpu_total_bytes: int,
                       version: str | None, num_batch: int = 512) -> LoadSettings:
     """The load that `ollama serve` with these settings would make for this model.

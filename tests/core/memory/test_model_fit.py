@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.memory.model_fit import context_for, default_context_length, fit_verdict
+from app.core.memory.model_fit import context_for, fit_verdict, ollama_default_context_length
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 
@@ -22,7 +22,7 @@ QWEN_SIZE = 9_276_198_565
     ("0.30.1", 80 * GIB, 0, 262144), ("0.30.1", 8 * GIB, 0, 4096), ("0.30.1", None, 0, 4096),
 ])
 def test_default_context_by_version_and_vram(version: str, gpu: int | None, overhead: int, ctx: int) -> None:
-    assert default_context_length(version, gpu, overhead) == ctx
+    assert ollama_default_context_length(version, gpu, overhead) == ctx
 
 
 def test_context_precedence_and_clamp() -> None:

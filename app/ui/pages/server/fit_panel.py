@@ -15,7 +15,8 @@ from PySide6.QtWidgets import (
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.model_shape import ModelShape
-from app.core.memory.pricing import default_context_length, fit_grid, load_settings_for, price
+from app.core.memory.model_fit import ollama_default_context_length
+from app.core.memory.pricing import fit_grid, load_settings_for, price
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
@@ -244,7 +245,7 @@ class FitPanel(QFrame):
         notes = " ".join(est.notes)
         self.explanation.setText(est.explanation + (f" {notes}" if notes else ""))
         load = load_settings_for(self._settings, self._shape, self._gpu_total, self._version)
-        default_ctx = default_context_length(self._gpu_total, self._settings.gpu_overhead_mib * MIB, self._version)
+        default_ctx = ollama_default_context_length(self._version, self._gpu_total, self._settings.gpu_overhead_mib * MIB)
         grid = fit_grid(self._settings, self._shape, self.gpu_memory(), self._version)
         self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx)
 
