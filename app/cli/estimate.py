@@ -18,6 +18,7 @@ from app.core.errors import DeckError, EstimateError, ModelNotFound
 from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
                                 VramEstimate, era_for_version, estimate)
 from app.core.memory.llama_cpp import KV_TYPES
+from app.core.memory.verdict import verdict_label
 from app.core.units import GIB, MIB
 from app.core.model_shape import ModelShape, shape_from_show
 
@@ -125,7 +126,7 @@ def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate) -
     if est.legacy is not None:
         lines.append(f"{'Ollama own estimate':22}{est.legacy.total_bytes / MIB:10.1f} MiB total,"
                      f" {est.legacy.vram_bytes / MIB:.1f} MiB on GPU, {est.legacy.layers}/{est.legacy.layers_model} layers")
-    lines += [f"{'verdict':22}{est.verdict}", "", est.explanation]
+    lines += [f"{'verdict':22}{verdict_label(est.verdict)}", "", est.explanation]
     lines += [f"note: {n}" for n in est.notes]
     return "\n".join(lines)
 

@@ -45,7 +45,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*BASE, "--ctx", "32768", "--parallel", "4"]) == 0
     out = capsys.readouterr().out
     assert "KV cache on GPU" in out and "MiB" in out and "GiB" in out
-    assert "verdict               spills" in out
+    assert "verdict               Spills to the CPU" in out
     assert "several times slower" in out and "CPU/GPU" in out
 
 

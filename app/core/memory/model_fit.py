@@ -9,14 +9,13 @@ from typing import Any
 
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, LoadSettings, VramEstimate, era_for_version, estimate
+from app.core.memory.verdict import verdict_label
 from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
-VERDICT_LABELS = {"fits": "Fits", "tight": "Tight", "spills": "Spills to CPU", "wont_load": "Won't load",
-                  "unknown": "Unknown"}
 
 
 def _version_tuple(version: str | None) -> tuple[int, int, int] | None:
@@ -85,7 +84,7 @@ class FitVerdict:
     @property
     def label(self) -> str:
         """The verdict in a word or two."""
-        return VERDICT_LABELS.get(self.verdict, self.verdict)
+        return verdict_label(self.verdict)
 
 
 def _int_param(value: Any) -> int | None:
@@ -132,4 +131,4 @@ def _modelfile_parameters(text: str) -> dict[str, str]:
     return out
 
 
-__all__ = ["FitVerdict", "VERDICT_LABELS", "ollama_default_context_length", "context_for", "fit_verdict", "load_settings"]
+__all__ = ["FitVerdict", "ollama_default_context_length", "context_for", "fit_verdict", "load_settings"]

@@ -39,7 +39,7 @@ def test_qwen3_14b_fits_a_4090_with_one_slot_and_spills_with_four_long_ones() ->
     assert one.verdict == "fits" and one.num_ctx == 32768 and one.estimate is not None
     four = fit_verdict(QWEN_SHOW, QWEN_SIZE, ServerSettings(context_length=32768, num_parallel=4), "0.12.6",
                        RTX_4090)
-    assert four.verdict in ("spills", "wont_load") and four.label in ("Spills to CPU", "Won't load")
+    assert four.verdict in ("spills", "wont_load") and four.label in ("Spills to the CPU", "Won't load")
 
 
 def test_the_models_own_num_ctx_is_priced() -> None:

@@ -17,6 +17,7 @@ from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.model_shape import ModelShape
 from app.core.memory.model_fit import ollama_default_context_length
 from app.core.memory.pricing import fit_grid, load_settings_for, price
+from app.core.memory.verdict import verdict_label
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
@@ -238,9 +239,8 @@ class FitPanel(QFrame):
             label.setText(_gib(values[key]))
         colour = VERDICT_COLOURS[est.verdict]
         self.verdict_label.setStyleSheet(f"font-size: 14pt; font-weight: 700; color: {_bright(colour)};")
-        words = {"fits": "Fits", "tight": "Tight", "spills": "Spills to the CPU", "wont_load": "Will not load"}
         self.verdict_label.setText(
-            f"{words[est.verdict]} — {_gib(est.total_gpu_bytes)} at load, peak {_gib(est.peak_gpu_bytes)}, "
+            f"{verdict_label(est.verdict)} — {_gib(est.total_gpu_bytes)} at load, peak {_gib(est.peak_gpu_bytes)}, "
             f"headroom {_gib(est.headroom_bytes)} · {est.processor}")
         notes = " ".join(est.notes)
         self.explanation.setText(est.explanation + (f" {notes}" if notes else ""))
