@@ -23,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.adapters.telemetry.host import HostProbe  # noqa: E402
 from app.adapters.telemetry.nvml import make_gpu_backend  # noqa: E402
-from app.core.units import MIB  # noqa: E402
 from app.adapters.telemetry.sampler import Sampler  # noqa: E402
 from app.core.telemetry import GpuBackend  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
@@ -47,7 +46,7 @@ import sys
 mib = {gpu_mib}
 if mib:
     import torch
-    held = torch.empty(mib * MIB, dtype=torch.uint8, device="cuda")
+    held = torch.empty(mib * 2**20, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
 print("ready", flush=True)
 sys.stdin.read()
