@@ -66,9 +66,7 @@ async def _fetch(url: str, name: str) -> tuple[dict[str, Any], int, str]:
     sizes = [m.size_bytes for m in local if m.name in wanted or m.model in wanted]
     if not sizes:
         raise ModelNotFound(f"model '{name}' not found in /api/tags")
-    show = {"model_info": details.model_info, "details": details.details,
-            "tensors": list(details.tensors) if details.tensors else None}
-    return show, sizes[0], version
+    return details.show_dict(), sizes[0], version
 
 
 def _load_show(path: str) -> dict[str, Any]:

@@ -206,8 +206,7 @@ class SweepRunner:
         shape = None
         try:
             details = await client.show(model_name, verbose=True)
-            show = {"model_info": details.model_info, "details": details.details,
-                    "tensors": list(details.tensors) if details.tensors else None}
+            show = details.show_dict()
             shape = shape_from_show(show, entry.size_bytes)
         except (EstimateError, OllamaError) as exc:
             notes.append(f"Points were not priced before running: {getattr(exc, 'message', exc)}.")
