@@ -23,6 +23,7 @@ from app.core.memory.estimator import GpuMemory  # noqa: E402
 from app.core.model_shape import shape_from_show  # noqa: E402
 from app.core.memory.pricing import fit_grid, price  # noqa: E402
 from app.core.server.settings import ServerSettings  # noqa: E402
+from app.core.units import MIB  # noqa: E402
 
 MODELS = (("qwen3:14b", "show_qwen3_14b.json", 9_000_210_784),
           ("qwen3:30b-a3b", "show_qwen3_30b_a3b.json", 18_553_835_456))
@@ -32,7 +33,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=50)
     args = ap.parse_args()
-    gpu = GpuMemory(total_bytes=24564 * 2**20)
+    gpu = GpuMemory(total_bytes=24564 * MIB)
     settings = ServerSettings(context_length=32768, num_parallel=2, kv_cache_type="q8_0", flash_attention=True)
     for name, file, size in MODELS:
         shape = shape_from_show(json.loads((ROOT / "tests/data" / file).read_text()), size)

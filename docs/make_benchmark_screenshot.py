@@ -26,6 +26,7 @@ import app.ui.app.main as deck_main  # noqa: E402
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.core.model_shape import shape_from_show  # noqa: E402
 from app.ui.app.theme import apply_theme  # noqa: E402
+from app.core.units import MIB  # noqa: E402
 from shot_support import pump  # noqa: E402
 from tests.fakes.scripted_gpu import DESKTOP_MIB, RTX_4090, GpuReading, ScriptedGpuBackend, idle_reading  # noqa: E402
 from tests.fakes.ollama.server_fixtures import free_port, write_launcher  # noqa: E402
@@ -55,8 +56,8 @@ def main() -> int:
         s = deck_holder[0].controller.settings
         est = estimate(QWEN3_14B, LoadSettings(num_ctx=s.context_length or 4096, parallel=s.num_parallel,
                                                kv_cache_type=s.kv_cache_type, flash_attention=True),
-                       GpuMemory(total_bytes=int(RTX_4090.memory_total_mib) * 2**20))
-        server = est.total_gpu_bytes / 2**20
+                       GpuMemory(total_bytes=int(RTX_4090.memory_total_mib) * MIB))
+        server = est.total_gpu_bytes / MIB
         return GpuReading(DESKTOP_MIB + server, 96.0, 330.0 + 4.0 * s.num_parallel, 64.0, server)
 
     deck_main.make_gpu_backend = lambda: ScriptedGpuBackend(RTX_4090, reading)

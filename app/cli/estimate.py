@@ -17,7 +17,9 @@ from typing import Any
 from app.core.errors import DeckError, EstimateError, ModelNotFound
 from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
                                 VramEstimate, era_for_version, estimate)
-from app.core.memory.llama_cpp import KV_TYPES, MIB
+from app.core.memory.llama_cpp import KV_TYPES
+from app.core.memory.verdict import verdict_label
+from app.core.units import GIB, MIB
 from app.core.model_shape import ModelShape, shape_from_show
 
 DEFAULT_URL = "http://127.0.0.1:11434"
@@ -64,9 +66,7 @@ async def _fetch(url: str, name: str) -> tuple[dict[str, Any], int, str]:
     sizes = [m.size_bytes for m in local if m.name in wanted or m.model in wanted]
     if not sizes:
         raise ModelNotFound(f"model '{name}' not found in /api/tags")
-    show = {"model_info": details.model_info, "details": details.details,
-            "tensors": list(details.tensors) if details.tensors else None}
-    return show, sizes[0], version
+    return details.show_dict(), sizes[0], version
 
 
 def _load_show(path: str) -> dict[str, Any]:
@@ -95,7 +95,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
 
 
 def _mib(n: int) -> tuple[str, str]:
-    return f"{n / MIB:10.1f}", f"{n / (1024 * MIB):7.2f}"
+    return f"{n / MIB:10.1f}", f"{n / GIB:7.2f}"
 
 
 def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate) -> str:
@@ -124,7 +124,7 @@ def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate) -
     if est.legacy is not None:
         lines.append(f"{'Ollama own estimate':22}{est.legacy.total_bytes / MIB:10.1f} MiB total,"
                      f" {est.legacy.vram_bytes / MIB:.1f} MiB on GPU, {est.legacy.layers}/{est.legacy.layers_model} layers")
-    lines += [f"{'verdict':22}{est.verdict}", "", est.explanation]
+    lines += [f"{'verdict':22}{verdict_label(est.verdict)}", "", est.explanation]
     lines += [f"note: {n}" for n in est.notes]
     return "\n".join(lines)
 

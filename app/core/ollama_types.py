@@ -131,6 +131,13 @@ class ModelDetails:
         """An architecture-scoped GGUF key, e.g. arch_value("block_count") -> qwen3.block_count."""
         return self.model_info.get(f"{self.architecture}.{key}")
 
+    def show_dict(self) -> dict[str, Any]:
+        """The parts of the `/api/show` reply the estimator reads, in the reply's own shape (what
+        shape_from_show and fit_verdict take, like a saved /api/show JSON): model_info, details,
+        parameters, and tensors (None when the server sent none)."""
+        return {"model_info": self.model_info, "details": self.details, "parameters": self.parameters,
+                "tensors": list(self.tensors) if self.tensors else None}
+
     def parameter(self, name: str) -> str | None:
         """The first value of a Modelfile PARAMETER (e.g. "num_ctx"), as text, or None."""
         for line in self.parameters.splitlines():

@@ -25,8 +25,8 @@ from app.core.model_shape import shape_from_show  # noqa: E402
 from app.core.telemetry import GpuInfo  # noqa: E402
 from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
 from app.ui.app.theme import apply_theme  # noqa: E402
+from app.core.units import MIB  # noqa: E402
 
-MIB = 1024**2
 # What record.py / run_on_gpu.sh served: benchmarks/vram/make_gguf.py's Qwen3-14B Q4_K_M file,
 # 4 slots of 8192 tokens, f16 KV, flash attention on; the H200's runtime overhead measured there.
 GGUF_BYTES = 8_998_902_528

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pynvml
 
-MIB = 1024 * 1024
+MIB = 1024 * 1024  # app.core.units.MIB; this script runs alone on the GPU machine, without the app
 SHORT_PROMPT_TOKENS = 70
 N_PREDICT = 32
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from app.core.units import GIB
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN_SHOW = str(ROOT / "tests/data/show_qwen3_14b.json")
@@ -27,7 +28,7 @@ def test_json_output_through_python_dash_m() -> None:
     for key in ("weights_gpu_bytes", "weights_cpu_bytes", "kv_bytes", "compute_bytes", "overhead_bytes",
                 "total_gpu_bytes", "layers_on_gpu", "layers_total", "verdict", "peak_gpu_bytes", "processor"):
         assert key in out
-    assert out["kv_bytes"] == 5 * 1024 ** 3 and out["layers_total"] == 41
+    assert out["kv_bytes"] == 5 * GIB and out["layers_total"] == 41
     assert out["verdict"] == "fits" and out["era"] == "C"
     assert out["total_gpu_bytes"] == (out["weights_gpu_bytes"] + out["kv_gpu_bytes"] + out["compute_bytes"]
                                       + out["overhead_bytes"])
@@ -44,7 +45,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*BASE, "--ctx", "32768", "--parallel", "4"]) == 0
     out = capsys.readouterr().out
     assert "KV cache on GPU" in out and "MiB" in out and "GiB" in out
-    assert "verdict               spills" in out
+    assert "verdict               Spills to the CPU" in out
     assert "several times slower" in out and "CPU/GPU" in out
 
 

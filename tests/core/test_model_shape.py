@@ -15,9 +15,9 @@ import pytest
 
 from app.core.errors import DeckError, EstimateError
 from app.core.model_shape import shape_from_show, tensor_bytes
+from app.core.units import GIB, MIB
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-MIB = 1024 * 1024
 QWEN3_14B_Q4_K_M_BYTES = 9_000_210_784
 LLAMA31_8B_BYTES = 4_920_753_328
 GEMMA3_12B_BYTES = 8_149_190_253
@@ -102,7 +102,7 @@ def test_qwen3_moe_counts_every_expert_in_the_weights_and_the_routed_ones_in_the
     assert shape.n_ff == 8 * 768  # a token's activations run through 8 experts of 768
     assert (shape.n_head, shape.n_head_kv[0], shape.key_length) == (32, 4, 128)  # q width 4096 > n_embd
     # all 128 experts of every layer are weights on the GPU: ~17 GiB for 48 layers
-    assert sum(shape.weights.layer_bytes) / 2**30 == pytest.approx(16.876, abs=0.001)
+    assert sum(shape.weights.layer_bytes) / GIB == pytest.approx(16.876, abs=0.001)
     without = {k: v for k, v in load("show_qwen3_30b_a3b.json").items() if k != "tensors"}
     split = shape_from_show(without, QWEN3_30B_A3B_BYTES)  # from the file size: same total within 1 %
     assert sum(split.weights.layer_bytes) == pytest.approx(sum(shape.weights.layer_bytes), rel=0.01)

@@ -12,7 +12,8 @@ from app.services.guarded_apply import GuardedApplier
 from app.backends.ollama.client import OllamaClient
 from app.core.memory.estimator import GpuMemory
 from app.core.model_shape import shape_from_show
-from app.core.memory.pricing import GIB, price
+from app.core.memory.pricing import price
+from app.core.units import GIB
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from tests.fakes.scripted_gpu import ScriptedGpuBackend

@@ -17,13 +17,15 @@ import sys
 import time
 from collections.abc import Callable
 
+from app.core.units import KIB
+
 # Linux's value on the architectures that use the generic socket numbers (not exported by Python's
 # socket module); elsewhere another option may hide behind 35, so stamps are taken by the loop there.
 SO_TIMESTAMPNS = 35
 _GENERIC_ABI = ("x86_64", "i686", "i386", "aarch64", "arm64", "armv7l", "armv8l", "riscv64", "ppc64le", "s390x")
 _TIMESPEC = struct.Struct("@qq")
 _ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
-RECV_BYTES = 256 * 1024
+RECV_BYTES = 256 * KIB
 
 DataHandler = Callable[[bytes, float], None]
 ClosedHandler = Callable[[BaseException | None], None]

@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 import psutil
 
 from app.adapters.process import procs as procs
-STREAM_LIMIT_BYTES = 1 << 20
+from app.core.units import MIB
+STREAM_LIMIT_BYTES = MIB
 DRAIN_TIMEOUT_S = 1.0
 EXIT_POLL_S = 0.05
 

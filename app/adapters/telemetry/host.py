@@ -10,11 +10,11 @@ from collections.abc import Callable, Sequence
 import psutil
 
 from app.core.telemetry import HostSample
+from app.core.units import MIB
 
 log = logging.getLogger(__name__)
 
 NAN = math.nan
-MIB = 1024 * 1024
 
 _GONE = (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied)
 

@@ -15,6 +15,7 @@ from typing import Any
 from collections.abc import Callable, Sequence
 
 from app.core.telemetry import GpuBackend, GpuInfo, GpuSample
+from app.core.units import MIB
 
 try:  # the package is a hard dependency, but a broken install must not take the app down
     import pynvml
@@ -24,7 +25,6 @@ except ImportError:  # pragma: no cover - exercised by monkeypatching pynvml to 
 log = logging.getLogger(__name__)
 
 NAN = math.nan
-MIB = 1024 * 1024
 
 _EVERYTHING_ELSE_WORKS = " — GPU graphs are off; everything else works."
 REASON_NO_PACKAGE = (

@@ -24,9 +24,10 @@ from urllib.parse import urlsplit
 from app.adapters.http.timed_socket import StampedSocket
 from app.backends.ollama.stream import StreamDropped, error_from_body
 from app.core.errors import MalformedResponse, OllamaConnectError, OllamaError, OllamaTimeout
+from app.core.units import KIB
 
 LineHandler = Callable[[bytes, float], None]  # (line without "\n", receive time on the clock)
-MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_BYTES = 64 * KIB
 
 _HEADERS, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = range(8)
 

@@ -11,7 +11,8 @@ import re
 from collections.abc import Mapping
 
 from app.core.server.mapping import COUNT, DIRECTORY, MEBIBYTES, PROGRAM, MappingTexts, OptionSpec
-from app.core.server.settings import FIELD_LABELS, MIB, ServerSettings, Validation, validate
+from app.core.server.settings import FIELD_LABELS, ServerSettings, Validation, validate
+from app.core.units import MIB
 
 KIND = "ollama"
 

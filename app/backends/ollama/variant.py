@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-GB = 1e9
+from app.core.units import GB
+
 # `quantize` targets /api/create accepts (from an F16/F32/BF16 base).
 QUANTIZE_CHOICES = ("q4_K_M", "q4_K_S", "q8_0")
 FLOAT_QUANTIZATIONS = ("F16", "F32", "BF16")

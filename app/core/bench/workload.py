@@ -13,12 +13,13 @@ from typing import Any
 from collections.abc import Iterable, Sequence
 
 from app.core.console.presets import BUILTIN_PRESETS, Preset
+from app.core.units import MIB
 
 LOOP_MODES = ("closed", "open")
 DEFAULT_NUM_PREDICT = 256
 DEFAULT_SEED = 1234
 MIN_REQUESTS = 8  # fewer make percentiles meaningless
-MAX_PROMPT_FILE_BYTES = 4 * 1024 * 1024
+MAX_PROMPT_FILE_BYTES = 4 * MIB
 # The seed article's workload: one fixed content-generation prompt, timed at each batch size.
 DEFAULT_PROMPT_SET = "ai-trends-essay-zh"
 

@@ -14,9 +14,7 @@ from enum import Enum
 from app.core.errors import EstimateError
 from app.core.memory.legacy import LegacyEstimate, legacy_estimate
 from app.core.memory.llama_cpp import (
-    GIB,
     KV_TYPES,
-    MIB,
     compute_bytes,
     effective_kv_type,
     host_compute_bytes,
@@ -26,13 +24,14 @@ from app.core.memory.llama_cpp import (
 )
 from app.core.memory.verdict import explain, processor_string, verdict_for
 from app.core.model_shape import ModelShape
+from app.core.units import GIB, MIB
 
 # CUDA context, cuBLAS handles and loaded kernels of one llama.cpp process on a consumer card
 # (an RTX 4090 on a desktop). An H200 with driver 580 measured about 590 MiB; see
 # benchmarks/vram/README.md. Pass GpuMemory.runtime_overhead_bytes for another card.
 DEFAULT_RUNTIME_OVERHEAD_BYTES = 450 * MIB
 # Memory llama.cpp's --fit keeps free on each GPU in era C (its default LLAMA_ARG_FIT_TARGET).
-FIT_TARGET_MARGIN_BYTES = 1024 * MIB
+FIT_TARGET_MARGIN_BYTES = GIB
 
 
 class OllamaEra(str, Enum):
@@ -239,6 +238,6 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory,
 
 
 __all__ = [
-    "DEFAULT_RUNTIME_OVERHEAD_BYTES", "FIT_TARGET_MARGIN_BYTES", "GIB", "GpuMemory", "LoadSettings",
+    "DEFAULT_RUNTIME_OVERHEAD_BYTES", "FIT_TARGET_MARGIN_BYTES", "GpuMemory", "LoadSettings",
     "OllamaEra", "VramEstimate", "era_for_version", "estimate", "validate",
 ]

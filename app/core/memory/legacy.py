@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.core.model_shape import ModelShape
+from app.core.units import MIB
 
-LEGACY_CUDA_MINIMUM_BYTES = 457 * 1024 * 1024
+LEGACY_CUDA_MINIMUM_BYTES = 457 * MIB
 LEGACY_KV_BYTES = {"f16": 2.0, "q8_0": 1.0, "q4_0": 0.5}
 GEMMA3_GLOBAL_EVERY = 6
 

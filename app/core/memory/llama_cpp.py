@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.core.model_shape import ModelShape
+from app.core.units import MIB
 
-MIB = 1024 * 1024
-GIB = 1024 * MIB
 
 KV_BYTES_PER_ELEMENT: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 KV_TYPES = tuple(KV_BYTES_PER_ELEMENT)

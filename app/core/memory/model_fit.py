@@ -9,14 +9,13 @@ from typing import Any
 
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, LoadSettings, VramEstimate, era_for_version, estimate
+from app.core.memory.verdict import verdict_label
 from app.core.model_shape import shape_from_show
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
 
-GIB = 1024**3
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
-VERDICT_LABELS = {"fits": "Fits", "tight": "Tight", "spills": "Spills to CPU", "wont_load": "Won't load",
-                  "unknown": "Unknown"}
 
 
 def _version_tuple(version: str | None) -> tuple[int, int, int] | None:
@@ -26,9 +25,14 @@ def _version_tuple(version: str | None) -> tuple[int, int, int] | None:
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
-def default_context_length(version: str | None, gpu_total_bytes: int | None, gpu_overhead_bytes: int = 0) -> int:
-    """num_ctx Ollama uses when nothing sets it: 2048 up to 0.6.6, 4096 until 0.15.5, then tiered by
-    VRAM after OLLAMA_GPU_OVERHEAD (4096 below 23 GiB, 32768 from 23 GiB, 262144 from 47 GiB)."""
+def ollama_default_context_length(version: str | None, gpu_total_bytes: int | None,
+                                  gpu_overhead_bytes: int = 0) -> int:
+    """num_ctx (tokens) Ollama uses when nothing sets it, for its version and the GPU's bytes less
+    OLLAMA_GPU_OVERHEAD's bytes: 2048 up to 0.6.6, 4096 until 0.15.5, then 4096 below 23 GiB, 32768
+    from 23 GiB, 262144 from 47 GiB (4096 when the GPU is unknown).
+
+    Ollama's own rule, kept in core beside the other version rules the pricing needs (core cannot
+    import the Ollama backend); the pricing and the pages call this one."""
     v = _version_tuple(version)
     if v is not None and v <= (0, 6, 6):
         return 2048
@@ -51,7 +55,7 @@ def context_for(settings: ServerSettings, model_num_ctx: int | None, version: st
     elif settings.context_length:
         ctx, source = settings.context_length, "OLLAMA_CONTEXT_LENGTH"
     else:
-        ctx = default_context_length(version, gpu_total_bytes, settings.gpu_overhead_mib * MIB)
+        ctx = ollama_default_context_length(version, gpu_total_bytes, settings.gpu_overhead_mib * MIB)
         source = "Ollama's default"
     if training_context and ctx > training_context:
         return training_context, f"{source}, clamped to the model's {training_context}"
@@ -80,7 +84,7 @@ class FitVerdict:
     @property
     def label(self) -> str:
         """The verdict in a word or two."""
-        return VERDICT_LABELS.get(self.verdict, self.verdict)
+        return verdict_label(self.verdict)
 
 
 def _int_param(value: Any) -> int | None:
@@ -127,4 +131,4 @@ def _modelfile_parameters(text: str) -> dict[str, str]:
     return out
 
 
-__all__ = ["FitVerdict", "VERDICT_LABELS", "context_for", "default_context_length", "fit_verdict", "load_settings"]
+__all__ = ["FitVerdict", "ollama_default_context_length", "context_for", "fit_verdict", "load_settings"]

@@ -9,18 +9,13 @@ from app.core.memory import model_fit
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, LoadSettings, OllamaEra, VramEstimate, era_for_version, estimate
 from app.core.model_shape import ModelShape
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import MIB
 
-GIB = 1024**3
 
 # The grid of the "what fits" heat-map: parallel slots (rows) x context per request (columns).
 GRID_PARALLEL = (1, 2, 3, 4, 6, 8, 12, 16)
 GRID_CONTEXT = (2048, 4096, 8192, 16384, 24576, 32768, 40960, 65536, 131072)
-
-
-def default_context_length(gpu_total_bytes: int, gpu_overhead_bytes: int, version: str | None) -> int:
-    """Ollama's default num_ctx for this GPU and version (see model_fit.default_context_length)."""
-    return model_fit.default_context_length(version, gpu_total_bytes, gpu_overhead_bytes)
 
 
 def load_settings_for(settings: ServerSettings, shape: ModelShape, gpu_total_bytes: int,

@@ -5,16 +5,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.core.memory.legacy import LegacyEstimate
+from app.core.units import GIB
 
 if TYPE_CHECKING:
     from app.core.memory.estimator import VramEstimate
 
-GIB = 1024 ** 3
 # A setting is "tight" when less than this stays free at the peak: 1 GiB, or 5 % of the card.
 TIGHT_MIN_BYTES = GIB
 TIGHT_FRACTION = 0.05
 
 VERDICTS = ("fits", "tight", "spills", "wont_load")
+# What every page and the command line call each verdict, in the README's words; "unknown" is a
+# model without a verdict (no GPU known, or metadata the estimator cannot read).
+VERDICT_LABELS = {"fits": "Fits", "tight": "Tight", "spills": "Spills to the CPU", "wont_load": "Won't load",
+                  "unknown": "Unknown"}
+
+
+def verdict_label(verdict: str) -> str:
+    """The verdict in a word or two, as shown to people ('wont_load' -> "Won't load")."""
+    return VERDICT_LABELS.get(verdict, verdict)
 
 
 def ps_processor(size: int, size_vram: int) -> str:

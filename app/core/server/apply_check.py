@@ -6,9 +6,7 @@ import math
 from dataclasses import dataclass
 
 from app.core.memory.estimator import VramEstimate
-
-GIB = 1024**3
-MIB = 1024**2
+from app.core.units import GIB, MIB
 
 
 @dataclass(frozen=True)

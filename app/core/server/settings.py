@@ -47,7 +47,6 @@ LEGACY_FIELD_NAMES = {"extra_env": "extra_settings"}
 _DURATION_RE = re.compile(r"^-?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 _HOSTNAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 
-MIB = 1024 * 1024
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MAX_BATCH = 65_536  # tokens; far above what any GPU processes in one step
 
@@ -351,5 +350,5 @@ def validate(s: ServerSettings) -> Validation:
 
 
 __all__ = ["DEFAULT_BACKEND", "FIELD_LABELS", "FLASH_ATTENTION_MODES", "KV_CACHE_TYPES", "LEGACY_OPTION_FIELDS",
-           "LOOPBACK_HOSTS", "MAX_BATCH", "MIB", "SETTINGS_VERSION", "ServerSettings", "Validation",
+           "LOOPBACK_HOSTS", "MAX_BATCH", "SETTINGS_VERSION", "ServerSettings", "Validation",
            "parse_keep_alive", "validate"]

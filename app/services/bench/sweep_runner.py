@@ -26,7 +26,8 @@ from app.core.model_shape import ModelShape, shape_from_show
 from app.core.ollama_types import LocalModel, RunningModel
 from app.core.memory.pricing import others_bytes, price
 from app.core.server.state import ServerState
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import MIB
 from app.core.bench.sweep import FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, PointResult, SweepPoint, SweepSpec
 from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
 from app.core.telemetry import GpuBackend
@@ -205,8 +206,7 @@ class SweepRunner:
         shape = None
         try:
             details = await client.show(model_name, verbose=True)
-            show = {"model_info": details.model_info, "details": details.details,
-                    "tensors": list(details.tensors) if details.tensors else None}
+            show = details.show_dict()
             shape = shape_from_show(show, entry.size_bytes)
         except (EstimateError, OllamaError) as exc:
             notes.append(f"Points were not priced before running: {getattr(exc, 'message', exc)}.")

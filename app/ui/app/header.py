@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy
 from app.core.server.state import ServerState, ServerStatus
 from app.core.telemetry import GpuInfo
 from app.ui.app import theme
+from app.core.units import GIB
 STATE_COLOURS = {
     ServerState.RUNNING_MANAGED: theme.OK,
     ServerState.RUNNING_ATTACHED: theme.ACCENT,
@@ -18,8 +19,6 @@ STATE_COLOURS = {
     ServerState.STOPPED: "#9a9da8",
     ServerState.NOT_INSTALLED: "#9a9da8",
 }
-
-GIB = 1024**3
 
 
 def format_running_model(m) -> str:

@@ -29,7 +29,8 @@ from app.backends.ollama.supervisor import ServerSupervisor
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.adapters.storage.ui_state import UiState, UiStateStore
 from app.core.memory.pricing import others_bytes
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import MIB
 from app.core.telemetry import GpuInfo
 from app.core.throughput import TokenMeter
 from app.ui.pages.bench.page import BenchPage

@@ -209,8 +209,7 @@ class ServerController(QObject):
                 async with self._client_factory(self._supervisor.settings.base_url) as client:
                     details = await client.show(name, verbose=True)
                     sizes = {m.name: m.size_bytes for m in await client.tags()}
-                show = {"model_info": details.model_info, "details": details.details,
-                        "tensors": list(details.tensors) if details.tensors else None}
+                show = details.show_dict()
                 shape = shape_from_show(show, sizes.get(name, 0))
             except DeckError as exc:
                 self.model_shape_ready.emit(name, None, f"Cannot price {name}: {exc.user_text()}")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from app.adapters.storage.settings_store import SettingsStore
 from app.backends.ollama.tuning import OLLAMA_TUNING, environment, ollama_settings
-from app.core.server.settings import MIB, SETTINGS_VERSION, ServerSettings
+from app.core.server.settings import SETTINGS_VERSION, ServerSettings
+from app.core.units import MIB
 
 # Written by the release that used format 1 (its SettingsStore.save, byte for byte).
 V1_FILE = Path(__file__).parents[2] / "data" / "storage" / "settings-v1.json"

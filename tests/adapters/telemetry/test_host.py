@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from app.adapters.telemetry.host import HostProbe
+from app.core.units import MIB
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +94,7 @@ def test_without_server_only_ram_is_read():
     s = HostProbe().sample(3.0, [])
     vm = psutil.virtual_memory()
     assert s.t == 3.0
-    assert s.ram_total_mib == pytest.approx(vm.total / 2**20)
+    assert s.ram_total_mib == pytest.approx(vm.total / MIB)
     assert 0 < s.ram_used_mib < s.ram_total_mib
     assert math.isnan(s.server_cpu_pct) and math.isnan(s.server_rss_mib)
 
@@ -102,7 +103,7 @@ def test_first_reading_primes_cpu_then_measures_it(child: Child):
     probe = HostProbe()
     first = probe.sample(0.0, [child.pid])
     assert math.isnan(first.server_cpu_pct)  # psutil's first cpu_percent() is no measurement
-    assert first.server_rss_mib == pytest.approx(psutil.Process(child.pid).memory_info().rss / 2**20, rel=0.2)
+    assert first.server_rss_mib == pytest.approx(psutil.Process(child.pid).memory_info().rss / MIB, rel=0.2)
     assert child.send("burn 0.2") == "burned"
     second = probe.sample(1.0, [child.pid])
     assert second.server_cpu_pct > 0.0
@@ -115,7 +116,7 @@ def test_whole_tree_is_counted(child: Child):
     probe = HostProbe(tree_refresh_s=0.0)
     assert probe.tree_pids([child.pid]) == tuple(sorted((child.pid, grandchild)))
     s = probe.sample(0.0, [child.pid])
-    both = sum(psutil.Process(p).memory_info().rss for p in (child.pid, grandchild)) / 2**20
+    both = sum(psutil.Process(p).memory_info().rss for p in (child.pid, grandchild)) / MIB
     assert s.server_rss_mib == pytest.approx(both, rel=0.2)
 
 
@@ -148,5 +149,5 @@ def test_process_leaving_between_tree_read_and_sample(child: Child):
     probe.sample(0.0, pids)
     grandchild.close()  # gone, but the cached tree still lists it
     s = probe.sample(1.0, pids)
-    assert s.server_rss_mib == pytest.approx(psutil.Process(child.pid).memory_info().rss / 2**20, rel=0.2)
+    assert s.server_rss_mib == pytest.approx(psutil.Process(child.pid).memory_info().rss / MIB, rel=0.2)
     assert s.server_cpu_pct >= 0.0

@@ -16,8 +16,8 @@ import pytest
 
 from app.adapters.telemetry import nvml as nvml_mod
 from app.adapters.telemetry.nvml import NullGpuBackend, NvmlBackend, make_gpu_backend
+from app.core.units import MIB
 
-MIB = 1024 * 1024
 NO_SUCH_PID = 4_194_304 + 17  # above Linux's PID_MAX_LIMIT: no namespace can hold it
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from app.backends.ollama.variant import check_variant, fp8_explanation, mentions_fp8, quantization_costs
+from app.core.units import MIB
 
 LOCAL = {"qwen3:14b", "qwen3:14b-fp16", "llama3.2:3b"}
 QWEN_PARAMS = 14_768_307_200
-RTX_4090 = 24564 * 1024 * 1024
+RTX_4090 = 24564 * MIB
 
 
 def test_the_articles_modelfile_step_as_a_request() -> None:

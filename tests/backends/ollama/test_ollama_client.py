@@ -18,6 +18,7 @@ from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, Ollam
                              OutOfMemory, QueueFull, ServerError, StreamError, StreamOutOfMemory)
 from app.core.ollama_types import RunningModel, StreamChunk, parse_chat_line, parse_ps, parse_show
 from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE, FakeOllama
+from app.core.units import GIB
 
 DATA = Path(__file__).parent.parent.parent / "data" / "ollama"
 QUICK = {"tokens_per_s": 5000.0, "prompt_tokens_per_s": 1e6}
@@ -108,7 +109,7 @@ def test_load_ps_unload_delete(quick: FakeOllama) -> None:
 
 
 def test_partial_offload_processor_string(make_fake_ollama) -> None:
-    fake = make_fake_ollama(gpu_memory_bytes=5 * 1024**3, **QUICK)
+    fake = make_fake_ollama(gpu_memory_bytes=5 * GIB, **QUICK)
     running = with_client(fake.url, lambda c: c.load("qwen3:14b")) and with_client(fake.url, lambda c: c.ps())
     model = running[0]
     cpu = round((model.size_bytes - model.size_vram_bytes) / model.size_bytes * 100)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.backends.ollama.pull_progress import PullTracker, fmt_bytes, fmt_eta, pull_failure_hint
+from app.core.units import GB
 
-GB = 1_000_000_000
 
 
 def test_speed_and_eta_per_layer_and_overall() -> None:

@@ -12,7 +12,8 @@ from app.backends.ollama.tuning import (
     mapping_text,
     ollama_settings,
 )
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import MIB
 
 validate = OLLAMA_TUNING.validate
 

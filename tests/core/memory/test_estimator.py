@@ -23,10 +23,9 @@ from app.core.memory.legacy import LEGACY_CUDA_MINIMUM_BYTES, legacy_estimate
 from app.core.memory.llama_cpp import kv_layer_bytes, peak_extra_bytes, plan_context
 from app.core.memory.verdict import VERDICTS, ps_processor
 from app.core.model_shape import shape_from_show
+from app.core.units import GIB, MIB
 
 ROOT = Path(__file__).resolve().parents[3]
-MIB = 1024 * 1024
-GIB = 1024 * MIB
 RTX_4090 = GpuMemory(total_bytes=24564 * MIB)
 H200 = GpuMemory(total_bytes=143771 * MIB, runtime_overhead_bytes=588 * MIB)
 QWEN = shape_from_show(json.loads((ROOT / "tests/data/show_qwen3_14b.json").read_text()), 9_000_210_784)

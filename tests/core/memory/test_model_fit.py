@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from app.core.memory.model_fit import context_for, default_context_length, fit_verdict
+from app.core.memory.model_fit import context_for, fit_verdict, ollama_default_context_length
 from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
 
-GIB = 1024**3
-RTX_4090 = 24564 * 1024 * 1024
+RTX_4090 = 24564 * MIB
 QWEN_SHOW = json.loads((Path(__file__).resolve().parents[2] / "data/show_qwen3_14b.json").read_text())
 QWEN_SIZE = 9_276_198_565
 
@@ -22,7 +22,7 @@ QWEN_SIZE = 9_276_198_565
     ("0.30.1", 80 * GIB, 0, 262144), ("0.30.1", 8 * GIB, 0, 4096), ("0.30.1", None, 0, 4096),
 ])
 def test_default_context_by_version_and_vram(version: str, gpu: int | None, overhead: int, ctx: int) -> None:
-    assert default_context_length(version, gpu, overhead) == ctx
+    assert ollama_default_context_length(version, gpu, overhead) == ctx
 
 
 def test_context_precedence_and_clamp() -> None:
@@ -39,7 +39,7 @@ def test_qwen3_14b_fits_a_4090_with_one_slot_and_spills_with_four_long_ones() ->
     assert one.verdict == "fits" and one.num_ctx == 32768 and one.estimate is not None
     four = fit_verdict(QWEN_SHOW, QWEN_SIZE, ServerSettings(context_length=32768, num_parallel=4), "0.12.6",
                        RTX_4090)
-    assert four.verdict in ("spills", "wont_load") and four.label in ("Spills to CPU", "Won't load")
+    assert four.verdict in ("spills", "wont_load") and four.label in ("Spills to the CPU", "Won't load")
 
 
 def test_the_models_own_num_ctx_is_priced() -> None:

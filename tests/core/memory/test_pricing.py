@@ -7,16 +7,16 @@ from pathlib import Path
 import pytest
 
 from app.core.memory.estimator import GpuMemory
+from app.core.memory.model_fit import ollama_default_context_length
 from app.core.model_shape import shape_from_show
 from app.core.memory.pricing import (
-    GIB,
-    default_context_length,
     fit_grid,
     load_settings_for,
     others_bytes,
     price,
 )
-from app.core.server.settings import MIB, ServerSettings
+from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 QWEN3_14B_Q4_K_M_BYTES = 9_276_198_565
@@ -37,7 +37,7 @@ def qwen3():
     (48, 0, "0.30.1", 262144),
 ])
 def test_default_context_follows_ollamas_tiers(total_gib, overhead_gib, version, expected):
-    assert default_context_length(int(total_gib * GIB), int(overhead_gib * GIB), version) == expected
+    assert ollama_default_context_length(version, int(total_gib * GIB), int(overhead_gib * GIB)) == expected
 
 
 def test_load_settings_clamp_to_training_context_and_map_flash_attention(qwen3):

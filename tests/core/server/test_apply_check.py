@@ -8,8 +8,9 @@ import pytest
 from app.core.server.apply_check import ApplyObservation, judge
 from app.core.memory.estimator import GpuMemory
 from app.core.model_shape import shape_from_show
-from app.core.memory.pricing import GIB, price
-from app.core.server.settings import MIB, ServerSettings
+from app.core.memory.pricing import price
+from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

@@ -10,8 +10,8 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-KIB = 1024
-MIB = 1024 * KIB
+from app.core.units import MIB
+
 
 # Bytes per KV element by OLLAMA_KV_CACHE_TYPE (Go engine: q8_0 34/32, q4_0 18/32 bytes).
 KV_BYTES_PER_ELEMENT: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}

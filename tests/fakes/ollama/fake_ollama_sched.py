@@ -12,9 +12,9 @@ from collections.abc import Callable
 from tests.fakes.ollama.fake_ollama_infer import ClientGone, Refused
 from tests.fakes.ollama.fake_ollama_models import GRAPH_BYTES_FLASH, FakeModel
 from tests.fakes.ollama.fake_ollama_wire import FOREVER_S, Exchange, rfc3339_local, slog_line
+from app.core.units import GIB
 
 QUEUE_FULL_MESSAGE = "server busy, please try again.  maximum pending requests exceeded"
-GIB = 1024**3
 
 
 def _human_gib(n: float) -> str:

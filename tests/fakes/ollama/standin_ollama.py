@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from collections.abc import Mapping
 
+from app.core.units import GIB, KIB, MIB
+
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_VERSION = "0.12.6"
 ORPHAN_LINGER_S = 30.0
@@ -273,7 +275,7 @@ def run_serve(env: Mapping[str, str]) -> int:
             return 0
         try:
             gpu_mib = env.get("FAKE_OLLAMA_GPU_MIB")
-            extra = {"gpu_memory_bytes": int(float(gpu_mib) * (1 << 20))} if gpu_mib else {}
+            extra = {"gpu_memory_bytes": int(float(gpu_mib) * MIB)} if gpu_mib else {}
             extra.update(pacing_from_env(env))
             fake = FakeOllama.from_env(env, version=version, **extra)
         except OSError:
@@ -283,7 +285,7 @@ def run_serve(env: Mapping[str, str]) -> int:
         if env.get("FAKE_OLLAMA_OOM_ON_LOAD") == "1":
             fail_first_load_with_oom(fake)
         if env.get("FAKE_OLLAMA_OOM_ABOVE_MIB"):
-            fail_loads_above(fake, int(float(env["FAKE_OLLAMA_OOM_ABOVE_MIB"]) * (1 << 20)))
+            fail_loads_above(fake, int(float(env["FAKE_OLLAMA_OOM_ABOVE_MIB"]) * MIB))
         fake.start()
         try:
             emit(slog_line("INFO", "routes.go:1564", f"Listening on {host}:{fake.port} (version {version})"))
@@ -300,7 +302,7 @@ def run_serve(env: Mapping[str, str]) -> int:
 
 def human_bytes(n: float) -> str:
     """Bytes as Ollama prints them ('8.6 GiB', '417.3 MiB')."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{int(n)} B"
@@ -334,7 +336,7 @@ class LoadLogRelay:
         emit(slog_line("INFO", "backend.go:310", "model weights", device="CUDA0",
                        size=human_bytes(model.size * on_gpu / layers)))
         emit(slog_line("INFO", "backend.go:315", "model weights", device="CPU",
-                       size=human_bytes(model.size * (layers - on_gpu) / layers + 417.3 * (1 << 20))))
+                       size=human_bytes(model.size * (layers - on_gpu) / layers + 417.3 * MIB)))
 
 
 def fail_first_load_with_oom(fake: object) -> None:
@@ -374,7 +376,7 @@ def _oom_when(fake: object, fire: Callable[[object, int], bool]) -> None:
         size = needed
         fake.log(slog_line("INFO", "server.go:400", "starting runner", model=model.name))  # type: ignore[attr-defined]
         for line in (
-            f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating {size / (1 << 20):.2f} MiB on device 0: "
+            f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating {size / MIB:.2f} MiB on device 0: "
             "cudaMalloc failed: out of memory",
             f"alloc_tensor_range: failed to allocate CUDA0 buffer of size {size}",
             slog_line("ERROR", "sched.go:489", "error loading llama server", error=OOM_MESSAGE),

@@ -13,6 +13,7 @@ import pytest
 
 from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE, FakeModel, FakeOllama
 from tests.fakes.ollama.fake_ollama_wire import go_duration, parse_keep_alive
+from app.core.units import GIB
 
 DATA = Path(__file__).parent.parent.parent / "data" / "ollama"
 QUICK = {"tokens_per_s": 5000.0, "prompt_tokens_per_s": 1e6}
@@ -191,10 +192,10 @@ def test_num_predict_stops_with_length(quick: FakeOllama) -> None:
 
 
 def test_partial_offload_when_gpu_memory_is_short(make_fake_ollama) -> None:
-    fake = make_fake_ollama(gpu_memory_bytes=6 * 1024**3, **QUICK)
+    fake = make_fake_ollama(gpu_memory_bytes=6 * GIB, **QUICK)
     call(fake, "POST", "/api/generate", {"model": "qwen3:14b", "prompt": ""})
     entry = fake.loaded["qwen3:14b"]
-    assert entry["size_vram"] == 6 * 1024**3 < entry["size"]
+    assert entry["size_vram"] == 6 * GIB < entry["size"]
 
 
 def test_unknown_model_errors_use_ollama_texts(quick: FakeOllama) -> None:

@@ -15,6 +15,7 @@ from PySide6.QtGui import QImage
 from app.backends.ollama.client import OllamaClient
 from app.core.server.state import ServerState
 from app.ui.app.main import DeckApp, settings_for_url
+from app.core.units import GIB
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -153,10 +154,10 @@ def test_without_nvidia_gpu_models_are_priced_on_the_card_chosen_for_the_fit_pan
     monkeypatch.setattr(main_module, "make_gpu_backend", lambda: NullGpuBackend("No NVIDIA driver found"))
     deck = deck_factory(_args(tmp_path, url=fake_ollama.url))
     models = deck.models_page
-    assert models.gpu_total_bytes == 24 * 1024**3
+    assert models.gpu_total_bytes == 24 * GIB
     card = deck.server_page.fit_panel.card_combo
     card.setCurrentIndex(card.findData(16))
-    assert models.gpu_total_bytes == 16 * 1024**3
+    assert models.gpu_total_bytes == 16 * GIB
     assert "16 GiB card" in models.context_label.text()
 
 

@@ -80,3 +80,19 @@ def test_stop_collects_what_is_left_and_keeps_collection_off_if_it_was_off(qtbot
     collection.stop()
     assert died_on == [threading.main_thread().name] and not gc.isenabled()
 
+
+
+def test_an_app_that_stops_first_does_not_turn_collection_back_on_under_another(qtbot):
+    first, second = GuiThreadCollection(interval_s=60.0), GuiThreadCollection(interval_s=60.0)
+    gc.enable()
+    try:
+        first.start()
+        second.start()
+        first.stop()
+        assert second.active and not gc.isenabled()  # the second app still collects on its GUI thread only
+        second.stop()
+        assert gc.isenabled()  # the last one out restores what the first one found
+    finally:
+        first.stop()
+        second.stop()
+        gc.disable()  # the test session's own policy (tests/conftest.py)

@@ -22,7 +22,8 @@ from PySide6.QtWidgets import (
 from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
 from app.core.telemetry import GpuInfo
 from app.ui.widgets import plots
-from app.ui.pages.dashboard.plots import MIB_PER_GIB, TimePlot, build_gpu_plots, build_host_plots, estimate_line
+from app.ui.pages.dashboard.plots import TimePlot, build_gpu_plots, build_host_plots, estimate_line
+from app.core.units import MIB_PER_GIB
 from app.ui.pages.dashboard.tiles import (
     NO_DATA,
     NOT_AVAILABLE,

@@ -11,8 +11,7 @@ from PySide6.QtGui import QFont
 from app.adapters.telemetry.sampler import Channel
 from app.ui.widgets import plots
 from app.ui.widgets.plots import add_series, make_time_plot, pen, title_with_legend
-
-MIB_PER_GIB = 1024.0
+from app.core.units import MIB_PER_GIB
 
 
 @dataclass(eq=False)

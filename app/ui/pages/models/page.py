@@ -18,11 +18,11 @@ from app.backends.ollama.pull_progress import fmt_bytes
 from app.core.telemetry import GpuInfo
 from app.ui.pages.models.create import CreatePanel
 from app.ui.pages.models.pull import PullPanel
-from app.ui.pages.models.session import ModelsSession, show_dict
+from app.ui.pages.models.session import ModelsSession
 from app.ui.pages.models.table import VERDICT_COLOURS, ModelsTable
 from app.ui.widgets.forms import InlineMessage
+from app.core.units import MIB
 
-MIB = 1024 * 1024
 _FP8_SUFFIX_RE = re.compile(r"[-_.]?(fp8|float8|f8|e4m3|e5m2).*$")
 
 
@@ -232,7 +232,7 @@ class ModelsPage(QWidget):
     def _reprice(self) -> None:
         self._show_context()
         sizes = {m.name: m.size_bytes for m in self.local}
-        entries = {name: (show_dict(d), sizes[name]) for name, d in self.details.items() if name in sizes}
+        entries = {name: (d.show_dict(), sizes[name]) for name, d in self.details.items() if name in sizes}
         if entries:
             self.session.compute_verdicts(entries, self._server.settings, self._server.status.version,
                                           self.gpu_total_bytes, self._gpu_reason)

@@ -12,17 +12,10 @@ from PySide6.QtCore import QObject, Signal
 from app.backends.ollama.client_pool import ClientPool
 from app.core.errors import DeckError
 from app.core.memory.model_fit import FitVerdict, fit_verdict
-from app.core.ollama_types import ModelDetails
 from app.backends.ollama.pull_progress import PullTracker, pull_failure_hint
 from app.core.server.settings import ServerSettings
 
 PULL_EMIT_INTERVAL_S = 0.1  # progress lines can come hundreds a second; the bar needs ten
-
-
-def show_dict(details: ModelDetails) -> dict[str, Any]:
-    """The parts of an `/api/show` reply the estimator reads, rebuilt from ModelDetails."""
-    return {"model_info": details.model_info, "details": details.details, "parameters": details.parameters,
-            "tensors": list(details.tensors) if details.tensors else None}
 
 
 class ModelsSession(QObject):
@@ -174,4 +167,4 @@ class ModelsSession(QObject):
             pass
 
 
-__all__ = ["ModelsSession", "show_dict"]
+__all__ = ["ModelsSession"]

@@ -14,10 +14,10 @@ from app.core.memory.model_fit import FitVerdict
 from app.core.ollama_types import LocalModel, RunningModel
 from app.backends.ollama.pull_progress import fmt_bytes
 from app.ui.app import theme
+from app.core.units import GIB
 COLUMNS = ("Name", "Family", "Parameters", "Quantization", "Size", "Modified", "Loaded", "Fit")
 VERDICT_COLOURS = {"fits": theme.OK, "tight": theme.WARNING, "spills": "#ff9f40", "wont_load": theme.ERROR,
                    "unknown": theme.DIM}
-GIB = 1024**3
 _FRACTION_RE = re.compile(r"(\.\d{6})\d+")
 
 

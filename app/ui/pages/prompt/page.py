@@ -30,9 +30,10 @@ from app.ui.pages.prompt.presets import PresetBar
 from app.ui.pages.prompt.reply import REPLY_STYLE, Conversation, ReplyView
 from app.ui.pages.prompt.session import ConsoleRun, ConsoleSession, Drained
 from app.ui.widgets.forms import InlineMessage
+from app.core.units import MIB
 
 MODES = (("chat", "Chat"), ("burst", "Burst"), ("ab", "A/B"))
-MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_FILE_BYTES = 4 * MIB
 EXPORT_FILTERS = {"md": "Markdown (*.md)", "json": "JSON (*.json)", "csv": "CSV (*.csv)"}
 
 
@@ -281,7 +282,7 @@ class ConsolePage(QWidget):
         """Append a text file (a long document) to the prompt."""
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
-                self.message.show_error(f"{path.name} is over {MAX_FILE_BYTES // 2**20} MiB; use a shorter text.")
+                self.message.show_error(f"{path.name} is over {MAX_FILE_BYTES // MIB} MiB; use a shorter text.")
                 return
             text = path.read_bytes().decode("utf-8", errors="replace")
         except OSError as exc:

@@ -15,11 +15,13 @@ from PySide6.QtWidgets import (
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.model_shape import ModelShape
-from app.core.memory.pricing import default_context_length, fit_grid, load_settings_for, price
-from app.core.server.settings import MIB, ServerSettings
+from app.core.memory.model_fit import ollama_default_context_length
+from app.core.memory.pricing import fit_grid, load_settings_for, price
+from app.core.memory.verdict import verdict_label
+from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
 from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
 
-GIB = 1024**3
 DEBOUNCE_MS = 150
 # Card sizes offered when no NVIDIA GPU can be read here (pricing for a card elsewhere).
 PRICING_CARDS_GIB = (8, 12, 16, 24, 32, 48, 80)
@@ -237,14 +239,13 @@ class FitPanel(QFrame):
             label.setText(_gib(values[key]))
         colour = VERDICT_COLOURS[est.verdict]
         self.verdict_label.setStyleSheet(f"font-size: 14pt; font-weight: 700; color: {_bright(colour)};")
-        words = {"fits": "Fits", "tight": "Tight", "spills": "Spills to the CPU", "wont_load": "Will not load"}
         self.verdict_label.setText(
-            f"{words[est.verdict]} — {_gib(est.total_gpu_bytes)} at load, peak {_gib(est.peak_gpu_bytes)}, "
+            f"{verdict_label(est.verdict)} — {_gib(est.total_gpu_bytes)} at load, peak {_gib(est.peak_gpu_bytes)}, "
             f"headroom {_gib(est.headroom_bytes)} · {est.processor}")
         notes = " ".join(est.notes)
         self.explanation.setText(est.explanation + (f" {notes}" if notes else ""))
         load = load_settings_for(self._settings, self._shape, self._gpu_total, self._version)
-        default_ctx = default_context_length(self._gpu_total, self._settings.gpu_overhead_mib * MIB, self._version)
+        default_ctx = ollama_default_context_length(self._version, self._gpu_total, self._settings.gpu_overhead_mib * MIB)
         grid = fit_grid(self._settings, self._shape, self.gpu_memory(), self._version)
         self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx)
 

@@ -7,8 +7,9 @@ from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.core.memory.pricing import FitCell
+from app.core.memory.verdict import VERDICT_LABELS
+from app.core.units import GIB
 
-GIB = 1024**3
 
 # Segment colours of the stacked bar, in drawing order.
 SEGMENT_COLOURS = {
@@ -30,9 +31,7 @@ VERDICT_COLOURS = {
     "wont_load": "#a8323f",
     "invalid": "#2a2c33",
 }
-VERDICT_WORDS = {
-    "fits": "fits", "tight": "tight", "spills": "spills to CPU", "wont_load": "won't load", "invalid": "—",
-}
+VERDICT_WORDS = {**VERDICT_LABELS, "invalid": "—"}
 
 
 class VramBar(QWidget):

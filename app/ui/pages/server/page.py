@@ -27,6 +27,7 @@ from app.ui.widgets.banner import Banner
 from app.ui.app.header import STATE_COLOURS
 from app.ui.pages.server.fit_panel import FitPanel
 from app.ui.pages.server.settings_form import SettingsForm
+from app.core.units import GIB
 
 LOG_MAX_LINES = 5000
 
@@ -362,8 +363,8 @@ class ServerPage(QWidget):
         """Ask before applying settings predicted to spill or not to load (non-blocking dialog)."""
         if est.verdict == "wont_load":
             title = "These settings will not load"
-            consequence = (f"{self.fit_panel.model_name} needs {est.total_gpu_bytes / 2**30:.1f} GiB on a GPU "
-                           f"with {est.available_bytes / 2**30:.1f} GiB available, so loading it will fail "
+            consequence = (f"{self.fit_panel.model_name} needs {est.total_gpu_bytes / GIB:.1f} GiB on a GPU "
+                           f"with {est.available_bytes / GIB:.1f} GiB available, so loading it will fail "
                            "with an out-of-memory error.")
         else:
             title = "These settings spill to the CPU"

@@ -17,6 +17,7 @@ from app.ui.app.server_controller import ServerController
 from app.ui.app.main import settings_for_url
 from app.ui.pages.models.page import ModelsPage
 from tests.fakes.ollama.fake_ollama import FakeOllama
+from app.core.units import GIB
 
 WAIT_MS = 10_000
 RTX_4090 = GpuInfo("NVIDIA GeForce RTX 4090", "550.54.14", 24564.0)
@@ -91,7 +92,7 @@ def test_without_a_gpu_it_says_so_instead_of_a_verdict(qtbot, models):
 
 
 def test_preload_then_unload_shows_the_loaded_split(qtbot, models):
-    m = models(gpu_memory_bytes=8 * 1024**3)  # the fake places what does not fit on the CPU
+    m = models(gpu_memory_bytes=8 * GIB)  # the fake places what does not fit on the CPU
     m.page.table.select_name("qwen3:14b")
     assert m.page.preload_button.isEnabled() and not m.page.unload_button.isEnabled()
     qtbot.mouseClick(m.page.preload_button, Qt.MouseButton.LeftButton)

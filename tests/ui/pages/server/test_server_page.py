@@ -20,6 +20,7 @@ from app.ui.app.header import Header
 from app.ui.pages.server.page import ServerPage
 from tests.fakes.scripted_gpu import ScriptedGpuBackend
 from tests.fakes.ollama.server_fixtures import free_port, is_gone
+from app.core.units import GIB
 
 WAIT_MS = 10_000
 
@@ -200,8 +201,8 @@ def test_fit_panel_prices_the_form_as_it_changes(qtbot, page_factory):
 
     page.form.findChild(object, "num_parallel").setValue(32)  # 32 slots x 4096 tokens x 160 KiB = 20 GiB of KV
     qtbot.waitUntil(lambda: panel.estimate.verdict in ("spills", "wont_load"), timeout=WAIT_MS)
-    assert panel.estimate.kv_bytes == 20 * 2**30
-    assert any(w in panel.verdict_label.text() for w in ("Spills", "Will not load"))
+    assert panel.estimate.kv_bytes == 20 * GIB
+    assert any(w in panel.verdict_label.text() for w in ("Spills", "Won't load"))
 
     panel.heatmap.cell_clicked.emit(2, 8192)  # as a click on that cell does
     qtbot.waitUntil(lambda: panel.estimate.verdict == "fits", timeout=WAIT_MS)
