@@ -27,6 +27,7 @@ from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, Lo
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.core.bench.run import TABLE_HEADER, SweepRun, run_to_csv, run_to_json, run_to_markdown, table_rows
+from app.core.ports.server import ServerControl
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -185,22 +186,23 @@ class _Progress:
 
 async def _run(spec: SweepSpec, args: argparse.Namespace, history) -> SweepRun:
     from app.adapters.telemetry.nvml import make_gpu_backend
-    from app.backends.ollama.supervisor import ServerSupervisor
+    from app.backends import registry
     from app.services.bench.sweep_runner import SweepRunner
     from app.core.server.state import ServerState
 
+    backend = registry.get()
     gpu = make_gpu_backend()
-    supervisor = None
+    supervisor: ServerControl | None = None
     try:
         if spec.managed:
-            supervisor = ServerSupervisor(spec.base)
+            supervisor = backend.server(spec.base, on_status=lambda _s: None, on_log=lambda _line: None)
             status = await supervisor.probe()
             if status.state is ServerState.RUNNING_ATTACHED:
                 raise InputError(f"--managed: an Ollama that ollama-deck did not start already answers at "
                                  f"{spec.base.base_url} ({status.message}); stop it, or pick a free port with --url")
             if status.state in (ServerState.NOT_INSTALLED, ServerState.PORT_CONFLICT):
                 raise InputError(f"--managed: {status.message}")
-        runner = SweepRunner(supervisor, base_url=spec.base.base_url, gpu=gpu,
+        runner = SweepRunner(supervisor, backend.catalog, base_url=spec.base.base_url, gpu=gpu,
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
                              app_version=__version__)
         run_id: list[int] = []

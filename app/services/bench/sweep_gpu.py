@@ -48,7 +48,7 @@ class GpuWindow:
         self._interval_s = interval_s
         self._clock = clock
         self.samples: list[GpuSample] = []
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     @property
     def enabled(self) -> bool:

@@ -21,11 +21,10 @@ from app.services.guarded_apply import GuardedApplier
 from app.adapters.storage.history import BenchHistory
 from app.adapters.telemetry.host import HostProbe
 from app.adapters.telemetry.nvml import make_gpu_backend
-from app.backends.ollama.client import OllamaClient
+from app.backends import registry
 from app.adapters.storage.preset_store import PresetStore
 from app.adapters.telemetry.sampler import Sampler
 from app.adapters.storage.settings_store import SettingsStore
-from app.backends.ollama.supervisor import ServerSupervisor
 from app.adapters.storage.ui_state import UiState, UiStateStore
 from app.core.memory.pricing import others_bytes
 from app.core.server.settings import MIB, ServerSettings
@@ -85,15 +84,18 @@ class DeckApp:
         if args.url:
             settings = settings_for_url(settings, args.url)
         self.loop = LoopThread()
+        # The one place the backend is chosen; pages get the spec and ask its capabilities.
+        self.backend = registry.get(getattr(args, "backend", None) or registry.DEFAULT_BACKEND)
+        catalog = self.backend.catalog
         self.controller = ServerController(
-            self.loop, None, OllamaClient, self.store.save, last_good=settings)  # supervisor set below
-        self.supervisor = ServerSupervisor(
+            self.loop, None, catalog, self.store.save, last_good=settings)  # supervisor set below
+        self.supervisor = self.backend.server(
             settings, on_status=self.controller.on_status, on_log=self.controller.on_log)
         self.meter = TokenMeter()
         self.gpu = make_gpu_backend()
         self.history = ApplyHistory(Path(args.config_dir) / "apply-checks.sqlite3" if args.config_dir else None)
         self.controller.attach_supervisor(
-            self.supervisor, GuardedApplier(self.supervisor, OllamaClient, self.gpu, record=self.history.add))
+            self.supervisor, GuardedApplier(self.supervisor, catalog, self.gpu, record=self.history.add))
         self.gpu_watch = GpuLossWatch(self.gpu)
         self.sampler = Sampler(
             self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
@@ -105,9 +107,10 @@ class DeckApp:
         self.server_page = ServerPage(self.controller, settings)
         self.window.add_page("dashboard", "Dashboard", self.dashboard)
         self.window.add_page("server", "Server", self.server_page)
-        self.console_page = ConsolePage(self.loop, OllamaClient, self.controller, self.meter,
+        # The backend's client streams replies as well as listing models.
+        self.console_page = ConsolePage(self.loop, catalog, self.controller, self.meter,
                                         PresetStore(self.store.config_dir))
-        self.models_page = ModelsPage(self.loop, OllamaClient, self.controller, self.gpu.info(),
+        self.models_page = ModelsPage(self.loop, self.backend, self.controller, self.gpu.info(),
                                       self.gpu.unavailable_reason)
         if self.gpu.info() is None:
             # No NVIDIA GPU here: price the Models page on the card chosen in the Server page's fit panel.
@@ -117,7 +120,7 @@ class DeckApp:
         self.window.add_page("console", "Prompt", self.console_page)
         self.window.add_page("models", "Models", self.models_page)
         self.bench_page = BenchPage(
-            self.controller, self.loop, self.supervisor, OllamaClient, gpu=self.gpu, meter=self.meter,
+            self.controller, self.loop, self.supervisor, catalog, gpu=self.gpu, meter=self.meter,
             history=BenchHistory(Path(args.config_dir) / "benchmarks.sqlite3" if args.config_dir else None))
         self.window.add_page("bench", "Benchmark", self.bench_page)
         self.gpu_watch.lost.connect(self._on_gpu_lost)

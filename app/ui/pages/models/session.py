@@ -5,14 +5,16 @@ from __future__ import annotations
 import concurrent.futures
 import time
 from typing import Any
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 
 from PySide6.QtCore import QObject, Signal
 
+from app.adapters.aio import LoopThread
 from app.backends.ollama.client_pool import ClientPool
 from app.core.errors import DeckError
 from app.core.memory.model_fit import FitVerdict, fit_verdict
 from app.core.ollama_types import ModelDetails
+from app.core.ports.catalog import CatalogFactory
 from app.backends.ollama.pull_progress import PullTracker, pull_failure_hint
 from app.core.server.settings import ServerSettings
 
@@ -41,7 +43,7 @@ class ModelsSession(QObject):
     action_finished = Signal(str, str)  # kind (delete/unload/preload), model
     action_failed = Signal(str, str, str)  # kind, model, message
 
-    def __init__(self, loop: Any, client_factory: Callable[[str], Any], parent: QObject | None = None) -> None:
+    def __init__(self, loop: LoopThread, client_factory: CatalogFactory, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._clients = ClientPool(client_factory)

@@ -1,0 +1,77 @@
+"""What a backend is to the rest of the app: a name, what it can do, and the factories of its seams.
+
+Pages and services ask a BackendSpec's capabilities, never its name; the composition roots pick
+the spec from app.backends.registry and hand it down."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Literal, Protocol
+
+from app.core.ports.catalog import CatalogFactory
+from app.core.ports.server import ServerControl
+from app.core.server.settings import ServerSettings
+from app.core.server.state import ServerStatus
+
+SettingsMapping = Literal["environment", "flags"]
+"""How tuning settings reach the server: environment variables read at start (Ollama's OLLAMA_*),
+or command-line flags (llama-server's)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend's server and API can do; a page offers a control only where this says so."""
+
+    pull: bool = False  # download models from a registry through the server
+    create: bool = False  # make a model variant with its own defaults (num_ctx, num_batch, quantization)
+    delete: bool = False  # remove a stored model
+    lists_loaded: bool = False  # say which models are in memory now, with their VRAM share
+    load_unload: bool = False  # load a model ahead of the first prompt, and free it on request
+    restarts_with_settings: bool = False  # a managed server restarts to apply tuning settings
+    reports_slots: bool = False  # per-slot state (a /slots endpoint)
+    server_metrics: bool = False  # server-wide counters (a /metrics endpoint)
+    thinking_control: bool = False  # a request can switch a model's thinking on or off
+
+    def names(self) -> list[str]:
+        """The capability names that are True."""
+        return [f.name for f in fields(self) if getattr(self, f.name)]
+
+
+class ServerFactory(Protocol):
+    """Makes a backend's server supervisor for the given settings, reporting through the callbacks
+    (called on the asyncio loop thread)."""
+
+    def __call__(self, settings: ServerSettings, *, on_status: Callable[[ServerStatus], None],
+                 on_log: Callable[[str], None]) -> ServerControl:
+        ...
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One inference server kind: its display name, capabilities and seam factories."""
+
+    name: str  # registry key, e.g. "ollama"
+    display_name: str  # for people, e.g. "Ollama"
+    settings_mapping: SettingsMapping
+    capabilities: Capabilities
+    catalog: CatalogFactory
+    server: ServerFactory
+    # Why a capability is missing, in words for the user (capability name -> sentence).
+    missing_reasons: Mapping[str, str] = field(default_factory=dict)
+
+    def can(self, capability: str) -> bool:
+        """True when the backend has `capability` (a Capabilities field name)."""
+        if capability not in {f.name for f in fields(Capabilities)}:
+            raise KeyError(f"unknown capability {capability!r}")
+        return bool(getattr(self.capabilities, capability))
+
+    def why_not(self, capability: str) -> str:
+        """Why `capability` is unavailable (empty when it is available)."""
+        if self.can(capability):
+            return ""
+        words = capability.replace("_", " ")
+        return self.missing_reasons.get(capability, f"{self.display_name} does not offer this ({words}).")
+
+
+__all__ = ["BackendSpec", "Capabilities", "ServerFactory", "SettingsMapping"]
