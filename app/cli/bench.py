@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import sys
 import time
@@ -25,7 +26,7 @@ from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
-from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
+from app.core.bench.sweep import PointResult, SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.core.bench.run import TABLE_HEADER, SweepRun, run_to_csv, run_to_json, run_to_markdown, table_rows
 from app.core.ports.server import ServerControl
 
@@ -205,19 +206,27 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history) -> SweepRun:
         runner = SweepRunner(supervisor, backend.catalog, base_url=spec.base.base_url, gpu=gpu,
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
                              app_version=__version__)
-        run_id: list[int] = []
+        # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
+        writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-history")
+        run_id: list[concurrent.futures.Future[int]] = []
+        writes: list[concurrent.futures.Future[None]] = []
 
         def started(run: SweepRun) -> None:
             if history is not None:
-                run_id.append(history.begin(run))
+                run_id.append(writer.submit(history.begin, run))
 
-        def point_done(_run: SweepRun, result) -> None:
+        def point_done(_run: SweepRun, result: PointResult) -> None:
             if history is not None and run_id:
-                history.add_point(run_id[0], result)
+                writes.append(writer.submit(lambda: history.add_point(run_id[0].result(), result)))
 
-        run = await runner.run(spec, _Progress(args.quiet), point_done, started)
-        if history is not None and run_id:
-            history.finish(run_id[0], run)
+        try:
+            run = await runner.run(spec, _Progress(args.quiet), point_done, started)
+            if history is not None and run_id:
+                writes.append(writer.submit(lambda: history.finish(run_id[0].result(), run)))
+        finally:
+            await asyncio.to_thread(writer.shutdown, wait=True)
+        for write in writes:
+            write.result()  # a write that failed fails the command, as it did when it ran inline
         return run
     finally:
         if supervisor is not None:

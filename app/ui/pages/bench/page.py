@@ -9,17 +9,22 @@ point and puts it back afterwards; on an attached server only client concurrency
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplitter, QTabWidget, QVBoxLayout,
                                QWidget)
 
+from app.adapters.aio import LoopThread
 from app.adapters.storage.history import BenchHistory
+from app.core.ports.catalog import CatalogFactory
+from app.core.ports.server import ServerControl
+from app.core.telemetry import GpuBackend
+from app.core.throughput import TokenMeter
 from app.core.server.state import ServerState, ServerStatus
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
+from app.ui.app.server_controller import ServerController
 from app.ui.pages.bench.editor import SweepEditor
 from app.ui.pages.bench.results import RunView
 from app.ui.pages.bench.worker import Background, SweepController, SweepProgress
@@ -107,8 +112,9 @@ def _scroll(widget: QWidget) -> QScrollArea:
 class BenchPage(QWidget):
     """Sweep editor, live results and history, wired to the server controller."""
 
-    def __init__(self, controller: Any, loop: Any, supervisor: Any, client_factory: Callable[[str], Any], *,
-                 gpu: Any = None, meter: Any = None, history: BenchHistory | None = None,
+    def __init__(self, controller: ServerController, loop: LoopThread, supervisor: ServerControl | None,
+                 client_factory: CatalogFactory, *, gpu: GpuBackend | None = None, meter: TokenMeter | None = None,
+                 history: BenchHistory | None = None,
                  server_pids: Callable[[], Sequence[int]] | None = None, app_version: str = "",
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -3,6 +3,7 @@ SQLite history, widgets offscreen."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
     """(controller, page, store) around a supervisor with small timeouts and a history in tmp_path."""
     made = []
 
-    def make(settings: ServerSettings | None = None, **env: str):
+    def make(settings: ServerSettings | None = None, history: BenchHistory | None = None, **env: str):
         for name, value in {**FAST, **env}.items():
             monkeypatch.setenv(name, value)
         settings = settings or ServerSettings(port=free_port())
@@ -42,7 +43,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
                                       start_timeout_s=5.0, stop_grace_s=0.5, health_interval_s=0.2)
         controller.attach_supervisor(supervisor)
         page = BenchPage(controller, supervisor_loop, supervisor, OllamaClient,
-                         history=BenchHistory(tmp_path / "benchmarks.sqlite3"))
+                         history=history or BenchHistory(tmp_path / "benchmarks.sqlite3"))
         qtbot.addWidget(page)
         page.resize(1300, 900)
         page.show()
@@ -237,3 +238,44 @@ def test_the_page_is_in_the_app(qtbot, tmp_path):
         assert Path(deck.bench_page.history.path) == tmp_path / "cfg" / "benchmarks.sqlite3"
     finally:
         deck.close()
+
+
+class _ThreadNotingHistory(BenchHistory):
+    """The real SQLite history, noting which thread made each write."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.writes: list[tuple[str, int]] = []
+
+    def begin(self, run):
+        self.writes.append(("begin", threading.get_ident()))
+        return super().begin(run)
+
+    def add_point(self, run_id, result):
+        self.writes.append(("add_point", threading.get_ident()))
+        super().add_point(run_id, result)
+
+    def finish(self, run_id, run):
+        self.writes.append(("finish", threading.get_ident()))
+        super().finish(run_id, run)
+
+
+def test_the_sweep_history_is_written_off_the_loop_and_gui_threads(qtbot, page_factory, supervisor_loop, tmp_path):
+    history = _ThreadNotingHistory(tmp_path / "noted.sqlite3")
+    controller, page, _store = page_factory(history=history)
+
+    async def ident() -> int:
+        return threading.get_ident()
+
+    loop_ident = supervisor_loop.run(ident())
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    fill(page, parallel="1, 2", requests=2)
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        qtbot.mouseClick(page.editor.start_button, Qt.MouseButton.LeftButton)
+    run = finished.args[0]
+    assert [kind for kind, _ in history.writes] == ["begin", "add_point", "add_point", "finish"]
+    threads = {t for _, t in history.writes}
+    assert loop_ident not in threads and threading.get_ident() not in threads
+    # finished is announced after the writes: the run it carries is already kept, every point with it.
+    assert run.run_id is not None and len(history.load(run.run_id).results) == 2
