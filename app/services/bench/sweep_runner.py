@@ -30,7 +30,7 @@ from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
 from app.core.ports.server import ServerControl
-from app.core.telemetry import GpuBackend
+from app.core.telemetry import GpuBackend, GpuInfo
 from app.core.throughput import TokenMeter
 
 ERROR_WORDS = {"oom": "out of memory", "queue_full": "server busy (queue full)", "timeout": "timed out",
@@ -217,9 +217,10 @@ class SweepRunner:
             shape = shape_from_show(show, entry.size_bytes)
         except (EstimateError, OllamaError) as exc:
             notes.append(f"Points were not priced before running: {getattr(exc, 'message', exc)}.")
-        info = self._gpu.info() if self._gpu is not None and self._gpu.available else None
+        # The first NVML call may initialise the library: a worker thread waits for the driver, not the loop.
+        info, why = await asyncio.to_thread(self._gpu_facts)
         if info is None:
-            reason = self._gpu.unavailable_reason.split(" — ")[0] if self._gpu is not None else "no GPU backend"
+            reason = why.split(" — ")[0]
             notes.append(f"No GPU readings ({reason.rstrip('.')}): peak VRAM, power and tokens per joule are not "
                          "measured, and points are not priced before running.")
         if not spec.managed:
@@ -232,6 +233,14 @@ class SweepRunner:
             base_settings=spec.base.to_json() if spec.managed else {}, host=platform.node(),
             app_version=self._app_version)
         return fingerprint, shape, notes
+
+    def _gpu_facts(self) -> tuple[GpuInfo | None, str]:
+        """The GPU's static facts, or None and why there are none (blocks on the driver)."""
+        if self._gpu is None:
+            return None, "no GPU backend"
+        if self._gpu.available:
+            return self._gpu.info(), ""
+        return None, self._gpu.unavailable_reason
 
     async def _gpu_memory(self, client: ModelCatalog) -> GpuMemory | None:
         """The GPU as the estimator sees it now, other processes' use included (None without NVML)."""
