@@ -26,6 +26,7 @@ from app.adapters.storage.preset_store import PresetStore
 from app.adapters.telemetry.sampler import Sampler
 from app.adapters.storage.settings_store import SettingsStore
 from app.adapters.storage.ui_state import UiState, UiStateStore
+from app.core.memory.estimator import VramEstimate
 from app.core.memory.pricing import others_bytes
 from app.core.server.settings import MIB, ServerSettings
 from app.core.telemetry import GpuInfo
@@ -107,6 +108,9 @@ class DeckApp:
         self.server_page = ServerPage(self.controller, settings)
         self.window.add_page("dashboard", "Dashboard", self.dashboard)
         self.window.add_page("server", "Server", self.server_page)
+        # The fit panel's price of the settings being edited is the dashboard's dashed estimate line.
+        self.server_page.fit_panel.estimate_changed.connect(self._show_estimate)
+        self._show_estimate(self.server_page.fit_panel.estimate)
         # The backend's client streams replies as well as listing models.
         self.console_page = ConsolePage(self.loop, catalog, self.controller, self.meter,
                                         PresetStore(self.store.config_dir))
@@ -159,6 +163,10 @@ class DeckApp:
                               self.controller.status.state.is_running, self._loaded_vram)
         step = 64 * MIB
         self.server_page.fit_panel.set_gpu(int(gpu.memory_total_mib * MIB), others // step * step)
+
+    def _show_estimate(self, estimate: VramEstimate | None) -> None:
+        """The predicted server memory at load (MiB) on the dashboard's VRAM plot, or no line."""
+        self.dashboard.set_estimate_mib(estimate.total_gpu_bytes / MIB if estimate is not None else None)
 
     def _price_models_on_chosen_card(self) -> None:
         gib = int(self.server_page.fit_panel.card_combo.currentData())

@@ -26,6 +26,7 @@ from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
 from app.ui.app.server_controller import ServerController
 from app.ui.pages.bench.editor import SweepEditor
+from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
 from app.ui.pages.bench.worker import Background, SweepController, SweepProgress
 from app.ui.pages.bench.history_view import HistoryView
@@ -142,6 +143,7 @@ class BenchPage(QWidget):
         self.progress = ProgressCard()
         self.message = InlineMessage(prominent=True)
         self.message.setObjectName("PageMessage")
+        self.export_notice = ExportNotice()
         self.run_view = RunView()
         right = QWidget()
         rl = QVBoxLayout(right)
@@ -149,6 +151,7 @@ class BenchPage(QWidget):
         rl.setSpacing(10)
         rl.addWidget(self.progress)
         rl.addWidget(self.message)
+        rl.addWidget(self.export_notice)
         rl.addWidget(self.run_view, 1)
         split = QSplitter(Qt.Orientation.Horizontal)
         editor_area = _scroll(self.editor)
@@ -173,7 +176,8 @@ class BenchPage(QWidget):
         self.sweeps.running_changed.connect(self.editor.set_running)
         self.sweeps.running_changed.connect(self._hold_server)
         self.run_view.apply_requested.connect(self.apply_point)
-        self.run_view.export_failed.connect(self.message.show_error)
+        self.run_view.exported.connect(self.export_notice.show_written)
+        self.run_view.export_failed.connect(self._export_failed)
         self.history_view.apply_requested.connect(self.apply_point)
         self.tabs.currentChanged.connect(lambda i: self.history_view.refresh() if i == 1 else None)
         controller.status_changed.connect(self._server_changed)
@@ -190,6 +194,7 @@ class BenchPage(QWidget):
         spec = replace(spec, base=self.controller.settings)
         self.message.clear_message()
         self.current = None
+        self.export_notice.clear_notice()
         self.run_view.set_run(None)
         self.editor.set_mode_text(
             "A sweep is running. It restarts the server per point and puts it back as it was when it ends or is "
@@ -233,6 +238,10 @@ class BenchPage(QWidget):
             f"Applying {what}: the settings are saved and the server restarts with them; the Server page shows "
             "how it went." if running else
             f"Saved {what} as the server settings; they take effect when the server starts (Server page).")
+
+    def _export_failed(self, text: str) -> None:
+        self.export_notice.clear_notice()
+        self.message.show_error(text)
 
     def _started(self, run: SweepRun) -> None:
         self.current = run

@@ -279,3 +279,32 @@ def test_the_sweep_history_is_written_off_the_loop_and_gui_threads(qtbot, page_f
     assert loop_ident not in threads and threading.get_ident() not in threads
     # finished is announced after the writes: the run it carries is already kept, every point with it.
     assert run.run_id is not None and len(history.load(run.run_id).results) == 2
+
+
+def test_an_export_says_where_it_was_written_and_a_failed_one_why(qtbot, page_factory, tmp_path):
+    _controller, page, _store = page_factory()
+    page.run_view.set_run(make_run())
+    target = tmp_path / "exports" / "sweep.md"
+    target.parent.mkdir()
+    assert not page.export_notice.isVisible()
+    assert page.run_view.export_to("md", str(target))
+    assert page.export_notice.isVisible() and page.export_notice.path == str(target)
+    text = page.export_notice.text()
+    assert "sweep.md" in text and str(target.parent) in text
+    assert not page.run_view.export_to("csv", str(tmp_path / "no-such-folder" / "sweep.csv"))
+    assert not page.export_notice.isVisible()
+    assert page.message.severity == "error" and "no-such-folder" in page.message.message
+
+
+def test_an_export_from_the_history_tab_says_where_it_was_written(qtbot, page_factory, tmp_path):
+    _controller, page, _store = page_factory()
+    page.history.save(make_run())
+    page.tabs.setCurrentIndex(1)
+    view = page.history_view
+    qtbot.waitUntil(lambda: view.table.rowCount() == 1, timeout=WAIT_MS)
+    view.table.selectRow(0)
+    with qtbot.waitSignal(view.loaded, timeout=WAIT_MS):
+        qtbot.mouseClick(view.open_button, Qt.MouseButton.LeftButton)
+    assert view.run_view.export_to("json", str(tmp_path / "kept.json"))
+    assert view.export_notice.isVisible() and view.export_notice.path == str(tmp_path / "kept.json")
+    assert "kept.json" in view.export_notice.text()
