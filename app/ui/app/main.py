@@ -29,7 +29,7 @@ from app.adapters.storage.ui_state import UiState, UiStateStore
 from app.core.memory.estimator import VramEstimate
 from app.core.memory.pricing import others_bytes
 from app.core.server.settings import MIB, ServerSettings
-from app.core.telemetry import GpuInfo
+from app.core.telemetry import GpuBackend, GpuInfo, Sample
 from app.core.throughput import TokenMeter
 from app.ui.pages.bench.page import BenchPage
 from app.ui.pages.prompt.page import ConsolePage
@@ -60,13 +60,13 @@ class GpuLossWatch(QObject):
 
     lost = Signal(str)  # the backend's reason
 
-    def __init__(self, gpu) -> None:
+    def __init__(self, gpu: GpuBackend) -> None:
         super().__init__()
         self._gpu = gpu
         self._had_gpu = gpu.available
         self._reported = False
 
-    def on_sample(self, sample) -> None:
+    def on_sample(self, sample: Sample) -> None:
         """Sampler callback (sampler thread)."""
         if self._had_gpu and sample.gpu is None and not self._reported:
             self._reported = True
@@ -134,6 +134,7 @@ class DeckApp:
         self.window.resize(1440, 900)
         # Where the window was left (not for --screenshot, whose images must not depend on it).
         self._screenshot = bool(getattr(args, "screenshot", None))
+        self.screenshot_timer: QTimer | None = None
         self.ui_store = UiStateStore(Path(args.config_dir) if args.config_dir else None)
         self.ui_state = UiState() if self._screenshot else self.ui_store.load()
         if self.ui_state.geometry:
@@ -225,7 +226,7 @@ def _take_screenshot(deck: DeckApp, path: str, app: QApplication) -> None:
 
     timer.timeout.connect(check)
     timer.start(100)
-    deck._screenshot_timer = timer  # keep it alive
+    deck.screenshot_timer = timer  # keep it alive
 
 
 def run_gui(args: argparse.Namespace) -> int:
@@ -235,7 +236,8 @@ def run_gui(args: argparse.Namespace) -> int:
     if getattr(args, "scale", None):
         # Qt scales every widget, font and plot by this factor; it must be set before the application exists.
         os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName("ollama-deck")
     app.setDesktopFileName("ollama-deck")
     app.setWindowIcon(QIcon(str(app_icon_path())))

@@ -45,7 +45,8 @@ class CreatePanel(FieldGroup):
         self.quantize.setEditable(True)
         self.quantize.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.quantize.addItems(["", *QUANTIZE_CHOICES])
-        self.quantize.lineEdit().setPlaceholderText(KEEP)
+        if (line := self.quantize.lineEdit()) is not None:  # an editable combo always has one
+            line.setPlaceholderText(KEEP)
         self.preview = QLabel()
         self.preview.setObjectName("create_preview")
         mono = QFont("DejaVu Sans Mono")

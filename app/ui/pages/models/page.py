@@ -153,7 +153,7 @@ class ModelsPage(QWidget):
         self.variant_button.clicked.connect(lambda: self.create_panel.set_base(self.table.selected_name()))
         self.pull_panel.pull_requested.connect(self.pull)
         self.pull_panel.cancel_requested.connect(self.cancel_pull)
-        self.create_panel.create_requested.connect(self.create)
+        self.create_panel.create_requested.connect(self.create_variant)
         s = self.session
         s.models_loaded.connect(self._on_models)
         s.models_failed.connect(lambda _url, text: self.message.show_error(text))
@@ -340,7 +340,7 @@ class ModelsPage(QWidget):
         self.pull_panel.show_done(name)
         self._store_changed()
 
-    def create(self, body: dict) -> None:
+    def create_variant(self, body: dict[str, Any]) -> None:
         """Send a checked `/api/create` body."""
         self.create_panel.set_busy(True)
         self.session.create(self.base_url, body)
