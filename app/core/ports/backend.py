@@ -5,9 +5,9 @@ the spec from app.backends.registry and hand it down."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, fields
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.server import ServerControl
@@ -38,6 +38,55 @@ class Capabilities:
         return [f.name for f in fields(self) if getattr(self, f.name)]
 
 
+class VariantVerdict(Protocol):
+    """The check of a create-variant form: field -> message, and the request when it is valid."""
+
+    @property
+    def errors(self) -> Mapping[str, str]:
+        """Messages that block creating, by field."""
+        ...
+
+    @property
+    def warnings(self) -> Mapping[str, str]:
+        """Messages worth reading, by field."""
+        ...
+
+    @property
+    def body(self) -> dict[str, Any] | None:
+        """The create request, None while a field is wrong."""
+        ...
+
+    @property
+    def ok(self) -> bool:
+        """True when the variant can be created."""
+        ...
+
+
+class ModelStoreRules(Protocol):
+    """A backend's rules and words for its model store: which quantizations a variant may ask for,
+    how a variant form is checked, and what a failed pull or an impossible tag means."""
+
+    @property
+    def quantize_choices(self) -> Sequence[str]:
+        """Quantizations a new variant can be made with (empty: none)."""
+        ...
+
+    def check_variant(self, base: str, name: str, num_ctx: int | None, num_batch: int | None, quantize: str = "",
+                      *, local_names: Set[str] = frozenset(), base_quantization: str = "",
+                      training_context: int | None = None, parameter_count: int | None = None,
+                      gpu_total_bytes: int | None = None) -> VariantVerdict:
+        """Check a create-variant form (context and batch in tokens, GPU memory in bytes)."""
+        ...
+
+    def quantization_advice(self, typed: str, parameter_count: int | None, gpu_total_bytes: int | None) -> str:
+        """What to know about a typed model name's quantization (empty when nothing); bytes for the GPU."""
+        ...
+
+    def pull_failure_hint(self, model: str, message: str) -> str:
+        """What to do after a pull failed with the server's `message`."""
+        ...
+
+
 class ServerFactory(Protocol):
     """Makes a backend's server supervisor for the given settings, reporting through the callbacks
     (called on the asyncio loop thread)."""
@@ -57,6 +106,7 @@ class BackendSpec:
     capabilities: Capabilities
     catalog: CatalogFactory
     server: ServerFactory
+    model_rules: ModelStoreRules
     # Why a capability is missing, in words for the user (capability name -> sentence).
     missing_reasons: Mapping[str, str] = field(default_factory=dict)
 
@@ -74,4 +124,4 @@ class BackendSpec:
         return self.missing_reasons.get(capability, f"{self.display_name} does not offer this ({words}).")
 
 
-__all__ = ["BackendSpec", "Capabilities", "ServerFactory", "SettingsMapping"]
+__all__ = ["BackendSpec", "Capabilities", "ModelStoreRules", "ServerFactory", "SettingsMapping", "VariantVerdict"]

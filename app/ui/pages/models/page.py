@@ -54,7 +54,7 @@ class ModelsPage(QWidget):
         super().__init__(parent)
         self._server = server
         self.backend = backend
-        self.session = ModelsSession(loop, backend.catalog, self)
+        self.session = ModelsSession(loop, backend.catalog, backend.model_rules.pull_failure_hint, self)
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_to_confirm(self, title, text)
         self._gpu_info = gpu_info
         self._gpu_reason = gpu_reason
@@ -109,8 +109,8 @@ class ModelsPage(QWidget):
         ul.addLayout(actions)
         ul.addWidget(self.held_label)
         ul.addWidget(self.message)
-        self.pull_panel = PullPanel()
-        self.create_panel = CreatePanel()
+        self.pull_panel = PullPanel(backend.model_rules)
+        self.create_panel = CreatePanel(backend.model_rules)
         # Shown above a panel the backend cannot serve, saying why (the panel itself is disabled).
         self.pull_unavailable = _unavailable_label("pull_unavailable")
         self.create_unavailable = _unavailable_label("create_unavailable")

@@ -66,7 +66,7 @@ def models(qtbot, make_fake_ollama):
 NO_STORE = BackendSpec(
     name="no-store", display_name="A fixed-model server", settings_mapping="flags",
     capabilities=Capabilities(lists_loaded=True, load_unload=True, delete=False),
-    catalog=OllamaClient, server=ServerSupervisor,
+    catalog=OllamaClient, server=ServerSupervisor, model_rules=OLLAMA.model_rules,
     missing_reasons={"pull": "This server serves the model files it was started with; it cannot download models.",
                      "create": "This server cannot make model variants; pass the settings on its command line."})
 
