@@ -18,6 +18,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from app import __version__
@@ -29,6 +30,10 @@ from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
 from app.core.bench.sweep import PointResult, SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.core.bench.run import TABLE_HEADER, SweepRun, run_to_csv, run_to_json, run_to_markdown, table_rows
 from app.core.ports.server import ServerControl
+from app.core.ports.stores import SweepRecorder
+
+if TYPE_CHECKING:  # the runner (and httpx under it) loads only when a sweep runs
+    from app.services.bench.sweep_runner import SweepProgress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,7 +176,7 @@ class _Progress:
         self._last = ("", -1)
         self._last_t = 0.0
 
-    def __call__(self, p) -> None:  # SweepProgress
+    def __call__(self, p: SweepProgress) -> None:
         if self.quiet:
             return
         key = (p.phase, p.point)
@@ -185,7 +190,7 @@ class _Progress:
         print(f"{text}{eta}", file=sys.stderr, flush=True)
 
 
-async def _run(spec: SweepSpec, args: argparse.Namespace, history) -> SweepRun:
+async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder | None) -> SweepRun:
     from app.adapters.telemetry.nvml import make_gpu_backend
     from app.backends import registry
     from app.services.bench.sweep_runner import SweepRunner
