@@ -1,4 +1,4 @@
-"""The header strip: server state, Ollama version, loaded models and the GPU, always visible."""
+"""The header strip: server state, the server's name and version, loaded models and the GPU, always visible."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ def format_running_model(m: RunningModel) -> str:
 class Header(QFrame):
     """Shows a ServerStatus, the loaded models and the GPU in one line."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, server_name: str = "Ollama", parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._server_name = server_name  # the backend's display name
         self.setObjectName("Header")
         lay = QHBoxLayout(self)
         lay.setContentsMargins(16, 10, 16, 10)
@@ -45,7 +46,7 @@ class Header(QFrame):
         self.state_pill = QLabel()
         self.state_pill.setObjectName("StatePill")
         self.state_pill.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.version_label = QLabel("Ollama —")
+        self.version_label = QLabel(f"{server_name} —")
         self.version_label.setObjectName("HeaderField")
         self.models_label = QLabel("no model loaded")
         self.models_label.setObjectName("HeaderField")
@@ -67,9 +68,9 @@ class Header(QFrame):
         self.state_pill.setStyleSheet(f"background: {colour};")
         self.state_pill.setToolTip(status.message or status.state.value)
         if status.version:
-            self.version_label.setText(f"Ollama {status.version}")
+            self.version_label.setText(f"{self._server_name} {status.version}")
         elif not status.state.is_running:
-            self.version_label.setText("Ollama —")
+            self.version_label.setText(f"{self._server_name} —")
 
     def set_running_models(self, models: list[RunningModel]) -> None:
         """Show what /api/ps reports as loaded."""

@@ -102,7 +102,7 @@ class DeckApp:
             self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
             on_sample=self.gpu_watch.on_sample)
 
-        self.window = MainWindow(self.controller)
+        self.window = MainWindow(self.controller, self.backend.display_name)
         self.window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
         self.dashboard = DashboardPage(self.sampler.buffers, self.gpu.info(), self.gpu.unavailable_reason)
         self.server_page = ServerPage(self.controller, settings)

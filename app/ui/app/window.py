@@ -26,11 +26,11 @@ from app.ui.app.server_controller import ServerController
 class MainWindow(QMainWindow):
     """A sidebar of pages beside a stack, under a header that always shows the server and GPU."""
 
-    def __init__(self, controller: ServerController, parent: QWidget | None = None) -> None:
+    def __init__(self, controller: ServerController, server_name: str = "Ollama", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("ollama-deck")
         self.controller = controller
-        self.header = Header()
+        self.header = Header(server_name)
         self.banner = Banner()
         self.sidebar = QListWidget()
         self.sidebar.setObjectName("Sidebar")
