@@ -124,7 +124,7 @@ class DeckApp:
         self.window.add_page("console", "Prompt", self.console_page)
         self.window.add_page("models", "Models", self.models_page)
         self.bench_page = BenchPage(
-            self.controller, self.loop, self.supervisor, catalog, gpu=self.gpu, meter=self.meter,
+            self.controller, self.loop, self.supervisor, self.backend, gpu=self.gpu, meter=self.meter,
             history=BenchHistory(Path(args.config_dir) / "benchmarks.sqlite3" if args.config_dir else None))
         self.window.add_page("bench", "Benchmark", self.bench_page)
         self.gpu_watch.lost.connect(self._on_gpu_lost)

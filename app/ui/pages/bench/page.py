@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplit
 
 from app.adapters.aio import LoopThread
 from app.adapters.storage.history import BenchHistory
-from app.core.ports.catalog import CatalogFactory
+from app.core.ports.backend import BackendSpec
 from app.core.ports.server import ServerControl
 from app.core.telemetry import GpuBackend
 from app.core.throughput import TokenMeter
@@ -114,7 +114,7 @@ class BenchPage(QWidget):
     """Sweep editor, live results and history, wired to the server controller."""
 
     def __init__(self, controller: ServerController, loop: LoopThread, supervisor: ServerControl | None,
-                 client_factory: CatalogFactory, *, gpu: GpuBackend | None = None, meter: TokenMeter | None = None,
+                 backend: BackendSpec, *, gpu: GpuBackend | None = None, meter: TokenMeter | None = None,
                  history: BenchHistory | None = None,
                  server_pids: Callable[[], Sequence[int]] | None = None, app_version: str = "",
                  parent: QWidget | None = None) -> None:
@@ -123,7 +123,8 @@ class BenchPage(QWidget):
         self.controller = controller
         self.history = history or BenchHistory()
         self.background = Background(loop, self)
-        self.sweeps = SweepController(loop, supervisor, client_factory, gpu=gpu,
+        self.backend = backend
+        self.sweeps = SweepController(loop, supervisor, backend.catalog, gpu=gpu,
                                       server_pids=server_pids or controller.server_pids, meter=meter,
                                       history=self.history, app_version=app_version, parent=self)
         self.current: SweepRun | None = None
@@ -293,6 +294,11 @@ class BenchPage(QWidget):
             why = (f"Attached to a server run by {who}: its settings are its own, so only client concurrency "
                    "varies here. To sweep parallel, KV cache and context, stop it and start the server from "
                    "ollama-deck (Server page).")
+        elif not self.backend.can("restarts_with_settings"):
+            managed = False
+            why = f"{self.backend.why_not('restarts_with_settings')} Only client concurrency varies here."
+            if not state.is_running:
+                blocked = "Start the server on the Server page first: this sweep measures it as it runs."
         elif state is ServerState.RUNNING_MANAGED:
             managed = True
             why = ("Each point restarts the server ollama-deck runs, with that point's settings. When the sweep "

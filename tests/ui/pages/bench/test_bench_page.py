@@ -14,7 +14,9 @@ from PySide6.QtGui import QImage
 from app.adapters.storage.history import BenchHistory
 from app.backends.ollama.client import OllamaClient
 from app.adapters.storage.settings_store import SettingsStore
+from app.backends.ollama.spec import OLLAMA
 from app.backends.ollama.supervisor import ServerSupervisor
+from app.core.ports.backend import BackendSpec
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.bench.sweep import Fingerprint
@@ -33,7 +35,8 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
     """(controller, page, store) around a supervisor with small timeouts and a history in tmp_path."""
     made = []
 
-    def make(settings: ServerSettings | None = None, history: BenchHistory | None = None, **env: str):
+    def make(settings: ServerSettings | None = None, history: BenchHistory | None = None,
+             backend: BackendSpec = OLLAMA, **env: str):
         for name, value in {**FAST, **env}.items():
             monkeypatch.setenv(name, value)
         settings = settings or ServerSettings(port=free_port())
@@ -42,7 +45,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
         supervisor = ServerSupervisor(settings, on_status=controller.on_status, on_log=controller.on_log,
                                       start_timeout_s=5.0, stop_grace_s=0.5, health_interval_s=0.2)
         controller.attach_supervisor(supervisor)
-        page = BenchPage(controller, supervisor_loop, supervisor, OllamaClient,
+        page = BenchPage(controller, supervisor_loop, supervisor, backend,
                          history=history or BenchHistory(tmp_path / "benchmarks.sqlite3"))
         qtbot.addWidget(page)
         page.resize(1300, 900)
@@ -308,3 +311,19 @@ def test_an_export_from_the_history_tab_says_where_it_was_written(qtbot, page_fa
     assert view.run_view.export_to("json", str(tmp_path / "kept.json"))
     assert view.export_notice.isVisible() and view.export_notice.path == str(tmp_path / "kept.json")
     assert "kept.json" in view.export_notice.text()
+
+
+def test_a_backend_that_cannot_restart_with_settings_sweeps_client_concurrency_only(qtbot, page_factory):
+    fixed = replace(OLLAMA, capabilities=replace(OLLAMA.capabilities, restarts_with_settings=False),
+                    missing_reasons={"restarts_with_settings": "This server takes its settings only at launch."})
+    controller, page, _store = page_factory(backend=fixed)
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    editor = page.editor
+    assert "takes its settings only at launch" in editor.mode_label.text()
+    assert not editor.parallel.isEnabled() and not editor.start_button.isEnabled()
+    assert "Start the server" in editor.start_button.toolTip()
+    controller.start()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: editor.start_button.isEnabled(), timeout=WAIT_MS)
+    assert not editor.parallel.isEnabled() and "Only client concurrency varies" in editor.mode_label.text()
