@@ -16,13 +16,13 @@ from dataclasses import dataclass, replace
 from collections.abc import Callable, Sequence
 
 from app.services.bench.loadgen import LoadGenerator
-from app.services.bench.sweep_gpu import GpuWindow, figures_from
+from app.services.bench.sweep_gpu import GpuWindow, figures_from, gpu_facts, gpu_memory_now
 from app.core.bench.stats import RequestRecord, summarize
 from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
 from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.model_shape import ModelShape, shape_from_show
 from app.core.ollama_types import LocalModel, RunningModel
-from app.core.memory.pricing import others_bytes, price
+from app.core.memory.pricing import price
 from app.core.server.state import ServerState
 from app.core.server.settings import MIB, ServerSettings
 from app.core.bench.sweep import FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, PointResult, SweepPoint, SweepSpec
@@ -30,7 +30,7 @@ from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
 from app.core.ports.server import ServerControl
-from app.core.telemetry import GpuBackend, GpuInfo
+from app.core.telemetry import GpuBackend
 from app.core.throughput import TokenMeter
 
 ERROR_WORDS = {"oom": "out of memory", "queue_full": "server busy (queue full)", "timeout": "timed out",
@@ -218,7 +218,7 @@ class SweepRunner:
         except (EstimateError, OllamaError) as exc:
             notes.append(f"Points were not priced before running: {getattr(exc, 'message', exc)}.")
         # The first NVML call may initialise the library: a worker thread waits for the driver, not the loop.
-        info, why = await asyncio.to_thread(self._gpu_facts)
+        info, why = await asyncio.to_thread(gpu_facts, self._gpu)
         if info is None:
             reason = why.split(" — ")[0]
             notes.append(f"No GPU readings ({reason.rstrip('.')}): peak VRAM, power and tokens per joule are not "
@@ -234,27 +234,10 @@ class SweepRunner:
             app_version=self._app_version)
         return fingerprint, shape, notes
 
-    def _gpu_facts(self) -> tuple[GpuInfo | None, str]:
-        """The GPU's static facts, or None and why there are none (blocks on the driver)."""
-        if self._gpu is None:
-            return None, "no GPU backend"
-        if self._gpu.available:
-            return self._gpu.info(), ""
-        return None, self._gpu.unavailable_reason
-
     async def _gpu_memory(self, client: ModelCatalog) -> GpuMemory | None:
         """The GPU as the estimator sees it now, other processes' use included (None without NVML)."""
-        window = GpuWindow(self._gpu, self._server_pids, clock=self._clock)
-        sample = await window.read()
-        if sample is None:
-            return None
-        try:
-            loaded = sum(m.size_vram_bytes for m in await client.ps())
-        except OllamaError:
-            loaded = 0
         running = self._supervisor is None or self._supervisor.status.state.is_running
-        used_by_others = others_bytes(sample.memory_used_mib, sample.server_memory_mib, running, loaded)
-        return GpuMemory(int(sample.memory_total_mib * MIB), used_by_others)
+        return await gpu_memory_now(GpuWindow(self._gpu, self._server_pids, clock=self._clock), client, running)
 
     # ---- one point -----------------------------------------------------------------------------
     async def _run_point(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint, shape: ModelShape | None,
