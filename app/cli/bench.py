@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from app import __version__
@@ -25,8 +27,13 @@ from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
-from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
+from app.core.bench.sweep import PointResult, SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.core.bench.run import TABLE_HEADER, SweepRun, run_to_csv, run_to_json, run_to_markdown, table_rows
+from app.core.ports.server import ServerControl
+from app.core.ports.stores import SweepRecorder
+
+if TYPE_CHECKING:  # the runner (and httpx under it) loads only when a sweep runs
+    from app.services.bench.sweep_runner import SweepProgress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,9 +95,10 @@ def _values(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str,
 
 def _settings(args: argparse.Namespace) -> ServerSettings:
     from app.adapters.storage.settings_store import SettingsStore
-    from app.backends.ollama.tuning import OLLAMA_TUNING
+    from app.backends import registry
 
-    settings = SettingsStore(Path(args.config_dir) if args.config_dir else None, OLLAMA_TUNING).load().settings
+    settings = SettingsStore(Path(args.config_dir) if args.config_dir else None,
+                             registry.get().tuning).load().settings
     if args.url:
         parts = urlsplit(args.url if "://" in args.url else f"http://{args.url}")
         if not parts.hostname:
@@ -170,7 +178,7 @@ class _Progress:
         self._last = ("", -1)
         self._last_t = 0.0
 
-    def __call__(self, p) -> None:  # SweepProgress
+    def __call__(self, p: SweepProgress) -> None:
         if self.quiet:
             return
         key = (p.phase, p.point)
@@ -184,39 +192,48 @@ class _Progress:
         print(f"{text}{eta}", file=sys.stderr, flush=True)
 
 
-async def _run(spec: SweepSpec, args: argparse.Namespace, history) -> SweepRun:
+async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder | None) -> SweepRun:
     from app.adapters.telemetry.nvml import make_gpu_backend
-    from app.backends.ollama.supervisor import ServerSupervisor
+    from app.backends import registry
     from app.services.bench.sweep_runner import SweepRunner
     from app.core.server.state import ServerState
 
+    backend = registry.get()
     gpu = make_gpu_backend()
-    supervisor = None
+    supervisor: ServerControl | None = None
     try:
         if spec.managed:
-            supervisor = ServerSupervisor(spec.base)
+            supervisor = backend.server(spec.base, on_status=lambda _s: None, on_log=lambda _line: None)
             status = await supervisor.probe()
             if status.state is ServerState.RUNNING_ATTACHED:
                 raise InputError(f"--managed: an Ollama that ollama-deck did not start already answers at "
                                  f"{spec.base.base_url} ({status.message}); stop it, or pick a free port with --url")
             if status.state in (ServerState.NOT_INSTALLED, ServerState.PORT_CONFLICT):
                 raise InputError(f"--managed: {status.message}")
-        runner = SweepRunner(supervisor, base_url=spec.base.base_url, gpu=gpu,
+        runner = SweepRunner(supervisor, backend.catalog, base_url=spec.base.base_url, gpu=gpu,
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
                              app_version=__version__)
-        run_id: list[int] = []
+        # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
+        writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-history")
+        run_id: list[concurrent.futures.Future[int]] = []
+        writes: list[concurrent.futures.Future[None]] = []
 
         def started(run: SweepRun) -> None:
             if history is not None:
-                run_id.append(history.begin(run))
+                run_id.append(writer.submit(history.begin, run))
 
-        def point_done(_run: SweepRun, result) -> None:
+        def point_done(_run: SweepRun, result: PointResult) -> None:
             if history is not None and run_id:
-                history.add_point(run_id[0], result)
+                writes.append(writer.submit(lambda: history.add_point(run_id[0].result(), result)))
 
-        run = await runner.run(spec, _Progress(args.quiet), point_done, started)
-        if history is not None and run_id:
-            history.finish(run_id[0], run)
+        try:
+            run = await runner.run(spec, _Progress(args.quiet), point_done, started)
+            if history is not None and run_id:
+                writes.append(writer.submit(lambda: history.finish(run_id[0].result(), run)))
+        finally:
+            await asyncio.to_thread(writer.shutdown, wait=True)
+        for write in writes:
+            write.result()  # a write that failed fails the command, as it did when it ran inline
         return run
     finally:
         if supervisor is not None:

@@ -56,9 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _fetch(url: str, name: str) -> tuple[dict[str, Any], int, str]:
     """(show dict, size on disk, version) of `name` from a live server."""
-    from app.backends.ollama.client import OllamaClient
+    from app.backends import registry
 
-    async with OllamaClient(url) as client:
+    async with registry.get().catalog(url) as client:
         details = await client.show(name, verbose=True)
         local = await client.tags()
         version = await client.version()

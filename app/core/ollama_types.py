@@ -213,10 +213,11 @@ def _details_fields(details: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def parse_version(obj: Any) -> str:
     """`/api/version` -> "0.12.6"."""
-    return _field(_object(obj, "/api/version"), "version", str, "/api/version")
+    version: str = _field(_object(obj, "/api/version"), "version", str, "/api/version")
+    return version
 
 
-def _model_entries(obj: Any, where: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def _model_entries(obj: Any, where: str) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
     """The `models` list of /api/tags or /api/ps: each entry with the fields both share, parsed."""
     out = []
     for entry in _field(_object(obj, where), "models", list, where, []):
@@ -308,4 +309,5 @@ def parse_pull_line(obj: Any) -> PullProgress:
 
 def parse_status_line(obj: Any) -> str:
     """The `status` text of a `/api/create` line."""
-    return _field(_object(obj, "/api/create line"), "status", str, "/api/create line")
+    status: str = _field(_object(obj, "/api/create line"), "status", str, "/api/create line")
+    return status

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,7 +30,7 @@ class TimeSeriesRing:
     def __len__(self) -> int:
         return self._count
 
-    def append(self, t: float, values) -> None:
+    def append(self, t: float, values: Sequence[float] | np.ndarray) -> None:
         """Add one row; `values` has one number per channel (NaN for N/A)."""
         with self._lock:
             i = self._next

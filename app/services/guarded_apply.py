@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
 import time
@@ -12,6 +13,8 @@ from collections.abc import Callable
 from app.core.server.apply_check import ApplyJudgement, ApplyObservation, judge
 from app.core.errors import OllamaError, OutOfMemory, is_oom_message
 from app.core.memory.estimator import VramEstimate
+from app.core.ports.catalog import CatalogFactory
+from app.core.ports.server import ServerControl
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.telemetry import GpuBackend
@@ -50,10 +53,11 @@ class ApplyReport:
 class GuardedApplier:
     """Restart with new settings, load the model with a tiny request, read /api/ps and NVML, judge.
 
-    Runs on the asyncio loop thread. It only restarts servers the supervisor manages."""
+    Runs on the asyncio loop thread. It only restarts servers the supervisor manages. The record
+    (SQLite) and the NVML reading run in worker threads: the loop never waits on the disk or the driver."""
 
-    def __init__(self, supervisor: Any, client_factory: Callable[[str], Any], gpu: GpuBackend,
-                 record: Callable[[dict[str, Any]], None] | None = None, load_timeout_s: float = 300.0) -> None:
+    def __init__(self, supervisor: ServerControl, client_factory: CatalogFactory, gpu: GpuBackend,
+                 record: Callable[[dict[str, Any]], object] | None = None, load_timeout_s: float = 300.0) -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._gpu = gpu
@@ -73,7 +77,7 @@ class GuardedApplier:
             rollback_ok = status.state is ServerState.RUNNING_MANAGED
         report = ApplyReport(new, restored, judgement, obs, predicted, rollback_ok, time.time())
         if self._record is not None:
-            self._record(report.to_record())
+            await asyncio.to_thread(self._record, report.to_record())
         return report
 
     async def _try(self, settings: ServerSettings, model: str | None) -> ApplyObservation:
@@ -92,7 +96,8 @@ class GuardedApplier:
                 return ApplyObservation(server_running=running or oom, server_message=self._supervisor.status.message,
                                         model=model, load_error=exc.message, load_error_is_oom=oom)
             loaded = [m for m in await client.ps() if m.name == model or m.model == model]
-        sample = self._gpu.sample(time.monotonic(), self._supervisor.server_pids()) if self._gpu.available else None
+        sample = (await asyncio.to_thread(self._gpu.sample, time.monotonic(), list(self._supervisor.server_pids()))
+                  if self._gpu.available else None)
         entry = loaded[0] if loaded else None
         return ApplyObservation(
             server_running=True, model=model,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,40 @@ def test_history_survives_reopening(tmp_path):
     first.add({"at": 1.0, "kept": True, "reason": "ok", "predicted_vram_bytes": 1, "measured_vram_bytes": 2})
     again = ApplyHistory(path)
     assert again.recent()[0]["reason"] == "ok"
+
+
+class _ThreadNoting(ScriptedGpuBackend):
+    """A scripted GPU that notes which thread read it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+
+    def sample(self, t, server_pids):
+        self.threads.append(threading.get_ident())
+        return super().sample(t, server_pids)
+
+
+def test_the_record_is_written_and_the_gpu_read_off_the_loop_thread(make_supervisor, tmp_path):
+    harness = make_supervisor(ServerSettings(port=free_port(), **GOOD))
+    assert harness.run(harness.supervisor.start()).state is ServerState.RUNNING_MANAGED
+    history = ApplyHistory(tmp_path / "history.sqlite3")
+    writers: list[int] = []
+
+    def record(entry):
+        writers.append(threading.get_ident())
+        return history.add(entry)  # the real SQLite write
+
+    gpu = _ThreadNoting()
+    applier = GuardedApplier(harness.supervisor, OllamaClient, gpu, record=record)
+
+    async def loop_thread() -> int:
+        return threading.get_ident()
+
+    loop_ident = harness.run(loop_thread())
+    good = harness.supervisor.settings
+    report = harness.run(applier.apply(good.replace(num_parallel=2), good, MODEL, None), timeout=30)
+    assert report.judgement.keep
+    assert len(writers) == 1 and writers[0] != loop_ident
+    assert gpu.threads and loop_ident not in gpu.threads
+    assert history.recent()[0]["tried"]["num_parallel"] == 2

@@ -12,7 +12,8 @@ import asyncio
 import os
 import shutil
 from pathlib import Path
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from app.core.server.state import ExternalKind
 
@@ -23,7 +24,7 @@ SYSTEMD_UNIT = "ollama.service"
 MARK = "[ollama-deck] "  # lines the app adds, told apart from the server's own
 
 LineSink = Callable[[str], None]
-Follower = Callable[[LineSink], Awaitable[None]]
+Follower = Callable[[LineSink], Coroutine[Any, Any, None]]
 
 
 def follower_for(kind: ExternalKind | None, *, journalctl: str | None = None,
@@ -91,9 +92,9 @@ async def follow_file(sink: LineSink, path: Path, poll_s: float = FILE_POLL_S) -
             while True:
                 chunk = handle.read()
                 if chunk:
-                    *lines, partial = (partial + chunk).split(b"\n")
-                    for line in lines:
-                        sink(line.decode("utf-8", errors="replace").rstrip("\r"))
+                    *raw_lines, partial = (partial + chunk).split(b"\n")
+                    for raw in raw_lines:
+                        sink(raw.decode("utf-8", errors="replace").rstrip("\r"))
                     continue
                 await asyncio.sleep(poll_s)
                 try:

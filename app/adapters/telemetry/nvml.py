@@ -20,7 +20,7 @@ from app.core.units import MIB
 try:  # the package is a hard dependency, but a broken install must not take the app down
     import pynvml
 except ImportError:  # pragma: no cover - exercised by monkeypatching pynvml to None
-    pynvml = None  # type: ignore[assignment]
+    pynvml = None
 
 log = logging.getLogger(__name__)
 
@@ -127,14 +127,15 @@ class NvmlBackend:
 
     def sample(self, t: float, server_pids: Sequence[int]) -> GpuSample | None:
         """One reading at time t (seconds); memory in MiB, power in W, temperature in °C."""
-        if not self.available:
+        info = self._info
+        if not self.available or info is None:
             return None
         h = self._handle
         # Memory info v1: used = total - free, reserved driver memory included, because what
         # matters for fitting a model is what can no longer be allocated.
         mem = self._query(pynvml.nvmlDeviceGetMemoryInfo, h, default=None)
         used = mem.used / MIB if mem is not None else NAN
-        total = mem.total / MIB if mem is not None else self._info.memory_total_mib
+        total = mem.total / MIB if mem is not None else info.memory_total_mib
         util = self._query(pynvml.nvmlDeviceGetUtilizationRates, h, default=None)
         power_mw = self._query(pynvml.nvmlDeviceGetPowerUsage, h)
         temp_c = self._query(pynvml.nvmlDeviceGetTemperature, h, pynvml.NVML_TEMPERATURE_GPU)

@@ -11,6 +11,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
+from typing import Any
 
 import psutil
 
@@ -159,7 +160,7 @@ class ServerSupervisor:
             self._on_status(status)
         return status
 
-    def _replace(self, **changes: object) -> ServerStatus:
+    def _replace(self, **changes: Any) -> ServerStatus:
         return dataclasses.replace(self._status, **changes)
 
     def _tail(self) -> tuple[str, ...]:

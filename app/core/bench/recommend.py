@@ -44,7 +44,7 @@ class Recommendation:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
-def _cost(r: PointResult) -> tuple:
+def _cost(r: PointResult) -> tuple[int, float, int]:
     vram = r.gpu.vram_peak_mib if r.gpu.vram_peak_mib is not None else 0.0
     return (r.point.parallel or 0, vram, r.point.concurrency)
 
@@ -106,7 +106,7 @@ def _edge(best: PointResult, results: Sequence[PointResult], varying: Sequence[s
     return "", ""
 
 
-def _others(r: PointResult, axis: str) -> tuple:
+def _others(r: PointResult, axis: str) -> tuple[object, ...]:
     s = r.point.settings
     shared = (s.kv_cache_type, s.context_length, s.flash_attention)
     return shared if axis == "parallel" else (*shared, s.num_parallel)

@@ -111,7 +111,7 @@ def run_to_json(run: SweepRun, with_records: bool = False) -> dict[str, Any]:
         "workload": run.spec.workload.describe(per_point_clients=True), "targets": run.spec.targets.to_json(),
         "points": [point_row(r) for r in run.results], "notes": list(run.notes),
         "recommendation": None if rec is None else {
-            **rec.to_json(), "point": point_row(run.result_for(rec.index)) if rec.index is not None else None},
+            **rec.to_json(), "point": point_row(best) if (best := run.result_for(rec.index)) is not None else None},
         "planned_points": [p.to_json() for p in run.points],
     }
     if with_records:

@@ -213,7 +213,9 @@ class LoadPlan:
         else:
             stop = f"{self.requests} requests" if self.requests is not None else f"{self.duration_s:g} s"
         out = f"{self.num_predict} output tokens" if self.num_predict is not None else "uncapped output"
-        think = {None: "model's default thinking", True: "thinking on", False: "no thinking"}.get(
+        words: dict[bool | str | None, str] = {None: "model's default thinking", True: "thinking on",
+                                               False: "no thinking"}
+        think = words.get(
             self.think, f"thinking {self.think}")
         return f"{load}, {stop}, {out}, {think}"
 

@@ -119,7 +119,7 @@ def _preset_from(entry: Any) -> tuple[Preset | None, str]:
     if not isinstance(key, str) or not key:
         return None, "an entry has no key"
     base = builtin(key)
-    values = base.to_json() if base is not None else {"key": key, "title": "", "prompt": ""}
+    values: dict[str, Any] = base.to_json() if base is not None else {"key": key, "title": "", "prompt": ""}
     for name, value in entry.items():
         if name in known:
             values[name] = value

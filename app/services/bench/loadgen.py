@@ -16,7 +16,7 @@ import json
 import random
 import time
 from dataclasses import dataclass
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 
 from app.backends.ollama.loadgen_http import ConnectionPool
 from app.backends.ollama.stream import StreamDropped, decode_line
@@ -174,7 +174,7 @@ class LoadGenerator:
         rng = random.Random(plan.seed)
         cap = asyncio.Semaphore(plan.concurrency) if plan.concurrency else None
         stop_at = None if plan.duration_s is None else start + plan.duration_s
-        tasks: list[asyncio.Task] = []
+        tasks: list[asyncio.Task[None]] = []
 
         async def arrival(index: int, scheduled: float) -> None:
             if cap is None:
@@ -253,7 +253,7 @@ def _seconds(ns: int | None) -> float | None:
     return None if ns is None else ns / 1e9
 
 
-async def _gather_or_cancel(coros: list) -> None:
+async def _gather_or_cancel(coros: list[Coroutine[object, object, None]]) -> None:
     """Run coroutines together; if one raises (or we are cancelled) the others are cancelled."""
     tasks = [asyncio.ensure_future(c) for c in coros]
     try:

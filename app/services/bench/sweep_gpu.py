@@ -8,7 +8,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from app.core.bench.sweep import GpuFigures
-from app.core.telemetry import GpuBackend, GpuSample
+from app.core.errors import OllamaError
+from app.core.memory.estimator import GpuMemory
+from app.core.memory.pricing import others_bytes
+from app.core.ports.catalog import ModelCatalog
+from app.core.units import MIB
+from app.core.telemetry import GpuBackend, GpuInfo, GpuSample
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -37,6 +42,30 @@ def figures_from(samples: Sequence[GpuSample], baseline: GpuSample | None) -> Gp
     )
 
 
+def gpu_facts(gpu: GpuBackend | None) -> tuple[GpuInfo | None, str]:
+    """The GPU's static facts, or None and why there are none (blocks on the driver: call in a worker)."""
+    if gpu is None:
+        return None, "no GPU backend"
+    if gpu.available:
+        return gpu.info(), ""
+    return None, gpu.unavailable_reason
+
+
+async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running: bool) -> GpuMemory | None:
+    """Total GPU bytes and what other processes use, as the estimator prices against (None without a reading).
+
+    What the server's loaded models hold is not "others": /api/ps says how much to leave out."""
+    sample = await window.read()
+    if sample is None:
+        return None
+    try:
+        loaded = sum(m.size_vram_bytes for m in await client.ps())
+    except OllamaError:
+        loaded = 0
+    used_by_others = others_bytes(sample.memory_used_mib, sample.server_memory_mib, server_running, loaded)
+    return GpuMemory(int(sample.memory_total_mib * MIB), used_by_others)
+
+
 class GpuWindow:
     """Samples the GPU every interval_s seconds while a workload runs (NVML calls in a worker thread,
     so a slow driver never stalls the streams' clock)."""
@@ -48,7 +77,7 @@ class GpuWindow:
         self._interval_s = interval_s
         self._clock = clock
         self.samples: list[GpuSample] = []
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -92,4 +121,4 @@ class GpuWindow:
             await asyncio.sleep(self._interval_s)
 
 
-__all__ = ["GpuWindow", "figures_from"]
+__all__ = ["GpuWindow", "figures_from", "gpu_facts", "gpu_memory_now"]

@@ -13,23 +13,24 @@ import datetime as dt
 import platform
 import time
 from dataclasses import dataclass, replace
-from typing import Any
 from collections.abc import Callable, Sequence
 
 from app.services.bench.loadgen import LoadGenerator
-from app.backends.ollama.client import OllamaClient
-from app.services.bench.sweep_gpu import GpuWindow, figures_from
+from app.services.bench.sweep_gpu import GpuWindow, figures_from, gpu_facts, gpu_memory_now
 from app.core.bench.stats import RequestRecord, summarize
 from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
-from app.core.memory.estimator import GpuMemory
+from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.model_shape import ModelShape, shape_from_show
 from app.core.ollama_types import LocalModel, RunningModel
-from app.core.memory.pricing import others_bytes, price
+from app.core.memory.pricing import price
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
 from app.core.bench.sweep import FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, PointResult, SweepPoint, SweepSpec
 from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
+from app.core.ports.catalog import CatalogFactory, ModelCatalog
+from app.core.ports.clock import Clock
+from app.core.ports.server import ServerControl
 from app.core.telemetry import GpuBackend
 from app.core.throughput import TokenMeter
 
@@ -63,12 +64,17 @@ def now_iso() -> str:
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def _skip_reason(estimate: Any) -> str:
+def _skip_reason(estimate: VramEstimate) -> str:
     """Short words for a point the estimate rules out."""
     if estimate.verdict == "spills":
         return f"predicted to spill to CPU ({estimate.layers_on_gpu}/{estimate.layers_total} layers on GPU)"
     need, have = estimate.total_gpu_bytes / MIB / 1024, estimate.available_bytes / MIB / 1024
     return f"predicted not to load ({need:.1f} GiB needed, {have:.1f} GiB free)"
+
+
+def _ended(known: PointResult, status: str, reason: str = "", detail: str = "") -> PointResult:
+    """The point's outcome: what was measured so far, with its status and the reason in words."""
+    return replace(known, status=status, reason=reason, detail=detail)
 
 
 def _name_matches(wanted: str, name: str) -> bool:
@@ -79,10 +85,10 @@ def _name_matches(wanted: str, name: str) -> bool:
 class SweepRunner:
     """Executes SweepSpecs against one server. Managed sweeps need the supervisor that started it."""
 
-    def __init__(self, supervisor: Any, client_factory: Callable[[str], OllamaClient] = OllamaClient, *,
+    def __init__(self, supervisor: ServerControl | None, client_factory: CatalogFactory, *,
                  base_url: str | None = None, gpu: GpuBackend | None = None,
                  server_pids: Callable[[], Sequence[int]] = lambda: [], meter: TokenMeter | None = None,
-                 clock: Callable[[], float] = time.monotonic, sample_interval_s: float = 0.25,
+                 clock: Clock = time.monotonic, sample_interval_s: float = 0.25,
                  app_version: str = "") -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
@@ -94,7 +100,7 @@ class SweepRunner:
         self._sample_interval_s = sample_interval_s
         self._app_version = app_version
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._point_task: asyncio.Task | None = None
+        self._point_task: asyncio.Task[PointResult] | None = None
         self._cancelled = False
 
     # ---- control -------------------------------------------------------------------------------
@@ -133,18 +139,19 @@ class SweepRunner:
                            for problem in spec.workload.for_point(point.concurrency).problems()})
         if problems:
             raise DeckError("The workload cannot run: " + " ".join(problems))
-        sup = self._supervisor
+        # The supervisor only matters to a managed sweep; an attached one never touches the server.
+        sup = self._supervisor if spec.managed else None
         if spec.managed and sup is None:
             raise DeckError("A sweep over server settings needs a server started by ollama-deck.")
-        if spec.managed and sup.status.state is ServerState.RUNNING_ATTACHED:
+        if sup is not None and sup.status.state is ServerState.RUNNING_ATTACHED:
             raise DeckError("The server at this address was not started by ollama-deck, so its settings cannot "
                             "change per point.", hint="Sweep client concurrency only, or start the server from "
                             "ollama-deck on the Server page.")
-        original: ServerSettings | None = sup.settings if spec.managed else None
-        was_running = spec.managed and sup.status.state is ServerState.RUNNING_MANAGED
+        original: ServerSettings | None = sup.settings if sup is not None else None
+        was_running = sup is not None and sup.status.state is ServerState.RUNNING_MANAGED
         started = self._clock()
         progress(SweepProgress(0, len(plan.points), "preparing", "Reading the model and the GPU…"))
-        if spec.managed and not was_running:
+        if sup is not None and not was_running:
             status = await sup.start()
             if status.state is not ServerState.RUNNING_MANAGED:
                 raise DeckError(f"The server did not start: {status.message}")
@@ -153,7 +160,7 @@ class SweepRunner:
             fingerprint, shape, notes = await self._prepare(client, spec)
         except BaseException:
             await client.aclose()
-            if spec.managed and not was_running:
+            if sup is not None and not was_running:
                 await self._restore(original, was_running, progress, len(plan.points))
             raise
         run = SweepRun(spec, fingerprint, plan.points, plan.varying, status=RUNNING, started_at=now_iso(),
@@ -193,7 +200,7 @@ class SweepRunner:
         progress(SweepProgress(len(plan.points), len(plan.points), "done", "", "", 1.0, 0.0, self._clock() - started))
         return done
 
-    async def _prepare(self, client: OllamaClient, spec: SweepSpec) -> tuple[Fingerprint, ModelShape | None, list[str]]:
+    async def _prepare(self, client: ModelCatalog, spec: SweepSpec) -> tuple[Fingerprint, ModelShape | None, list[str]]:
         """The fingerprint and the model's shape (for pricing); ModelNotFound before anything changes."""
         model_name = spec.workload.model
         version = await client.version()
@@ -210,9 +217,10 @@ class SweepRunner:
             shape = shape_from_show(show, entry.size_bytes)
         except (EstimateError, OllamaError) as exc:
             notes.append(f"Points were not priced before running: {getattr(exc, 'message', exc)}.")
-        info = self._gpu.info() if self._gpu is not None and self._gpu.available else None
+        # The first NVML call may initialise the library: a worker thread waits for the driver, not the loop.
+        info, why = await asyncio.to_thread(gpu_facts, self._gpu)
         if info is None:
-            reason = self._gpu.unavailable_reason.split(" — ")[0] if self._gpu is not None else "no GPU backend"
+            reason = why.split(" — ")[0]
             notes.append(f"No GPU readings ({reason.rstrip('.')}): peak VRAM, power and tokens per joule are not "
                          "measured, and points are not priced before running.")
         if not spec.managed:
@@ -226,22 +234,13 @@ class SweepRunner:
             app_version=self._app_version)
         return fingerprint, shape, notes
 
-    async def _gpu_memory(self, client: OllamaClient) -> GpuMemory | None:
+    async def _gpu_memory(self, client: ModelCatalog) -> GpuMemory | None:
         """The GPU as the estimator sees it now, other processes' use included (None without NVML)."""
-        window = GpuWindow(self._gpu, self._server_pids, clock=self._clock)
-        sample = await window.read()
-        if sample is None:
-            return None
-        try:
-            loaded = sum(m.size_vram_bytes for m in await client.ps())
-        except OllamaError:
-            loaded = 0
         running = self._supervisor is None or self._supervisor.status.state.is_running
-        used_by_others = others_bytes(sample.memory_used_mib, sample.server_memory_mib, running, loaded)
-        return GpuMemory(int(sample.memory_total_mib * MIB), used_by_others)
+        return await gpu_memory_now(GpuWindow(self._gpu, self._server_pids, clock=self._clock), client, running)
 
     # ---- one point -----------------------------------------------------------------------------
-    async def _run_point(self, client: OllamaClient, spec: SweepSpec, point: SweepPoint, shape: ModelShape | None,
+    async def _run_point(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint, shape: ModelShape | None,
                          version: str, progress: Callable[[SweepProgress], None], durations: list[float],
                          n_points: int, varying: Sequence[str]) -> PointResult:
         label = point.label(varying)
@@ -262,37 +261,38 @@ class SweepRunner:
                     estimate = price(point.settings, shape, gpu, version)
                 except EstimateError as exc:
                     return PointResult(point, SKIPPED, "invalid for this model", detail=exc.message)
-        priced = {"estimate_verdict": estimate.verdict if estimate else None,
-                  "estimate_peak_mib": estimate.peak_gpu_bytes / MIB if estimate else None}
+        # What is known so far rides along on every outcome; each return sets status and reason.
+        priced = PointResult(point, OK, estimate_verdict=estimate.verdict if estimate else None,
+                             estimate_peak_mib=estimate.peak_gpu_bytes / MIB if estimate else None)
         if estimate is not None and estimate.verdict in SKIPPED_VERDICTS and not spec.force:
-            return PointResult(point, SKIPPED, _skip_reason(estimate), detail=f"{estimate.explanation} The point was "
-                               "not run; tick Force (--force) to run it anyway.", **priced)
-        if spec.managed:
+            return _ended(priced, SKIPPED, _skip_reason(estimate), f"{estimate.explanation} The point was "
+                          "not run; tick Force (--force) to run it anyway.")
+        if spec.managed and self._supervisor is not None:
             report("restarting", f"OLLAMA_NUM_PARALLEL={point.settings.num_parallel}", 0.02)
             status = await self._supervisor.restart(point.settings)
             if status.state is not ServerState.RUNNING_MANAGED:
-                return PointResult(point, FAILED, "server did not start", detail=status.message, **priced)
+                return _ended(priced, FAILED, "server did not start", status.message)
         report("loading", spec.workload.model, 0.05)
         try:
             await client.load(spec.workload.model)
             loaded = await self._loaded(client, spec.workload.model)
         except OutOfMemory as exc:
-            return PointResult(point, FAILED, "out of memory at load", detail=exc.message, **priced)
+            return _ended(priced, FAILED, "out of memory at load", exc.message)
         except OllamaError as exc:
             crashed = self._crash_reason()
-            return PointResult(point, FAILED, "server crashed at load" if crashed else "model did not load",
-                               detail=crashed or exc.message, **priced)
-        facts = dict(priced, loaded_size_mib=loaded.size_bytes / MIB if loaded else None,
-                     loaded_vram_mib=loaded.size_vram_bytes / MIB if loaded else None,
-                     context_length=loaded.context_length if loaded else None)
+            return _ended(priced, FAILED, "server crashed at load" if crashed else "model did not load",
+                          crashed or exc.message)
+        facts = replace(priced, loaded_size_mib=loaded.size_bytes / MIB if loaded else None,
+                        loaded_vram_mib=loaded.size_vram_bytes / MIB if loaded else None,
+                        context_length=loaded.context_length if loaded else None)
         if loaded is not None and loaded.size_vram_bytes < loaded.size_bytes:
-            return PointResult(point, FAILED, f"spilled to CPU ({loaded.processor})",
-                               detail=f"/api/ps: {loaded.size_vram_bytes / MIB:.0f} of {loaded.size_bytes / MIB:.0f} MiB "
-                               "on the GPU; the rest runs on the CPU, many times slower.", **facts)
+            return _ended(facts, FAILED, f"spilled to CPU ({loaded.processor})",
+                          f"/api/ps: {loaded.size_vram_bytes / MIB:.0f} of {loaded.size_bytes / MIB:.0f} MiB "
+                          "on the GPU; the rest runs on the CPU, many times slower.")
         return await self._measure(client, spec, point, report, facts)
 
-    async def _measure(self, client: OllamaClient, spec: SweepSpec, point: SweepPoint, report: Callable[..., None],
-                       facts: dict[str, Any]) -> PointResult:
+    async def _measure(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint,
+                       report: Callable[[str, str, float], None], facts: PointResult) -> PointResult:
         plan = spec.workload.for_point(point.concurrency)
         window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock)
         baseline = await window.read()
@@ -314,7 +314,9 @@ class SweepRunner:
                 share, detail = done / plan.requests, f"{done} of {plan.requests} requests"
             else:
                 elapsed = self._clock() - measure_start[0]
-                share, detail = min(1.0, elapsed / plan.duration_s), f"{done} requests, {elapsed:.0f} of {plan.duration_s:g} s"
+                duration_s = plan.duration_s or 0.0  # a plan without a request count has a duration
+                share = min(1.0, elapsed / duration_s) if duration_s > 0 else 0.0
+                detail = f"{done} requests, {elapsed:.0f} of {duration_s:g} s"
             report("measuring", detail, SETUP_SHARE + (1 - SETUP_SHARE) * share)
 
         async with LoadGenerator(self.base_url, meter=self._meter, clock=self._clock,
@@ -324,28 +326,28 @@ class SweepRunner:
             finally:
                 await window.stop()
         stats = summarize(result.records, spec.targets)
-        outcome = dict(facts, stats=stats, records=result.records, gpu=figures_from(window.samples, baseline))
+        outcome = replace(facts, stats=stats, records=tuple(result.records), gpu=figures_from(window.samples, baseline))
         crashed = self._crash_reason()
         if crashed:
-            return PointResult(point, FAILED, "server crashed during the run", detail=crashed, **outcome)
+            return _ended(outcome, FAILED, "server crashed during the run", crashed)
         try:
             loaded = await self._loaded(client, spec.workload.model)
         except OllamaError:
             loaded = None
         if loaded is not None and loaded.size_vram_bytes < loaded.size_bytes:
-            return PointResult(point, FAILED, f"spilled to CPU during the run ({loaded.processor})", **outcome)
+            return _ended(outcome, FAILED, f"spilled to CPU during the run ({loaded.processor})")
         if stats.requests_ok == 0:
             kind = next(iter(stats.errors), "other")
-            return PointResult(point, FAILED, f"every request failed ({ERROR_WORDS.get(kind, kind)})",
-                               detail=stats.first_error, **outcome)
+            return _ended(outcome, FAILED, f"every request failed ({ERROR_WORDS.get(kind, kind)})",
+                          stats.first_error)
         if stats.success_rate < spec.targets.min_success:
             failures = ", ".join(f"{ERROR_WORDS.get(k, k)} ×{n}" for k, n in sorted(stats.errors.items()))
-            return PointResult(point, UNSTABLE, f"{stats.requests_failed} of {stats.requests} failed ({failures})",
-                               detail=stats.first_error, **outcome)
-        return PointResult(point, OK, "", **outcome)
+            return _ended(outcome, UNSTABLE, f"{stats.requests_failed} of {stats.requests} failed ({failures})",
+                          stats.first_error)
+        return _ended(outcome, OK)
 
     @staticmethod
-    async def _loaded(client: OllamaClient, model: str) -> RunningModel | None:
+    async def _loaded(client: ModelCatalog, model: str) -> RunningModel | None:
         return next((m for m in await client.ps() if _name_matches(model, m.name)), None)
 
     def _crash_reason(self) -> str:
@@ -369,9 +371,9 @@ class SweepRunner:
     async def _restore(self, original: ServerSettings | None, was_running: bool,
                        progress: Callable[[SweepProgress], None], n_points: int) -> None:
         """Put the server back as it was; shielded, so a second cancel cannot interrupt it."""
-        if original is None:
-            return
         sup = self._supervisor
+        if original is None or sup is None:
+            return
         progress(SweepProgress(n_points, n_points, "restoring", "", "Putting the server back as it was…", 1.0, None))
 
         async def restore() -> None:

@@ -1,10 +1,11 @@
-"""The header strip: server state, Ollama version, loaded models and the GPU, always visible."""
+"""The header strip: server state, the server's name and version, loaded models and the GPU, always visible."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
+from app.core.ollama_types import RunningModel
 from app.core.server.state import ServerState, ServerStatus
 from app.core.telemetry import GpuInfo
 from app.ui.app import theme
@@ -21,7 +22,7 @@ STATE_COLOURS = {
 }
 
 
-def format_running_model(m) -> str:
+def format_running_model(m: RunningModel) -> str:
     """One loaded model as 'name · 9.8 GiB · 100% GPU · ctx 32768'."""
     parts = [m.name, f"{m.size_bytes / GIB:.1f} GiB", m.processor]
     if getattr(m, "context_length", None):
@@ -32,8 +33,9 @@ def format_running_model(m) -> str:
 class Header(QFrame):
     """Shows a ServerStatus, the loaded models and the GPU in one line."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, server_name: str = "Ollama", parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._server_name = server_name  # the backend's display name
         self.setObjectName("Header")
         lay = QHBoxLayout(self)
         lay.setContentsMargins(16, 10, 16, 10)
@@ -42,12 +44,12 @@ class Header(QFrame):
         title.setObjectName("HeaderTitle")
         self.state_pill = QLabel()
         self.state_pill.setObjectName("StatePill")
-        self.state_pill.setAlignment(Qt.AlignCenter)
-        self.version_label = QLabel("Ollama —")
+        self.state_pill.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.version_label = QLabel(f"{server_name} —")
         self.version_label.setObjectName("HeaderField")
         self.models_label = QLabel("no model loaded")
         self.models_label.setObjectName("HeaderField")
-        self.models_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.models_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.gpu_label = QLabel()
         self.gpu_label.setObjectName("HeaderDim")
         for w in (title, self.state_pill, self.version_label):
@@ -65,11 +67,11 @@ class Header(QFrame):
         self.state_pill.setStyleSheet(f"background: {colour};")
         self.state_pill.setToolTip(status.message or status.state.value)
         if status.version:
-            self.version_label.setText(f"Ollama {status.version}")
+            self.version_label.setText(f"{self._server_name} {status.version}")
         elif not status.state.is_running:
-            self.version_label.setText("Ollama —")
+            self.version_label.setText(f"{self._server_name} —")
 
-    def set_running_models(self, models: list) -> None:
+    def set_running_models(self, models: list[RunningModel]) -> None:
         """Show what /api/ps reports as loaded."""
         if not models:
             self.models_label.setText("no model loaded")
@@ -91,6 +93,6 @@ class Header(QFrame):
 
 def _separator() -> QFrame:
     line = QFrame()
-    line.setFrameShape(QFrame.VLine)
+    line.setFrameShape(QFrame.Shape.VLine)
     line.setStyleSheet("color: #34363f;")
     return line

@@ -21,17 +21,16 @@ from app.services.guarded_apply import GuardedApplier
 from app.adapters.storage.history import BenchHistory
 from app.adapters.telemetry.host import HostProbe
 from app.adapters.telemetry.nvml import make_gpu_backend
-from app.backends.ollama.client import OllamaClient
+from app.backends import registry
 from app.adapters.storage.preset_store import PresetStore
 from app.adapters.telemetry.sampler import Sampler
 from app.adapters.storage.settings_store import SettingsStore
-from app.backends.ollama.supervisor import ServerSupervisor
-from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.adapters.storage.ui_state import UiState, UiStateStore
+from app.core.memory.estimator import VramEstimate
 from app.core.memory.pricing import others_bytes
 from app.core.server.settings import ServerSettings
+from app.core.telemetry import GpuBackend, GpuInfo, Sample
 from app.core.units import MIB
-from app.core.telemetry import GpuInfo
 from app.core.throughput import TokenMeter
 from app.ui.pages.bench.page import BenchPage
 from app.ui.pages.prompt.page import ConsolePage
@@ -62,13 +61,13 @@ class GpuLossWatch(QObject):
 
     lost = Signal(str)  # the backend's reason
 
-    def __init__(self, gpu) -> None:
+    def __init__(self, gpu: GpuBackend) -> None:
         super().__init__()
         self._gpu = gpu
         self._had_gpu = gpu.available
         self._reported = False
 
-    def on_sample(self, sample) -> None:
+    def on_sample(self, sample: Sample) -> None:
         """Sampler callback (sampler thread)."""
         if self._had_gpu and sample.gpu is None and not self._reported:
             self._reported = True
@@ -81,35 +80,42 @@ class DeckApp:
     def __init__(self, args: argparse.Namespace) -> None:
         self._closed = False
         self.collection = GuiThreadCollection()
-        self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None, OLLAMA_TUNING)
+        # The one place the backend is chosen; pages get the spec and ask its capabilities.
+        self.backend = registry.get(getattr(args, "backend", None) or registry.DEFAULT_BACKEND)
+        self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None, self.backend.tuning)
         loaded = self.store.load()
         settings = loaded.settings
         if args.url:
             settings = settings_for_url(settings, args.url)
         self.loop = LoopThread()
+        catalog = self.backend.catalog
         self.controller = ServerController(
-            self.loop, None, OllamaClient, self.store.save, last_good=settings)  # supervisor set below
-        self.supervisor = ServerSupervisor(
+            self.loop, None, catalog, self.store.save, last_good=settings)  # supervisor set below
+        self.supervisor = self.backend.server(
             settings, on_status=self.controller.on_status, on_log=self.controller.on_log)
         self.meter = TokenMeter()
         self.gpu = make_gpu_backend()
         self.history = ApplyHistory(Path(args.config_dir) / "apply-checks.sqlite3" if args.config_dir else None)
         self.controller.attach_supervisor(
-            self.supervisor, GuardedApplier(self.supervisor, OllamaClient, self.gpu, record=self.history.add))
+            self.supervisor, GuardedApplier(self.supervisor, catalog, self.gpu, record=self.history.add))
         self.gpu_watch = GpuLossWatch(self.gpu)
         self.sampler = Sampler(
             self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
             on_sample=self.gpu_watch.on_sample)
 
-        self.window = MainWindow(self.controller)
+        self.window = MainWindow(self.controller, self.backend.display_name)
         self.window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
         self.dashboard = DashboardPage(self.sampler.buffers, self.gpu.info(), self.gpu.unavailable_reason)
-        self.server_page = ServerPage(self.controller, settings, mapping=OLLAMA_TUNING)
+        self.server_page = ServerPage(self.controller, settings, mapping=self.backend.tuning)
         self.window.add_page("dashboard", "Dashboard", self.dashboard)
         self.window.add_page("server", "Server", self.server_page)
-        self.console_page = ConsolePage(self.loop, OllamaClient, self.controller, self.meter,
+        # The fit panel's price of the settings being edited is the dashboard's dashed estimate line.
+        self.server_page.fit_panel.estimate_changed.connect(self._show_estimate)
+        self._show_estimate(self.server_page.fit_panel.estimate)
+        # The backend's client streams replies as well as listing models.
+        self.console_page = ConsolePage(self.loop, catalog, self.controller, self.meter,
                                         PresetStore(self.store.config_dir))
-        self.models_page = ModelsPage(self.loop, OllamaClient, self.controller, self.gpu.info(),
+        self.models_page = ModelsPage(self.loop, self.backend, self.controller, self.gpu.info(),
                                       self.gpu.unavailable_reason)
         if self.gpu.info() is None:
             # No NVIDIA GPU here: price the Models page on the card chosen in the Server page's fit panel.
@@ -119,7 +125,7 @@ class DeckApp:
         self.window.add_page("console", "Prompt", self.console_page)
         self.window.add_page("models", "Models", self.models_page)
         self.bench_page = BenchPage(
-            self.controller, self.loop, self.supervisor, OllamaClient, gpu=self.gpu, meter=self.meter,
+            self.controller, self.loop, self.supervisor, self.backend, gpu=self.gpu, meter=self.meter,
             history=BenchHistory(Path(args.config_dir) / "benchmarks.sqlite3" if args.config_dir else None))
         self.window.add_page("bench", "Benchmark", self.bench_page)
         self.gpu_watch.lost.connect(self._on_gpu_lost)
@@ -129,6 +135,7 @@ class DeckApp:
         self.window.resize(1440, 900)
         # Where the window was left (not for --screenshot, whose images must not depend on it).
         self._screenshot = bool(getattr(args, "screenshot", None))
+        self.screenshot_timer: QTimer | None = None
         self.ui_store = UiStateStore(Path(args.config_dir) if args.config_dir else None)
         self.ui_state = UiState() if self._screenshot else self.ui_store.load()
         if self.ui_state.geometry:
@@ -158,6 +165,10 @@ class DeckApp:
                               self.controller.status.state.is_running, self._loaded_vram)
         step = 64 * MIB
         self.server_page.fit_panel.set_gpu(int(gpu.memory_total_mib * MIB), others // step * step)
+
+    def _show_estimate(self, estimate: VramEstimate | None) -> None:
+        """The predicted server memory at load (MiB) on the dashboard's VRAM plot, or no line."""
+        self.dashboard.set_estimate_mib(estimate.total_gpu_bytes / MIB if estimate is not None else None)
 
     def _price_models_on_chosen_card(self) -> None:
         gib = int(self.server_page.fit_panel.card_combo.currentData())
@@ -216,7 +227,7 @@ def _take_screenshot(deck: DeckApp, path: str, app: QApplication) -> None:
 
     timer.timeout.connect(check)
     timer.start(100)
-    deck._screenshot_timer = timer  # keep it alive
+    deck.screenshot_timer = timer  # keep it alive
 
 
 def run_gui(args: argparse.Namespace) -> int:
@@ -226,7 +237,8 @@ def run_gui(args: argparse.Namespace) -> int:
     if getattr(args, "scale", None):
         # Qt scales every widget, font and plot by this factor; it must be set before the application exists.
         os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName("ollama-deck")
     app.setDesktopFileName("ollama-deck")
     app.setWindowIcon(QIcon(str(app_icon_path())))

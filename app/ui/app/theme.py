@@ -36,25 +36,25 @@ def apply_theme(app: QApplication, base_point_size: float = 11.0) -> None:
     app.setStyle("Fusion")
     pal = QPalette()
     roles = {
-        QPalette.Window: BACKGROUND,
-        QPalette.WindowText: TEXT,
-        QPalette.Base: "#101115",
-        QPalette.AlternateBase: "#17181d",
-        QPalette.ToolTipBase: "#2a2c33",
-        QPalette.ToolTipText: TEXT,
-        QPalette.Text: TEXT,
-        QPalette.Button: "#262831",
-        QPalette.ButtonText: TEXT,
-        QPalette.BrightText: "#ffffff",
-        QPalette.Highlight: "#2f6f9a",
-        QPalette.HighlightedText: "#ffffff",
-        QPalette.Link: ACCENT,
-        QPalette.PlaceholderText: DIM,
+        QPalette.ColorRole.Window: BACKGROUND,
+        QPalette.ColorRole.WindowText: TEXT,
+        QPalette.ColorRole.Base: "#101115",
+        QPalette.ColorRole.AlternateBase: "#17181d",
+        QPalette.ColorRole.ToolTipBase: "#2a2c33",
+        QPalette.ColorRole.ToolTipText: TEXT,
+        QPalette.ColorRole.Text: TEXT,
+        QPalette.ColorRole.Button: "#262831",
+        QPalette.ColorRole.ButtonText: TEXT,
+        QPalette.ColorRole.BrightText: "#ffffff",
+        QPalette.ColorRole.Highlight: "#2f6f9a",
+        QPalette.ColorRole.HighlightedText: "#ffffff",
+        QPalette.ColorRole.Link: ACCENT,
+        QPalette.ColorRole.PlaceholderText: DIM,
     }
     for role, colour in roles.items():
         pal.setColor(role, QColor(colour))
-    pal.setColor(QPalette.Disabled, QPalette.Text, QColor("#6c6f79"))
-    pal.setColor(QPalette.Disabled, QPalette.ButtonText, QColor("#6c6f79"))
+    pal.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text, QColor("#6c6f79"))
+    pal.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.ButtonText, QColor("#6c6f79"))
     app.setPalette(pal)
     font = QFont(app.font())
     font.setPointSizeF(base_point_size)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -18,16 +20,17 @@ from PySide6.QtWidgets import (
 
 from app.ui.widgets.banner import Banner
 from app.ui.app.header import Header
+from app.ui.app.server_controller import ServerController
 
 
 class MainWindow(QMainWindow):
     """A sidebar of pages beside a stack, under a header that always shows the server and GPU."""
 
-    def __init__(self, controller, parent=None) -> None:
+    def __init__(self, controller: ServerController, server_name: str = "Ollama", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("ollama-deck")
         self.controller = controller
-        self.header = Header()
+        self.header = Header(server_name)
         self.banner = Banner()
         self.sidebar = QListWidget()
         self.sidebar.setObjectName("Sidebar")
@@ -59,7 +62,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(root)
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
 
-        QShortcut(QKeySequence(Qt.Key.Key_F11), self, activated=self.toggle_full_screen)
+        QShortcut(QKeySequence(Qt.Key.Key_F11), self, self.toggle_full_screen)
         controller.status_changed.connect(self.header.set_status)
         controller.running_models_changed.connect(self.header.set_running_models)
         self.header.set_status(controller.status)
@@ -73,7 +76,7 @@ class MainWindow(QMainWindow):
         self.sidebar.addItem(item)
         holder = QScrollArea()
         holder.setObjectName(f"PageScroll_{name}")
-        holder.setFrameShape(QFrame.NoFrame)
+        holder.setFrameShape(QFrame.Shape.NoFrame)
         holder.setWidgetResizable(True)
         holder.setWidget(widget)
         self._holders[name] = holder
@@ -81,7 +84,7 @@ class MainWindow(QMainWindow):
         row = self.sidebar.count() - 1
         if row < 9:  # Ctrl+1 … Ctrl+9 switch pages, as in a browser
             keys = QKeySequence(f"Ctrl+{row + 1}")
-            QShortcut(keys, self, activated=lambda r=row: self.sidebar.setCurrentRow(r))
+            QShortcut(keys, self, functools.partial(self.sidebar.setCurrentRow, row))
             item.setToolTip(f"{title} ({keys.toString(QKeySequence.SequenceFormat.NativeText)})")
         if self.sidebar.count() == 1:
             self.sidebar.setCurrentRow(0)

@@ -16,12 +16,12 @@ class Banner(QFrame):
         lay.setContentsMargins(12, 8, 8, 8)
         self.label = QLabel()
         self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QPushButton("Dismiss")
         close.setObjectName("BannerDismiss")
         close.clicked.connect(self.clear)
         lay.addWidget(self.label, 1)
-        lay.addWidget(close, 0, Qt.AlignTop)
+        lay.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.hide()
 
     def show_message(self, text: str, level: str = "info") -> None:

@@ -161,6 +161,28 @@ def test_without_nvidia_gpu_models_are_priced_on_the_card_chosen_for_the_fit_pan
     assert "16 GiB card" in models.context_label.text()
 
 
+def test_the_fit_panel_estimate_is_the_dashboard_estimate_line(qtbot, tmp_path, fake_ollama, deck_factory, monkeypatch):
+    import app.ui.app.main as main_module
+    from tests.fakes.scripted_gpu import ScriptedGpuBackend
+
+    monkeypatch.setattr(main_module, "make_gpu_backend", lambda: ScriptedGpuBackend())  # a 4090 with a VRAM plot
+    deck = deck_factory(_args(tmp_path, url=fake_ollama.url))
+    fit, dashboard = deck.server_page.fit_panel, deck.dashboard
+    # Attached to the stand-in server: the fit panel lists its models, reads one and prices the form's settings.
+    qtbot.waitUntil(lambda: fit.estimate is not None, timeout=15_000)
+    first = fit.estimate
+    assert dashboard.estimate_mib == pytest.approx(first.total_gpu_bytes / 2**20)
+    line = dashboard._estimate_line
+    assert line.isVisible() and line.value() == pytest.approx(first.total_gpu_bytes / 2**30)
+    # Editing a setting re-prices it, and the line follows.
+    deck.server_page.form.findChild(object, "num_parallel").setValue(4)
+    qtbot.waitUntil(lambda: fit.estimate is not None and fit.estimate.total_gpu_bytes > first.total_gpu_bytes,
+                    timeout=10_000)
+    qtbot.waitUntil(lambda: dashboard.estimate_mib == pytest.approx(fit.estimate.total_gpu_bytes / 2**20),
+                    timeout=5_000)
+    assert line.value() == pytest.approx(fit.estimate.total_gpu_bytes / 2**30)
+
+
 def test_window_fits_a_1280x720_projector_and_pages_scroll(qtbot, tmp_path, deck_factory):
     deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
     hint = deck.window.minimumSizeHint()

@@ -21,6 +21,14 @@ LABEL_FONT_PT = 11
 MARKER_PX = 13
 
 
+def speed_latency(r: PointResult) -> tuple[float, float]:
+    """(output tokens/s, TTFT p95 in ms) of a measured point; only measured points are plotted."""
+    stats = r.stats
+    if stats is None:
+        raise ValueError(f"point {r.point.index} was not measured")
+    return stats.output_tokens_per_s, stats.ttft_ms.p95
+
+
 def axis_of(varying: Sequence[str]) -> str:
     """The x axis of the throughput chart: parallel when it varies, else client concurrency."""
     return "parallel" if "parallel" in varying else "concurrency"
@@ -222,10 +230,10 @@ class LatencyChart(ChartFrame):
         front = [by_index[i] for i in self.front]
         legend = [("front", plots.GREEN, False)]
         if len(front) > 1:
-            item.plot([r.stats.output_tokens_per_s for r in front], [r.stats.ttft_ms.p95 for r in front],
+            item.plot([speed_latency(r)[0] for r in front], [speed_latency(r)[1] for r in front],
                       pen=plots.pen(plots.GREEN, 2.0))
-        xs = [r.stats.output_tokens_per_s for r in ran]
-        ys = [r.stats.ttft_ms.p95 for r in ran]
+        xs = [speed_latency(r)[0] for r in ran]
+        ys = [speed_latency(r)[1] for r in ran]
         if ran:
             item.addItem(pg.ScatterPlotItem(xs, ys, symbol="o", size=MARKER_PX,
                                             brush=[QColor(groups[series_key(r, varying)]) for r in ran],
@@ -236,7 +244,7 @@ class LatencyChart(ChartFrame):
                 item.addItem(label)
         best = by_index.get(recommended) if recommended is not None else None
         if best is not None:
-            item.addItem(pg.ScatterPlotItem([best.stats.output_tokens_per_s], [best.stats.ttft_ms.p95],
+            item.addItem(pg.ScatterPlotItem([speed_latency(best)[0]], [speed_latency(best)[1]],
                                             symbol="o", size=MARKER_PX + 14, brush=None,
                                             pen=plots.pen(RECOMMENDED_COLOUR, 3.0)))
             legend.append(("recommended", RECOMMENDED_COLOUR, False))

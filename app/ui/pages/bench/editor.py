@@ -84,7 +84,8 @@ class SweepEditor(QWidget):
         self.model.setObjectName("model")
         self.model.setEditable(True)
         self.model.setMinimumWidth(200)
-        self.model.lineEdit().setPlaceholderText("e.g. qwen3:14b")
+        if (line := self.model.lineEdit()) is not None:  # an editable combo always has one
+            line.setPlaceholderText("e.g. qwen3:14b")
         refresh = QPushButton()
         refresh.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_BrowserReload))
         refresh.setToolTip("Read the model list from the server again")

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWi
 
 from app.core.bench.run import SweepRun
 from app.ui.widgets import plots
-from app.ui.pages.bench.charts import MARKER_PX, RECOMMENDED_COLOUR, axis_of
+from app.ui.pages.bench.charts import MARKER_PX, RECOMMENDED_COLOUR, axis_of, speed_latency
 from app.ui.pages.bench.results import ResultsTable
 
 RUN_COLOURS = (plots.CYAN, plots.ORANGE)
@@ -119,7 +119,7 @@ class CompareView(QWidget):
             ys = [r.output_tokens_per_s for r in ran]
             pen = plots.pen(colour, 3.0)
             t_item.plot(xs, ys, pen=pen, symbol="o", symbolSize=MARKER_PX, symbolBrush=QColor(colour))
-            l_item.plot([r.stats.output_tokens_per_s for r in ran], [r.stats.ttft_ms.p95 for r in ran], pen=None,
+            l_item.plot([speed_latency(r)[0] for r in ran], [speed_latency(r)[1] for r in ran], pen=None,
                         symbol="o", symbolSize=MARKER_PX, symbolBrush=QColor(colour))
             rec = run.recommendation
             best = run.result_for(rec.index) if rec else None

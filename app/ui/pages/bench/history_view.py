@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QMessageB
 from app.adapters.storage.history import BenchHistory, RunSummary
 from app.core.bench.run import SweepRun
 from app.ui.app import theme
+from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
 from app.ui.pages.bench.worker import Background
 from app.ui.pages.bench.history_compare import CompareView
@@ -67,9 +68,11 @@ class HistoryView(QWidget):
         self.delete_button.setProperty("danger", True)
         self.refresh_button = QPushButton("Refresh")
         self.message = InlineMessage(prominent=True)
+        self.export_notice = ExportNotice()
         tl.addWidget(self.table, 1)
         tl.addWidget(left_aligned(self.open_button, self.compare_button, self.delete_button, self.refresh_button))
         tl.addWidget(self.message)
+        tl.addWidget(self.export_notice)
         self.stack = QStackedWidget()
         self.placeholder = QLabel("Select a run and Open it, or select two and Compare them. Every sweep is kept "
                                   f"here, in {history.path}.")
@@ -92,7 +95,8 @@ class HistoryView(QWidget):
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.table.itemDoubleClicked.connect(lambda _item: self.open_selected())
         self.run_view.apply_requested.connect(self.apply_requested)
-        self.run_view.export_failed.connect(self.message.show_error)
+        self.run_view.exported.connect(self._exported)
+        self.run_view.export_failed.connect(self._export_failed)
         self._update_buttons()
         if history.problems:
             self.message.show_warning(" ".join(history.problems))
@@ -170,8 +174,17 @@ class HistoryView(QWidget):
                 self.table.setItem(row, col, item)
         self._update_buttons()
 
+    def _exported(self, path: str) -> None:
+        self.message.clear_message()
+        self.export_notice.show_written(path)
+
+    def _export_failed(self, text: str) -> None:
+        self.export_notice.clear_notice()
+        self.message.show_error(text)
+
     def _show_run(self, run: SweepRun) -> None:
         self.message.clear_message()
+        self.export_notice.clear_notice()
         self.run_view.set_run(run)
         self.stack.setCurrentIndex(1)
         self.loaded.emit(run)

@@ -9,18 +9,24 @@ point and puts it back afterwards; on an attached server only client concurrency
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplitter, QTabWidget, QVBoxLayout,
                                QWidget)
 
+from app.adapters.aio import LoopThread
 from app.adapters.storage.history import BenchHistory
+from app.core.ports.backend import BackendSpec
+from app.core.ports.server import ServerControl
+from app.core.telemetry import GpuBackend
+from app.core.throughput import TokenMeter
 from app.core.server.state import ServerState, ServerStatus
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
+from app.ui.app.server_controller import ServerController
 from app.ui.pages.bench.editor import SweepEditor
+from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
 from app.ui.pages.bench.worker import Background, SweepController, SweepProgress
 from app.ui.pages.bench.history_view import HistoryView
@@ -107,8 +113,9 @@ def _scroll(widget: QWidget) -> QScrollArea:
 class BenchPage(QWidget):
     """Sweep editor, live results and history, wired to the server controller."""
 
-    def __init__(self, controller: Any, loop: Any, supervisor: Any, client_factory: Callable[[str], Any], *,
-                 gpu: Any = None, meter: Any = None, history: BenchHistory | None = None,
+    def __init__(self, controller: ServerController, loop: LoopThread, supervisor: ServerControl | None,
+                 backend: BackendSpec, *, gpu: GpuBackend | None = None, meter: TokenMeter | None = None,
+                 history: BenchHistory | None = None,
                  server_pids: Callable[[], Sequence[int]] | None = None, app_version: str = "",
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -116,7 +123,8 @@ class BenchPage(QWidget):
         self.controller = controller
         self.history = history or BenchHistory()
         self.background = Background(loop, self)
-        self.sweeps = SweepController(loop, supervisor, client_factory, gpu=gpu,
+        self.backend = backend
+        self.sweeps = SweepController(loop, supervisor, backend.catalog, gpu=gpu,
                                       server_pids=server_pids or controller.server_pids, meter=meter,
                                       history=self.history, app_version=app_version, parent=self)
         self.current: SweepRun | None = None
@@ -136,6 +144,7 @@ class BenchPage(QWidget):
         self.progress = ProgressCard()
         self.message = InlineMessage(prominent=True)
         self.message.setObjectName("PageMessage")
+        self.export_notice = ExportNotice()
         self.run_view = RunView()
         right = QWidget()
         rl = QVBoxLayout(right)
@@ -143,6 +152,7 @@ class BenchPage(QWidget):
         rl.setSpacing(10)
         rl.addWidget(self.progress)
         rl.addWidget(self.message)
+        rl.addWidget(self.export_notice)
         rl.addWidget(self.run_view, 1)
         split = QSplitter(Qt.Orientation.Horizontal)
         editor_area = _scroll(self.editor)
@@ -167,7 +177,8 @@ class BenchPage(QWidget):
         self.sweeps.running_changed.connect(self.editor.set_running)
         self.sweeps.running_changed.connect(self._hold_server)
         self.run_view.apply_requested.connect(self.apply_point)
-        self.run_view.export_failed.connect(self.message.show_error)
+        self.run_view.exported.connect(self.export_notice.show_written)
+        self.run_view.export_failed.connect(self._export_failed)
         self.history_view.apply_requested.connect(self.apply_point)
         self.tabs.currentChanged.connect(lambda i: self.history_view.refresh() if i == 1 else None)
         controller.status_changed.connect(self._server_changed)
@@ -184,6 +195,7 @@ class BenchPage(QWidget):
         spec = replace(spec, base=self.controller.settings)
         self.message.clear_message()
         self.current = None
+        self.export_notice.clear_notice()
         self.run_view.set_run(None)
         self.editor.set_mode_text(
             "A sweep is running. It restarts the server per point and puts it back as it was when it ends or is "
@@ -227,6 +239,10 @@ class BenchPage(QWidget):
             f"Applying {what}: the settings are saved and the server restarts with them; the Server page shows "
             "how it went." if running else
             f"Saved {what} as the server settings; they take effect when the server starts (Server page).")
+
+    def _export_failed(self, text: str) -> None:
+        self.export_notice.clear_notice()
+        self.message.show_error(text)
 
     def _started(self, run: SweepRun) -> None:
         self.current = run
@@ -278,6 +294,11 @@ class BenchPage(QWidget):
             why = (f"Attached to a server run by {who}: its settings are its own, so only client concurrency "
                    "varies here. To sweep parallel, KV cache and context, stop it and start the server from "
                    "ollama-deck (Server page).")
+        elif not self.backend.can("restarts_with_settings"):
+            managed = False
+            why = f"{self.backend.why_not('restarts_with_settings')} Only client concurrency varies here."
+            if not state.is_running:
+                blocked = "Start the server on the Server page first: this sweep measures it as it runs."
         elif state is ServerState.RUNNING_MANAGED:
             managed = True
             why = ("Each point restarts the server ollama-deck runs, with that point's settings. When the sweep "

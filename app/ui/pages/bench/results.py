@@ -3,6 +3,7 @@ with its Apply buttons, and exports (CSV, JSON, Markdown, chart PNG). Used live 
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -243,7 +244,7 @@ class RunView(QWidget):
         menu = QMenu(self.export_button)
         for kind, label in (("csv", "Table as CSV…"), ("json", "Everything as JSON…"),
                             ("md", "Report as Markdown…"), ("png", "Charts as PNG…")):
-            menu.addAction(label, lambda k=kind: self._export_dialog(k))
+            menu.addAction(label, functools.partial(self._export_dialog, kind))
         self.export_button.setMenu(menu)
         self.export_button.setEnabled(False)
         head.addWidget(self.heading, 1)

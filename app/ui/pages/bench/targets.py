@@ -11,6 +11,12 @@ TTFT_HINT = "Time to first token, queueing included."
 TPOT_HINT = "Time per output token after the first (100 ms ≈ 10 tokens/s)."
 
 
+
+def _first(*values: float | None) -> float:
+    """The first value that is set (milliseconds); 0 when none is."""
+    return next((v for v in values if v is not None), 0.0)
+
+
 class TargetFields:
     """Owns the spin boxes; `targets()` reads them, `set_targets()` fills them."""
 
@@ -41,6 +47,6 @@ class TargetFields:
     def set_targets(self, targets: LatencyTargets) -> None:
         """Fill the fields; a target that was off (None) shows the default."""
         default = LatencyTargets()
-        self.ttft.setValue(round(targets.ttft_p95_ms if targets.ttft_p95_ms is not None else default.ttft_p95_ms))
-        self.tpot.setValue(round(targets.tpot_p95_ms if targets.tpot_p95_ms is not None else default.tpot_p95_ms))
+        self.ttft.setValue(round(_first(targets.ttft_p95_ms, default.ttft_p95_ms)))
+        self.tpot.setValue(round(_first(targets.tpot_p95_ms, default.tpot_p95_ms)))
         self.success.setValue(targets.min_success * 100)

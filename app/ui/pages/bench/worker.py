@@ -7,22 +7,32 @@ import asyncio
 import concurrent.futures
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from app.adapters.storage.history import BenchHistory, HistoryError
+from app.adapters.aio import LoopThread
+from app.adapters.storage.history import HistoryError
 from app.services.bench.sweep_runner import SweepProgress, SweepRunner
 from app.core.errors import DeckError
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
+from app.core.ports.catalog import CatalogFactory
+from app.core.ports.server import ServerControl
+from app.core.ports.stores import SweepRecorder
+from app.core.telemetry import GpuBackend
+from app.core.throughput import TokenMeter
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class SweepController(QObject):
-    """Starts and cancels sweeps; every result is also written to the history as it arrives."""
+    """Starts and cancels sweeps; every result is also written to the history as it arrives.
+
+    The runner reports on the asyncio loop thread; the history's SQLite writes go to one worker
+    thread of their own (in order: begin, each point, finish), so the loop never waits on the disk."""
 
     started = Signal(object)  # SweepRun as it begins
     progress = Signal(object)  # SweepProgress
@@ -32,9 +42,10 @@ class SweepController(QObject):
     history_problem = Signal(str)
     running_changed = Signal(bool)
 
-    def __init__(self, loop: Any, supervisor: Any, client_factory: Callable[[str], Any], *, gpu: Any = None,
-                 server_pids: Callable[[], Sequence[int]] = lambda: [], meter: Any = None,
-                 history: BenchHistory | None = None, app_version: str = "", parent: QObject | None = None) -> None:
+    def __init__(self, loop: LoopThread, supervisor: ServerControl | None, client_factory: CatalogFactory, *,
+                 gpu: GpuBackend | None = None, server_pids: Callable[[], Sequence[int]] = lambda: [],
+                 meter: TokenMeter | None = None, history: SweepRecorder | None = None, app_version: str = "",
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._supervisor = supervisor
@@ -45,8 +56,10 @@ class SweepController(QObject):
         self._history = history
         self._app_version = app_version
         self._runner: SweepRunner | None = None
-        self._future: concurrent.futures.Future | None = None
-        self._run_id: int | None = None
+        self._future: concurrent.futures.Future[SweepRun] | None = None
+        self._run_id: int | None = None  # read and written on the writer thread only
+        # One thread: the writes keep their order, and a point's row always follows its run's.
+        self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-history")
 
     @property
     def running(self) -> bool:
@@ -60,7 +73,6 @@ class SweepController(QObject):
         self._runner = SweepRunner(self._supervisor if spec.managed else None, self._client_factory,
                                    base_url=base_url, gpu=self._gpu, server_pids=self._server_pids,
                                    meter=self._meter, app_version=self._app_version)
-        self._run_id = None
         self._future = self._loop.submit(self._runner.run(spec, self.progress.emit, self._on_point, self._on_start))
         self._future.add_done_callback(self._done)
         self.running_changed.emit(True)
@@ -73,45 +85,66 @@ class SweepController(QObject):
     def shutdown(self, timeout_s: float = 30.0) -> None:
         """Cancel a running sweep and wait for the server to be restored (call on quit)."""
         future = self._future
-        if future is None or future.done():
-            return
-        self.cancel()
-        try:
-            future.result(timeout_s)
-        except Exception as exc:  # noqa: BLE001 - quitting goes on whatever the sweep did
-            log.warning("the sweep did not end cleanly: %s", exc)
+        if future is not None and not future.done():
+            self.cancel()
+            try:
+                future.result(timeout_s)
+            except Exception as exc:  # noqa: BLE001 - quitting goes on whatever the sweep did
+                log.warning("the sweep did not end cleanly: %s", exc)
+        self._writer.shutdown(wait=True)  # the last points and the finish reach the disk before quitting
 
-    # ---- loop thread --------------------------------------------------------------------------
-    def _history_call(self, fn: Callable[[], Any]) -> Any:
-        if self._history is None:
-            return None
+    # ---- writer thread ------------------------------------------------------------------------
+    def _queue(self, fn: Callable[[T], None], arg: T) -> None:
         try:
-            return fn()
+            self._writer.submit(fn, arg)
+        except RuntimeError:  # shut down on quit while the sweep was ending: write now, in order
+            fn(arg)
+
+    def _write(self, fn: Callable[[SweepRecorder], None]) -> None:
+        """fn(history) on the writer thread; a failure is reported, never raised into the sweep."""
+        history = self._history
+        if history is None:
+            return
+        try:
+            fn(history)
         except HistoryError as exc:
             self.history_problem.emit(exc.user_text())
-            return None
 
+    def _begin(self, history: SweepRecorder, run: SweepRun) -> None:
+        self._run_id = history.begin(run)
+
+    def _add_point(self, history: SweepRecorder, result: PointResult) -> None:
+        if self._run_id is not None:
+            history.add_point(self._run_id, result)
+
+    def _finish(self, run: SweepRun) -> None:
+        """Store the end of the run, then announce it (with its history id, when it has one)."""
+        run_id = self._run_id
+        if run_id is not None:
+            self._write(lambda history: history.finish(run_id, run))
+            run = replace(run, run_id=run_id)
+        self.finished.emit(run)
+        self.running_changed.emit(False)
+
+    # ---- loop thread --------------------------------------------------------------------------
     def _on_start(self, run: SweepRun) -> None:
-        self._run_id = self._history_call(lambda: self._history.begin(run))
+        self._run_id = None
+        self._queue(self._write, lambda history: self._begin(history, run))
         self.started.emit(run)
 
     def _on_point(self, run: SweepRun, result: PointResult) -> None:
-        if self._run_id is not None:
-            self._history_call(lambda: self._history.add_point(self._run_id, result))
+        self._queue(self._write, lambda history: self._add_point(history, result))
         self.point_finished.emit(run)
 
-    def _done(self, future: concurrent.futures.Future) -> None:
+    def _done(self, future: concurrent.futures.Future[SweepRun]) -> None:
         if future.cancelled():
             self.failed.emit("The sweep was stopped.")
-        elif future.exception() is not None:
-            exc = future.exception()
+        elif (exc := future.exception()) is not None:
             self.failed.emit(exc.user_text() if isinstance(exc, DeckError) else f"The sweep failed: {exc!r}")
         else:
-            run: SweepRun = future.result()
-            if self._run_id is not None:
-                self._history_call(lambda: self._history.finish(self._run_id, run))
-                run = replace(run, run_id=self._run_id)
-            self.finished.emit(run)
+            # finished follows the writes already queued, so the run it carries is in the history.
+            self._queue(self._finish, future.result())
+            return
         self.running_changed.emit(False)
 
 
@@ -120,7 +153,7 @@ class Background(QObject):
 
     _delivered = Signal(object)
 
-    def __init__(self, loop: Any, parent: QObject | None = None) -> None:
+    def __init__(self, loop: LoopThread, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._delivered.connect(self._deliver)

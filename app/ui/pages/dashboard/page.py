@@ -132,6 +132,11 @@ class DashboardPage(QWidget):
             p.set_window(seconds)
         self.redraw_now()
 
+    @property
+    def estimate_mib(self) -> float | None:
+        """The predicted VRAM (MiB) the dashed line shows; None when there is no estimate."""
+        return self._estimate_mib
+
     def set_estimate_mib(self, mib: float | None) -> None:
         """Draw the predicted VRAM (MiB) as a dashed line on the VRAM plot; None removes it.
 

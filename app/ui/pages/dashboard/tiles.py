@@ -59,9 +59,9 @@ def fmt_number(value: float | None, unit: str, digits: int = 0) -> str:
 
 def fmt_used_of_total_gib(used_mib: float | None, total_mib: float | None) -> str:
     """'15.2 / 24.0 GiB'; N/A when the used part is missing."""
-    if not finite(used_mib):
+    if used_mib is None or not finite(used_mib):
         return NOT_AVAILABLE
-    if not finite(total_mib):
+    if total_mib is None or not finite(total_mib):
         return f"{gib(used_mib):.1f} GiB"
     return f"{gib(used_mib):.1f} / {gib(total_mib):.1f} GiB"
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPushButton, QSpinBox, QWidget
 
-from app.backends.ollama.variant import QUANTIZE_CHOICES, VariantCheck, check_variant
+from app.core.ports.backend import ModelStoreRules, VariantVerdict
 from app.ui.widgets.forms import FieldGroup, InlineMessage, left_aligned
 
 KEEP = "keep the base's"
@@ -21,8 +21,9 @@ class CreatePanel(FieldGroup):
 
     create_requested = Signal(dict)  # the /api/create body
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, rules: ModelStoreRules, parent: QWidget | None = None) -> None:
         super().__init__("Create a tuned variant", parent)
+        self._rules = rules
         self.base = QComboBox()
         self.base.setObjectName("create_base")
         self.base.setEditable(True)
@@ -44,8 +45,9 @@ class CreatePanel(FieldGroup):
         self.quantize.setObjectName("create_quantize")
         self.quantize.setEditable(True)
         self.quantize.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.quantize.addItems(["", *QUANTIZE_CHOICES])
-        self.quantize.lineEdit().setPlaceholderText(KEEP)
+        self.quantize.addItems(["", *rules.quantize_choices])
+        if (line := self.quantize.lineEdit()) is not None:  # an editable combo always has one
+            line.setPlaceholderText(KEEP)
         self.preview = QLabel()
         self.preview.setObjectName("create_preview")
         mono = QFont("DejaVu Sans Mono")
@@ -74,7 +76,7 @@ class CreatePanel(FieldGroup):
                                                          self.result))
         # (local names, base quantization, training context, parameter count, GPU bytes) for a base name.
         self.context_for: Callable[[str], dict[str, Any]] = lambda _base: {}
-        self._check = VariantCheck()
+        self._check: VariantVerdict | None = None
         for signal in (self.base.currentTextChanged, self.name.textChanged, self.quantize.currentTextChanged):
             signal.connect(lambda _t: self.recheck())
         for spin in (self.num_ctx, self.num_batch):
@@ -107,11 +109,11 @@ class CreatePanel(FieldGroup):
             self.name.setText(f"{stem}-{tag}-tuned" if tag else f"{stem}-tuned")
         self.recheck()
 
-    def recheck(self) -> VariantCheck:
+    def recheck(self) -> VariantVerdict:
         """Check every field and show the request that Create would send."""
         base = self.base.currentText().strip()
         context = self.context_for(base) or {}
-        check = self._check = check_variant(
+        check = self._check = self._rules.check_variant(
             base, self.name.text(), self.num_ctx.value() or None, self.num_batch.value() or None,
             self.quantize.currentText(), local_names=context.get("local_names", set()),
             base_quantization=context.get("base_quantization", ""),

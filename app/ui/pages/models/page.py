@@ -12,10 +12,14 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QPushButton, QScrollArea, QSplitter, QVBoxLayout,
                                QWidget)
 
+from app.adapters.aio import LoopThread
 from app.core.memory.model_fit import FitVerdict
+from app.core.ports.backend import BackendSpec
 from app.core.ollama_types import LocalModel, ModelDetails, RunningModel
 from app.backends.ollama.pull_progress import fmt_bytes
+from app.core.server.state import ServerStatus
 from app.core.telemetry import GpuInfo
+from app.ui.app.server_controller import ServerController
 from app.ui.pages.models.create import CreatePanel
 from app.ui.pages.models.pull import PullPanel
 from app.ui.pages.models.session import ModelsSession
@@ -24,6 +28,15 @@ from app.ui.widgets.forms import InlineMessage
 from app.core.units import MIB
 
 _FP8_SUFFIX_RE = re.compile(r"[-_.]?(fp8|float8|f8|e4m3|e5m2).*$")
+
+
+def _unavailable_label(name: str) -> QLabel:
+    label = QLabel()
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setStyleSheet("color: #f0b429; font-size: 11.5pt;")
+    label.hide()
+    return label
 
 
 def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
@@ -36,11 +49,12 @@ def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
 class ModelsPage(QWidget):
     """Everything about the server's models, kept current with the server's state."""
 
-    def __init__(self, loop: Any, client_factory: Callable[[str], Any], server: Any,
+    def __init__(self, loop: LoopThread, backend: BackendSpec, server: ServerController,
                  gpu_info: GpuInfo | None = None, gpu_reason: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._server = server
-        self.session = ModelsSession(loop, client_factory, self)
+        self.backend = backend
+        self.session = ModelsSession(loop, backend.catalog, backend.model_rules.pull_failure_hint, self)
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_to_confirm(self, title, text)
         self._gpu_info = gpu_info
         self._gpu_reason = gpu_reason
@@ -95,16 +109,20 @@ class ModelsPage(QWidget):
         ul.addLayout(actions)
         ul.addWidget(self.held_label)
         ul.addWidget(self.message)
-        self.pull_panel = PullPanel()
-        self.create_panel = CreatePanel()
+        self.pull_panel = PullPanel(backend.model_rules)
+        self.create_panel = CreatePanel(backend.model_rules)
+        # Shown above a panel the backend cannot serve, saying why (the panel itself is disabled).
+        self.pull_unavailable = _unavailable_label("pull_unavailable")
+        self.create_unavailable = _unavailable_label("create_unavailable")
         lower = QWidget()
         ll = QHBoxLayout(lower)
         ll.setContentsMargins(0, 0, 0, 0)
         ll.setSpacing(12)
-        for panel in (self.pull_panel, self.create_panel):
+        for panel, why in ((self.pull_panel, self.pull_unavailable), (self.create_panel, self.create_unavailable)):
             holder = QWidget()
             hl = QVBoxLayout(holder)
             hl.setContentsMargins(0, 0, 6, 0)
+            hl.addWidget(why)
             hl.addWidget(panel, 1 if panel is self.pull_panel else 0)
             if panel is self.create_panel:
                 hl.addStretch(1)
@@ -135,7 +153,7 @@ class ModelsPage(QWidget):
         self.variant_button.clicked.connect(lambda: self.create_panel.set_base(self.table.selected_name()))
         self.pull_panel.pull_requested.connect(self.pull)
         self.pull_panel.cancel_requested.connect(self.cancel_pull)
-        self.create_panel.create_requested.connect(self.create)
+        self.create_panel.create_requested.connect(self.create_variant)
         s = self.session
         s.models_loaded.connect(self._on_models)
         s.models_failed.connect(lambda _url, text: self.message.show_error(text))
@@ -154,6 +172,7 @@ class ModelsPage(QWidget):
         server.settings_applied.connect(lambda _s: self._reprice())
         self._held = server.held_reason
         server.held_changed.connect(self._set_held)
+        self._offer_capabilities()
         self._on_selection()
         self._on_status(server.status)
 
@@ -163,7 +182,21 @@ class ModelsPage(QWidget):
         """The server this page manages."""
         return self._server.settings.base_url
 
-    def _on_status(self, status: Any) -> None:
+    def _offer_capabilities(self) -> None:
+        """Offer pull and create only where the backend can; otherwise say why beside the disabled panel."""
+        for capability, panel, why in (("pull", self.pull_panel, self.pull_unavailable),
+                                       ("create", self.create_panel, self.create_unavailable)):
+            reason = self.backend.why_not(capability)
+            panel.setEnabled(not reason)
+            why.setText(reason)
+            why.setVisible(bool(reason))
+        self.variant_button.setToolTip(self.backend.why_not("create"))
+        self.delete_button.setToolTip(self.backend.why_not("delete"))
+        if not self.backend.can("load_unload"):
+            self.preload_button.setToolTip(self.backend.why_not("load_unload"))
+            self.unload_button.setToolTip(self.backend.why_not("load_unload"))
+
+    def _on_status(self, status: ServerStatus) -> None:
         if status.state.is_running and self._listed_url != self.base_url:
             self.refresh()
         elif not status.state.is_running:
@@ -250,11 +283,12 @@ class ModelsPage(QWidget):
     def _on_selection(self) -> None:
         name = self.table.selected_name()
         free = not self._held  # a sweep measuring the server: loading, unloading or deleting would skew it
-        self.variant_button.setEnabled(bool(name))
-        self.delete_button.setEnabled(bool(name) and free)
+        can = self.backend.can
+        self.variant_button.setEnabled(bool(name) and can("create"))
+        self.delete_button.setEnabled(bool(name) and free and can("delete"))
         loaded = any(r.name == name for r in self.running)
-        self.unload_button.setEnabled(loaded and free)
-        self.preload_button.setEnabled(bool(name) and not loaded and free)
+        self.unload_button.setEnabled(loaded and free and can("load_unload"))
+        self.preload_button.setEnabled(bool(name) and not loaded and free and can("load_unload"))
         self.held_label.setText(f"Preload, Unload and Delete wait: {self._held}" if self._held else "")
         self.held_label.setVisible(bool(self._held))
         verdict = self.verdicts.get(name)
@@ -306,7 +340,7 @@ class ModelsPage(QWidget):
         self.pull_panel.show_done(name)
         self._store_changed()
 
-    def create(self, body: dict) -> None:
+    def create_variant(self, body: dict[str, Any]) -> None:
         """Send a checked `/api/create` body."""
         self.create_panel.set_busy(True)
         self.session.create(self.base_url, body)

@@ -8,8 +8,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QProgressBar, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from app.backends.ollama.variant import fp8_explanation, mentions_fp8
 from app.backends.ollama.pull_progress import PullSnapshot, fmt_bytes, fmt_eta
+from app.core.ports.backend import ModelStoreRules
 from app.ui.widgets.forms import HintLabel, InlineMessage
 
 LAYER_COLUMNS = ("layer", "done", "size", "%", "speed", "left")
@@ -35,8 +35,9 @@ class PullPanel(QGroupBox):
     pull_requested = Signal(str)
     cancel_requested = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, rules: ModelStoreRules, parent: QWidget | None = None) -> None:
         super().__init__("Pull a model", parent)
+        self._rules = rules
         self.setStyleSheet(PROGRESS_STYLE)
         self.name_edit = QLineEdit()
         self.name_edit.setObjectName("pull_name")
@@ -86,8 +87,9 @@ class PullPanel(QGroupBox):
         self.sizes_for: Callable[[str], tuple[int | None, int | None]] = lambda _name: (None, None)
 
     def _advise(self, text: str) -> None:
-        if mentions_fp8(text):
-            self.advice.show_warning(fp8_explanation(*self.sizes_for(text)))
+        advice = self._rules.quantization_advice(text, *self.sizes_for(text))
+        if advice:
+            self.advice.show_warning(advice)
         else:
             self.advice.clear_message()
 

@@ -9,10 +9,12 @@ from collections.abc import Callable, Coroutine
 
 from PySide6.QtCore import QObject, Signal
 
+from app.adapters.aio import LoopThread
 from app.backends.ollama.client_pool import ClientPool
 from app.core.errors import DeckError
 from app.core.memory.model_fit import FitVerdict, fit_verdict
-from app.backends.ollama.pull_progress import PullTracker, pull_failure_hint
+from app.core.ports.catalog import CatalogFactory
+from app.backends.ollama.pull_progress import PullTracker
 from app.core.server.settings import ServerSettings
 
 PULL_EMIT_INTERVAL_S = 0.1  # progress lines can come hundreds a second; the bar needs ten
@@ -34,10 +36,12 @@ class ModelsSession(QObject):
     action_finished = Signal(str, str)  # kind (delete/unload/preload), model
     action_failed = Signal(str, str, str)  # kind, model, message
 
-    def __init__(self, loop: Any, client_factory: Callable[[str], Any], parent: QObject | None = None) -> None:
+    def __init__(self, loop: LoopThread, client_factory: CatalogFactory, pull_hint: Callable[[str, str], str],
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._clients = ClientPool(client_factory)
+        self._pull_hint = pull_hint  # the backend's words for what to do after a failed pull
         self._closed = False
         self.pull_future: concurrent.futures.Future | None = None
         self.create_future: concurrent.futures.Future | None = None
@@ -107,7 +111,7 @@ class ModelsSession(QObject):
                         self.pull_progress.emit(model, snapshot)
                         last_emit, last_status = now, line.status
             except DeckError as exc:
-                hint = exc.hint if "registry" in exc.hint else pull_failure_hint(model, exc.message)
+                hint = exc.hint if "registry" in exc.hint else self._pull_hint(model, exc.message)
                 self.pull_failed.emit(model, f"{exc.message} — {hint}")
                 return
             self.pull_progress.emit(model, tracker.snapshot())

@@ -3,6 +3,7 @@ SQLite history, widgets offscreen."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +14,9 @@ from PySide6.QtGui import QImage
 from app.adapters.storage.history import BenchHistory
 from app.backends.ollama.client import OllamaClient
 from app.adapters.storage.settings_store import SettingsStore
+from app.backends.ollama.spec import OLLAMA
 from app.backends.ollama.supervisor import ServerSupervisor
+from app.core.ports.backend import BackendSpec
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.bench.sweep import Fingerprint
@@ -32,7 +35,8 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
     """(controller, page, store) around a supervisor with small timeouts and a history in tmp_path."""
     made = []
 
-    def make(settings: ServerSettings | None = None, **env: str):
+    def make(settings: ServerSettings | None = None, history: BenchHistory | None = None,
+             backend: BackendSpec = OLLAMA, **env: str):
         for name, value in {**FAST, **env}.items():
             monkeypatch.setenv(name, value)
         settings = settings or ServerSettings(port=free_port())
@@ -41,8 +45,8 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
         supervisor = ServerSupervisor(settings, on_status=controller.on_status, on_log=controller.on_log,
                                       start_timeout_s=5.0, stop_grace_s=0.5, health_interval_s=0.2)
         controller.attach_supervisor(supervisor)
-        page = BenchPage(controller, supervisor_loop, supervisor, OllamaClient,
-                         history=BenchHistory(tmp_path / "benchmarks.sqlite3"))
+        page = BenchPage(controller, supervisor_loop, supervisor, backend,
+                         history=history or BenchHistory(tmp_path / "benchmarks.sqlite3"))
         qtbot.addWidget(page)
         page.resize(1300, 900)
         page.show()
@@ -237,3 +241,89 @@ def test_the_page_is_in_the_app(qtbot, tmp_path):
         assert Path(deck.bench_page.history.path) == tmp_path / "cfg" / "benchmarks.sqlite3"
     finally:
         deck.close()
+
+
+class _ThreadNotingHistory(BenchHistory):
+    """The real SQLite history, noting which thread made each write."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.writes: list[tuple[str, int]] = []
+
+    def begin(self, run):
+        self.writes.append(("begin", threading.get_ident()))
+        return super().begin(run)
+
+    def add_point(self, run_id, result):
+        self.writes.append(("add_point", threading.get_ident()))
+        super().add_point(run_id, result)
+
+    def finish(self, run_id, run):
+        self.writes.append(("finish", threading.get_ident()))
+        super().finish(run_id, run)
+
+
+def test_the_sweep_history_is_written_off_the_loop_and_gui_threads(qtbot, page_factory, supervisor_loop, tmp_path):
+    history = _ThreadNotingHistory(tmp_path / "noted.sqlite3")
+    controller, page, _store = page_factory(history=history)
+
+    async def ident() -> int:
+        return threading.get_ident()
+
+    loop_ident = supervisor_loop.run(ident())
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    fill(page, parallel="1, 2", requests=2)
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        qtbot.mouseClick(page.editor.start_button, Qt.MouseButton.LeftButton)
+    run = finished.args[0]
+    assert [kind for kind, _ in history.writes] == ["begin", "add_point", "add_point", "finish"]
+    threads = {t for _, t in history.writes}
+    assert loop_ident not in threads and threading.get_ident() not in threads
+    # finished is announced after the writes: the run it carries is already kept, every point with it.
+    assert run.run_id is not None and len(history.load(run.run_id).results) == 2
+
+
+def test_an_export_says_where_it_was_written_and_a_failed_one_why(qtbot, page_factory, tmp_path):
+    _controller, page, _store = page_factory()
+    page.run_view.set_run(make_run())
+    target = tmp_path / "exports" / "sweep.md"
+    target.parent.mkdir()
+    assert not page.export_notice.isVisible()
+    assert page.run_view.export_to("md", str(target))
+    assert page.export_notice.isVisible() and page.export_notice.path == str(target)
+    text = page.export_notice.text()
+    assert "sweep.md" in text and str(target.parent) in text
+    assert not page.run_view.export_to("csv", str(tmp_path / "no-such-folder" / "sweep.csv"))
+    assert not page.export_notice.isVisible()
+    assert page.message.severity == "error" and "no-such-folder" in page.message.message
+
+
+def test_an_export_from_the_history_tab_says_where_it_was_written(qtbot, page_factory, tmp_path):
+    _controller, page, _store = page_factory()
+    page.history.save(make_run())
+    page.tabs.setCurrentIndex(1)
+    view = page.history_view
+    qtbot.waitUntil(lambda: view.table.rowCount() == 1, timeout=WAIT_MS)
+    view.table.selectRow(0)
+    with qtbot.waitSignal(view.loaded, timeout=WAIT_MS):
+        qtbot.mouseClick(view.open_button, Qt.MouseButton.LeftButton)
+    assert view.run_view.export_to("json", str(tmp_path / "kept.json"))
+    assert view.export_notice.isVisible() and view.export_notice.path == str(tmp_path / "kept.json")
+    assert "kept.json" in view.export_notice.text()
+
+
+def test_a_backend_that_cannot_restart_with_settings_sweeps_client_concurrency_only(qtbot, page_factory):
+    fixed = replace(OLLAMA, capabilities=replace(OLLAMA.capabilities, restarts_with_settings=False),
+                    missing_reasons={"restarts_with_settings": "This server takes its settings only at launch."})
+    controller, page, _store = page_factory(backend=fixed)
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    editor = page.editor
+    assert "takes its settings only at launch" in editor.mode_label.text()
+    assert not editor.parallel.isEnabled() and not editor.start_button.isEnabled()
+    assert "Start the server" in editor.start_button.toolTip()
+    controller.start()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: editor.start_button.isEnabled(), timeout=WAIT_MS)
+    assert not editor.parallel.isEnabled() and "Only client concurrency varies" in editor.mode_label.text()

@@ -10,7 +10,9 @@ from PySide6.QtCore import Qt
 
 from app.adapters.aio import LoopThread
 from app.backends.ollama.client import OllamaClient
+from app.backends.ollama.spec import OLLAMA
 from app.backends.ollama.supervisor import ServerSupervisor
+from app.core.ports.backend import BackendSpec, Capabilities
 from app.core.server.settings import ServerSettings
 from app.core.telemetry import GpuInfo
 from app.ui.app.server_controller import ServerController
@@ -38,13 +40,14 @@ class Models:
 def models(qtbot, make_fake_ollama):
     made = []
 
-    def make(gpu: GpuInfo | None = RTX_4090, settings: ServerSettings | None = None, **fake_kwargs) -> Models:
+    def make(gpu: GpuInfo | None = RTX_4090, settings: ServerSettings | None = None, backend: BackendSpec = OLLAMA,
+             **fake_kwargs) -> Models:
         fake = make_fake_ollama(**fake_kwargs)
         loop = LoopThread(name="test-models-loop")
         controller = ServerController(loop, None, OllamaClient, lambda _s: None)
         controller.attach_supervisor(ServerSupervisor(settings_for_url(settings or ServerSettings(), fake.url),
                                                       on_status=controller.on_status, on_log=controller.on_log))
-        page = ModelsPage(loop, OllamaClient, controller, gpu, "" if gpu else "No NVIDIA driver found")
+        page = ModelsPage(loop, backend, controller, gpu, "" if gpu else "No NVIDIA driver found")
         qtbot.addWidget(page)
         page.resize(1270, 850)
         page.show()
@@ -58,6 +61,38 @@ def models(qtbot, make_fake_ollama):
         page.shutdown()
         controller.shutdown()
         loop.stop()
+
+
+# A server that serves what it was started with: it lists and loads models but cannot fetch or make them.
+NO_STORE = BackendSpec(
+    name="no-store", display_name="A fixed-model server", settings_mapping="flags",
+    capabilities=Capabilities(lists_loaded=True, load_unload=True, delete=False),
+    catalog=OllamaClient, server=ServerSupervisor, model_rules=OLLAMA.model_rules, tuning=OLLAMA.tuning,
+    missing_reasons={"pull": "This server serves the model files it was started with; it cannot download models.",
+                     "create": "This server cannot make model variants; pass the settings on its command line."})
+
+
+def test_pull_and_create_are_offered_where_the_backend_can(qtbot, models):
+    m = models(backend=OLLAMA)
+    assert not m.page.pull_unavailable.isVisible() and not m.page.create_unavailable.isVisible()
+    assert m.page.pull_panel.isEnabled() and m.page.pull_panel.pull_button.isEnabled()
+    assert m.page.create_panel.isEnabled()
+    m.page.table.select_name("qwen3:14b")
+    assert m.page.variant_button.isEnabled() and m.page.delete_button.isEnabled()
+
+
+def test_pull_and_create_are_disabled_with_the_reason_where_the_backend_cannot(qtbot, models):
+    m = models(backend=NO_STORE)
+    assert m.page.pull_unavailable.isVisible() and m.page.create_unavailable.isVisible()
+    assert "cannot download models" in m.page.pull_unavailable.text()
+    assert "cannot make model variants" in m.page.create_unavailable.text()
+    assert not m.page.pull_panel.pull_button.isEnabled() and not m.page.pull_panel.name_edit.isEnabled()
+    assert not m.page.create_panel.create_button.isEnabled()
+    m.page.table.select_name("qwen3:14b")
+    assert not m.page.variant_button.isEnabled() and "cannot make model variants" in m.page.variant_button.toolTip()
+    # Delete is missing too, with the generic reason naming the backend; loading still works.
+    assert not m.page.delete_button.isEnabled() and "A fixed-model server" in m.page.delete_button.toolTip()
+    assert m.page.preload_button.isEnabled()
 
 
 def test_local_models_with_their_details_and_fit_on_a_4090(qtbot, models):

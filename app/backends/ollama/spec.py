@@ -1,0 +1,66 @@
+"""Ollama as a backend: what the real Ollama 0.32 server and API offer (see ollama-facts.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence, Set
+
+from app.backends.ollama import pull_progress, variant
+from app.backends.ollama.client import OllamaClient
+from app.backends.ollama.supervisor import ServerSupervisor
+from app.backends.ollama.tuning import OLLAMA_TUNING
+from app.core.ports.backend import BackendSpec, Capabilities
+
+
+class OllamaModelRules:
+    """Ollama's /api/create checks, its quantize targets, FP8 advice and pull-failure hints."""
+
+    @property
+    def quantize_choices(self) -> Sequence[str]:
+        """The `quantize` targets /api/create accepts from an F16/F32/BF16 base."""
+        return variant.QUANTIZE_CHOICES
+
+    def check_variant(self, base: str, name: str, num_ctx: int | None, num_batch: int | None, quantize: str = "",
+                      *, local_names: Set[str] = frozenset(), base_quantization: str = "",
+                      training_context: int | None = None, parameter_count: int | None = None,
+                      gpu_total_bytes: int | None = None) -> variant.VariantCheck:
+        """The create form checked as /api/create would take it (see variant.check_variant)."""
+        return variant.check_variant(base, name, num_ctx, num_batch, quantize, local_names=frozenset(local_names),
+                                     base_quantization=base_quantization, training_context=training_context,
+                                     parameter_count=parameter_count, gpu_total_bytes=gpu_total_bytes)
+
+    def quantization_advice(self, typed: str, parameter_count: int | None, gpu_total_bytes: int | None) -> str:
+        """Why an FP8 tag does not exist in Ollama and what the real choices cost; empty otherwise."""
+        return variant.fp8_explanation(parameter_count, gpu_total_bytes) if variant.mentions_fp8(typed) else ""
+
+    def pull_failure_hint(self, model: str, message: str) -> str:
+        """What to do after a failed pull (network, disk, registry)."""
+        return pull_progress.pull_failure_hint(model, message)
+
+
+OLLAMA = BackendSpec(
+    name="ollama",
+    display_name="Ollama",
+    # OLLAMA_* variables are read when `ollama serve` starts, so a change needs a restart.
+    settings_mapping="environment",
+    capabilities=Capabilities(
+        pull=True,  # POST /api/pull, streamed progress per layer
+        create=True,  # POST /api/create from an existing model with new parameters or quantization
+        delete=True,  # DELETE /api/delete
+        lists_loaded=True,  # GET /api/ps with size and size_vram
+        load_unload=True,  # an empty /api/generate loads; keep_alive 0 unloads
+        restarts_with_settings=True,
+        reports_slots=False,  # Ollama exposes no per-slot state
+        server_metrics=False,  # nor a /metrics endpoint
+        thinking_control=True,  # `think` on /api/chat and /api/generate
+    ),
+    catalog=OllamaClient,
+    server=ServerSupervisor,
+    model_rules=OllamaModelRules(),
+    tuning=OLLAMA_TUNING,
+    missing_reasons={
+        "reports_slots": "Ollama does not report per-slot state; requests in flight are counted by ollama-deck.",
+        "server_metrics": "Ollama has no /metrics endpoint; throughput is measured from the replies.",
+    },
+)
+
+__all__ = ["OLLAMA", "OllamaModelRules"]

@@ -1,0 +1,27 @@
+"""The backends ollama-deck knows, by name. Only the composition roots (the GUI's main and the CLI)
+look a backend up here; everything below them receives the BackendSpec and asks its capabilities."""
+
+from __future__ import annotations
+
+from app.backends.ollama.spec import OLLAMA
+from app.core.ports.backend import BackendSpec, Capabilities
+
+DEFAULT_BACKEND = "ollama"
+
+_SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (OLLAMA,)}
+
+
+def names() -> list[str]:
+    """Registered backend names, in registration order."""
+    return list(_SPECS)
+
+
+def get(name: str = DEFAULT_BACKEND) -> BackendSpec:
+    """The spec registered under `name`; KeyError naming the known ones otherwise."""
+    try:
+        return _SPECS[name]
+    except KeyError:
+        raise KeyError(f"unknown backend {name!r}; known: {', '.join(_SPECS)}") from None
+
+
+__all__ = ["BackendSpec", "Capabilities", "DEFAULT_BACKEND", "get", "names"]

@@ -1,0 +1,129 @@
+"""What a backend is to the rest of the app: a name, what it can do, and the factories of its seams.
+
+Pages and services ask a BackendSpec's capabilities, never its name; the composition roots pick
+the spec from app.backends.registry and hand it down."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence, Set
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Protocol
+
+from app.core.ports.catalog import CatalogFactory
+from app.core.ports.server import ServerControl
+from app.core.server.mapping import TuningMapping
+from app.core.server.settings import ServerSettings
+from app.core.server.state import ServerStatus
+
+SettingsMapping = Literal["environment", "flags"]
+"""How tuning settings reach the server: environment variables read at start (Ollama's OLLAMA_*),
+or command-line flags (llama-server's)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend's server and API can do; a page offers a control only where this says so."""
+
+    pull: bool = False  # download models from a registry through the server
+    create: bool = False  # make a model variant with its own defaults (num_ctx, num_batch, quantization)
+    delete: bool = False  # remove a stored model
+    lists_loaded: bool = False  # say which models are in memory now, with their VRAM share
+    load_unload: bool = False  # load a model ahead of the first prompt, and free it on request
+    restarts_with_settings: bool = False  # a managed server restarts to apply tuning settings
+    reports_slots: bool = False  # per-slot state (a /slots endpoint)
+    server_metrics: bool = False  # server-wide counters (a /metrics endpoint)
+    thinking_control: bool = False  # a request can switch a model's thinking on or off
+
+    def names(self) -> list[str]:
+        """The capability names that are True."""
+        return [f.name for f in fields(self) if getattr(self, f.name)]
+
+
+class VariantVerdict(Protocol):
+    """The check of a create-variant form: field -> message, and the request when it is valid."""
+
+    @property
+    def errors(self) -> Mapping[str, str]:
+        """Messages that block creating, by field."""
+        ...
+
+    @property
+    def warnings(self) -> Mapping[str, str]:
+        """Messages worth reading, by field."""
+        ...
+
+    @property
+    def body(self) -> dict[str, Any] | None:
+        """The create request, None while a field is wrong."""
+        ...
+
+    @property
+    def ok(self) -> bool:
+        """True when the variant can be created."""
+        ...
+
+
+class ModelStoreRules(Protocol):
+    """A backend's rules and words for its model store: which quantizations a variant may ask for,
+    how a variant form is checked, and what a failed pull or an impossible tag means."""
+
+    @property
+    def quantize_choices(self) -> Sequence[str]:
+        """Quantizations a new variant can be made with (empty: none)."""
+        ...
+
+    def check_variant(self, base: str, name: str, num_ctx: int | None, num_batch: int | None, quantize: str = "",
+                      *, local_names: Set[str] = frozenset(), base_quantization: str = "",
+                      training_context: int | None = None, parameter_count: int | None = None,
+                      gpu_total_bytes: int | None = None) -> VariantVerdict:
+        """Check a create-variant form (context and batch in tokens, GPU memory in bytes)."""
+        ...
+
+    def quantization_advice(self, typed: str, parameter_count: int | None, gpu_total_bytes: int | None) -> str:
+        """What to know about a typed model name's quantization (empty when nothing); bytes for the GPU."""
+        ...
+
+    def pull_failure_hint(self, model: str, message: str) -> str:
+        """What to do after a pull failed with the server's `message`."""
+        ...
+
+
+class ServerFactory(Protocol):
+    """Makes a backend's server supervisor for the given settings, reporting through the callbacks
+    (called on the asyncio loop thread)."""
+
+    def __call__(self, settings: ServerSettings, *, on_status: Callable[[ServerStatus], None],
+                 on_log: Callable[[str], None]) -> ServerControl:
+        ...
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One inference server kind: its display name, capabilities and seam factories."""
+
+    name: str  # registry key, e.g. "ollama"
+    display_name: str  # for people, e.g. "Ollama"
+    settings_mapping: SettingsMapping
+    capabilities: Capabilities
+    catalog: CatalogFactory
+    server: ServerFactory
+    model_rules: ModelStoreRules
+    tuning: TuningMapping  # how the shared settings become this server's options, and the exact text
+    # Why a capability is missing, in words for the user (capability name -> sentence).
+    missing_reasons: Mapping[str, str] = field(default_factory=dict)
+
+    def can(self, capability: str) -> bool:
+        """True when the backend has `capability` (a Capabilities field name)."""
+        if capability not in {f.name for f in fields(Capabilities)}:
+            raise KeyError(f"unknown capability {capability!r}")
+        return bool(getattr(self.capabilities, capability))
+
+    def why_not(self, capability: str) -> str:
+        """Why `capability` is unavailable (empty when it is available)."""
+        if self.can(capability):
+            return ""
+        words = capability.replace("_", " ")
+        return self.missing_reasons.get(capability, f"{self.display_name} does not offer this ({words}).")
+
+
+__all__ = ["BackendSpec", "Capabilities", "ModelStoreRules", "ServerFactory", "SettingsMapping", "VariantVerdict"]

@@ -1,0 +1,57 @@
+"""The storage seams: where benchmark runs, apply checks, server settings and presets are kept.
+
+Every method blocks on disk (SQLite or a JSON file): callers on the asyncio loop run them in a
+worker thread, and the GUI thread never calls them directly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from app.core.bench.run import SweepRun
+from app.core.bench.sweep import PointResult
+from app.core.console.presets import Preset
+from app.core.server.settings import ServerSettings
+
+
+class SweepRecorder(Protocol):
+    """Keeps a sweep as it runs: a row when it begins, each point as it ends, the closing state."""
+
+    def begin(self, run: SweepRun) -> int:
+        """Store a run that has just started; returns its id."""
+        ...
+
+    def add_point(self, run_id: int, result: PointResult) -> None:
+        """Store one finished point of run `run_id`."""
+        ...
+
+    def finish(self, run_id: int, run: SweepRun) -> None:
+        """Store the run's final status and times."""
+        ...
+
+
+class ApplyRecorder(Protocol):
+    """Keeps one record per guarded apply (settings tried, prediction, measurement, outcome)."""
+
+    def add(self, record: dict[str, Any]) -> int:
+        """Store a JSON-ready record; returns its id."""
+        ...
+
+
+class SettingsSaver(Protocol):
+    """Saves the server settings the user applied."""
+
+    def save(self, settings: ServerSettings, /) -> Path | None:
+        """Write the settings; returns the file written (None when nothing was written)."""
+        ...
+
+
+class PresetStorage(Protocol):
+    """Reads and writes the prompt presets."""
+
+    def save(self, presets: list[Preset]) -> None:
+        """Write every preset."""
+        ...
+
+
+__all__ = ["ApplyRecorder", "PresetStorage", "SettingsSaver", "SweepRecorder"]

@@ -1,0 +1,105 @@
+"""The server view-model's parts on their own (lifecycle, status poller, model lookups), against the
+stand-in Ollama over real sockets, and the controller that joins them for the pages."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from app.adapters.aio import LoopThread
+from app.backends.ollama.client import OllamaClient
+from app.backends.ollama.supervisor import ServerSupervisor
+from app.core.server.settings import ServerSettings
+from app.core.server.state import ServerState
+from app.ui.app.lifecycle import ServerLifecycle
+from app.ui.app.loop_gate import LoopGate
+from app.ui.app.main import settings_for_url
+from app.ui.app.model_lookups import ModelLookups
+from app.ui.app.server_controller import ServerController
+from app.ui.app.status_poller import StatusPoller
+
+WAIT_MS = 10_000
+
+
+@pytest.fixture
+def attached(fake_ollama):
+    """(loop, gate, supervisor) with the supervisor pointed at the stand-in server."""
+    loop = LoopThread(name="test-parts-loop")
+    supervisor = ServerSupervisor(settings_for_url(ServerSettings(), fake_ollama.url))
+    yield loop, LoopGate(loop, lambda: supervisor), supervisor
+    loop.run(supervisor.close(), timeout=10)
+    loop.stop()
+
+
+def test_the_model_lookups_list_models_and_read_a_shape_on_their_own(qtbot, attached):
+    _loop, gate, _supervisor = attached
+    lookups = ModelLookups(gate, OllamaClient)
+    with qtbot.waitSignal(lookups.models_listed, timeout=WAIT_MS) as listed:
+        lookups.list_models()
+    assert "qwen3:14b" in [m.name for m in listed.args[0]]
+    with qtbot.waitSignal(lookups.model_shape_ready, timeout=WAIT_MS) as ready:
+        lookups.fetch_model_shape("qwen3:14b")
+    name, shape, error = ready.args
+    assert name == "qwen3:14b" and error == "" and shape.n_layer == 40
+    with qtbot.waitSignal(lookups.model_shape_ready, timeout=WAIT_MS) as missing:
+        lookups.fetch_model_shape("nope:1b")
+    assert missing.args[1] is None and missing.args[2].startswith("Cannot price nope:1b")
+
+
+def test_a_held_lifecycle_refuses_start_stop_and_apply_with_the_reason(qtbot, attached):
+    _loop, gate, _supervisor = attached
+    saved: list[ServerSettings] = []
+    lifecycle = ServerLifecycle(gate, saved.append)
+    lifecycle.hold("A sweep owns the server.")
+    for action in (lifecycle.start, lifecycle.stop, lambda: lifecycle.apply(ServerSettings(num_parallel=2))):
+        with qtbot.waitSignal(lifecycle.error, timeout=WAIT_MS) as refused:
+            future = action()
+        assert future.cancelled() and refused.args == ["A sweep owns the server."]
+    assert saved == [] and lifecycle.busy == 0
+    lifecycle.release()
+    with qtbot.waitSignal(lifecycle.busy_changed, timeout=WAIT_MS, check_params_cb=lambda busy: not busy):
+        status = lifecycle.probe()
+    assert status.result(5).state is ServerState.RUNNING_ATTACHED and lifecycle.probed
+
+
+def test_the_poller_batches_log_lines_and_follows_the_loaded_models(qtbot, attached, fake_ollama):
+    loop, gate, supervisor = attached
+    poller = StatusPoller(gate, OllamaClient)
+    writer = threading.Thread(target=lambda: [poller.on_log(f"line {i}") for i in range(500)])
+    batches: list[list[str]] = []
+    poller.log_lines.connect(batches.append)
+    writer.start()
+    writer.join()
+    qtbot.waitUntil(lambda: sum(len(b) for b in batches) == 500, timeout=WAIT_MS)
+    assert len(batches) <= 3 and batches[0][0] == "line 0"  # batched, in order
+    supervisor_status = loop.run(supervisor.probe(), timeout=10)
+    poller.on_status(supervisor_status)  # running: the poller starts reading the loaded models
+
+    async def load() -> None:
+        async with OllamaClient(fake_ollama.url) as client:
+            await client.load("qwen3:0.6b")
+
+    with qtbot.waitSignal(poller.running_models_changed, timeout=WAIT_MS,
+                          check_params_cb=lambda models: [m.name for m in models] == ["qwen3:0.6b"]):
+        loop.run(load(), timeout=10)
+    assert poller.status.state is ServerState.RUNNING_ATTACHED
+    poller.stop()
+
+
+def test_the_controller_passes_on_its_parts_signals(qtbot, attached):
+    loop, _gate, _unused = attached
+    controller = ServerController(loop, None, OllamaClient, lambda _s: None)
+    supervisor = ServerSupervisor(_unused.settings, on_status=controller.on_status, on_log=controller.on_log)
+    controller.attach_supervisor(supervisor)
+    seen: list[str] = []
+    controller.held_changed.connect(seen.append)
+    controller.lifecycle.hold("busy")
+    controller.release()
+    assert seen == ["busy", ""] and controller.held_reason == ""
+    with qtbot.waitSignal(controller.status_changed, timeout=WAIT_MS):
+        controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_ATTACHED, timeout=WAIT_MS)
+    with qtbot.waitSignal(controller.models_listed, timeout=WAIT_MS):
+        controller.lookups.list_models()
+    controller.shutdown()
