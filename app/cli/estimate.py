@@ -1,6 +1,6 @@
 """Price a load setting in GPU memory: weights, KV cache, compute buffers, runtime, verdict.
 
-Reads the model from a saved /api/show reply (--show, --model-size) or from a running server
+Reads the model from a saved show reply (`ollama show --verbose` JSON; --show, --model-size) or from a running server
 (--model, --url). Exit status 0 on any verdict, 2 when the input is unusable.
 """
 
@@ -32,19 +32,19 @@ ERA_TEXT = {OllamaEra.A: "era A (Ollama <= 0.11.10, legacy estimate places layer
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Fill the `estimate` parser."""
     src = parser.add_argument_group("model (one of)")
-    src.add_argument("--show", metavar="SHOW.json", help="a saved /api/show reply (verbose gives exact tensor sizes)")
+    src.add_argument("--show", metavar="SHOW.json", help="a saved show reply, the JSON of the server's model metadata (verbose gives exact tensor sizes)")
     src.add_argument("--model-size", metavar="BYTES", type=int, help="size on disk in bytes (with --show)")
     src.add_argument("--model", metavar="NAME", help="read the model from a running server instead")
     src.add_argument("--url", default=DEFAULT_URL, help=f"server for --model (default {DEFAULT_URL})")
     s = parser.add_argument_group("settings")
     s.add_argument("--ctx", type=int, required=True, help="context tokens per request (num_ctx)")
-    s.add_argument("--parallel", type=int, default=1, help="parallel requests (OLLAMA_NUM_PARALLEL)")
-    s.add_argument("--kv-cache", choices=KV_TYPES, default="f16", help="KV cache type (OLLAMA_KV_CACHE_TYPE)")
+    s.add_argument("--parallel", type=int, default=1, help="parallel request slots (the 'batch size')")
+    s.add_argument("--kv-cache", choices=KV_TYPES, default="f16", help="KV cache type")
     s.add_argument("--flash-attention", choices=("on", "off"), default="on")
     s.add_argument("--batch", type=int, default=512, help="num_batch (default 512)")
     s.add_argument("--ubatch", type=int, help="micro-batch (default: equal to --batch, as Ollama passes it)")
     s.add_argument("--num-gpu", type=int, help="force this many layers onto the GPU")
-    s.add_argument("--gpu-overhead-mib", type=float, default=0.0, help="OLLAMA_GPU_OVERHEAD in MiB")
+    s.add_argument("--gpu-overhead-mib", type=float, default=0.0, help="GPU memory the server leaves free, in MiB")
     g = parser.add_argument_group("GPU")
     g.add_argument("--gpu-total-mib", type=float, default=RTX_4090_MIB, help=f"GPU memory (default {RTX_4090_MIB}, an RTX 4090)")
     g.add_argument("--gpu-used-mib", type=float, default=0.0, help="memory used by other processes")
@@ -65,7 +65,7 @@ async def _fetch(url: str, name: str) -> tuple[dict[str, Any], int, str]:
     wanted = {name, name if ":" in name else f"{name}:latest"}
     sizes = [m.size_bytes for m in local if m.name in wanted or m.model in wanted]
     if not sizes:
-        raise ModelNotFound(f"model '{name}' not found in /api/tags")
+        raise ModelNotFound(f"model '{name}' not found among the server's local models")
     return details.show_dict(), sizes[0], version
 
 
@@ -73,11 +73,11 @@ def _load_show(path: str) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise EstimateError(f"no such file: {path}", "Save an /api/show reply there first.") from None
+        raise EstimateError(f"no such file: {path}", "Save the server's show reply for the model there first.") from None
     except (OSError, ValueError) as exc:
         raise EstimateError(f"cannot read {path} as JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise EstimateError(f"{path} is not a JSON object like /api/show returns")
+        raise EstimateError(f"{path} is not a JSON object like a show reply")
     return data
 
 
@@ -90,7 +90,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
     if not args.show:
         raise EstimateError("no model given", "Pass --show SHOW.json --model-size BYTES, or --model NAME.")
     if args.model_size is None:
-        raise EstimateError("--show needs --model-size BYTES", "Use the `size` from ollama list / /api/tags.")
+        raise EstimateError("--show needs --model-size BYTES", "Use the model's `size` in bytes from the server's model list.")
     return shape_from_show(_load_show(args.show), args.model_size), args.ollama_version
 
 

@@ -1,8 +1,8 @@
-"""A model's memory-relevant shape, read from Ollama's `/api/show` response.
+"""A model's memory-relevant shape, read from the model metadata a server shows (GGUF keys).
 
 Everything the VRAM estimator needs about a model lives here: layer count, widths, attention
 heads, sliding-window layers, vocabulary, and how many bytes of weights each layer holds
-(exact from the GGUF tensor list when `/api/show` was asked with `verbose`, otherwise split
+(exact from the GGUF tensor list when the server listed the tensors (Ollama's verbose show), otherwise split
 from the file size by the quantization's known type mix).
 """
 
@@ -128,7 +128,7 @@ def _positive_int(info: dict[str, Any], key: str) -> int:
     if isinstance(value, list) and value:
         value = max(value)
     if not isinstance(value, (int, float)) or isinstance(value, bool) or int(value) <= 0:
-        raise EstimateError(f"model metadata lacks a positive {key!r}", "Is this a complete /api/show response?")
+        raise EstimateError(f"model metadata lacks a positive {key!r}", "Is this the model's complete metadata?")
     return int(value)
 
 
@@ -139,7 +139,7 @@ def _per_layer(info: dict[str, Any], key: str, n_layer: int, default: int | None
             raise EstimateError(f"{key!r} lists {len(value)} values for {n_layer} layers")
         return tuple(int(v) for v in value)
     if not isinstance(value, (int, float)) or isinstance(value, bool) or int(value) <= 0:
-        raise EstimateError(f"model metadata lacks a positive {key!r}", "Is this a complete /api/show response?")
+        raise EstimateError(f"model metadata lacks a positive {key!r}", "Is this the model's complete metadata?")
     return (int(value),) * n_layer
 
 
@@ -209,9 +209,9 @@ def _layout_from_size(model_size: int, shape_args: dict[str, int], quant: str, t
 
 
 def shape_from_show(show: dict[str, Any], model_size_bytes: int) -> ModelShape:
-    """Build a ModelShape from an `/api/show` response and the model's size on disk in bytes."""
+    """Build a ModelShape from a model-metadata reply (model_info, details, tensors) and its size on disk in bytes."""
     if not isinstance(show, dict) or not isinstance(show.get("model_info"), dict):
-        raise EstimateError("the /api/show response has no model_info", "Pass the JSON that /api/show returned.")
+        raise EstimateError("the model metadata has no model_info", "Pass the JSON the server's show reply returned.")
     if not isinstance(model_size_bytes, int) or model_size_bytes <= 0:
         raise EstimateError(f"model size must be a positive number of bytes, got {model_size_bytes!r}")
     info: dict[str, Any] = show["model_info"]

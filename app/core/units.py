@@ -1,6 +1,6 @@
 """Byte units, one definition for the whole app.
 
-Memory is counted in binary units — NVML, llama.cpp's buffer lines and Ollama's `/api/ps` sizes
+Memory is counted in binary units — NVML, llama.cpp's buffer lines and Ollama's loaded-model sizes
 are bytes that people read as KiB/MiB/GiB — while download sizes are quoted in decimal gigabytes,
 as `ollama pull` and `ollama list` print them.
 """

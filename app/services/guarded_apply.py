@@ -51,7 +51,7 @@ class ApplyReport:
 
 
 class GuardedApplier:
-    """Restart with new settings, load the model with a tiny request, read /api/ps and NVML, judge.
+    """Restart with new settings, load the model with a tiny request, read the loaded models and NVML, judge.
 
     Runs on the asyncio loop thread. It only restarts servers the supervisor manages. The record
     (SQLite) and the NVML reading run in worker threads: the loop never waits on the disk or the driver."""

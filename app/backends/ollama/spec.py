@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+import json
+from collections.abc import Mapping, Sequence, Set
+from typing import Any
 
 from app.backends.ollama import pull_progress, variant
 from app.backends.ollama.client import OllamaClient
@@ -35,6 +37,10 @@ class OllamaModelRules:
     def pull_failure_hint(self, model: str, message: str) -> str:
         """What to do after a failed pull (network, disk, registry)."""
         return pull_progress.pull_failure_hint(model, message)
+
+    def variant_request_text(self, body: Mapping[str, Any]) -> str:
+        """`POST /api/create` with its JSON body."""
+        return f"POST /api/create {json.dumps(dict(body))}"
 
 
 OLLAMA = BackendSpec(

@@ -84,7 +84,7 @@ class SweepPoint:
 
     @property
     def parallel(self) -> int | None:
-        """OLLAMA_NUM_PARALLEL at this point (None when the server's own is unknown)."""
+        """Parallel slots at this point (None when the server's own is unknown)."""
         return self.settings.num_parallel if self.server_known else None
 
     def label(self, varying: Sequence[str] = ("parallel", "concurrency")) -> str:
@@ -213,9 +213,9 @@ class PointResult:
     gpu: GpuFigures = field(default_factory=GpuFigures)
     estimate_verdict: str | None = None  # the estimator's verdict before the point ran
     estimate_peak_mib: float | None = None
-    loaded_size_mib: float | None = None  # /api/ps after the warm-up
+    loaded_size_mib: float | None = None  # the server's loaded-model size after the warm-up
     loaded_vram_mib: float | None = None
-    context_length: int | None = None  # what /api/ps reported
+    context_length: int | None = None  # what the server reported as loaded
     elapsed_s: float = 0.0
     detail: str = ""  # the server's own words behind the reason, for a tooltip or the report
 

@@ -51,7 +51,7 @@ def era_for_version(version: str | None) -> OllamaEra:
         return OllamaEra.C
     m = _VERSION_RE.match(version.strip())
     if not m:
-        raise EstimateError(f"cannot read Ollama version {version!r}", "Use the form 0.12.3 (GET /api/version).")
+        raise EstimateError(f"cannot read Ollama version {version!r}", "Use the form 0.12.3, as the server reports its version.")
     v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
     if v <= (0, 11, 10):
         return OllamaEra.A
@@ -65,13 +65,13 @@ class LoadSettings:
     """The knobs that change memory: per-request context, slots, KV type, attention, batches."""
 
     num_ctx: int  # tokens per request slot
-    parallel: int = 1  # OLLAMA_NUM_PARALLEL
-    kv_cache_type: str = "f16"  # OLLAMA_KV_CACHE_TYPE
+    parallel: int = 1  # parallel slots
+    kv_cache_type: str = "f16"  # KV-cache element type
     flash_attention: bool = True
     num_batch: int = 512
     num_ubatch: int | None = None  # None: equal to num_batch, as Ollama passes it
     num_gpu: int | None = None  # forced layers on the GPU; None lets Ollama decide
-    gpu_overhead_bytes: int = 0  # OLLAMA_GPU_OVERHEAD
+    gpu_overhead_bytes: int = 0  # memory the server is told to leave free per GPU
 
     @property
     def ubatch(self) -> int:
@@ -113,7 +113,7 @@ class VramEstimate:
     total_gpu_bytes: int  # at load: weights + KV + compute + runtime
     peak_gpu_bytes: int  # during a slot-filling prompt
     free_bytes: int
-    available_bytes: int  # free minus OLLAMA_GPU_OVERHEAD
+    available_bytes: int  # free minus the GPU overhead setting
     headroom_bytes: int  # available minus peak
     layers_on_gpu: int
     layers_total: int

@@ -1,6 +1,6 @@
 """Ollama's own memory estimate before 0.11.11 (era A), which decided layer placement there.
 
-It reproduces the published formula: a fixed 457 MiB CUDA reserve plus OLLAMA_GPU_OVERHEAD,
+It reproduces the published formula: a fixed 457 MiB CUDA reserve plus the GPU-overhead setting,
 KV at 2 / 1 / 0.5 bytes per element for f16 / q8_0 / q4_0, a compute-graph guess per
 architecture (qwen3 and others fall back to GQA × KV / 6, which over-estimates long contexts),
 and layers packed from the last block down until the free memory runs out.
@@ -24,8 +24,8 @@ class LegacyEstimate:
 
     layers: int  # value it passes as --n-gpu-layers (output layer counted)
     layers_model: int  # block_count + 1
-    vram_bytes: int  # memory.required.partial; /api/ps size_vram
-    total_bytes: int  # memory.required.full; /api/ps size
+    vram_bytes: int  # memory.required.partial; the loaded model's size on the GPU
+    total_bytes: int  # memory.required.full; the loaded model's size
     kv_bytes: int
     graph_full_bytes: int
     graph_partial_bytes: int

@@ -28,7 +28,7 @@ def _version_tuple(version: str | None) -> tuple[int, int, int] | None:
 def ollama_default_context_length(version: str | None, gpu_total_bytes: int | None,
                                   gpu_overhead_bytes: int = 0) -> int:
     """num_ctx (tokens) Ollama uses when nothing sets it, for its version and the GPU's bytes less
-    OLLAMA_GPU_OVERHEAD's bytes: 2048 up to 0.6.6, 4096 until 0.15.5, then 4096 below 23 GiB, 32768
+    the GPU-overhead setting's bytes: 2048 up to 0.6.6, 4096 until 0.15.5, then 4096 below 23 GiB, 32768
     from 23 GiB, 262144 from 47 GiB (4096 when the GPU is unknown).
 
     Ollama's own rule, kept in core beside the other version rules the pricing needs (core cannot
@@ -47,13 +47,14 @@ def ollama_default_context_length(version: str | None, gpu_total_bytes: int | No
 
 
 def context_for(settings: ServerSettings, model_num_ctx: int | None, version: str | None,
-                gpu_total_bytes: int | None, training_context: int | None = None) -> tuple[int, str]:
+                gpu_total_bytes: int | None, training_context: int | None = None, *,
+                context_setting: str = "the context setting") -> tuple[int, str]:
     """The num_ctx a plain request gets and where it comes from (tokens, words); Ollama clamps it
-    to the model's training context."""
+    to the model's training context. `context_setting` is what the server calls the setting."""
     if model_num_ctx:
         ctx, source = model_num_ctx, "the model's num_ctx"
     elif settings.context_length:
-        ctx, source = settings.context_length, "OLLAMA_CONTEXT_LENGTH"
+        ctx, source = settings.context_length, context_setting
     else:
         ctx = ollama_default_context_length(version, gpu_total_bytes, settings.gpu_overhead_mib * MIB)
         source = "Ollama's default"
@@ -95,8 +96,9 @@ def _int_param(value: Any) -> int | None:
 
 
 def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings, version: str | None,
-                gpu_total_bytes: int | None, gpu_unknown_reason: str = "") -> FitVerdict:
-    """Price a model (its `/api/show` dict and size on disk) on this GPU under these settings.
+                gpu_total_bytes: int | None, gpu_unknown_reason: str = "", *,
+                context_setting: str = "the context setting") -> FitVerdict:
+    """Price a model (its metadata dict as the server shows it, and size on disk) on this GPU under these settings.
 
     `show` may carry "parameters" (Modelfile text) for the model's own num_ctx/num_batch.
     Without a known GPU the verdict is "unknown" and says why.
@@ -107,7 +109,7 @@ def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings,
     except EstimateError as exc:
         return FitVerdict("unknown", None, "", f"Cannot estimate this model: {exc.user_text()}")
     num_ctx, source = context_for(settings, _int_param(params.get("num_ctx")), version, gpu_total_bytes,
-                                  shape.context_length)
+                                  shape.context_length, context_setting=context_setting)
     if gpu_total_bytes is None:
         why = gpu_unknown_reason or "no GPU was detected"
         return FitVerdict("unknown", num_ctx, source,
@@ -122,7 +124,7 @@ def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings,
 
 
 def _modelfile_parameters(text: str) -> dict[str, str]:
-    """First value of each PARAMETER line of `/api/show`'s parameters text."""
+    """First value of each PARAMETER line of the model's parameters text (Modelfile syntax)."""
     out: dict[str, str] = {}
     for line in text.splitlines():
         key, _, value = line.strip().partition(" ")

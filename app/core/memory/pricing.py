@@ -73,7 +73,7 @@ def others_bytes(gpu_used_mib: float, server_mib: float, server_running: bool, l
     """GPU memory (bytes) used by processes other than the Ollama server, from one NVML reading.
 
     With the server running, its share is NVML's per-process figure when known, else what
-    /api/ps says its loaded models hold."""
+    the server says its loaded models hold."""
     if math.isnan(gpu_used_mib):
         return 0
     if not server_running:

@@ -27,7 +27,7 @@ def verdict_label(verdict: str) -> str:
 
 
 def ps_processor(size: int, size_vram: int) -> str:
-    """PROCESSOR column exactly as `ollama ps` prints it from /api/ps size and size_vram."""
+    """PROCESSOR column exactly as `ollama ps` prints it from the loaded model's size and size on the GPU."""
     if size_vram == 0:
         return "100% CPU"
     if size_vram == size:

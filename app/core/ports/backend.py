@@ -16,7 +16,7 @@ from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerStatus
 
 SettingsMapping = Literal["environment", "flags"]
-"""How tuning settings reach the server: environment variables read at start (Ollama's OLLAMA_*),
+"""How tuning settings reach the server: environment variables read at start (Ollama's),
 or command-line flags (llama-server's)."""
 
 
@@ -85,6 +85,10 @@ class ModelStoreRules(Protocol):
 
     def pull_failure_hint(self, model: str, message: str) -> str:
         """What to do after a pull failed with the server's `message`."""
+        ...
+
+    def variant_request_text(self, body: Mapping[str, Any]) -> str:
+        """The create-variant request exactly as it will be sent, for the form's preview."""
         ...
 
 

@@ -44,7 +44,7 @@ def _gib(n: float) -> str:
 
 
 def measured_vram_bytes(obs: ApplyObservation) -> int | None:
-    """The best measurement of the server's GPU memory: NVML's per-process figure, else /api/ps."""
+    """The best measurement of the server's GPU memory: NVML's per-process figure, else the server's own report of the loaded model."""
     if not math.isnan(obs.server_gpu_mib):
         return int(obs.server_gpu_mib * MIB)
     return obs.ps_size_vram_bytes

@@ -1,7 +1,7 @@
 """How a backend turns the shared settings into what its server reads, as the form needs to know it.
 
 A page never asks which server it drives: it shows the backend's option fields, the name each
-setting gets there (`OLLAMA_NUM_PARALLEL`, `-np`), why a setting cannot be set on that server,
+setting gets there (an environment variable, a flag such as `-np`), why a setting cannot be set on that server,
 and the exact lines the server will get. Each backend implements TuningMapping;
 NeutralTuning is the mapping of no particular server (the shared checks, nothing translated).
 """
@@ -31,7 +31,7 @@ class OptionSpec:
     kind: str
     default: int | str
     hint: str = ""
-    setting: str = ""  # what the server calls it, e.g. OLLAMA_GPU_OVERHEAD; "" for app preferences
+    setting: str = ""  # what the server calls it, e.g. an environment variable; "" for app preferences
     low: int = 0
     high: int = 0
     step: int = 1

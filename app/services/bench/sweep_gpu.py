@@ -54,7 +54,7 @@ def gpu_facts(gpu: GpuBackend | None) -> tuple[GpuInfo | None, str]:
 async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running: bool) -> GpuMemory | None:
     """Total GPU bytes and what other processes use, as the estimator prices against (None without a reading).
 
-    What the server's loaded models hold is not "others": /api/ps says how much to leave out."""
+    What the server's loaded models hold is not "others": the server's list of loaded models says how much to leave out."""
     sample = await window.read()
     if sample is None:
         return None

@@ -39,7 +39,7 @@ ERROR_WORDS = {"oom": "out of memory", "queue_full": "server busy (queue full)",
                "bad_request": "refused as bad request", "not_found": "model not found", "malformed": "malformed reply",
                "other": "other error"}
 # Predictions that make a point pointless on this GPU: it would not load, or would run partly on the
-# CPU (slow to load, many times slower to decode, and failed by the /api/ps check anyway).
+# CPU (slow to load, many times slower to decode, and failed by the loaded-model check anyway).
 SKIPPED_VERDICTS = ("wont_load", "spills")
 # Share of a point's time before measuring starts (restart, load, warm-up), for progress and ETA.
 SETUP_SHARE = 0.2
@@ -268,7 +268,7 @@ class SweepRunner:
             return _ended(priced, SKIPPED, _skip_reason(estimate), f"{estimate.explanation} The point was "
                           "not run; tick Force (--force) to run it anyway.")
         if spec.managed and self._supervisor is not None:
-            report("restarting", f"OLLAMA_NUM_PARALLEL={point.settings.num_parallel}", 0.02)
+            report("restarting", f"parallel {point.settings.num_parallel}", 0.02)
             status = await self._supervisor.restart(point.settings)
             if status.state is not ServerState.RUNNING_MANAGED:
                 return _ended(priced, FAILED, "server did not start", status.message)
@@ -287,7 +287,7 @@ class SweepRunner:
                         context_length=loaded.context_length if loaded else None)
         if loaded is not None and loaded.size_vram_bytes < loaded.size_bytes:
             return _ended(facts, FAILED, f"spilled to CPU ({loaded.processor})",
-                          f"/api/ps: {loaded.size_vram_bytes / MIB:.0f} of {loaded.size_bytes / MIB:.0f} MiB "
+                          f"The server reports {loaded.size_vram_bytes / MIB:.0f} of {loaded.size_bytes / MIB:.0f} MiB "
                           "on the GPU; the rest runs on the CPU, many times slower.")
         return await self._measure(client, spec, point, report, facts)
 

@@ -72,7 +72,7 @@ class Header(QFrame):
             self.version_label.setText(f"{self._server_name} —")
 
     def set_running_models(self, models: list[RunningModel]) -> None:
-        """Show what /api/ps reports as loaded."""
+        """Show what the server reports as loaded."""
         if not models:
             self.models_label.setText("no model loaded")
             self.models_label.setToolTip("")

@@ -28,7 +28,9 @@ def test_default_context_by_version_and_vram(version: str, gpu: int | None, over
 def test_context_precedence_and_clamp() -> None:
     tuned = ServerSettings(context_length=8192)
     assert context_for(tuned, 16384, "0.12.6", RTX_4090) == (16384, "the model's num_ctx")
-    assert context_for(tuned, None, "0.12.6", RTX_4090) == (8192, "OLLAMA_CONTEXT_LENGTH")
+    assert context_for(tuned, None, "0.12.6", RTX_4090) == (8192, "the context setting")
+    assert context_for(tuned, None, "0.12.6", RTX_4090, context_setting="OLLAMA_CONTEXT_LENGTH") == (
+        8192, "OLLAMA_CONTEXT_LENGTH")
     assert context_for(ServerSettings(), None, "0.20.0", RTX_4090) == (32768, "Ollama's default")
     ctx, source = context_for(ServerSettings(context_length=131072), None, "0.20.0", RTX_4090, 40960)
     assert ctx == 40960 and "clamped" in source

@@ -6,6 +6,7 @@ the server is managed (server settings may vary) or attached (only client concur
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -36,9 +37,11 @@ class SweepEditor(QWidget):
     cancel_requested = Signal()
     refresh_models = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, setting_name: Callable[[str], str] = lambda field: "", parent: QWidget | None = None) -> None:
+        """`setting_name` gives what the server calls a settings field (the backend's mapping)."""
         super().__init__(parent)
         self.setObjectName("SweepEditor")
+        self._setting_name = setting_name
         self._managed = True
         self._base = ServerSettings()
         self._file_prompts: tuple | None = None
@@ -104,7 +107,7 @@ class SweepEditor(QWidget):
         self.parallel = QLineEdit("1, 2, 4, 8")
         self.parallel.setObjectName("parallel")
         self.parallel_message = group.add_field(
-            "Parallel", self.parallel, env_name="OLLAMA_NUM_PARALLEL",
+            "Parallel", self.parallel, env_name=self._setting_name("num_parallel"),
             hint="The articles' “batch size”. Each value restarts the server.")
         self.clients = QLineEdit()
         self.clients.setObjectName("clients")
@@ -117,16 +120,17 @@ class SweepEditor(QWidget):
         for kv, box in self.kv_boxes.items():
             box.setObjectName(f"kv_{kv}")
         self.kv_message = group.add_field("KV cache", left_aligned(*self.kv_boxes.values(), spacing=14),
-                                          env_name="OLLAMA_KV_CACHE_TYPE", hint="q8_0 and q4_0 need flash attention.")
+                                          env_name=self._setting_name("kv_cache_type"),
+                                          hint="q8_0 and q4_0 need flash attention.")
         self.context = QLineEdit()
         self.context.setObjectName("context")
-        self.context_message = group.add_field("Context", self.context, env_name="OLLAMA_CONTEXT_LENGTH",
+        self.context_message = group.add_field("Context", self.context, env_name=self._setting_name("context_length"),
                                                hint="Tokens per slot, e.g. 8192, 16384. Empty: keep the current.")
         self.fa = QComboBox()
         self.fa.setObjectName("flash_attention")
         for key, text in FA_CHOICES:
             self.fa.addItem(text, key)
-        group.add_field("Flash attn", self.fa, env_name="OLLAMA_FLASH_ATTENTION")
+        group.add_field("Flash attn", self.fa, env_name=self._setting_name("flash_attention"))
         self.force = QCheckBox("run points predicted not to fit")
         self.force.setObjectName("force")
         group.add_field("Force", self.force)

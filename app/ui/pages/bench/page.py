@@ -140,7 +140,7 @@ class BenchPage(QWidget):
         self.tabs.setObjectName("BenchTabs")
         root.addWidget(self.tabs, 1)
 
-        self.editor = SweepEditor()
+        self.editor = SweepEditor(backend.tuning.setting_name)
         self.progress = ProgressCard()
         self.message = InlineMessage(prominent=True)
         self.message.setObjectName("PageMessage")

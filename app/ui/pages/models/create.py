@@ -1,8 +1,7 @@
-"""Create a tuned variant (the articles' Modelfile step) through a form, sent as `/api/create` JSON."""
+"""Create a tuned variant (the articles' Modelfile step) through a form; the backend says how it is sent."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from collections.abc import Callable
 
@@ -19,7 +18,7 @@ KEEP = "keep the base's"
 class CreatePanel(FieldGroup):
     """Base model, new name, num_ctx, num_batch and optional quantization, checked as you type."""
 
-    create_requested = Signal(dict)  # the /api/create body
+    create_requested = Signal(dict)  # the create-variant request body
 
     def __init__(self, rules: ModelStoreRules, parent: QWidget | None = None) -> None:
         super().__init__("Create a tuned variant", parent)
@@ -128,7 +127,7 @@ class CreatePanel(FieldGroup):
                 message.show_warning(check.warnings[field])
             else:
                 message.clear_message()
-        self.preview.setText(f"POST /api/create {json.dumps(check.body)}" if check.body else
+        self.preview.setText(self._rules.variant_request_text(check.body) if check.body else
                              "Name the new model to see the request." if "name" in check.errors
                              and not self.name.text().strip() else "Fix the fields marked in red to see the request.")
         self.create_button.setEnabled(check.ok and not self._busy)

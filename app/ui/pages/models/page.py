@@ -54,7 +54,8 @@ class ModelsPage(QWidget):
         super().__init__(parent)
         self._server = server
         self.backend = backend
-        self.session = ModelsSession(loop, backend.catalog, backend.model_rules.pull_failure_hint, self)
+        self.session = ModelsSession(loop, backend.catalog, backend.model_rules.pull_failure_hint,
+                                     backend.tuning.setting_name("context_length") or "the context setting", self)
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_to_confirm(self, title, text)
         self._gpu_info = gpu_info
         self._gpu_reason = gpu_reason
@@ -341,7 +342,7 @@ class ModelsPage(QWidget):
         self._store_changed()
 
     def create_variant(self, body: dict[str, Any]) -> None:
-        """Send a checked `/api/create` body."""
+        """Send a checked create-variant request body."""
         self.create_panel.set_busy(True)
         self.session.create(self.base_url, body)
 

@@ -37,11 +37,12 @@ class ModelsSession(QObject):
     action_failed = Signal(str, str, str)  # kind, model, message
 
     def __init__(self, loop: LoopThread, client_factory: CatalogFactory, pull_hint: Callable[[str, str], str],
-                 parent: QObject | None = None) -> None:
+                 context_setting: str = "the context setting", parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._clients = ClientPool(client_factory)
         self._pull_hint = pull_hint  # the backend's words for what to do after a failed pull
+        self._context_setting = context_setting  # what the server calls the context setting
         self._closed = False
         self.pull_future: concurrent.futures.Future | None = None
         self.create_future: concurrent.futures.Future | None = None
@@ -78,13 +79,14 @@ class ModelsSession(QObject):
         async def work() -> None:
             verdicts: dict[str, FitVerdict] = {}
             for name, (show, size) in entries.items():
-                verdicts[name] = fit_verdict(show, size, settings, version, gpu_total_bytes, gpu_reason)
+                verdicts[name] = fit_verdict(show, size, settings, version, gpu_total_bytes, gpu_reason,
+                                             context_setting=self._context_setting)
             self.verdicts_ready.emit(verdicts)
 
         return self._submit(work())
 
     def running(self, url: str) -> concurrent.futures.Future:
-        """Read `/api/ps` again (after a load or unload)."""
+        """Read the loaded models again (after a load or unload)."""
 
         async def work() -> None:
             client = self._clients.get(url)
@@ -126,7 +128,7 @@ class ModelsSession(QObject):
             self.pull_future.cancel()
 
     def create(self, url: str, body: dict[str, Any]) -> concurrent.futures.Future:
-        """`/api/create` from a checked body (model, from, parameters, quantize)."""
+        """Create a variant from a checked body (model, from, parameters, quantize)."""
         name = body["model"]
 
         async def work() -> None:
