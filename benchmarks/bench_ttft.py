@@ -1,0 +1,319 @@
+"""Are the console's and the load generator's time to first token and tokens/s honest?
+
+An independent paced NDJSON server (below, its own asyncio server in a child process, so it
+shares no GIL with the client) answers `/api/chat` like Ollama: chunked NDJSON, a first token
+N ms after the request arrived, then one token every M ms, and Ollama's final record. It logs its
+own times on its monotonic clock: first request byte, request complete ("arrived"), each token
+written. The client paths under test:
+
+- console: app/services/prompts.stream_reply through OllamaClient, as the Prompt page, burst and
+  A/B send (its TTFT is the ReplyStats figure the page shows);
+- loadgen: app/services/bench/loadgen.LoadGenerator, closed loop, one client (the sweep's TTFT).
+
+Per path: the client's TTFT against the server's arrive -> first-token, and the client's tokens/s
+(tokens after the first over the first -> last token span) against the server's (same over its
+write times). Targets: TTFT within 3 ms, tokens/s within 0.5 %.
+
+    python benchmarks/bench_ttft.py [--requests 12] [--first-ms 35] [--every-ms 20] [--tokens 60]
+                                    [--burst 1] [--busy-ms 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MODEL = "paced:1b"
+# client TTFT (ms), token receive times (s), when its clock started (s), the server's request id or seed
+Sample = tuple[float, list[float], float, int]
+
+
+# ---- the paced server (runs in the child process) --------------------------------------------
+class PacedServer:
+    """Ollama's /api/chat streaming shape, paced, logging its own monotonic times (s)."""
+
+    def __init__(self, first_ms: float, every_ms: float, tokens: int) -> None:
+        self.first_s = first_ms / 1e3
+        self.every_s = every_ms / 1e3
+        self.tokens = tokens
+        self.log: list[dict[str, Any]] = []
+        self.served = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve requests on one keep-alive connection."""
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(6, 1, 1)  # IPPROTO_TCP, TCP_NODELAY: each token leaves when written, as Go's does
+        try:
+            while True:
+                first_byte = await reader.read(1)
+                if not first_byte:
+                    return
+                t_first_byte = time.monotonic()
+                head = first_byte + await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.decode("latin-1").split("\r\n")[1:]:
+                    name, _, value = line.partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                body = await reader.readexactly(length) if length else b""
+                arrived = time.monotonic()
+                path = head.split(b" ", 2)[1].decode()
+                if path == "/_log":
+                    await self._reply_json(writer, self.log)
+                    self.log = []
+                    continue
+                await self._stream(writer, json.loads(body or b"{}"), t_first_byte, arrived)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+    async def _reply_json(self, writer: asyncio.StreamWriter, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                     % (len(data), data))
+        await writer.drain()
+
+    def _chunk(self, writer: asyncio.StreamWriter, obj: dict[str, Any]) -> float:
+        line = json.dumps(obj).encode() + b"\n"
+        writer.write(b"%x\r\n%s\r\n" % (len(line), line))
+        return time.monotonic()
+
+    async def _stream(self, writer: asyncio.StreamWriter, body: dict[str, Any], t_first_byte: float,
+                      arrived: float) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n")
+        # Each token names its request, and the log keeps the request's seed: clients pair by either.
+        ident = self.served
+        self.served += 1
+        seed = (body.get("options") or {}).get("seed")
+        written: list[float] = []
+        for i in range(self.tokens):
+            due = arrived + self.first_s + i * self.every_s
+            delay = due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            written.append(self._chunk(writer, {"model": body.get("model", MODEL), "created_at": "",
+                                                "message": {"role": "assistant", "content": f"r{ident} t{i} "},
+                                                "done": False}))
+            await writer.drain()
+        end = time.monotonic()
+        eval_ns = int((written[-1] - written[0]) * 1e9) if len(written) > 1 else 1
+        self._chunk(writer, {"model": body.get("model", MODEL), "created_at": "",
+                             "message": {"role": "assistant", "content": ""}, "done": True,
+                             "done_reason": "stop", "total_duration": int((end - arrived) * 1e9),
+                             "load_duration": 1_000_000, "prompt_eval_count": 12,
+                             "prompt_eval_duration": int((written[0] - arrived) * 1e9),
+                             "eval_count": self.tokens, "eval_duration": eval_ns})
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        self.log.append({"id": ident, "seed": seed, "first_byte": t_first_byte, "arrived": arrived,
+                         "written": written})
+
+
+async def serve(first_ms: float, every_ms: float, tokens: int) -> None:
+    """Listen on a free loopback port, print its URL, serve until killed."""
+    paced = PacedServer(first_ms, every_ms, tokens)
+    server = await asyncio.start_server(paced.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    print(f"http://127.0.0.1:{port}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+# ---- the client side -------------------------------------------------------------------------
+def machine() -> str:
+    """CPU model, cores and load average, one line."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{model}, {os.cpu_count()} cores, load average {load}, Python {platform.python_version()}"
+
+
+async def fetch_log(url: str) -> list[dict[str, Any]]:
+    """The server's log since the last fetch (and clear it)."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"GET /_log HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    body = await reader.readexactly(length)
+    writer.close()
+    return list(json.loads(body))
+
+
+def rate(times: list[float]) -> float:
+    """Tokens after the first over the first -> last span (tokens/s)."""
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
+async def console_path(url: str, requests: int, burst: int) -> list[Sample]:
+    """(TTFT ms, token receive times, clock start) per reply: `requests` rounds of `burst` copies at
+    once (run_burst, as the Prompt page's burst sends; one copy is a plain reply), one OllamaClient."""
+    from app.backends.ollama.client import OllamaClient
+    from app.services.prompts import PromptRequest, run_burst, stream_reply
+
+    class Times:
+        def __init__(self) -> None:
+            self.t: dict[int, list[float]] = {}
+            self.ident: dict[int, int] = {}
+
+        def on_chunk(self, index: int, chunk: Any) -> None:
+            if chunk.content or chunk.thinking:
+                self.t.setdefault(index, []).append(chunk.t_monotonic)
+                self.ident.setdefault(index, int(chunk.content.split()[0][1:]))
+
+        def on_done(self, outcome: Any) -> None:
+            pass
+
+    out = []
+    client = OllamaClient(url)
+    request = PromptRequest(MODEL, "Say hi.")
+    try:
+        for _ in range(requests):
+            sink = Times()
+            if burst == 1:
+                outcomes = [await stream_reply(client, request, sink=sink)]
+            else:
+                outcomes = await run_burst(client, request, burst, sink=sink)
+            for outcome in outcomes:
+                if outcome.error is not None:
+                    raise outcome.error
+                times = sink.t[outcome.index]
+                out.append((outcome.stats.ttft_ms, times, times[0] - outcome.stats.ttft_ms / 1e3,
+                            sink.ident[outcome.index]))
+    finally:
+        await client.aclose()
+    return out
+
+
+async def loadgen_path(url: str, requests: int, burst: int) -> list[Sample]:
+    """(TTFT ms, token receive times, clock start) per request, closed loop, `burst` clients."""
+    from app.core.bench.workload import LoadPlan
+    from app.services.bench.loadgen import LoadGenerator
+
+    plan = LoadPlan(model=MODEL, concurrency=burst, requests=requests * burst, warmup_requests=0, num_predict=None)
+    async with LoadGenerator(url) as gen:
+        result = await gen.run(plan)
+    out = []
+    for record in result.records:
+        if not record.ok:
+            raise RuntimeError(record.error)
+        times = [result.started_monotonic + record.first_token_s]
+        for gap in record.itl_s:
+            times.append(times[-1] + gap)
+        out.append((record.ttft_s * 1e3, times, result.started_monotonic + record.scheduled_s, plan.seed + record.index))
+    return out
+
+
+def report(name: str, client: list[Sample], server: list[dict[str, Any]], key: str) -> bool:
+    """Print the comparison for one path; True when within the targets."""
+    ttft_err, rate_err = [], []
+    print(f"\n{name}: {len(client)} requests")
+    print(f"  {'#':>3} {'client TTFT':>12} {'server arrive->1st':>19} {'diff':>8}   "
+          f"{'client tok/s':>12} {'server tok/s':>12} {'diff':>8}   where the difference goes (ms): "
+          "clock start->request's first byte at the server, ->request complete, token written->received")
+    by_key = {log[key]: log for log in server}
+    for i, (ttft, times, started, ident) in enumerate(client):
+        log = by_key[ident]
+        server_ttft = (log["written"][0] - log["arrived"]) * 1e3
+        c_rate, s_rate = rate(times), rate(log["written"])
+        ttft_err.append(ttft - server_ttft)
+        rate_err.append((c_rate - s_rate) / s_rate * 100)
+        print(f"  {i:>3} {ttft:>9.2f} ms {server_ttft:>16.2f} ms {ttft - server_ttft:>+6.2f} ms   "
+              f"{c_rate:>12.2f} {s_rate:>12.2f} {rate_err[-1]:>+7.3f}%   "
+              f"{(log['first_byte'] - started) * 1e3:6.2f} {(log['arrived'] - log['first_byte']) * 1e3:6.2f} "
+              f"{(times[0] - log['written'][0]) * 1e3:6.2f}")
+    worst_ttft = max(ttft_err, key=abs)
+    worst_rate = max(rate_err, key=abs)
+    print(f"  TTFT - server: median {statistics.median(ttft_err):+.2f} ms, worst {worst_ttft:+.2f} ms; "
+          f"tokens/s error: median {statistics.median(rate_err):+.3f} %, worst {worst_rate:+.3f} %")
+    ok = abs(worst_ttft) <= 3.0 and abs(worst_rate) <= 0.5
+    print(f"  {'within' if ok else 'OUTSIDE'} the targets (3 ms, 0.5 %)")
+    return ok
+
+
+def busy_thread(stop: threading.Event, hold_ms: float) -> threading.Thread:
+    """A thread that keeps taking the GIL for pure-Python work, as a GUI thread laying out text does."""
+    def work() -> None:
+        while not stop.is_set():
+            end = time.perf_counter() + hold_ms / 1e3
+            while time.perf_counter() < end:
+                sum(range(200))
+            stop.wait(0.002)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    return thread
+
+
+async def measure(url: str, requests: int, burst: int, busy_ms: float) -> bool:
+    """Run both paths against the server at url and report."""
+    stop = threading.Event()
+    if busy_ms:
+        busy_thread(stop, busy_ms)
+    try:
+        await fetch_log(url)
+        console = await console_path(url, requests, burst)
+        console_log = await fetch_log(url)
+        loadgen = await loadgen_path(url, requests, burst)
+        loadgen_log = await fetch_log(url)
+    finally:
+        stop.set()
+    ok = report("console (services/prompts.stream_reply/run_burst via OllamaClient)", console, console_log, "id")
+    return report("load generator (services/bench/loadgen.LoadGenerator)", loadgen, loadgen_log, "seed") and ok
+
+
+def main() -> int:
+    """Start the paced server in a child process, measure both paths, print the verdict."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=12)
+    parser.add_argument("--first-ms", type=float, default=35.0, help="server: request arrived -> first token")
+    parser.add_argument("--every-ms", type=float, default=20.0, help="server: between tokens")
+    parser.add_argument("--tokens", type=int, default=60)
+    parser.add_argument("--burst", type=int, default=1, help="replies at once (run_burst / closed-loop clients)")
+    parser.add_argument("--busy-ms", type=float, default=0.0,
+                        help="another thread holds the GIL this long at a time (0: none), like a busy GUI thread")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        asyncio.run(serve(args.first_ms, args.every_ms, args.tokens))
+        return 0
+    child = subprocess.Popen([sys.executable, __file__, "--serve", "--first-ms", str(args.first_ms),
+                              "--every-ms", str(args.every_ms), "--tokens", str(args.tokens)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().strip()
+        print(f"machine: {machine()}")
+        print(f"server: {url}, first token {args.first_ms:g} ms after the request arrived, then one every "
+              f"{args.every_ms:g} ms, {args.tokens} tokens")
+        print(f"client: {args.requests} rounds of {args.burst} at once"
+              + (f", another thread holding the GIL {args.busy_ms:g} ms at a time" if args.busy_ms else ""))
+        ok = asyncio.run(measure(url, args.requests, args.burst, args.busy_ms))
+    finally:
+        child.terminate()
+        child.wait()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
