@@ -71,9 +71,20 @@ class StampedSocket:
         """True once either side closed the connection."""
         return self._closed
 
-    async def send(self, data: bytes) -> None:
-        """Send all of data (OSError when the connection broke)."""
-        await self._loop.sock_sendall(self._sock, data)
+    async def send(self, data: bytes) -> float:
+        """Send all of data; returns when it went to the kernel on the clock (OSError when the connection broke).
+
+        The stamp is taken just before the send call, not after it: the call releases the GIL, and
+        another thread that takes it then could hold it for milliseconds before a later stamp."""
+        sent_at = self._clock()
+        try:
+            count = self._sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            count = 0
+        if count < len(data):  # the kernel's buffer was full: the request left when the rest did
+            await self._loop.sock_sendall(self._sock, data[count:])
+            sent_at = self._clock()
+        return sent_at
 
     def close(self) -> None:
         """Stop reading and close the socket (no on_closed call)."""
@@ -101,7 +112,7 @@ class StampedSocket:
             return
         self._on_data(data, self._arrival(ancillary, now))
 
-    def _arrival(self, ancillary: list, now: float) -> float:
+    def _arrival(self, ancillary: list[tuple[int, int, bytes]], now: float) -> float:
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC.size:
                 seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
