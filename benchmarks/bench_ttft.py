@@ -3,8 +3,9 @@
 An independent paced NDJSON server (below, its own asyncio server in a child process, so it
 shares no GIL with the client) answers `/api/chat` like Ollama: chunked NDJSON, a first token
 N ms after the request arrived, then one token every M ms, and Ollama's final record. It logs its
-own times on its monotonic clock: first request byte, request complete ("arrived"), each token
-written. The client paths under test:
+own times on its monotonic clock: first request byte, request complete ("arrived", the kernel's
+receive stamp of its last byte where Linux gives one), each token written (just before the send).
+The client paths under test:
 
 - console: app/services/prompts.stream_reply through OllamaClient, as the Prompt page, burst and
   A/B send (its TTFT is the ReplyStats figure the page shows);
@@ -26,7 +27,9 @@ import contextlib
 import json
 import os
 import platform
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import threading
@@ -43,8 +46,17 @@ Sample = tuple[float, list[float], float, int]
 
 
 # ---- the paced server (runs in the child process) --------------------------------------------
+SO_TIMESTAMPNS = 35  # Linux (generic socket numbers): the kernel stamps each received packet
+TIMESPEC = struct.Struct("@qq")
+
+
 class PacedServer:
-    """Ollama's /api/chat streaming shape, paced, logging its own monotonic times (s)."""
+    """Ollama's /api/chat streaming shape, paced, logging its own monotonic times (s).
+
+    A request "arrived" when the kernel received its last byte (SO_TIMESTAMPNS, where Linux gives
+    it; else when this loop read it), so the log does not depend on when this process got a CPU;
+    a token is "written" just before it is handed to the kernel. Plain sockets, no HTTP library:
+    nothing here is shared with the code under test."""
 
     def __init__(self, first_ms: float, every_ms: float, tokens: int) -> None:
         self.first_s = first_ms / 1e3
@@ -52,86 +64,124 @@ class PacedServer:
         self.tokens = tokens
         self.log: list[dict[str, Any]] = []
         self.served = 0
+        self.loop = asyncio.get_running_loop()
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _recv(self, sock: socket.socket) -> tuple[bytes, float]:
+        """The next block and when it arrived (kernel stamp where there is one)."""
+        while True:
+            ready: asyncio.Future[None] = self.loop.create_future()
+            self.loop.add_reader(sock.fileno(), ready.set_result, None)
+            try:
+                await ready
+            finally:
+                self.loop.remove_reader(sock.fileno())
+            try:
+                data, ancillary, _flags, _addr = sock.recvmsg(65536, socket.CMSG_SPACE(TIMESPEC.size))
+            except BlockingIOError:
+                continue
+            now = time.monotonic()
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                    sec, nsec = TIMESPEC.unpack_from(payload)
+                    return data, (sec * 1_000_000_000 + nsec - (time.time_ns() - time.monotonic_ns())) / 1e9
+            return data, now
+
+    def _send(self, sock: socket.socket, data: bytes) -> float:
+        """Send (the kernel takes these few bytes at once on loopback); returns the time just before."""
+        t = time.monotonic()
+        sock.setblocking(True)
+        try:
+            sock.sendall(data)
+        finally:
+            sock.setblocking(False)
+        return t
+
+    async def handle(self, sock: socket.socket) -> None:
         """Serve requests on one keep-alive connection."""
-        sock = writer.get_extra_info("socket")
-        sock.setsockopt(6, 1, 1)  # IPPROTO_TCP, TCP_NODELAY: each token leaves when written, as Go's does
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each token leaves when written, as Go's do
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        buffer = b""
         try:
             while True:
-                first_byte = await reader.read(1)
-                if not first_byte:
-                    return
-                t_first_byte = time.monotonic()
-                head = first_byte + await reader.readuntil(b"\r\n\r\n")
+                first_byte = None
+                t = time.monotonic()
+                while b"\r\n\r\n" not in buffer:
+                    data, t = await self._recv(sock)
+                    if not data:
+                        return
+                    first_byte = t if first_byte is None else first_byte
+                    buffer += data
+                head, _, buffer = buffer.partition(b"\r\n\r\n")
                 length = 0
                 for line in head.decode("latin-1").split("\r\n")[1:]:
                     name, _, value = line.partition(":")
                     if name.strip().lower() == "content-length":
                         length = int(value)
-                body = await reader.readexactly(length) if length else b""
-                arrived = time.monotonic()
-                path = head.split(b" ", 2)[1].decode()
-                if path == "/_log":
-                    await self._reply_json(writer, self.log)
+                arrived = t
+                while len(buffer) < length:
+                    data, arrived = await self._recv(sock)
+                    if not data:
+                        return
+                    buffer += data
+                body, buffer = buffer[:length], buffer[length:]
+                seen = time.monotonic()
+                if head.split(b" ", 2)[1] == b"/_log":
+                    reply = json.dumps(self.log).encode()
+                    self._send(sock, b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                     b"Content-Length: %d\r\n\r\n%s" % (len(reply), reply))
                     self.log = []
                     continue
-                await self._stream(writer, json.loads(body or b"{}"), t_first_byte, arrived)
-        except (ConnectionError, asyncio.IncompleteReadError):
+                await self._stream(sock, json.loads(body or b"{}"), first_byte or arrived, arrived, seen)
+        except ConnectionError:
             return
         finally:
-            writer.close()
+            sock.close()
 
-    async def _reply_json(self, writer: asyncio.StreamWriter, obj: Any) -> None:
-        data = json.dumps(obj).encode()
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                     % (len(data), data))
-        await writer.drain()
-
-    def _chunk(self, writer: asyncio.StreamWriter, obj: dict[str, Any]) -> float:
+    def _chunk(self, sock: socket.socket, obj: dict[str, Any]) -> float:
         line = json.dumps(obj).encode() + b"\n"
-        writer.write(b"%x\r\n%s\r\n" % (len(line), line))
-        return time.monotonic()
+        return self._send(sock, b"%x\r\n%s\r\n" % (len(line), line))
 
-    async def _stream(self, writer: asyncio.StreamWriter, body: dict[str, Any], t_first_byte: float,
-                      arrived: float) -> None:
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n")
+    async def _stream(self, sock: socket.socket, body: dict[str, Any], first_byte: float, arrived: float,
+                      seen: float) -> None:
+        self._send(sock, b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n")
         # Each token names its request, and the log keeps the request's seed: clients pair by either.
         ident = self.served
         self.served += 1
         seed = (body.get("options") or {}).get("seed")
         written: list[float] = []
         for i in range(self.tokens):
-            due = arrived + self.first_s + i * self.every_s
-            delay = due - time.monotonic()
+            delay = arrived + self.first_s + i * self.every_s - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-            written.append(self._chunk(writer, {"model": body.get("model", MODEL), "created_at": "",
-                                                "message": {"role": "assistant", "content": f"r{ident} t{i} "},
-                                                "done": False}))
-            await writer.drain()
+            written.append(self._chunk(sock, {"model": body.get("model", MODEL), "created_at": "",
+                                              "message": {"role": "assistant", "content": f"r{ident} t{i} "},
+                                              "done": False}))
         end = time.monotonic()
-        eval_ns = int((written[-1] - written[0]) * 1e9) if len(written) > 1 else 1
-        self._chunk(writer, {"model": body.get("model", MODEL), "created_at": "",
-                             "message": {"role": "assistant", "content": ""}, "done": True,
-                             "done_reason": "stop", "total_duration": int((end - arrived) * 1e9),
-                             "load_duration": 1_000_000, "prompt_eval_count": 12,
-                             "prompt_eval_duration": int((written[0] - arrived) * 1e9),
-                             "eval_count": self.tokens, "eval_duration": eval_ns})
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-        self.log.append({"id": ident, "seed": seed, "first_byte": t_first_byte, "arrived": arrived,
+        self._chunk(sock, {"model": body.get("model", MODEL), "created_at": "",
+                           "message": {"role": "assistant", "content": ""}, "done": True,
+                           "done_reason": "stop", "total_duration": int((end - arrived) * 1e9),
+                           "load_duration": 1_000_000, "prompt_eval_count": 12,
+                           "prompt_eval_duration": int((written[0] - arrived) * 1e9),
+                           "eval_count": self.tokens, "eval_duration": int((written[-1] - written[0]) * 1e9) or 1})
+        self._send(sock, b"0\r\n\r\n")
+        self.log.append({"id": ident, "seed": seed, "first_byte": first_byte, "arrived": arrived, "seen": seen,
                          "written": written})
 
 
 async def serve(first_ms: float, every_ms: float, tokens: int) -> None:
     """Listen on a free loopback port, print its URL, serve until killed."""
     paced = PacedServer(first_ms, every_ms, tokens)
-    server = await asyncio.start_server(paced.handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    print(f"http://127.0.0.1:{port}", flush=True)
-    async with server:
-        await server.serve_forever()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    print(f"http://127.0.0.1:{listener.getsockname()[1]}", flush=True)
+    tasks = set()
+    while True:
+        conn, _addr = await paced.loop.sock_accept(listener)
+        task = asyncio.ensure_future(paced.handle(conn))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
 
 # ---- the client side -------------------------------------------------------------------------
@@ -231,7 +281,8 @@ def report(name: str, client: list[Sample], server: list[dict[str, Any]], key: s
     print(f"\n{name}: {len(client)} requests")
     print(f"  {'#':>3} {'client TTFT':>12} {'server arrive->1st':>19} {'diff':>8}   "
           f"{'client tok/s':>12} {'server tok/s':>12} {'diff':>8}   where the difference goes (ms): "
-          "clock start->request's first byte at the server, ->request complete, token written->received")
+          "clock start->request's first byte at the server, ->request complete, token written->received; "
+          "(the server's loop saw the request after its last byte arrived)")
     by_key = {log[key]: log for log in server}
     for i, (ttft, times, started, ident) in enumerate(client):
         log = by_key[ident]
@@ -242,7 +293,7 @@ def report(name: str, client: list[Sample], server: list[dict[str, Any]], key: s
         print(f"  {i:>3} {ttft:>9.2f} ms {server_ttft:>16.2f} ms {ttft - server_ttft:>+6.2f} ms   "
               f"{c_rate:>12.2f} {s_rate:>12.2f} {rate_err[-1]:>+7.3f}%   "
               f"{(log['first_byte'] - started) * 1e3:6.2f} {(log['arrived'] - log['first_byte']) * 1e3:6.2f} "
-              f"{(times[0] - log['written'][0]) * 1e3:6.2f}")
+              f"{(times[0] - log['written'][0]) * 1e3:6.2f}   ({(log['seen'] - log['arrived']) * 1e3:.2f})")
     worst_ttft = max(ttft_err, key=abs)
     worst_rate = max(rate_err, key=abs)
     print(f"  TTFT - server: median {statistics.median(ttft_err):+.2f} ms, worst {worst_ttft:+.2f} ms; "

@@ -23,7 +23,7 @@ import httpx
 
 from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
                                       ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
-from app.adapters.http.streaming import origin_of
+from app.adapters.http.connection import origin_of
 from app.core.errors import (MalformedResponse, OllamaConnectError, OllamaError, OllamaTimeout, StreamError,
                              error_for_status, error_for_stream_line)
 

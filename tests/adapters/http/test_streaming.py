@@ -15,7 +15,8 @@ import pytest
 
 from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
                                       ProtocolViolation, ReadTimeout, UnsupportedUrl)
-from app.adapters.http.streaming import HttpConnection, HttpStreams
+from app.adapters.http.connection import HttpConnection
+from app.adapters.http.streaming import HttpStreams
 
 T = TypeVar("T")
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -282,14 +283,17 @@ def test_on_linux_lines_carry_the_kernels_arrival_time() -> None:
         writer.write(reply)
         await reader.read()
 
-    async def go() -> float:
+    async def go() -> tuple[float, float, float | None]:
         async with serving(handle) as url:
             conn = await HttpConnection.open(url)
-            assert conn.kernel_stamps
+            assert conn.kernel_stamps and conn.send_stamps
+            asked = time.monotonic()
             sent = await conn.send("POST", "/api/chat", b"{}", lambda _line, t: stamps.append(t))
             await sent.done
             conn.close()
-            return time.monotonic()
+            return asked, time.monotonic(), sent.sent_at_s
 
-    after = run(go)
+    asked, after, sent_at = run(go)
     assert len(stamps) == 1 and after - 1.0 < stamps[0] <= after
+    # The request's own stamp is the kernel's transmit time: after it was asked for, before the reply.
+    assert sent_at is not None and asked <= sent_at < stamps[0]

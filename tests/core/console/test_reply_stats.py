@@ -126,3 +126,16 @@ def test_figure_rows_name_every_figure() -> None:
     rows = dict(figure_rows(feed([chunk(100.1, content="x"), chunk(100.2, final=FINAL)]).snapshot(100.2)))
     assert rows["decode"] == fmt_rate(50.0) == "50.0 tok/s"
     assert rows["done_reason"] == "stop" and rows["load"] == "500 ms"
+
+
+def test_the_clock_starts_when_the_request_went_out_not_when_it_was_asked_for() -> None:
+    # Asked for at SENT; connecting and scheduling took 150 ms before the transport wrote the request.
+    meter = ReplyMeter(SENT)
+    went_out = SENT + 0.150
+    for t, content in ((100.25, ""), (100.30, "a"), (100.40, "b")):
+        meter.add(StreamChunk(content=content, thinking="", done=False, t_monotonic=t, request_sent_s=went_out))
+    stats = meter.snapshot(now_s=100.5)
+    assert stats.ttft_ms == pytest.approx(150.0) and stats.first_answer_ms == pytest.approx(150.0)
+    assert stats.wall_ms == pytest.approx(350.0)  # not finished: up to now, from when it went out
+    # A reply that never got a line keeps the time it was asked for.
+    assert ReplyMeter(SENT).snapshot(now_s=100.5).wall_ms == pytest.approx(500.0)

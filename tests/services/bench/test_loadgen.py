@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from app.adapters.http.streaming import HttpConnection, HttpStreams
+from app.adapters.http.connection import HttpConnection
+from app.adapters.http.streaming import HttpStreams
 from app.services.bench.loadgen import LoadGenerator, error_kind_of
 from app.backends.ollama.stream import StreamDropped, translated_errors
 from app.core.bench.stats import summarize
