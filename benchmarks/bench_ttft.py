@@ -4,7 +4,7 @@ An independent paced NDJSON server (below, its own asyncio server in a child pro
 shares no GIL with the client) answers `/api/chat` like Ollama: chunked NDJSON, a first token
 N ms after the request arrived, then one token every M ms, and Ollama's final record. It logs its
 own times on its monotonic clock: first request byte, request complete ("arrived", the kernel's
-receive stamp of its last byte where Linux gives one), each token written (just before the send).
+receive stamp of its last byte where Linux gives one), each token written (the kernel's send stamp).
 The client paths under test:
 
 - console: app/services/prompts.stream_reply through OllamaClient, as the Prompt page, burst and
@@ -47,16 +47,24 @@ Sample = tuple[float, list[float], float, int]
 
 # ---- the paced server (runs in the child process) --------------------------------------------
 SO_TIMESTAMPNS = 35  # Linux (generic socket numbers): the kernel stamps each received packet
+SO_TIMESTAMPING = 37  # ... and, with these flags, each send as it leaves (software stamp, on the error queue)
+TX_STAMP_FLAGS = (1 << 1) | (1 << 4) | (1 << 7) | (1 << 11)
 TIMESPEC = struct.Struct("@qq")
+
+
+def kernel_time(payload: bytes) -> float:
+    """A kernel wall-clock timespec on the monotonic clock (s)."""
+    sec, nsec = TIMESPEC.unpack_from(payload)
+    return (sec * 1_000_000_000 + nsec - (time.time_ns() - time.monotonic_ns())) / 1e9
 
 
 class PacedServer:
     """Ollama's /api/chat streaming shape, paced, logging its own monotonic times (s).
 
-    A request "arrived" when the kernel received its last byte (SO_TIMESTAMPNS, where Linux gives
-    it; else when this loop read it), so the log does not depend on when this process got a CPU;
-    a token is "written" just before it is handed to the kernel. Plain sockets, no HTTP library:
-    nothing here is shared with the code under test."""
+    A request "arrived" when the kernel received its last byte (SO_TIMESTAMPNS) and a token was
+    "written" when the kernel sent it (SO_TIMESTAMPING), where Linux gives those stamps; else when
+    this loop read it / just before the send. So the log does not depend on when this process got
+    a CPU. Plain sockets, no HTTP library: nothing here is shared with the code under test."""
 
     def __init__(self, first_ms: float, every_ms: float, tokens: int) -> None:
         self.first_s = first_ms / 1e3
@@ -78,23 +86,36 @@ class PacedServer:
             try:
                 data, ancillary, _flags, _addr = sock.recvmsg(65536, socket.CMSG_SPACE(TIMESPEC.size))
             except BlockingIOError:
+                self._sent_stamp(sock)  # only a send stamp was waiting
                 continue
             now = time.monotonic()
             for level, kind, payload in ancillary:
                 if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                    sec, nsec = TIMESPEC.unpack_from(payload)
-                    return data, (sec * 1_000_000_000 + nsec - (time.time_ns() - time.monotonic_ns())) / 1e9
+                    return data, kernel_time(payload)
             return data, now
 
+    def _sent_stamp(self, sock: socket.socket) -> float | None:
+        """The last send stamp waiting on the error queue (emptied)."""
+        stamp = None
+        while True:
+            try:
+                _d, ancillary, _f, _a = sock.recvmsg(0, 512, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
+            except OSError:
+                return stamp
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPING:
+                    stamp = kernel_time(payload)
+
     def _send(self, sock: socket.socket, data: bytes) -> float:
-        """Send (the kernel takes these few bytes at once on loopback); returns the time just before."""
+        """Send (the kernel takes these few bytes at once on loopback); returns when they left."""
         t = time.monotonic()
         sock.setblocking(True)
         try:
             sock.sendall(data)
         finally:
             sock.setblocking(False)
-        return t
+        stamp = self._sent_stamp(sock)
+        return stamp if stamp is not None and t - 1.0 <= stamp <= time.monotonic() else t
 
     async def handle(self, sock: socket.socket) -> None:
         """Serve requests on one keep-alive connection."""
@@ -102,6 +123,7 @@ class PacedServer:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each token leaves when written, as Go's do
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPING, TX_STAMP_FLAGS)
         buffer = b""
         try:
             while True:
@@ -175,6 +197,9 @@ async def serve(first_ms: float, every_ms: float, tokens: int) -> None:
     paced = PacedServer(first_ms, every_ms, tokens)
     listener = socket.create_server(("127.0.0.1", 0))
     listener.setblocking(False)
+    # Set on the listener, so that a request sent before its connection was accepted is stamped too.
+    with contextlib.suppress(OSError):
+        listener.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     print(f"http://127.0.0.1:{listener.getsockname()[1]}", flush=True)
     tasks = set()
     while True:
