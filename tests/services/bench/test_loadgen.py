@@ -125,6 +125,16 @@ def test_open_loop_arrivals_are_poisson_seeded_and_the_cap_queues_on_the_client(
     assert first.records[-1].ttft_s >= first.records[-1].queue_s
 
 
+def test_a_requests_clock_starts_when_it_went_out_and_an_arrivals_when_it_was_due(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=2, **PACING)
+    closed = run(fake.url, plan(concurrency=2, requests=4, warmup_requests=0))
+    # Closed loop, fresh connections: connecting is not the server's time, so the clock starts at the send.
+    assert all(r.scheduled_s == r.sent_s < r.first_token_s for r in closed.records)
+    p = plan(mode="open", rate_rps=200.0, concurrency=1, requests=4, warmup_requests=0, seed=7)
+    opened = run(fake.url, p)
+    assert all(r.scheduled_s <= r.sent_s < r.first_token_s for r in opened.records)
+
+
 def test_the_token_meter_sees_every_token_and_every_request_ends(make_fake_ollama):
     fake = make_fake_ollama(num_parallel=2, **PACING)
     meter = TokenMeter()
