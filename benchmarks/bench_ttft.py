@@ -103,7 +103,7 @@ class PacedServer:
             except OSError:
                 return stamp
             for level, kind, payload in ancillary:
-                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPING:
+                if level == socket.SOL_SOCKET and kind in (SO_TIMESTAMPNS, SO_TIMESTAMPING):  # NS with SO_TIMESTAMPNS on
                     stamp = kernel_time(payload)
 
     def _send(self, sock: socket.socket, data: bytes) -> float:

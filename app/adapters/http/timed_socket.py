@@ -29,9 +29,14 @@ SO_TIMESTAMPING = 37
 # leaves, reported alone (without the data) on the error queue.
 _TX_FLAGS = (1 << 1) | (1 << 4) | (1 << 7) | (1 << 11)
 _ERRQUEUE_BYTES = 512
+# Both carry the software stamp as their first timespec.
+_STAMP_KINDS = (SO_TIMESTAMPNS, SO_TIMESTAMPING)
 _GENERIC_ABI = ("x86_64", "i686", "i386", "aarch64", "arm64", "armv7l", "armv8l", "riscv64", "ppc64le", "s390x")
 _TIMESPEC = struct.Struct("@qq")
-_ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
+# Room for the receive stamp and, since transmit stamps are on, the SCM_TIMESTAMPING copy the kernel
+# adds to every read (three timespecs): a buffer for one would truncate the second.
+_ANCILLARY_BYTES = (socket.CMSG_SPACE(_TIMESPEC.size) + socket.CMSG_SPACE(3 * _TIMESPEC.size)
+                    if hasattr(socket, "CMSG_SPACE") else 0)
 RECV_BYTES = 256 * 1024
 
 DataHandler = Callable[[bytes, float], None]
@@ -52,6 +57,7 @@ class StampedSocket:
         # Kernel stamps are wall-clock times: usable only when our clock is the monotonic one.
         self.kernel_stamps = clock is time.monotonic and _enable_kernel_stamps(sock)
         self.send_stamps = self.kernel_stamps and _enable_send_stamps(sock)
+        self.last_send_stamped = False  # the last send's time is the kernel's
         self._loop.add_reader(sock.fileno(), self._readable)
 
     @classmethod
@@ -94,10 +100,11 @@ class StampedSocket:
         if count < len(data):  # the kernel's buffer was full: the request left when the rest did
             await self._loop.sock_sendall(self._sock, data[count:])
             sent_at = self._clock()
+        self.last_send_stamped = False
         if self.send_stamps:
             kernel = self._sent_stamp()
             if kernel is not None and sent_at - 1.0 <= kernel <= self._clock():
-                sent_at = kernel
+                sent_at, self.last_send_stamped = kernel, True
         return sent_at
 
     def _sent_stamp(self) -> float | None:
@@ -110,7 +117,8 @@ class StampedSocket:
             except OSError:  # empty (BlockingIOError) or unreadable: keep what was found
                 return stamp
             for level, kind, payload in ancillary:
-                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPING and len(payload) >= _TIMESPEC.size:
+                # With SO_TIMESTAMPNS on, the kernel reports transmit stamps in its format too.
+                if level == socket.SOL_SOCKET and kind in _STAMP_KINDS and len(payload) >= _TIMESPEC.size:
                     stamp = _monotonic(payload)
 
     def close(self) -> None:
@@ -143,7 +151,7 @@ class StampedSocket:
 
     def _arrival(self, ancillary: list[tuple[int, int, bytes]], now: float) -> float:
         for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC.size:
+            if level == socket.SOL_SOCKET and kind in _STAMP_KINDS and len(payload) >= _TIMESPEC.size:
                 stamped = _monotonic(payload)
                 # A clock step between arrival and now could give nonsense: keep it within the last second.
                 return stamped if now - 1.0 <= stamped <= now else now
