@@ -17,6 +17,9 @@ write times). Targets: TTFT within 3 ms, tokens/s within 0.5 %.
 
     python benchmarks/bench_ttft.py [--requests 12] [--first-ms 35] [--every-ms 20] [--tokens 60]
                                     [--burst 1] [--busy-ms 0]
+
+benchmarks/ttft/before.txt and after.txt hold the four runs above with --requests 12 / --burst 8
+--requests 3, with and without --busy-ms 10, on the code before and after the shared transport.
 """
 
 from __future__ import annotations
