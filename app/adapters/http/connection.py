@@ -221,8 +221,8 @@ class HttpConnection:
                 self._events(reply, self._last_data_s)  # a body that runs until the close ends here
             except h11.RemoteProtocolError:
                 pass  # cut short: said below
-            except Exception as exc:  # noqa: BLE001 - the line handler's verdict on the last line
-                reply.fail(exc)
+            except Exception as handler_error:  # noqa: BLE001 - the line handler's verdict on the last line
+                reply.fail(handler_error)
         if reply is not None and not reply.done.done():
             how = "before the reply was complete" if reply.replied else "before replying"
             reason = f": {exc}" if exc else ""
