@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.adapters import loadgen  # noqa: E402
+from app.services.bench import loadgen  # noqa: E402
 from app.services.bench.loadgen import LoadGenerator  # noqa: E402
 from app.core.bench.stats import summarize  # noqa: E402
 from app.core.bench.workload import BenchPrompt, LoadPlan  # noqa: E402
@@ -82,21 +82,21 @@ def stop(proc: subprocess.Popen) -> None:
 
 async def measure(url: str, plan: LoadPlan, stamp_lines: bool = False) -> dict:
     """Run the plan; chunks/s, client CPU and (optionally) every line's receive stamp."""
-    stamps: list[tuple[float, bytes]] = []
-    original = loadgen._Reply.on_line
+    stamps: list[tuple[float, dict]] = []
+    original = loadgen._Reply.on_chunk
     if stamp_lines:
-        def on_line(self, line: bytes, t: float) -> None:  # the generator's own stamp, kept for the error
-            stamps.append((t, line))
-            original(self, line, t)
+        def on_chunk(self, chunk) -> None:  # the generator's own stamp, kept for the error
+            stamps.append((chunk.t_monotonic, chunk.raw))
+            original(self, chunk)
 
-        loadgen._Reply.on_line = on_line
+        loadgen._Reply.on_chunk = on_chunk
     try:
         async with LoadGenerator(url) as generator:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             result = await generator.run(plan)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     finally:
-        loadgen._Reply.on_line = original
+        loadgen._Reply.on_chunk = original
     chunks = sum(r.output_chunks for r in result.records)
     return {"result": result, "chunks": chunks, "chunks_per_s": chunks / result.measured_s,
             "client_cpu_pct": 100 * cpu / wall, "stamps": stamps}
@@ -140,7 +140,7 @@ async def timing(kind: str, n: int, rate: float, tokens: int) -> dict:
     finally:
         stop(proc)
     offset = (offset_before + offset_after) / 2
-    err = np.asarray([(t + offset) * 1e3 - parse_created_at_ns(json.loads(line)["created_at"]) / 1e6
+    err = np.asarray([(t + offset) * 1e3 - parse_created_at_ns(line["created_at"]) / 1e6
                       for t, line in paced["stamps"]])
     stats = summarize(paced["result"].records)
     out = {"server": kind, "streams": n, "rate_per_stream": rate, "target_chunks_per_s": n * rate,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.core.errors import DeckError
-from app.core.ollama_types import StreamChunk
+from app.core.replies import StreamChunk
 from app.core.console.reply_stats import figure_rows
 
 DEFAULT_URL = "http://127.0.0.1:11434"

@@ -4,6 +4,10 @@ Coroutines for the asyncio loop thread. Each chunk goes to a sink as it arrives 
 it and paints at its own pace) and to the shared TokenMeter (the dashboard's tokens/s); every
 reply ends with exactly one `on_done`, also when it fails or is stopped. Stopping is cancelling
 the task: the HTTP stream closes at once and the outcome says `stopped`.
+
+A reply's clock starts when its request went out (the transport's stamp on every chunk), not when
+it was asked for: connecting, building the request and waiting for the loop or the GIL are not the
+server's time. Only a reply that fails before any line falls back to the time it was asked for.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from app.core.errors import DeckError
-from app.core.ollama_types import StreamChunk
+from app.core.ports.inference import ChatStreaming
+from app.core.replies import StreamChunk
 from app.core.console.reply_stats import ReplyMeter, ReplyStats
 from app.core.throughput import TokenMeter
 
@@ -87,7 +92,7 @@ class ReplySink(Protocol):
         """Reply `outcome.index` is over (finished, failed or stopped)."""
 
 
-async def stream_reply(client: Any, request: PromptRequest, *, index: int = 0, sink: ReplySink | None = None,
+async def stream_reply(client: ChatStreaming, request: PromptRequest, *, index: int = 0, sink: ReplySink | None = None,
                        meter: TokenMeter | None = None) -> ReplyOutcome:
     """Stream one reply to the end and return its outcome (errors are returned, not raised;
     cancelling raises CancelledError after the sink heard `stopped`)."""
@@ -97,8 +102,8 @@ async def stream_reply(client: Any, request: PromptRequest, *, index: int = 0, s
     stopped = False
     if meter is not None:
         meter.begin()
-    sent = time.monotonic()  # the clock StreamChunk.t_monotonic uses
-    counter = ReplyMeter(sent)
+    asked = time.monotonic()  # the clock StreamChunk.t_monotonic uses; the first chunk brings the sent time
+    counter = ReplyMeter(asked)
     try:
         async for chunk in client.chat(request.model, request.messages(), think=request.think,
                                        options=request.options.to_api()):
@@ -128,7 +133,7 @@ async def stream_reply(client: Any, request: PromptRequest, *, index: int = 0, s
     return outcome
 
 
-async def run_burst(client: Any, request: PromptRequest, copies: int, *, sink: ReplySink | None = None,
+async def run_burst(client: ChatStreaming, request: PromptRequest, copies: int, *, sink: ReplySink | None = None,
                     meter: TokenMeter | None = None) -> list[ReplyOutcome]:
     """Send `copies` identical requests at once (1..MAX_BURST) and wait for all of them."""
     if not 1 <= copies <= MAX_BURST:
@@ -137,7 +142,7 @@ async def run_burst(client: Any, request: PromptRequest, copies: int, *, sink: R
                                        for i in range(copies))))
 
 
-async def run_ab(client: Any, request: PromptRequest, think: bool | str = True, *, sink: ReplySink | None = None,
+async def run_ab(client: ChatStreaming, request: PromptRequest, think: bool | str = True, *, sink: ReplySink | None = None,
                  meter: TokenMeter | None = None) -> tuple[ReplyOutcome, ReplyOutcome]:
     """The same prompt with thinking (index 0) and without (index 1), one after the other so
     neither waits in the other's queue."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.core.memory.model_fit import fit_verdict
 from app.core.model_shape import shape_from_show
-from app.core.ollama_types import parse_show
+from app.backends.ollama.wire import parse_show
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
 

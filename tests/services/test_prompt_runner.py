@@ -11,7 +11,7 @@ from app.backends.ollama.client import OllamaClient
 from app.services.prompts import (PromptOptions, PromptRequest, ReplyOutcome, run_ab, run_burst,
                                         stream_reply)
 from app.core.errors import BadRequest, ModelNotFound, StreamError
-from app.core.ollama_types import StreamChunk
+from app.core.replies import StreamChunk
 from app.core.console.reply_stats import summarize_burst, thinking_cost
 from app.core.throughput import TokenMeter
 
@@ -51,9 +51,9 @@ def test_a_thinking_reply_is_measured_against_the_servers_pacing(make_fake_ollam
     outcome = run(_with_client(fake.url, lambda c: stream_reply(c, request, sink=sink, meter=meter)))
     stats = outcome.stats
     assert outcome.ok and outcome.error is None
-    assert (stats.thinking_tokens, stats.answer_tokens, stats.eval_count) == (12, 30, 42)
-    assert stats.eval_tokens_per_s == pytest.approx(250.0, rel=0.03)
-    assert stats.done_reason == "stop" and stats.prompt_eval_count and stats.prompt_tokens_per_s
+    assert (stats.thinking_tokens, stats.answer_tokens, stats.output_tokens) == (12, 30, 42)
+    assert stats.decode_tokens_per_s == pytest.approx(250.0, rel=0.03)
+    assert stats.done_reason == "stop" and stats.prompt_tokens and stats.prompt_tokens_per_s
     assert 0 < stats.ttft_ms < stats.first_answer_ms <= stats.wall_ms
     # 12 thinking tokens at 250 tokens/s come before the first answer token.
     assert stats.first_answer_ms - stats.ttft_ms >= 11 / 250 * 1e3 * 0.97
@@ -134,7 +134,7 @@ def test_a_burst_queues_beyond_the_servers_slots(make_fake_ollama) -> None:
     outcomes = run(_with_client(fake.url, lambda c: run_burst(c, request, 6, meter=meter)))
     assert [o.index for o in outcomes] == list(range(6)) and all(o.ok for o in outcomes)
     summary = summarize_burst([o.stats for o in outcomes])
-    assert summary.completed == 6 and summary.eval_tokens == 240
+    assert summary.completed == 6 and summary.output_tokens == 240
     # Two slots: three waves of two; the last wave waited about two replies' time for its first token.
     assert summary.ttft_spread_ms >= 2 * 100 * 0.9
     assert summary.mean_decode_tokens_per_s == pytest.approx(400.0, rel=0.03)

@@ -1,10 +1,14 @@
-"""A TCP connection that stamps every block it receives with the time the kernel received it.
+"""A TCP connection that stamps every block it receives with the time the kernel received it,
+and every send with the time the kernel sent it.
 
 When 64 streams get a token in the same instant (a batched decode step does exactly that), a
 single-threaded reader reaches the last socket up to a millisecond after the first; a stamp
 taken by the reader would be that much late. On Linux the kernel records each packet's arrival
 (SO_TIMESTAMPNS) and hands it over with the data, so the stamp is exact whatever the loop was
-busy with. Elsewhere, or if the kernel sends no stamp, the time the loop saw the data is used.
+busy with. Sending is stamped the same way (SO_TIMESTAMPING, software transmit stamps, read from
+the socket's error queue right after the send): a stamp taken by the caller just before the send
+can be early by a whole GIL switch interval (5 ms and more) when another thread, a GUI's, takes
+the GIL in between. Elsewhere, or if the kernel sends no stamp, the loop's own time is used.
 """
 
 from __future__ import annotations
@@ -22,9 +26,19 @@ from app.core.units import KIB
 # Linux's value on the architectures that use the generic socket numbers (not exported by Python's
 # socket module); elsewhere another option may hide behind 35, so stamps are taken by the loop there.
 SO_TIMESTAMPNS = 35
+SO_TIMESTAMPING = 37
+# SOF_TIMESTAMPING_TX_SOFTWARE | SOFTWARE | OPT_ID | OPT_TSONLY: a software stamp when each send
+# leaves, reported alone (without the data) on the error queue.
+_TX_FLAGS = (1 << 1) | (1 << 4) | (1 << 7) | (1 << 11)
+_ERRQUEUE_BYTES = 512
+# Both carry the software stamp as their first timespec.
+_STAMP_KINDS = (SO_TIMESTAMPNS, SO_TIMESTAMPING)
 _GENERIC_ABI = ("x86_64", "i686", "i386", "aarch64", "arm64", "armv7l", "armv8l", "riscv64", "ppc64le", "s390x")
 _TIMESPEC = struct.Struct("@qq")
-_ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
+# Room for the receive stamp and, since transmit stamps are on, the SCM_TIMESTAMPING copy the kernel
+# adds to every read (three timespecs): a buffer for one would truncate the second.
+_ANCILLARY_BYTES = (socket.CMSG_SPACE(_TIMESPEC.size) + socket.CMSG_SPACE(3 * _TIMESPEC.size)
+                    if hasattr(socket, "CMSG_SPACE") else 0)
 RECV_BYTES = 256 * KIB
 
 DataHandler = Callable[[bytes, float], None]
@@ -44,6 +58,8 @@ class StampedSocket:
         self._closed = False
         # Kernel stamps are wall-clock times: usable only when our clock is the monotonic one.
         self.kernel_stamps = clock is time.monotonic and _enable_kernel_stamps(sock)
+        self.send_stamps = self.kernel_stamps and _enable_send_stamps(sock)
+        self.last_send_stamped = False  # the last send's time is the kernel's
         self._loop.add_reader(sock.fileno(), self._readable)
 
     @classmethod
@@ -73,9 +89,39 @@ class StampedSocket:
         """True once either side closed the connection."""
         return self._closed
 
-    async def send(self, data: bytes) -> None:
-        """Send all of data (OSError when the connection broke)."""
-        await self._loop.sock_sendall(self._sock, data)
+    async def send(self, data: bytes) -> float:
+        """Send all of data; returns when it left, on the clock (OSError when the connection broke).
+
+        Without a kernel stamp the time is taken just before the send call, not after it: the call
+        releases the GIL, and another thread that takes it then could hold it for milliseconds."""
+        sent_at = self._clock()
+        try:
+            count = self._sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            count = 0
+        if count < len(data):  # the kernel's buffer was full: the request left when the rest did
+            await self._loop.sock_sendall(self._sock, data[count:])
+            sent_at = self._clock()
+        self.last_send_stamped = False
+        if self.send_stamps:
+            kernel = self._sent_stamp()
+            if kernel is not None and sent_at - 1.0 <= kernel <= self._clock():
+                sent_at, self.last_send_stamped = kernel, True
+        return sent_at
+
+    def _sent_stamp(self) -> float | None:
+        """The last transmit stamp on the error queue (emptied), as a time on the clock; None if none."""
+        stamp = None
+        while True:
+            try:
+                _data, ancillary, _flags, _address = self._sock.recvmsg(0, _ERRQUEUE_BYTES,
+                                                                       socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
+            except OSError:  # empty (BlockingIOError) or unreadable: keep what was found
+                return stamp
+            for level, kind, payload in ancillary:
+                # With SO_TIMESTAMPNS on, the kernel reports transmit stamps in its format too.
+                if level == socket.SOL_SOCKET and kind in _STAMP_KINDS and len(payload) >= _TIMESPEC.size:
+                    stamp = _monotonic(payload)
 
     def close(self) -> None:
         """Stop reading and close the socket (no on_closed call)."""
@@ -93,6 +139,8 @@ class StampedSocket:
             else:
                 data, ancillary = self._sock.recv(RECV_BYTES), []
         except (BlockingIOError, InterruptedError):
+            if self.send_stamps:
+                self._sent_stamp()  # a stamp left on the error queue wakes the selector: take it off
             return
         except OSError as exc:
             self._lost(exc)
@@ -103,12 +151,10 @@ class StampedSocket:
             return
         self._on_data(data, self._arrival(ancillary, now))
 
-    def _arrival(self, ancillary: list, now: float) -> float:
+    def _arrival(self, ancillary: list[tuple[int, int, bytes]], now: float) -> float:
         for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC.size:
-                seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
-                wall_minus_monotonic = time.time_ns() - time.monotonic_ns()
-                stamped = (seconds * 1_000_000_000 + nanoseconds - wall_minus_monotonic) / 1e9
+            if level == socket.SOL_SOCKET and kind in _STAMP_KINDS and len(payload) >= _TIMESPEC.size:
+                stamped = _monotonic(payload)
                 # A clock step between arrival and now could give nonsense: keep it within the last second.
                 return stamped if now - 1.0 <= stamped <= now else now
         return now
@@ -118,6 +164,23 @@ class StampedSocket:
             return
         self.close()
         self._on_closed(exc)
+
+
+def _monotonic(timespec: bytes) -> float:
+    """A kernel wall-clock timespec as a time.monotonic() value (s)."""
+    seconds: int
+    nanoseconds: int
+    seconds, nanoseconds = _TIMESPEC.unpack_from(timespec)
+    wall_minus_monotonic = time.time_ns() - time.monotonic_ns()
+    return (seconds * 1_000_000_000 + nanoseconds - wall_minus_monotonic) / 1e9
+
+
+def _enable_send_stamps(sock: socket.socket) -> bool:
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPING, _TX_FLAGS)
+    except OSError:
+        return False
+    return True
 
 
 def _enable_kernel_stamps(sock: socket.socket) -> bool:

@@ -1,25 +1,34 @@
-"""Async client for Ollama's HTTP API (httpx).
+"""Async client for Ollama's HTTP API.
+
+Streamed replies (chat, generate, pull, create) go through the shared streaming transport
+(app.adapters.http.streaming): every line carries the time its last byte arrived and every reply
+the time its request went out, so figures measured from them are the server's, not the client's
+scheduling. Plain requests (version, tags, ps, show, delete, load) use httpx.
 
 Streams are async generators: cancelling the consuming task (or `aclose()` on the generator,
-e.g. through `contextlib.aclosing` when breaking out early) closes the HTTP response at once,
+e.g. through `contextlib.aclosing` when breaking out early) closes the connection at once,
 which the server sees as the client going away. Every streamed line is checked for an in-band
-`{"error"}`; HTTP errors keep Ollama's own message (see ollama_stream for the error mapping).
+`{"error"}`; HTTP errors keep Ollama's own message (the mapping is in ollama/stream.py).
 """
 
 from __future__ import annotations
 
+import json
+import time
 from contextlib import AbstractContextManager, aclosing
 from typing import Any, TypeVar
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 
 import httpx
 
-from app.backends.ollama.stream import StreamDropped, ndjson_objects, raise_for_error, translated_errors
+from app.adapters.http.streaming import HttpStreams
+from app.backends.ollama.stream import (STREAM_HEADERS, StreamDropped, decode_line, missing_final_line,
+                                        raise_for_error, translated_errors)
+from app.backends.ollama.wire import (parse_chat_line, parse_final, parse_generate_line, parse_ps, parse_pull_line,
+                                      parse_show, parse_status_line, parse_tags, parse_version)
 from app.core.errors import MalformedResponse, ModelNotFound, error_for_stream_line
-from app.core.ollama_types import (FinalStats, LocalModel, ModelDetails, PullProgress, RunningModel,
-                                   StreamChunk, parse_chat_line, parse_generate_line,
-                                   parse_final_stats, parse_ps, parse_pull_line, parse_show,
-                                   parse_status_line, parse_tags, parse_version)
+from app.core.ollama_types import LocalModel, ModelDetails, PullProgress, RunningModel
+from app.core.replies import FinalFigures, StreamChunk
 
 __all__ = ["OllamaClient", "StreamDropped"]
 
@@ -27,6 +36,8 @@ OLLAMA_BANNER = "Ollama is running"
 # What the registry answers through Ollama when a name or tag does not exist.
 PULL_MISSING_TEXT = "file does not exist"
 T = TypeVar("T")
+# (decoded line, when it arrived, when its request went out) -> item; times in seconds on the clock
+LineParser = Callable[[dict[str, Any], float, float | None], T]
 
 
 def _drop_none(**fields: Any) -> dict[str, Any]:
@@ -34,22 +45,46 @@ def _drop_none(**fields: Any) -> dict[str, Any]:
 
 
 class OllamaClient:
-    """One httpx.AsyncClient bound to an Ollama base URL (short connect, long read timeout)."""
+    """One Ollama base URL: pooled streaming connections and an httpx.AsyncClient, both made on
+    first use (short connect, long read timeout; times on `clock`, seconds)."""
 
     def __init__(self, base_url: str, *, connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.base_url = base_url.rstrip("/")
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
-        timeout = httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s,
-                                write=read_timeout_s, pool=read_timeout_s)
-        # trust_env=False: a desktop's HTTP(S)_PROXY must not reroute calls to a local server.
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport,
-                                       trust_env=False)
+        self._transport = transport
+        self._clock = clock
+        self._httpx: httpx.AsyncClient | None = None
+        self._streams: HttpStreams | None = None
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        # Made on first use: building one costs milliseconds (its TLS context), which a load
+        # generator that only streams never needs to pay.
+        if self._httpx is None:
+            timeout = httpx.Timeout(connect=self.connect_timeout_s, read=self.read_timeout_s,
+                                    write=self.read_timeout_s, pool=self.read_timeout_s)
+            # trust_env=False: a desktop's HTTP(S)_PROXY must not reroute calls to a local server.
+            self._httpx = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=self._transport,
+                                            trust_env=False)
+        return self._httpx
+
+    def _stream_pool(self) -> HttpStreams:
+        if self._streams is None:
+            self._streams = HttpStreams(self.base_url, clock=self._clock, connect_timeout_s=self.connect_timeout_s,
+                                        read_timeout_s=self.read_timeout_s, headers=STREAM_HEADERS)
+        return self._streams
 
     async def aclose(self) -> None:
         """Close pooled connections."""
-        await self._http.aclose()
+        if self._streams is not None:
+            self._streams.close()
+            self._streams = None
+        if self._httpx is not None:
+            await self._httpx.aclose()
+            self._httpx = None
 
     async def __aenter__(self) -> OllamaClient:
         return self
@@ -77,13 +112,37 @@ class OllamaClient:
             raise error_for_stream_line(decoded["error"])
         return decoded
 
-    async def _stream(self, path: str, body: dict[str, Any], parse: Callable[[dict[str, Any], float], T]
-                      ) -> AsyncIterator[T]:
+    async def _stream(self, path: str, body: dict[str, Any], parse: LineParser[T]) -> AsyncGenerator[T, None]:
+        data = json.dumps(body, ensure_ascii=False).encode()
         with self._errors():
-            async with self._http.stream("POST", path, json=body) as response:
-                await raise_for_error(response, self.base_url)
-                async for obj, received in ndjson_objects(response, self.base_url):
-                    yield parse(obj, received)
+            async with self._stream_pool().stream("POST", path, data) as lines:
+                sent = lines.sent_at_s
+                async for line, received in lines:
+                    yield parse(decode_line(line, self.base_url), received, sent)
+
+    async def stream_chat(self, body: Mapping[str, Any], on_chunk: Callable[[StreamChunk], None]) -> None:
+        """One streamed `/api/chat` request whose lines go to on_chunk as they are parsed, with no
+        task switch per line (the load generator's way); returns once the final line arrived.
+        on_chunk may raise to abort the request."""
+        url = self.base_url
+        sent: float | None = None
+        done = False
+
+        def on_sent(t: float) -> None:
+            nonlocal sent
+            sent = t
+
+        def on_line(line: bytes, received: float) -> None:
+            nonlocal done
+            chunk = parse_chat_line(decode_line(line, url), received, sent)
+            done = chunk.done
+            on_chunk(chunk)
+
+        data = json.dumps(body, ensure_ascii=False).encode()
+        with self._errors():
+            await self._stream_pool().request("POST", "/api/chat", data, on_line, on_sent=on_sent)
+        if not done:
+            raise missing_final_line(url)
 
     # ---- plain requests ---------------------------------------------------------------------
     async def root_text(self) -> str:
@@ -118,10 +177,10 @@ class OllamaClient:
         """Delete a local model; ModelNotFound if it does not exist."""
         await self._request("DELETE", "/api/delete", {"model": model})
 
-    async def load(self, model: str, keep_alive: str | int | None = None) -> FinalStats:
+    async def load(self, model: str, keep_alive: str | int | None = None) -> FinalFigures:
         """Load a model into memory without generating (done_reason "load")."""
         body = _drop_none(model=model, keep_alive=keep_alive, stream=False)
-        return parse_final_stats(await self._json("POST", "/api/generate", body))
+        return parse_final(await self._json("POST", "/api/generate", body))
 
     async def unload(self, model: str) -> None:
         """Unload a model now (keep_alive 0)."""
@@ -148,19 +207,19 @@ class OllamaClient:
             async for chunk in chunks:
                 yield chunk
 
-    async def _completed(self, chunks: AsyncIterator[StreamChunk]) -> AsyncIterator[StreamChunk]:
+    async def _completed(self, chunks: AsyncGenerator[StreamChunk, None]) -> AsyncGenerator[StreamChunk, None]:
         done = False
         async with aclosing(chunks):
             async for chunk in chunks:
                 done = chunk.done
                 yield chunk
         if not done:
-            raise StreamDropped(f"Ollama at {self.base_url} ended the reply without its final line", status=200)
+            raise missing_final_line(self.base_url)
 
     async def pull(self, model: str) -> AsyncIterator[PullProgress]:
         """Stream pull progress; ModelNotFound when the registry has no such name or tag."""
         status = ""
-        lines = self._stream("/api/pull", {"model": model, "stream": True}, lambda obj, _t: parse_pull_line(obj))
+        lines = self._stream("/api/pull", {"model": model, "stream": True}, lambda obj, _t, _s: parse_pull_line(obj))
         try:
             async with aclosing(lines):
                 async for progress in lines:
@@ -183,7 +242,7 @@ class OllamaClient:
         body = _drop_none(model=model, **{"from": from_}, parameters=parameters, quantize=quantize,
                           system=system, stream=True)
         status = ""
-        lines = self._stream("/api/create", body, lambda obj, _t: parse_status_line(obj))
+        lines = self._stream("/api/create", body, lambda obj, _t, _s: parse_status_line(obj))
         async with aclosing(lines):
             async for status in lines:
                 yield status

@@ -1,23 +1,35 @@
-"""HTTP plumbing for the Ollama client: httpx failures to typed errors, error bodies, NDJSON lines.
+"""Ollama's failures as the app's typed errors, decided here and nowhere else, and its NDJSON lines.
 
-Error choices: a refused connection is OllamaConnectError naming the URL; connect and read
-timeouts are OllamaTimeout; a connection that closes before a reply is complete (the server
-crashed or was stopped mid-stream) is StreamDropped, a StreamError, so callers that handle
-mid-reply failures get both the in-band and the dropped kind.
+Whatever way a request to Ollama fails, its error is made in this module:
+- the streaming transport's errors (app.adapters.http.errors): chat, generate, pull, create;
+- httpx's, for the plain requests (version, tags, ps, show, delete, load) that stay on httpx;
+- an error reply's body: `{"error": …}` keeps Ollama's own text, its status picks the type;
+- an in-band `{"error": …}` line, which is how Ollama fails once a stream has started (status 200).
+
+Choices: a refused connection is OllamaConnectError naming the URL; connect and read timeouts are
+OllamaTimeout; a connection that closes before a reply is complete (the server crashed or was
+stopped mid-stream), or a stream without its final line, is StreamDropped, a StreamError, so
+callers that handle mid-reply failures get both the in-band and the dropped kind.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import time
 from typing import Any
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import httpx
 
-from app.core.errors import (MalformedResponse, OllamaConnectError, OllamaError, OllamaTimeout,
-                             StreamError, error_for_status, error_for_stream_line)
+from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
+                                      ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
+from app.adapters.http.connection import origin_of
+from app.core.errors import (MalformedResponse, OllamaConnectError, OllamaError, OllamaTimeout, StreamError,
+                             error_for_status, error_for_stream_line)
+
+# Headers every streamed request to Ollama carries.
+STREAM_HEADERS = (("User-Agent", "ollama-deck"), ("Accept", "application/x-ndjson"),
+                  ("Content-Type", "application/json"))
 
 
 class StreamDropped(StreamError):
@@ -26,22 +38,84 @@ class StreamDropped(StreamError):
     hint = "The connection closed mid-reply; the server may have crashed or been stopped. See its log."
 
 
+def connect_failed(url: str, reason: object) -> OllamaConnectError:
+    """Nothing answered at url."""
+    return OllamaConnectError(f"Cannot connect to Ollama at {url}: {reason}")
+
+
+def connect_timed_out(url: str, timeout_s: float) -> OllamaTimeout:
+    """The connection was not accepted in time."""
+    return OllamaTimeout(f"Connecting to Ollama at {url} timed out after {timeout_s:g} s")
+
+
+def read_timed_out(url: str, timeout_s: float) -> OllamaTimeout:
+    """A reply fell silent for the read timeout."""
+    return OllamaTimeout(f"Ollama at {url} sent nothing for {timeout_s:g} s")
+
+
+def dropped(url: str, replied: bool = True, reason: object = None) -> StreamDropped:
+    """The connection closed before the reply was complete (or before any of it)."""
+    how = "before the reply was complete" if replied else "before replying"
+    return StreamDropped(f"Connection to Ollama at {url} closed {how}" + (f": {reason}" if reason else ""),
+                         status=200)
+
+
+def missing_final_line(url: str) -> StreamDropped:
+    """A stream that ended cleanly but without Ollama's `done: true` line."""
+    return StreamDropped(f"Ollama at {url} ended the reply without its final line", status=200)
+
+
+def error_for_transport(exc: TransportError) -> OllamaError:
+    """The typed error for a streaming-transport failure."""
+    url = exc.url.rstrip("/")
+    if isinstance(exc, HttpStatusError):
+        return error_from_body(exc.status, exc.body, url)
+    if isinstance(exc, ConnectTimeout):
+        return connect_timed_out(url, exc.timeout_s)
+    if isinstance(exc, ConnectRefused):
+        return connect_failed(url, exc.reason)
+    if isinstance(exc, ReadTimeout):
+        return read_timed_out(url, exc.timeout_s)
+    if isinstance(exc, ConnectionDropped):
+        return dropped(url, exc.replied)
+    if isinstance(exc, UnsupportedUrl):
+        return OllamaConnectError(f"Streaming replies needs plain http:// to a local server; cannot use {url!r}.",
+                                  hint="Give the server's address as http://host:port.")
+    if isinstance(exc, ProtocolViolation):
+        return MalformedResponse(f"Ollama at {url} did not answer valid HTTP: {exc.message}")
+    return OllamaConnectError(f"HTTP failure talking to Ollama at {url}: {exc.message}")
+
+
+def require_streamable(url: str) -> None:
+    """OllamaConnectError now when url cannot carry streamed replies (not plain http://)."""
+    try:
+        origin_of(url)
+    except TransportError as exc:
+        raise error_for_transport(exc) from exc
+
+
+def error_for_httpx(exc: httpx.HTTPError, url: str, connect_timeout_s: float, read_timeout_s: float) -> OllamaError:
+    """The typed error for an httpx failure of a plain request."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return connect_timed_out(url, connect_timeout_s)
+    if isinstance(exc, httpx.ConnectError):
+        return connect_failed(url, exc)
+    if isinstance(exc, httpx.TimeoutException):
+        return read_timed_out(url, read_timeout_s)
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return dropped(url, True, exc)
+    return OllamaConnectError(f"HTTP failure talking to Ollama at {url}: {exc}")
+
+
 @contextlib.contextmanager
 def translated_errors(url: str, connect_timeout_s: float, read_timeout_s: float) -> Iterator[None]:
-    """Re-raise httpx transport failures as the project's typed errors (keeping the cause)."""
+    """Re-raise transport and httpx failures as the project's typed errors (keeping the cause)."""
     try:
         yield
-    except httpx.ConnectTimeout as exc:
-        raise OllamaTimeout(f"Connecting to Ollama at {url} timed out after {connect_timeout_s:g} s") from exc
-    except httpx.ConnectError as exc:
-        raise OllamaConnectError(f"Cannot connect to Ollama at {url}: {exc}") from exc
-    except httpx.TimeoutException as exc:
-        raise OllamaTimeout(f"Ollama at {url} sent nothing for {read_timeout_s:g} s") from exc
-    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-        raise StreamDropped(f"Connection to Ollama at {url} closed before the reply was complete: {exc}",
-                            status=200) from exc
+    except TransportError as exc:
+        raise error_for_transport(exc) from exc
     except httpx.HTTPError as exc:
-        raise OllamaConnectError(f"HTTP failure talking to Ollama at {url}: {exc}") from exc
+        raise error_for_httpx(exc, url, connect_timeout_s, read_timeout_s) from exc
 
 
 def error_from_body(status: int, body: bytes, url: str) -> OllamaError:
@@ -57,14 +131,15 @@ def error_from_body(status: int, body: bytes, url: str) -> OllamaError:
                              status=status)
 
 
-def decode_line(line: str, url: str) -> dict[str, Any]:
+def decode_line(line: bytes | str, url: str) -> dict[str, Any]:
     """One NDJSON line as a dict; an in-band `{"error"}` line raises its typed error."""
     try:
         obj = json.loads(line)
     except ValueError:
-        raise MalformedResponse(f"Ollama at {url} sent a line that is not JSON: {line.strip()[:120]!r}") from None
+        text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
+        raise MalformedResponse(f"Ollama at {url} sent a line that is not JSON: {text.strip()[:120]!r}") from None
     if not isinstance(obj, dict):
-        raise MalformedResponse(f"Ollama at {url} sent JSON that is not an object: {line.strip()[:120]!r}")
+        raise MalformedResponse(f"Ollama at {url} sent JSON that is not an object: {str(obj)[:120]!r}")
     error = obj.get("error")
     if error is not None:
         raise error_for_stream_line(str(error))
@@ -72,16 +147,12 @@ def decode_line(line: str, url: str) -> dict[str, Any]:
 
 
 async def raise_for_error(response: httpx.Response, url: str) -> None:
-    """Raise the typed error when the reply is not 2xx."""
+    """Raise the typed error when a plain reply is not 2xx."""
     if response.status_code >= 400:
         body = await response.aread()
         raise error_from_body(response.status_code, body, url)
 
 
-async def ndjson_objects(response: httpx.Response, url: str) -> AsyncIterator[tuple[dict[str, Any], float]]:
-    """Each JSON line of a streamed reply with its monotonic receive time (s)."""
-    async for line in response.aiter_lines():
-        if not line.strip():
-            continue
-        received = time.monotonic()
-        yield decode_line(line, url), received
+__all__ = ["STREAM_HEADERS", "StreamDropped", "connect_failed", "connect_timed_out", "decode_line", "dropped",
+           "error_for_httpx", "error_for_transport", "error_from_body", "missing_final_line", "raise_for_error",
+           "read_timed_out", "require_streamable", "translated_errors"]

@@ -1,8 +1,11 @@
 """Figures of a streamed reply, of a burst of replies, and what thinking costs, from the stream itself.
 
-Times are milliseconds measured from when the request was sent on the client's monotonic clock;
-rates are tokens per second. Ollama sends one token per stream line, so counting the lines that
-carry thinking or answer text counts tokens; the server's own `eval_count` is reported beside it.
+Times are milliseconds measured from when the request went out on the client's monotonic clock
+(the transport's stamp, so connecting and scheduling are not counted); rates are tokens per second.
+Servers send one token per stream line, so counting the lines that carry thinking or answer text
+counts tokens; the server's own output count is reported beside it. Field names are neutral; the
+JSON keys and labels keep the names users know from Ollama (eval_count, …), so exports and the
+figures shown do not change.
 """
 
 from __future__ import annotations
@@ -12,13 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Sequence
 
-from app.core.ollama_types import FinalStats, StreamChunk
-
-NS_PER_MS = 1e6
-
-
-def _ms(ns: int | None) -> float | None:
-    return None if ns is None else ns / NS_PER_MS
+from app.core.replies import FinalFigures, StreamChunk
 
 
 @dataclass(frozen=True)
@@ -30,9 +27,9 @@ class ReplyStats:
     thinking_tokens: int  # counted from the stream
     answer_tokens: int  # counted from the stream
     wall_ms: float  # request sent -> last line received (or stop/failure)
-    eval_count: int | None = None
-    eval_tokens_per_s: float | None = None  # eval_count / eval_duration
-    prompt_eval_count: int | None = None
+    output_tokens: int | None = None  # the server's count (Ollama's eval_count)
+    decode_tokens_per_s: float | None = None  # output_tokens / decode time, as the server measured it
+    prompt_tokens: int | None = None
     prompt_tokens_per_s: float | None = None
     load_ms: float | None = None
     total_ms: float | None = None  # the server's total_duration
@@ -62,8 +59,8 @@ class ReplyStats:
         return {
             "ttft_ms": self.ttft_ms, "first_answer_ms": self.first_answer_ms,
             "thinking_tokens": self.thinking_tokens, "answer_tokens": self.answer_tokens,
-            "eval_count": self.eval_count, "eval_tokens_per_s": self.eval_tokens_per_s,
-            "prompt_eval_count": self.prompt_eval_count, "prompt_tokens_per_s": self.prompt_tokens_per_s,
+            "eval_count": self.output_tokens, "eval_tokens_per_s": self.decode_tokens_per_s,
+            "prompt_eval_count": self.prompt_tokens, "prompt_tokens_per_s": self.prompt_tokens_per_s,
             "load_ms": self.load_ms, "total_ms": self.total_ms, "wall_ms": self.wall_ms,
             "done_reason": self.done_reason,
         }
@@ -76,16 +73,20 @@ class ReplyMeter:
     """
 
     def __init__(self, sent_at_s: float) -> None:
-        self.sent_at_s = sent_at_s
+        self.sent_at_s = sent_at_s  # replaced by the transport's stamp when the first line carries one
+        self.lines = 0
         self.thinking_tokens = 0
         self.answer_tokens = 0
         self.first_token_at_s: float | None = None
         self.first_answer_at_s: float | None = None
         self.last_line_at_s = sent_at_s
-        self.final: FinalStats | None = None
+        self.final: FinalFigures | None = None
 
     def add(self, chunk: StreamChunk) -> tuple[int, int]:
         """Count one stream line; returns the (thinking, answer) tokens it carried."""
+        if self.lines == 0 and chunk.request_sent_s is not None:
+            self.sent_at_s = chunk.request_sent_s
+        self.lines += 1
         self.last_line_at_s = chunk.t_monotonic
         thinking = 1 if chunk.thinking else 0
         answer = 1 if chunk.content else 0
@@ -104,16 +105,16 @@ class ReplyMeter:
 
     def snapshot(self, now_s: float) -> ReplyStats:
         """The figures so far; server figures only once its final line arrived."""
-        final = self.final or FinalStats()
+        final = self.final or FinalFigures()
         end = self.last_line_at_s if self.final is not None else now_s
         return ReplyStats(
             ttft_ms=self._since_sent_ms(self.first_token_at_s),
             first_answer_ms=self._since_sent_ms(self.first_answer_at_s),
             thinking_tokens=self.thinking_tokens, answer_tokens=self.answer_tokens,
             wall_ms=max(0.0, (end - self.sent_at_s) * 1e3),
-            eval_count=final.eval_count, eval_tokens_per_s=final.eval_tokens_per_s,
-            prompt_eval_count=final.prompt_eval_count, prompt_tokens_per_s=final.prompt_tokens_per_s,
-            load_ms=_ms(final.load_duration_ns), total_ms=_ms(final.total_duration_ns),
+            output_tokens=final.output_tokens, decode_tokens_per_s=final.decode_tokens_per_s,
+            prompt_tokens=final.prompt_tokens, prompt_tokens_per_s=final.prompt_tokens_per_s,
+            load_ms=final.load_ms, total_ms=final.total_ms,
             done_reason=final.done_reason if self.final is not None else None,
         )
 
@@ -127,8 +128,8 @@ class BurstSummary:
     failed: int
     stopped: int
     wall_ms: float  # first request sent -> last reply over
-    eval_tokens: int  # sum of eval_count over completed replies
-    aggregate_tokens_per_s: float | None  # eval_tokens / wall time: what the server delivered
+    output_tokens: int  # sum of the server's output counts over completed replies
+    aggregate_tokens_per_s: float | None  # output_tokens / wall time: what the server delivered
     mean_decode_tokens_per_s: float | None  # mean of each reply's own decode rate
     ttft_min_ms: float | None
     ttft_median_ms: float | None
@@ -151,7 +152,7 @@ class BurstSummary:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of the summary."""
         return {"requested": self.requested, "completed": self.completed, "failed": self.failed,
-                "stopped": self.stopped, "wall_ms": self.wall_ms, "eval_tokens": self.eval_tokens,
+                "stopped": self.stopped, "wall_ms": self.wall_ms, "eval_tokens": self.output_tokens,
                 "aggregate_tokens_per_s": self.aggregate_tokens_per_s,
                 "mean_decode_tokens_per_s": self.mean_decode_tokens_per_s,
                 "ttft_min_ms": self.ttft_min_ms, "ttft_median_ms": self.ttft_median_ms,
@@ -162,13 +163,13 @@ def summarize_burst(replies: Sequence[ReplyStats | None], failed: int = 0, stopp
     """Aggregate a burst: `replies` holds each finished reply's stats (None for one that never started)."""
     done = [r for r in replies if r is not None and r.finished]
     wall = max((r.wall_ms for r in replies if r is not None), default=0.0)
-    eval_tokens = sum(r.eval_count or 0 for r in done)
+    output_tokens = sum(r.output_tokens or 0 for r in done)
     ttfts = sorted(r.ttft_ms for r in done if r.ttft_ms is not None)
-    rates = [r.eval_tokens_per_s for r in done if r.eval_tokens_per_s]
+    rates = [r.decode_tokens_per_s for r in done if r.decode_tokens_per_s]
     return BurstSummary(
         requested=len(replies), completed=len(done), failed=failed, stopped=stopped, wall_ms=wall,
-        eval_tokens=eval_tokens,
-        aggregate_tokens_per_s=eval_tokens / (wall / 1e3) if wall > 0 and eval_tokens else None,
+        output_tokens=output_tokens,
+        aggregate_tokens_per_s=output_tokens / (wall / 1e3) if wall > 0 and output_tokens else None,
         mean_decode_tokens_per_s=statistics.fmean(rates) if rates else None,
         ttft_min_ms=ttfts[0] if ttfts else None,
         ttft_median_ms=statistics.median(ttfts) if ttfts else None,
@@ -182,10 +183,10 @@ class ThinkingCost:
     since whichever reply ran first may have paid for loading the model."""
 
     thinking_tokens: int
-    extra_tokens: int | None  # eval_count with thinking minus without
+    extra_tokens: int | None  # output tokens with thinking minus without
     extra_first_answer_ms: float | None
     extra_total_ms: float | None
-    token_ratio: float | None  # eval_count with thinking / without
+    token_ratio: float | None  # output tokens with thinking / without
 
     def summary(self) -> str:
         """One sentence for a user, e.g. '+412 tokens, +3.2 s to the first answer token'."""
@@ -208,9 +209,9 @@ def _minus_load(value_ms: float | None, load_ms: float | None) -> float | None:
 def thinking_cost(thinking: ReplyStats, plain: ReplyStats) -> ThinkingCost:
     """Compare a reply with thinking against the same prompt without it."""
     extra_tokens = ratio = None
-    if thinking.eval_count is not None and plain.eval_count is not None:
-        extra_tokens = thinking.eval_count - plain.eval_count
-        ratio = thinking.eval_count / plain.eval_count if plain.eval_count else None
+    if thinking.output_tokens is not None and plain.output_tokens is not None:
+        extra_tokens = thinking.output_tokens - plain.output_tokens
+        ratio = thinking.output_tokens / plain.output_tokens if plain.output_tokens else None
     first_t = _minus_load(thinking.first_answer_ms, thinking.load_ms)
     first_p = _minus_load(plain.first_answer_ms, plain.load_ms)
     total_t = _minus_load(thinking.total_ms, thinking.load_ms)
@@ -254,9 +255,9 @@ def figure_rows(stats: ReplyStats) -> list[tuple[str, str]]:
         ("first answer token", fmt_ms(stats.first_answer_ms)),
         ("thinking tokens", fmt_count(stats.thinking_tokens)),
         ("answer tokens", fmt_count(stats.answer_tokens)),
-        ("eval_count", fmt_count(stats.eval_count)),
-        ("decode", fmt_rate(stats.eval_tokens_per_s)),
-        ("prompt tokens", fmt_count(stats.prompt_eval_count)),
+        ("eval_count", fmt_count(stats.output_tokens)),
+        ("decode", fmt_rate(stats.decode_tokens_per_s)),
+        ("prompt tokens", fmt_count(stats.prompt_tokens)),
         ("prompt rate", fmt_rate(stats.prompt_tokens_per_s)),
         ("load", fmt_ms(stats.load_ms)),
         ("total", fmt_ms(stats.total_ms)),
@@ -278,8 +279,8 @@ def figures_line(stats: ReplyStats) -> str:
     """The reply's figures on one line."""
     parts = [f"TTFT {fmt_ms(stats.ttft_ms)}", f"first answer {fmt_ms(stats.first_answer_ms)}",
              f"thinking {fmt_count(stats.thinking_tokens)} · answer {fmt_count(stats.answer_tokens)} tok",
-             f"eval_count {fmt_count(stats.eval_count)}", f"decode {fmt_rate(stats.eval_tokens_per_s)}",
-             f"prompt {fmt_count(stats.prompt_eval_count)} tok @ {fmt_rate(stats.prompt_tokens_per_s)}",
+             f"eval_count {fmt_count(stats.output_tokens)}", f"decode {fmt_rate(stats.decode_tokens_per_s)}",
+             f"prompt {fmt_count(stats.prompt_tokens)} tok @ {fmt_rate(stats.prompt_tokens_per_s)}",
              f"load {fmt_ms(stats.load_ms)}", f"total {fmt_ms(stats.total_ms)}",
              f"done_reason {stats.done_reason or '—'}"]
     return "   ·   ".join(parts)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, Self
 
-from app.core.ollama_types import FinalStats, LocalModel, ModelDetails, PullProgress, RunningModel
+from app.core.ollama_types import LocalModel, ModelDetails, PullProgress, RunningModel
+from app.core.replies import FinalFigures
 
 
 class ModelCatalog(Protocol):
@@ -41,7 +42,7 @@ class ModelCatalog(Protocol):
         """A model's metadata (architecture keys; tensors when verbose); ModelNotFound if unknown."""
         ...
 
-    async def load(self, model: str, keep_alive: str | int | None = None) -> FinalStats:
+    async def load(self, model: str, keep_alive: str | int | None = None) -> FinalFigures:
         """Load a model into memory without generating."""
         ...
 

@@ -6,25 +6,32 @@ or open loop (Poisson arrivals; latency counted from each arrival, so requests h
 in-flight cap or a slow server are not hidden). Stop rule: a number of requests, or no new
 requests after a duration (those in flight finish and count). Cancelling the task stops every
 stream at once. Tokens are also reported to a TokenMeter, so the dashboard graphs the benchmark.
+
+Requests go through a ChatRequestStreaming client (by default the Ollama backend's, over the shared
+streaming transport): each line reaches `_Reply.on_chunk` as it is parsed, stamped with the time
+it arrived, and each request carries the time it went out, so TTFT and inter-token gaps are the
+server's, not the client's scheduling. In a closed loop a request's clock starts when it is
+written; in an open loop at its scheduled arrival (queueing on the client counts there).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import random
 import time
 from dataclasses import dataclass
 from collections.abc import Callable, Coroutine
+from typing import Any
 
-from app.backends.ollama.loadgen_http import ConnectionPool
-from app.backends.ollama.stream import StreamDropped, decode_line
+from app.backends.ollama.client import OllamaClient
+from app.backends.ollama.stream import StreamDropped, require_streamable
 from app.core.bench.stats import RequestRecord
 from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaTimeout,
                              OutOfMemory, QueueFull, ServerError, StreamError)
 from app.core.bench.workload import LoadPlan
-from app.core.ollama_types import FinalStats, parse_chat_line
+from app.core.ports.inference import ChatRequestStreaming
+from app.core.replies import FinalFigures, StreamChunk
 from app.core.throughput import TokenMeter
 
 WARMUP_INDEX_BASE = 1_000_000  # warm-up requests use other seeds than measured ones
@@ -64,20 +71,22 @@ class LoadResult:
 class _Reply:
     """Per-request stream state, updated for every line as it arrives."""
 
-    __slots__ = ("url", "meter", "first", "first_answer", "last", "times", "final")
+    __slots__ = ("meter", "sent", "first", "first_answer", "last", "times", "final")
 
-    def __init__(self, url: str, meter: TokenMeter | None) -> None:
-        self.url = url
+    def __init__(self, meter: TokenMeter | None) -> None:
         self.meter = meter
+        self.sent: float | None = None
         self.first: float | None = None
         self.first_answer: float | None = None
         self.last: float | None = None
         self.times: list[float] = []
-        self.final: FinalStats | None = None
+        self.final: FinalFigures | None = None
 
-    def on_line(self, line: bytes, t: float) -> None:
-        obj = decode_line(line.decode("utf-8", errors="replace"), self.url)  # in-band errors raise here
-        chunk = parse_chat_line(obj, t)
+    def on_chunk(self, chunk: StreamChunk) -> None:
+        """One parsed line (in-band errors were raised before it got here)."""
+        t = chunk.t_monotonic
+        if self.sent is None:
+            self.sent = chunk.request_sent_s
         self.last = t
         if chunk.done:
             self.final = chunk.final
@@ -96,16 +105,20 @@ class LoadGenerator:
     """Sends LoadPlans to one server; keeps its connections between plans until aclose()."""
 
     def __init__(self, base_url: str, *, meter: TokenMeter | None = None, clock: Callable[[], float] = time.monotonic,
-                 connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0) -> None:
+                 connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0,
+                 client: ChatRequestStreaming | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self._meter = meter
         self._clock = clock
-        self._pool = ConnectionPool(self.base_url, clock=clock, connect_timeout_s=connect_timeout_s,
-                                    read_timeout_s=read_timeout_s)
+        if client is None:
+            require_streamable(self.base_url)  # an unusable URL fails here, not as N failed requests
+            client = OllamaClient(self.base_url, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
+                                  clock=clock)
+        self._client = client
 
     async def aclose(self) -> None:
         """Close pooled connections."""
-        self._pool.close()
+        await self._client.aclose()
 
     async def __aenter__(self) -> LoadGenerator:
         return self
@@ -163,8 +176,7 @@ class LoadGenerator:
             while (count is None or issued < count) and (stop_at is None or self._clock() < stop_at):
                 index = issued
                 issued += 1
-                now = self._clock()
-                record = await self._request(plan, index, now, now, start, warm)
+                record = await self._request(plan, index, None, start, warm)
                 out.append(record)
                 notify(record)
 
@@ -174,14 +186,14 @@ class LoadGenerator:
         rng = random.Random(plan.seed)
         cap = asyncio.Semaphore(plan.concurrency) if plan.concurrency else None
         stop_at = None if plan.duration_s is None else start + plan.duration_s
-        tasks: list[asyncio.Task[None]] = []
+        tasks: list[asyncio.Future[None]] = []
 
         async def arrival(index: int, scheduled: float) -> None:
             if cap is None:
-                record = await self._request(plan, index, scheduled, self._clock(), start)
+                record = await self._request(plan, index, scheduled, start)
             else:
                 async with cap:
-                    record = await self._request(plan, index, scheduled, self._clock(), start)
+                    record = await self._request(plan, index, scheduled, start)
             out.append(record)
             notify(record)
 
@@ -200,24 +212,20 @@ class LoadGenerator:
             for task in tasks:
                 task.cancel()
 
-    async def _request(self, plan: LoadPlan, index: int, scheduled: float, sent: float, start: float,
+    async def _request(self, plan: LoadPlan, index: int, scheduled: float | None, start: float,
                        warm: bool = False) -> RequestRecord:
-        """One streamed chat request; failures become a record with the error, never an exception."""
+        """One streamed chat request; failures become a record with the error, never an exception.
+        scheduled None (closed loop): the request's clock starts when it was written."""
         seed_index = index + WARMUP_INDEX_BASE if warm else index
-        body = json.dumps(plan.chat_body(seed_index), ensure_ascii=False).encode()
-        reply = _Reply(self.base_url, self._meter)
+        body = plan.chat_body(seed_index)
+        reply = _Reply(self._meter)
         error: BaseException | None = None
+        asked = self._clock()
         if self._meter is not None:
             self._meter.begin()
         try:
             async with asyncio.timeout(plan.request_timeout_s):
-                conn = await self._pool.acquire()
-                try:
-                    await conn.post("/api/chat", body, reply.on_line)
-                finally:
-                    self._pool.release(conn)
-            if reply.final is None:
-                raise StreamDropped(f"Ollama at {self.base_url} ended the reply without its final line", status=200)
+                await self._client.stream_chat(body, reply.on_chunk)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is a measured outcome
@@ -225,7 +233,10 @@ class LoadGenerator:
         finally:
             if self._meter is not None:
                 self._meter.end()
-        return self._record(index, scheduled - start, sent - start, reply, start, error, warm)
+        # A request that failed before its first line has no transport stamp: it left when asked, at best.
+        sent = reply.sent if reply.sent is not None else asked
+        return self._record(index, (sent if scheduled is None else scheduled) - start, sent - start, reply, start,
+                            error, warm)
 
     def _record(self, index: int, scheduled: float, sent: float, reply: _Reply, start: float,
                 error: BaseException | None, warm: bool) -> RequestRecord:
@@ -233,27 +244,27 @@ class LoadGenerator:
         times = reply.times
         gaps = tuple(b - a for a, b in zip(times, times[1:]))
         final = reply.final
-        eval_count = final.eval_count if final is not None else None
+        output_tokens = final.output_tokens if final is not None else None
         return RequestRecord(
             index=index, scheduled_s=scheduled, sent_s=sent, end_s=end,
             first_token_s=None if reply.first is None else reply.first - start,
             first_answer_s=None if reply.first_answer is None else reply.first_answer - start,
-            output_tokens=eval_count if eval_count is not None else len(times), output_chunks=len(times),
-            prompt_tokens=final.prompt_eval_count if final else None, itl_s=gaps,
-            load_s=_seconds(final.load_duration_ns) if final else None,
-            prompt_eval_s=_seconds(final.prompt_eval_duration_ns) if final else None,
-            eval_s=_seconds(final.eval_duration_ns) if final else None,
-            total_s=_seconds(final.total_duration_ns) if final else None,
+            output_tokens=output_tokens if output_tokens is not None else len(times), output_chunks=len(times),
+            prompt_tokens=final.prompt_tokens if final else None, itl_s=gaps,
+            load_s=_seconds(final.load_ms) if final else None,
+            prompt_eval_s=_seconds(final.prompt_ms) if final else None,
+            eval_s=_seconds(final.decode_ms) if final else None,
+            total_s=_seconds(final.total_ms) if final else None,
             done_reason=final.done_reason if final else None,
             error="" if error is None else _error_text(error),
             error_kind="" if error is None else error_kind_of(error), warmup=warm)
 
 
-def _seconds(ns: int | None) -> float | None:
-    return None if ns is None else ns / 1e9
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1e3
 
 
-async def _gather_or_cancel(coros: list[Coroutine[object, object, None]]) -> None:
+async def _gather_or_cancel(coros: list[Coroutine[Any, Any, None]]) -> None:
     """Run coroutines together; if one raises (or we are cancelled) the others are cancelled."""
     tasks = [asyncio.ensure_future(c) for c in coros]
     try:

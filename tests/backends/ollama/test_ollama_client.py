@@ -16,7 +16,9 @@ import pytest
 from app.backends.ollama.client import OllamaClient, StreamDropped
 from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaTimeout,
                              OutOfMemory, QueueFull, ServerError, StreamError, StreamOutOfMemory)
-from app.core.ollama_types import RunningModel, StreamChunk, parse_chat_line, parse_ps, parse_show
+from app.backends.ollama.wire import parse_chat_line, parse_ps, parse_show
+from app.core.ollama_types import RunningModel
+from app.core.replies import StreamChunk
 from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE, FakeOllama
 from app.core.units import GIB
 
@@ -78,8 +80,8 @@ def test_chat_thinking_stream_then_content_and_final(quick: FakeOllama) -> None:
     assert (len(thinking), len(content)) == (20, 30)
     assert chunks.index(content[0]) == 20 and chunks[-1].done and not any(c.done for c in chunks[:-1])
     final = chunks[-1].final
-    assert final is not None and final.done_reason == "stop" and final.eval_count == 50
-    assert final.prompt_eval_count and final.prompt_tokens_per_s
+    assert final is not None and final.done_reason == "stop" and final.output_tokens == 50
+    assert final.prompt_tokens and final.prompt_tokens_per_s
     times = [c.t_monotonic for c in chunks]
     assert times == sorted(times)
 
@@ -91,7 +93,7 @@ def test_non_thinking_model_and_think_false(quick: FakeOllama) -> None:
     llama, qwen = with_client(quick.url, body)
     for chunks in (llama, qwen):
         assert not any(c.thinking for c in chunks) and sum(1 for c in chunks if c.content) == 30
-        assert chunks[-1].final.eval_count == 30
+        assert chunks[-1].final.output_tokens == 30
 
 
 def test_load_ps_unload_delete(quick: FakeOllama) -> None:
@@ -103,7 +105,7 @@ def test_load_ps_unload_delete(quick: FakeOllama) -> None:
         await c.delete("gemma3:4b")
         return stats, running, after, [m.name for m in await c.tags()]
     stats, running, after, names = with_client(quick.url, body)
-    assert stats.done_reason == "load" and stats.eval_tokens_per_s is None
+    assert stats.done_reason == "load" and stats.decode_tokens_per_s is None
     assert running[0].name == "qwen3:14b" and running[0].processor == "100% GPU" and running[0].context_length == 4096
     assert after == [] and "gemma3:4b" not in names
 
@@ -274,7 +276,7 @@ def test_decode_rate_matches_configuration(make_fake_ollama) -> None:
     tokens = [c for c in chunks if c.content]
     measured = (len(tokens) - 1) / (tokens[-1].t_monotonic - tokens[0].t_monotonic)
     assert measured == pytest.approx(rate, rel=0.03)
-    assert chunks[-1].final.eval_tokens_per_s == pytest.approx(rate, rel=0.03)
+    assert chunks[-1].final.decode_tokens_per_s == pytest.approx(rate, rel=0.03)
 
 
 # ---- MockTransport cases ----------------------------------------------------------------------------
@@ -294,11 +296,39 @@ def test_missing_or_mistyped_fields_are_malformed() -> None:
             run(call)
 
 
+def canned_reply(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def with_canned_server(reply: bytes, body: Callable[[OllamaClient], Awaitable[T]],
+                       seen: list[dict[str, Any]] | None = None) -> T:
+    """Run body against a real socket server that answers every request with `reply` (recording bodies)."""
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                return
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            request = await reader.readexactly(length)
+            if seen is not None:
+                seen.append(json.loads(request))
+            writer.write(reply)
+
+    async def go() -> T:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        try:
+            async with OllamaClient(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}") as client:
+                return await body(client)
+        finally:
+            server.close()
+    return run(go)
+
+
 def test_stream_without_final_line_is_dropped() -> None:
     line = json.dumps({"model": "m", "message": {"role": "assistant", "content": "a"}, "done": False})
-    client = mock_client(lambda r: httpx.Response(200, content=(line + "\n").encode()))
     with pytest.raises(StreamDropped, match="without its final line"):
-        run(lambda: collect(client.chat("m", HI)))
+        with_canned_server(canned_reply((line + "\n").encode()), lambda c: collect(c.chat("m", HI)))
 
 
 def test_connect_timeout_maps_to_ollama_timeout() -> None:
@@ -313,13 +343,12 @@ def test_not_ollama_banner_and_request_bodies() -> None:
     seen: list[dict[str, Any]] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/":
-            return httpx.Response(200, text="Welcome to nginx!")
-        seen.append(json.loads(request.content))
-        return httpx.Response(200, json={"model": "m", "done": True, "done_reason": "stop", "message": {"content": ""}})
+        return httpx.Response(200, text="Welcome to nginx!")
     client = mock_client(handler)
     assert run(client.is_ollama) is False
-    run(lambda: collect(client.chat("m", HI, think="low", options={"num_ctx": 8192}, keep_alive="1m")))
+    final = json.dumps({"model": "m", "done": True, "done_reason": "stop", "message": {"content": ""}}).encode()
+    with_canned_server(canned_reply(final + b"\n"), lambda c: collect(
+        c.chat("m", HI, think="low", options={"num_ctx": 8192}, keep_alive="1m")), seen)
     assert seen[0] == {"model": "m", "messages": HI, "think": "low", "options": {"num_ctx": 8192},
                        "keep_alive": "1m", "stream": True}
 
@@ -331,6 +360,6 @@ def test_reference_transcripts_parse() -> None:
     lines = (DATA / "qwen3_14b_chat_think.ndjson").read_text().splitlines()
     chunks = [parse_chat_line(json.loads(line), float(i)) for i, line in enumerate(lines)]
     assert "".join(c.thinking for c in chunks) == "Okay, the user asks hi."
-    assert chunks[-1].final.eval_count == 14 and chunks[-1].final.eval_tokens_per_s == pytest.approx(63.03, rel=1e-3)
+    assert chunks[-1].final.output_tokens == 14 and chunks[-1].final.decode_tokens_per_s == pytest.approx(63.03, rel=1e-3)
     running = parse_ps(json.loads((DATA / "ps_partial_offload.json").read_text()))
     assert running[0].processor == "48%/52% CPU/GPU"

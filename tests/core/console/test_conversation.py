@@ -8,7 +8,7 @@ from app.core.console.conversation import TurnRecord, conversation_json, convers
 from app.core.console.reply_stats import ReplyStats
 
 DONE = ReplyStats(ttft_ms=120.0, first_answer_ms=900.0, thinking_tokens=40, answer_tokens=12, wall_ms=1300.0,
-                  eval_count=52, eval_tokens_per_s=48.5, prompt_eval_count=30, prompt_tokens_per_s=900.0,
+                  output_tokens=52, decode_tokens_per_s=48.5, prompt_tokens=30, prompt_tokens_per_s=900.0,
                   load_ms=0.5, total_ms=1290.0, done_reason="stop")
 
 
@@ -82,7 +82,7 @@ def test_an_ab_comparison_has_the_prompt_once_both_replies_and_the_cost():
     from app.core.console.reply_stats import thinking_cost
 
     plain = ReplyStats(ttft_ms=40.0, first_answer_ms=40.0, thinking_tokens=0, answer_tokens=12, wall_ms=300.0,
-                       eval_count=12, eval_tokens_per_s=48.0, load_ms=0.5, total_ms=290.0, done_reason="stop")
+                       output_tokens=12, decode_tokens_per_s=48.0, load_ms=0.5, total_ms=290.0, done_reason="stop")
     with_t = TurnRecord("17 × 23?", "qwen3:14b", True, thinking="17 × 20 = 340 …", answer="**391**", stats=DONE)
     without = TurnRecord("17 × 23?", "qwen3:14b", False, answer="391", stats=plain)
     cost = thinking_cost(DONE, plain)

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.ollama_types import FinalStats, StreamChunk
+from app.core.replies import FinalFigures, StreamChunk
 from app.core.console.reply_stats import (ReplyMeter, ReplyStats, figure_rows, fmt_ms, fmt_rate, summarize_burst,
                                   thinking_cost)
 
 SENT = 100.0
 
 
-def chunk(t: float, content: str = "", thinking: str = "", final: FinalStats | None = None) -> StreamChunk:
+def chunk(t: float, content: str = "", thinking: str = "", final: FinalFigures | None = None) -> StreamChunk:
     return StreamChunk(content=content, thinking=thinking, done=final is not None, t_monotonic=t, final=final)
 
 
-FINAL = FinalStats(done_reason="stop", total_duration_ns=2_000_000_000, load_duration_ns=500_000_000,
-                   prompt_eval_count=40, prompt_eval_duration_ns=20_000_000, eval_count=5,
-                   eval_duration_ns=100_000_000)
+FINAL = FinalFigures(done_reason="stop", total_ms=2000.0, load_ms=500.0, prompt_tokens=40, prompt_ms=20.0,
+                     output_tokens=5, decode_ms=100.0)
 
 
 def feed(lines: list[StreamChunk]) -> ReplyMeter:
@@ -37,8 +36,8 @@ def test_times_and_counts_come_from_the_stream_and_rates_from_the_final_line() -
     assert stats.first_answer_ms == pytest.approx(800.0)
     assert stats.thinking_ms == pytest.approx(550.0)
     assert (stats.thinking_tokens, stats.answer_tokens, stats.streamed_tokens) == (2, 3, 5)
-    assert stats.eval_count == 5 and stats.eval_tokens_per_s == pytest.approx(50.0)
-    assert stats.prompt_eval_count == 40 and stats.prompt_tokens_per_s == pytest.approx(2000.0)
+    assert stats.output_tokens == 5 and stats.decode_tokens_per_s == pytest.approx(50.0)
+    assert stats.prompt_tokens == 40 and stats.prompt_tokens_per_s == pytest.approx(2000.0)
     assert (stats.load_ms, stats.total_ms) == (pytest.approx(500.0), pytest.approx(2000.0))
     assert stats.wall_ms == pytest.approx(950.0)  # to the final line, not to `now`
     assert stats.done_reason == "stop" and stats.finished
@@ -54,7 +53,7 @@ def test_add_reports_what_each_line_carried() -> None:
 def test_a_reply_still_streaming_or_stopped_has_no_server_figures() -> None:
     stats = feed([chunk(100.2, content="Hi"), chunk(100.3, content="!")]).snapshot(now_s=101.0)
     assert stats.done_reason is None and not stats.finished
-    assert stats.eval_count is None and stats.eval_tokens_per_s is None and stats.total_ms is None
+    assert stats.output_tokens is None and stats.decode_tokens_per_s is None and stats.total_ms is None
     assert stats.wall_ms == pytest.approx(1000.0)
     assert stats.thinking_ms == 0.0  # no thinking at all
 
@@ -75,8 +74,8 @@ def test_to_json_has_every_figure_the_cli_promises() -> None:
 def _stats(ttft: float, wall: float, eval_count: int = 100, rate: float | None = 50.0,
            done: str | None = "stop") -> ReplyStats:
     return ReplyStats(ttft_ms=ttft, first_answer_ms=ttft, thinking_tokens=0, answer_tokens=eval_count,
-                      wall_ms=wall, eval_count=eval_count if done else None,
-                      eval_tokens_per_s=rate if done else None, done_reason=done)
+                      wall_ms=wall, output_tokens=eval_count if done else None,
+                      decode_tokens_per_s=rate if done else None, done_reason=done)
 
 
 def test_burst_summary_aggregates_over_the_wall_time() -> None:
@@ -85,7 +84,7 @@ def test_burst_summary_aggregates_over_the_wall_time() -> None:
     summary = summarize_burst(replies, failed=0, stopped=1)
     assert (summary.requested, summary.completed, summary.stopped) == (5, 4, 1)
     assert summary.wall_ms == 4100
-    assert summary.eval_tokens == 400
+    assert summary.output_tokens == 400
     assert summary.aggregate_tokens_per_s == pytest.approx(400 / 4.1)
     assert summary.mean_decode_tokens_per_s == pytest.approx(50.0)
     assert (summary.ttft_min_ms, summary.ttft_max_ms, summary.ttft_spread_ms) == (100, 2150, 2050)
@@ -102,9 +101,9 @@ def test_burst_with_nothing_finished_has_no_rates() -> None:
 
 def test_thinking_cost_leaves_load_time_out() -> None:
     with_thinking = ReplyStats(ttft_ms=3050, first_answer_ms=6050, thinking_tokens=300, answer_tokens=100,
-                               wall_ms=8050, eval_count=400, total_ms=8050, load_ms=3000, done_reason="stop")
+                               wall_ms=8050, output_tokens=400, total_ms=8050, load_ms=3000, done_reason="stop")
     without = ReplyStats(ttft_ms=60, first_answer_ms=60, thinking_tokens=0, answer_tokens=100, wall_ms=2060,
-                         eval_count=100, total_ms=2060, load_ms=10, done_reason="stop")
+                         output_tokens=100, total_ms=2060, load_ms=10, done_reason="stop")
     cost = thinking_cost(with_thinking, without)
     assert cost.thinking_tokens == 300 and cost.extra_tokens == 300 and cost.token_ratio == 4.0
     assert cost.extra_first_answer_ms == pytest.approx(3050 - 50)
@@ -127,3 +126,16 @@ def test_figure_rows_name_every_figure() -> None:
     rows = dict(figure_rows(feed([chunk(100.1, content="x"), chunk(100.2, final=FINAL)]).snapshot(100.2)))
     assert rows["decode"] == fmt_rate(50.0) == "50.0 tok/s"
     assert rows["done_reason"] == "stop" and rows["load"] == "500 ms"
+
+
+def test_the_clock_starts_when_the_request_went_out_not_when_it_was_asked_for() -> None:
+    # Asked for at SENT; connecting and scheduling took 150 ms before the transport wrote the request.
+    meter = ReplyMeter(SENT)
+    went_out = SENT + 0.150
+    for t, content in ((100.25, ""), (100.30, "a"), (100.40, "b")):
+        meter.add(StreamChunk(content=content, thinking="", done=False, t_monotonic=t, request_sent_s=went_out))
+    stats = meter.snapshot(now_s=100.5)
+    assert stats.ttft_ms == pytest.approx(150.0) and stats.first_answer_ms == pytest.approx(150.0)
+    assert stats.wall_ms == pytest.approx(350.0)  # not finished: up to now, from when it went out
+    # A reply that never got a line keeps the time it was asked for.
+    assert ReplyMeter(SENT).snapshot(now_s=100.5).wall_ms == pytest.approx(500.0)

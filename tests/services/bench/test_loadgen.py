@@ -1,5 +1,6 @@
-"""The load generator against the stand-in Ollama server (real sockets, real streams) and its HTTP client
-against byte-exact replies; measured figures are checked against the stand-in's known pacing."""
+"""The load generator against the stand-in Ollama server (real sockets, real streams) and its streaming
+transport with Ollama's error mapping against byte-exact replies; measured figures are checked against
+the stand-in's known pacing."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from app.adapters.http.connection import HttpConnection
+from app.adapters.http.streaming import HttpStreams
 from app.services.bench.loadgen import LoadGenerator, error_kind_of
-from app.backends.ollama.loadgen_http import ConnectionPool, StreamConnection
-from app.backends.ollama.stream import StreamDropped
+from app.backends.ollama.stream import StreamDropped, translated_errors
 from app.core.bench.stats import summarize
 from app.core.errors import ModelNotFound, OllamaConnectError, OllamaTimeout, OutOfMemory, StreamError
 from app.core.bench.workload import BenchPrompt, LoadPlan
@@ -123,6 +125,16 @@ def test_open_loop_arrivals_are_poisson_seeded_and_the_cap_queues_on_the_client(
     assert first.records[-1].ttft_s >= first.records[-1].queue_s
 
 
+def test_a_requests_clock_starts_when_it_went_out_and_an_arrivals_when_it_was_due(make_fake_ollama):
+    fake = make_fake_ollama(num_parallel=2, **PACING)
+    closed = run(fake.url, plan(concurrency=2, requests=4, warmup_requests=0))
+    # Closed loop, fresh connections: connecting is not the server's time, so the clock starts at the send.
+    assert all(r.scheduled_s == r.sent_s < r.first_token_s for r in closed.records)
+    p = plan(mode="open", rate_rps=200.0, concurrency=1, requests=4, warmup_requests=0, seed=7)
+    opened = run(fake.url, p)
+    assert all(r.scheduled_s <= r.sent_s < r.first_token_s for r in opened.records)
+
+
 def test_the_token_meter_sees_every_token_and_every_request_ends(make_fake_ollama):
     fake = make_fake_ollama(num_parallel=2, **PACING)
     meter = TokenMeter()
@@ -222,12 +234,11 @@ def chunked(*lines: bytes) -> bytes:
 
 
 async def collect(url: str, read_timeout_s: float = 5.0) -> list[bytes]:
+    """The body lines of one request, failures mapped to Ollama's errors as the load generator sees them."""
     lines: list[bytes] = []
-    conn = await StreamConnection.open(url, read_timeout_s=read_timeout_s)
-    try:
-        await conn.post("/api/chat", b"{}", lambda line, _t: lines.append(line))
-    finally:
-        conn.close()
+    with translated_errors(url, 3.0, read_timeout_s):
+        async with HttpStreams(url, read_timeout_s=read_timeout_s) as http:
+            await http.request("POST", "/api/chat", b"{}", lambda line, _t: lines.append(line))
     return lines
 
 
@@ -305,11 +316,9 @@ def test_keep_alive_connections_are_reused():
 
     async def go():
         async with raw_server(handle) as url:
-            pool = ConnectionPool(url)
+            pool = HttpStreams(url)
             for _ in range(3):
-                conn = await pool.acquire()
-                await conn.post("/api/chat", b"{}", lambda _l, _t: None)
-                pool.release(conn)
+                await pool.request("POST", "/api/chat", b"{}", lambda _l, _t: None)
             pool.close()
 
     asyncio.run(go())
@@ -323,9 +332,10 @@ def test_on_linux_lines_carry_the_kernels_arrival_time():
 
     async def go():
         async with raw_server(replying([reply])) as url:
-            conn = await StreamConnection.open(url)
+            conn = await HttpConnection.open(url)
             assert conn.kernel_stamps
-            await conn.post("/api/chat", b"{}", lambda _line, t: stamps.append(t))
+            answer = await conn.send("POST", "/api/chat", b"{}", lambda _line, t: stamps.append(t))
+            await answer.done
             conn.close()
             return time.monotonic()
 
@@ -335,7 +345,7 @@ def test_on_linux_lines_carry_the_kernels_arrival_time():
 
 def test_unusable_urls_are_refused_up_front():
     with pytest.raises(OllamaConnectError, match="plain http"):
-        ConnectionPool("https://example.com")
+        LoadGenerator("https://example.com")
 
 
 def test_a_stream_error_is_a_stream_error():

@@ -83,8 +83,8 @@ class AbColumn(QFrame):
         v["ttft"].setText(fmt_ms(stats.ttft_ms))
         v["first_answer"].setText(fmt_ms(stats.first_answer_ms))
         v["thinking"].setText(fmt_count(stats.thinking_tokens))
-        v["eval"].setText(fmt_count(stats.eval_count))
-        v["decode"].setText(fmt_rate(stats.eval_tokens_per_s))
+        v["eval"].setText(fmt_count(stats.output_tokens))
+        v["decode"].setText(fmt_rate(stats.decode_tokens_per_s))
         v["total"].setText(fmt_ms(stats.total_ms if stats.total_ms is not None else stats.wall_ms))
 
     def reset(self) -> None:

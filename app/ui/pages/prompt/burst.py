@@ -163,14 +163,14 @@ class BurstView(QWidget):
             replies, failed=sum(1 for s in self._states.values() if s == "failed"),
             stopped=sum(1 for s in self._states.values() if s in ("stopped", "lost")))
         self.tiles["aggregate"].set_text(fmt_rate(summary.aggregate_tokens_per_s),
-                                         f"{fmt_count(summary.eval_tokens)} tokens in {fmt_ms(summary.wall_ms)}")
+                                         f"{fmt_count(summary.output_tokens)} tokens in {fmt_ms(summary.wall_ms)}")
         speedup = f"×{summary.speedup:.2f} aggregate" if summary.speedup else "mean of each reply's rate"
         self.tiles["per_reply"].set_text(fmt_rate(summary.mean_decode_tokens_per_s), speedup)
         if summary.ttft_min_ms is not None:
             self.tiles["ttft"].set_text(f"{fmt_ms(summary.ttft_min_ms)} – {fmt_ms(summary.ttft_max_ms)}",
                                         f"spread {fmt_ms(summary.ttft_spread_ms)}")
         self.summary_label.setText(
-            f"{summary.completed} of {summary.requested} replies · {fmt_count(summary.eval_tokens)} tokens in "
+            f"{summary.completed} of {summary.requested} replies · {fmt_count(summary.output_tokens)} tokens in "
             f"{fmt_ms(summary.wall_ms)} · TTFT median {fmt_ms(summary.ttft_median_ms)}, spread "
             f"{fmt_ms(summary.ttft_spread_ms)}" + (f" · aggregate ×{summary.speedup:.2f} one reply's rate"
                                                    if summary.speedup else ""))
@@ -188,7 +188,7 @@ class BurstView(QWidget):
             values += [""] * 7
         else:
             values += [fmt_ms(stats.ttft_ms), fmt_ms(stats.first_answer_ms), fmt_count(stats.thinking_tokens),
-                       fmt_count(stats.answer_tokens), fmt_count(stats.eval_count), fmt_rate(stats.eval_tokens_per_s),
+                       fmt_count(stats.answer_tokens), fmt_count(stats.output_tokens), fmt_rate(stats.decode_tokens_per_s),
                        fmt_ms(stats.total_ms)]
         values.append(self._errors.get(row) or (stats.done_reason if stats and stats.done_reason else ""))
         for col, text in enumerate(values):

@@ -59,21 +59,21 @@ class ReplyFigures(QWidget):
         t["first_answer"].set_text(fmt_ms(stats.first_answer_ms),
                                    f"thought for {fmt_ms(stats.thinking_ms)}" if stats.thinking_tokens
                                    else "no thinking")
-        if live or stats.eval_tokens_per_s is None:
+        if live or stats.decode_tokens_per_s is None:
             rate = live_decode_rate(stats)
             t["decode"].set_text(fmt_rate(rate), LIVE if rate is not None else "eval_count / eval_duration")
         else:
-            t["decode"].set_text(fmt_rate(stats.eval_tokens_per_s), f"eval_count {fmt_count(stats.eval_count)}")
+            t["decode"].set_text(fmt_rate(stats.decode_tokens_per_s), f"eval_count {fmt_count(stats.output_tokens)}")
         if stats.total_ms is not None:
             t["total"].set_text(fmt_ms(stats.total_ms), f"done_reason: {stats.done_reason or '—'}")
         else:
             t["total"].set_text(fmt_ms(stats.wall_ms), "so far" if live else "not finished")
         t["thinking"].set_text(fmt_count(stats.thinking_tokens), "from the stream")
         t["answer"].set_text(fmt_count(stats.answer_tokens),
-                             f"eval_count {fmt_count(stats.eval_count)}" if stats.eval_count is not None
+                             f"eval_count {fmt_count(stats.output_tokens)}" if stats.output_tokens is not None
                              else "from the stream")
-        if stats.prompt_eval_count is not None:
-            t["prompt"].set_text(f"{fmt_count(stats.prompt_eval_count)} tok", fmt_rate(stats.prompt_tokens_per_s))
+        if stats.prompt_tokens is not None:
+            t["prompt"].set_text(f"{fmt_count(stats.prompt_tokens)} tok", fmt_rate(stats.prompt_tokens_per_s))
         else:
             t["prompt"].set_text(NO_DATA, "reported at the end")
         if stats.load_ms is None:

@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.backends.ollama.client_pool import ClientPool
 from app.services.prompts import PromptRequest, ReplyOutcome, run_ab, run_burst, stream_reply
 from app.core.errors import DeckError
-from app.core.ollama_types import StreamChunk
+from app.core.replies import StreamChunk
 from app.core.console.reply_stats import ReplyMeter, ReplyStats
 from app.core.throughput import TokenMeter
 

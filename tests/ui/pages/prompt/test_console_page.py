@@ -82,7 +82,7 @@ def test_a_thinking_reply_streams_its_trace_apart_and_reports_its_figures(qtbot,
     assert turn.reply.answer_text().startswith("Local inference speed")
     assert "Thought for" in turn.reply.thinking.toggle.text() and "16 tokens" in turn.reply.thinking.toggle.text()
     stats = run.outcomes[0].stats
-    assert (stats.thinking_tokens, stats.answer_tokens, stats.eval_count) == (16, 30, 46)
+    assert (stats.thinking_tokens, stats.answer_tokens, stats.output_tokens) == (16, 30, 46)
     f = c.page.figures
     assert f.value("thinking") == "16" and f.value("answer") == "30"
     assert rate(f.value("decode")) == pytest.approx(250.0, rel=0.03)
@@ -207,7 +207,7 @@ def test_burst_sends_n_at_once_and_feeds_the_shared_meter(qtbot, console):
     view = c.page.burst_view
     assert [view.state(i) for i in range(6)] == ["done"] * 6
     summary = view.summary
-    assert summary.completed == 6 and summary.eval_tokens == 240
+    assert summary.completed == 6 and summary.output_tokens == 240
     assert summary.ttft_spread_ms >= 150  # three waves through two slots
     assert rate(view.tiles["per_reply"].value) == pytest.approx(400.0, rel=0.03)
     assert view.tiles["replies"].value == "6 / 6" and "6 of 6 replies" in view.summary_label.text()

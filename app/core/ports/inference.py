@@ -1,0 +1,43 @@
+"""What the app's procedures need from an inference server's client to stream replies.
+
+The console's procedures (services/prompts: one reply, a burst, thinking vs not) iterate a reply;
+the load generator hands each line to a callback, with no task switch per line. Both get neutral
+StreamChunks, each stamped with when its line arrived and when its request went out. Backends
+implement these (the Ollama one: app/backends/ollama/client.OllamaClient); tests may pass others.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable, Mapping
+
+from app.core.replies import StreamChunk
+
+ChunkHandler = Callable[[StreamChunk], None]
+
+
+class ChatStreaming(Protocol):
+    """Streams one chat reply as it arrives (the console's way)."""
+
+    def chat(self, model: str, messages: list[dict[str, Any]], *, think: bool | str | None = None,
+             options: dict[str, Any] | None = None, keep_alive: str | int | None = None,
+             tools: list[dict[str, Any]] | None = None) -> AsyncIterator[StreamChunk]:
+        """The reply's chunks; the last has done=True and its final figures. Failures raise the
+        app's typed errors (DeckError); cancelling the consumer closes the stream at once."""
+        ...
+
+
+class ChatRequestStreaming(Protocol):
+    """Sends prepared chat requests whose lines go to a callback as they are parsed (the load generator's way)."""
+
+    async def stream_chat(self, body: Mapping[str, Any], on_chunk: ChunkHandler) -> None:
+        """One request with the backend's own request body; returns once the final line arrived.
+        on_chunk may raise to abort the request; failures raise the app's typed errors."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the client's connections."""
+        ...
+
+
+__all__ = ["ChatRequestStreaming", "ChatStreaming", "ChunkHandler"]

@@ -1,0 +1,59 @@
+"""A streamed reply in neutral terms: its lines as they arrived, and its final figures.
+
+Every backend's parser builds these, so the console and the load generator measure replies the
+same way whatever the server: counts in tokens, durations in milliseconds, times in seconds on
+the client's monotonic clock. What the server itself sent is kept beside them (`raw`), unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from collections.abc import Mapping
+
+
+@dataclass(frozen=True)
+class FinalFigures:
+    """A finished reply's figures as the server reported them; None where it did not say."""
+
+    done_reason: str | None = None  # "stop", "length", "load", … as the server names it
+    prompt_tokens: int | None = None  # prompt tokens processed (not those served from a cache)
+    output_tokens: int | None = None  # generated tokens, thinking included
+    prompt_ms: float | None = None  # prompt processing time
+    decode_ms: float | None = None  # generation time
+    load_ms: float | None = None  # loading the model for this request
+    total_ms: float | None = None  # the whole request on the server
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the server's final record
+
+    @property
+    def decode_tokens_per_s(self) -> float | None:
+        """Generation rate in tokens/s (output_tokens / decode_ms), None when unknown."""
+        if not self.output_tokens or not self.decode_ms:
+            return None
+        return self.output_tokens / self.decode_ms * 1e3
+
+    @property
+    def prompt_tokens_per_s(self) -> float | None:
+        """Prompt-processing rate in tokens/s, None when unknown."""
+        if not self.prompt_tokens or not self.prompt_ms:
+            return None
+        return self.prompt_tokens / self.prompt_ms * 1e3
+
+
+@dataclass(frozen=True)
+class StreamChunk:
+    """One line of a streamed reply; times in seconds on the client's monotonic clock.
+
+    t_monotonic is when the line's last byte arrived; request_sent_s is when the request that asked
+    for it went out (the same for every line of a reply; None when the transport cannot say)."""
+
+    content: str
+    thinking: str
+    done: bool
+    t_monotonic: float
+    final: FinalFigures | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    request_sent_s: float | None = None
+
+
+__all__ = ["FinalFigures", "StreamChunk"]
