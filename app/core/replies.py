@@ -13,6 +13,17 @@ from collections.abc import Mapping
 
 
 @dataclass(frozen=True)
+class ChatRequest:
+    """One chat request in neutral terms; each backend writes it in its own wire format."""
+
+    model: str
+    messages: tuple[Mapping[str, str], ...]  # {"role": ..., "content": ...}, oldest first
+    think: bool | str | None = None  # None: the model decides
+    seed: int | None = None
+    max_tokens: int | None = None  # output cap in tokens; None: the server's default
+
+
+@dataclass(frozen=True)
 class FinalFigures:
     """A finished reply's figures as the server reported them; None where it did not say."""
 

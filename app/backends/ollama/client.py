@@ -17,18 +17,18 @@ import json
 import time
 from contextlib import AbstractContextManager, aclosing
 from typing import Any, TypeVar
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import httpx
 
 from app.adapters.http.streaming import HttpStreams
 from app.backends.ollama.stream import (STREAM_HEADERS, StreamDropped, decode_line, missing_final_line,
                                         raise_for_error, translated_errors)
-from app.backends.ollama.wire import (parse_chat_line, parse_final, parse_generate_line, parse_ps, parse_pull_line,
+from app.backends.ollama.wire import (chat_body, parse_chat_line, parse_final, parse_generate_line, parse_ps, parse_pull_line,
                                       parse_show, parse_status_line, parse_tags, parse_version)
 from app.core.errors import MalformedResponse, ModelNotFound, error_for_stream_line
-from app.core.ollama_types import LocalModel, ModelDetails, PullProgress, RunningModel
-from app.core.replies import FinalFigures, StreamChunk
+from app.core.models import LocalModel, ModelDetails, PullProgress, RunningModel
+from app.core.replies import ChatRequest, FinalFigures, StreamChunk
 
 __all__ = ["OllamaClient", "StreamDropped"]
 
@@ -120,7 +120,7 @@ class OllamaClient:
                 async for line, received in lines:
                     yield parse(decode_line(line, self.base_url), received, sent)
 
-    async def stream_chat(self, body: Mapping[str, Any], on_chunk: Callable[[StreamChunk], None]) -> None:
+    async def stream_chat(self, request: ChatRequest, on_chunk: Callable[[StreamChunk], None]) -> None:
         """One streamed `/api/chat` request whose lines go to on_chunk as they are parsed, with no
         task switch per line (the load generator's way); returns once the final line arrived.
         on_chunk may raise to abort the request."""
@@ -138,7 +138,7 @@ class OllamaClient:
             done = chunk.done
             on_chunk(chunk)
 
-        data = json.dumps(body, ensure_ascii=False).encode()
+        data = json.dumps(chat_body(request), ensure_ascii=False).encode()
         with self._errors():
             await self._stream_pool().request("POST", "/api/chat", data, on_line, on_sent=on_sent)
         if not done:

@@ -12,8 +12,8 @@ from typing import Any
 from collections.abc import Mapping
 
 from app.core.errors import MalformedResponse
-from app.core.ollama_types import LocalModel, ModelDetails, PullProgress, RunningModel
-from app.core.replies import FinalFigures, StreamChunk
+from app.core.models import LocalModel, ModelDetails, PullProgress, RunningModel
+from app.core.replies import ChatRequest, FinalFigures, StreamChunk
 
 NS_PER_MS = 1e6
 # The final line's text fields (empty by then) are not figures: the raw record keeps the rest.
@@ -67,6 +67,21 @@ def _details_fields(details: Mapping[str, Any], where: str) -> dict[str, Any]:
             "parameter_size": _field(details, "parameter_size", str, where, ""),
             "quantization_level": _field(details, "quantization_level", str, where, ""),
             "format": _field(details, "format", str, where, "")}
+
+
+def chat_body(request: ChatRequest) -> dict[str, Any]:
+    """The streamed `/api/chat` JSON body of a request: its seed and output cap as options, `think`
+    only when set (omitted, the model decides), and no num_ctx (that would reload the model)."""
+    options: dict[str, Any] = {}
+    if request.seed is not None:
+        options["seed"] = request.seed
+    if request.max_tokens is not None:
+        options["num_predict"] = request.max_tokens
+    body: dict[str, Any] = {"model": request.model, "messages": [dict(m) for m in request.messages],
+                            "stream": True, "options": options}
+    if request.think is not None:
+        body["think"] = request.think
+    return body
 
 
 def parse_version(obj: Any) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from app.core.console.presets import BUILTIN_PRESETS, Preset
 from app.core.units import MIB
+from app.core.replies import ChatRequest
 
 LOOP_MODES = ("closed", "open")
 DEFAULT_NUM_PREDICT = 256
@@ -33,7 +34,7 @@ class BenchPrompt:
     system: str = ""
 
     def messages(self) -> list[dict[str, str]]:
-        """The `messages` of an /api/chat request."""
+        """The chat messages of this prompt (role and content), the system prompt first."""
         out = [{"role": "system", "content": self.system}] if self.system else []
         out.append({"role": "user", "content": self.text})
         return out
@@ -185,17 +186,11 @@ class LoadPlan:
         """The prompt of request `index` (prompts cycle)."""
         return self.prompts[index % len(self.prompts)]
 
-    def chat_body(self, index: int) -> dict[str, Any]:
-        """The /api/chat JSON body of request `index`: streamed, seeded, capped, no num_ctx (that
-        would reload the model with another context than the server's setting)."""
-        options: dict[str, Any] = {"seed": self.seed + index}
-        if self.num_predict is not None:
-            options["num_predict"] = self.num_predict
-        body: dict[str, Any] = {"model": self.model, "messages": self.prompt_for(index).messages(),
-                                "stream": True, "options": options}
-        if self.think is not None:
-            body["think"] = self.think
-        return body
+    def chat_request(self, index: int) -> ChatRequest:
+        """Request `index`: seeded, capped, and with no context size of its own (that would make the
+        server reload the model with another context than its setting)."""
+        return ChatRequest(model=self.model, messages=tuple(self.prompt_for(index).messages()),
+                           think=self.think, seed=self.seed + index, max_tokens=self.num_predict)
 
     def describe(self, per_point_clients: bool = False) -> str:
         """One line for tables and reports, e.g. "closed loop, 8 clients, 32 requests, 256 output tokens, no

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, Self
 
-from app.core.ollama_types import LocalModel, ModelDetails, PullProgress, RunningModel
+from app.core.models import LocalModel, ModelDetails, PullProgress, RunningModel
 from app.core.replies import FinalFigures
 
 

@@ -9,9 +9,9 @@ implement these (the Ollama one: app/backends/ollama/client.OllamaClient); tests
 from __future__ import annotations
 
 from typing import Any, Protocol
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 
-from app.core.replies import StreamChunk
+from app.core.replies import ChatRequest, StreamChunk
 
 ChunkHandler = Callable[[StreamChunk], None]
 
@@ -30,8 +30,8 @@ class ChatStreaming(Protocol):
 class ChatRequestStreaming(Protocol):
     """Sends prepared chat requests whose lines go to a callback as they are parsed (the load generator's way)."""
 
-    async def stream_chat(self, body: Mapping[str, Any], on_chunk: ChunkHandler) -> None:
-        """One request with the backend's own request body; returns once the final line arrived.
+    async def stream_chat(self, request: ChatRequest, on_chunk: ChunkHandler) -> None:
+        """One streamed request, written in the backend's own format; returns once the final line arrived.
         on_chunk may raise to abort the request; failures raise the app's typed errors."""
         ...
 

@@ -217,7 +217,7 @@ class LoadGenerator:
         """One streamed chat request; failures become a record with the error, never an exception.
         scheduled None (closed loop): the request's clock starts when it was written."""
         seed_index = index + WARMUP_INDEX_BASE if warm else index
-        body = plan.chat_body(seed_index)
+        request = plan.chat_request(seed_index)
         reply = _Reply(self._meter)
         error: BaseException | None = None
         asked = self._clock()
@@ -225,7 +225,7 @@ class LoadGenerator:
             self._meter.begin()
         try:
             async with asyncio.timeout(plan.request_timeout_s):
-                await self._client.stream_chat(body, reply.on_chunk)
+                await self._client.stream_chat(request, reply.on_chunk)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is a measured outcome

@@ -21,7 +21,7 @@ from app.core.bench.stats import RequestRecord, summarize
 from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
 from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.model_shape import ModelShape, shape_from_show
-from app.core.ollama_types import LocalModel, RunningModel
+from app.core.models import LocalModel, RunningModel
 from app.core.memory.pricing import price
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings

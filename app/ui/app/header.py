@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
-from app.core.ollama_types import RunningModel
+from app.core.models import RunningModel
 from app.core.server.state import ServerState, ServerStatus
 from app.core.telemetry import GpuInfo
 from app.ui.app import theme

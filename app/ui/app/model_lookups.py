@@ -8,7 +8,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.core.errors import DeckError
 from app.core.model_shape import shape_from_show
-from app.core.ollama_types import LocalModel
+from app.core.models import LocalModel
 from app.core.ports.catalog import CatalogFactory
 from app.ui.app.loop_gate import LoopGate
 

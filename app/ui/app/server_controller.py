@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, SignalInstance
 
 from app.adapters.aio import LoopThread
 from app.core.memory.estimator import VramEstimate
-from app.core.ollama_types import LocalModel
+from app.core.models import LocalModel
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.server import ServerControl
 from app.core.server.settings import ServerSettings

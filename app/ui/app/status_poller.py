@@ -10,7 +10,7 @@ import threading
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.core.errors import DeckError
-from app.core.ollama_types import RunningModel
+from app.core.models import RunningModel
 from app.core.ports.catalog import CatalogFactory
 from app.core.server.state import ServerState, ServerStatus
 from app.ui.app.loop_gate import LoopGate

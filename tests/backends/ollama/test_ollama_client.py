@@ -17,7 +17,7 @@ from app.backends.ollama.client import OllamaClient, StreamDropped
 from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaTimeout,
                              OutOfMemory, QueueFull, ServerError, StreamError, StreamOutOfMemory)
 from app.backends.ollama.wire import parse_chat_line, parse_ps, parse_show
-from app.core.ollama_types import RunningModel
+from app.core.models import RunningModel
 from app.core.replies import StreamChunk
 from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE, FakeOllama
 from app.core.units import GIB

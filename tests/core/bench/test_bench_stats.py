@@ -132,15 +132,15 @@ def test_meets_targets_checks_p95s_and_success():
 # ---- the workload plan --------------------------------------------------------------------------------
 
 
-def test_chat_body_is_streamed_seeded_capped_and_leaves_the_context_alone():
+def test_chat_request_is_seeded_capped_and_cycles_the_prompts():
     plan = LoadPlan("qwen3:14b", prompts=(BenchPrompt("a", "hi", system="be brief"), BenchPrompt("b", "yo")),
                     num_predict=64, think=False, seed=10)
-    body = plan.chat_body(3)
-    assert body["stream"] is True and body["think"] is False and body["model"] == "qwen3:14b"
-    assert body["options"] == {"seed": 13, "num_predict": 64}  # no num_ctx: that would reload the model
-    assert body["messages"] == [{"role": "user", "content": "yo"}]  # request 3 -> prompt 3 % 2
-    assert plan.chat_body(0)["messages"][0] == {"role": "system", "content": "be brief"}
-    assert "think" not in LoadPlan("m", think=None).chat_body(0)  # omitted: the model decides
+    request = plan.chat_request(3)
+    assert request.think is False and request.model == "qwen3:14b"
+    assert (request.seed, request.max_tokens) == (13, 64)
+    assert request.messages == ({"role": "user", "content": "yo"},)  # request 3 -> prompt 3 % 2
+    assert plan.chat_request(0).messages[0] == {"role": "system", "content": "be brief"}
+    assert LoadPlan("m", think=None).chat_request(0).think is None  # the model decides
 
 
 def test_plan_problems_say_what_to_fix():

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QPushButton, QS
 from app.adapters.aio import LoopThread
 from app.core.memory.model_fit import FitVerdict
 from app.core.ports.backend import BackendSpec
-from app.core.ollama_types import LocalModel, ModelDetails, RunningModel
+from app.core.models import LocalModel, ModelDetails, RunningModel
 from app.backends.ollama.pull_progress import fmt_bytes
 from app.core.server.state import ServerStatus
 from app.core.telemetry import GpuInfo

@@ -11,7 +11,7 @@ from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from app.core.memory.model_fit import FitVerdict
-from app.core.ollama_types import LocalModel, RunningModel
+from app.core.models import LocalModel, RunningModel
 from app.backends.ollama.pull_progress import fmt_bytes
 from app.ui.app import theme
 from app.core.units import GIB

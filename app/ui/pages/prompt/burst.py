@@ -79,7 +79,7 @@ class BurstView(QWidget):
             self.table.horizontalHeaderItem(col).setToolTip(tip)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
-        self.note = QLabel("Burst sends N copies of the prompt at once. With OLLAMA_NUM_PARALLEL = 1 the server "
+        self.note = QLabel("Burst sends N copies of the prompt at once. With one parallel slot (parallel requests = 1) the server "
                            "answers them one after another (a staircase below); with more slots they overlap "
                            "and the aggregate rate rises while each reply slows down.")
         self.note.setObjectName("Dim")

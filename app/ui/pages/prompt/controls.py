@@ -7,7 +7,7 @@ from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QGridLay
                                QLabel, QPlainTextEdit, QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from app.services.prompts import PromptOptions
-from app.core.ollama_types import LocalModel, ModelDetails
+from app.core.models import LocalModel, ModelDetails
 from app.ui.widgets.forms import HintLabel, InlineMessage
 
 THINK_LEVELS = ("low", "medium", "high")
@@ -190,7 +190,7 @@ class ConsoleControls(QWidget):
         return index >= 0
 
     def set_details(self, model: str, details: ModelDetails | None, error: str = "") -> None:
-        """What `/api/show` said about the chosen model (None while unknown)."""
+        """What the server showed of the chosen model (None while unknown)."""
         self._details_for = model
         self._details = details
         if details is not None:
@@ -221,7 +221,7 @@ class ConsoleControls(QWidget):
         if supported is False:
             caps = ", ".join(self._details.capabilities) if self._details else ""
             self.think_reason.setText(f"Disabled: {self.model()} has no \"thinking\" capability "
-                                      f"(/api/show lists: {caps}), so think is not sent.")
+                                      f"(the server lists: {caps}), so think is not sent.")
         elif supported is None and self.model():
             self.think_reason.setText("Reading the model's capabilities…")
         else:

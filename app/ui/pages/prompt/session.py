@@ -145,7 +145,7 @@ class ConsoleSession(QObject):
         return self._submit(work())
 
     def load_details(self, url: str, model: str) -> concurrent.futures.Future:
-        """Read a model's capabilities and metadata (`/api/show`)."""
+        """Read a model's capabilities and metadata from the server."""
 
         async def work() -> None:
             try:

@@ -1,5 +1,6 @@
-"""Typed, immutable views of what an Ollama server lists: local and loaded models, model details,
-pull progress. The parsers that build them from Ollama's JSON are in app/backends/ollama/wire.py;
+"""Typed, immutable views of what a server's model store lists: local and loaded models, model
+details, pull progress. Each backend's parsers build them from its own replies (Ollama's are in
+app/backends/ollama/wire.py);
 a streamed reply's lines and final figures are neutral (app/core/replies.py).
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class LocalModel:
-    """A model in the local store (`/api/tags`)."""
+    """A model in the server's local store."""
 
     name: str
     model: str
@@ -28,7 +29,7 @@ class LocalModel:
 
 @dataclass(frozen=True)
 class RunningModel:
-    """A model loaded in memory (`/api/ps`); sizes in bytes, expires_at as Ollama wrote it."""
+    """A model loaded in memory; sizes in bytes, expires_at as the server wrote it."""
 
     name: str
     model: str
@@ -59,7 +60,7 @@ class RunningModel:
 
 @dataclass(frozen=True)
 class ModelDetails:
-    """`/api/show` for one model: GGUF metadata, capabilities, defaults and (maybe) tensors."""
+    """What the server shows of one model: GGUF metadata, capabilities, defaults and (maybe) tensors."""
 
     model_info: dict[str, Any]
     capabilities: tuple[str, ...]
@@ -85,8 +86,8 @@ class ModelDetails:
         return self.model_info.get(f"{self.architecture}.{key}")
 
     def show_dict(self) -> dict[str, Any]:
-        """The parts of the `/api/show` reply the estimator reads, in the reply's own shape (what
-        shape_from_show and fit_verdict take, like a saved /api/show JSON): model_info, details,
+        """The parts of the show reply the estimator reads, in the reply's own shape (what
+        shape_from_show and fit_verdict take, like a saved show JSON): model_info, details,
         parameters, and tensors (None when the server sent none)."""
         return {"model_info": self.model_info, "details": self.details, "parameters": self.parameters,
                 "tensors": list(self.tensors) if self.tensors else None}
@@ -102,7 +103,7 @@ class ModelDetails:
 
 @dataclass(frozen=True)
 class PullProgress:
-    """One `/api/pull` progress line; total/completed in bytes, None when omitted."""
+    """One line of a pull's progress; total/completed in bytes, None when omitted."""
 
     status: str
     digest: str | None = None

@@ -1,4 +1,4 @@
-"""ModelDetails.show_dict: the one place an `/api/show` reply is rebuilt for the estimator."""
+"""ModelDetails.show_dict: the one place a show reply is rebuilt for the estimator."""
 
 from __future__ import annotations
 
