@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.services.bench import loadgen  # noqa: E402
+from app.backends.ollama.client import load_client  # noqa: E402
 from app.services.bench.loadgen import LoadGenerator  # noqa: E402
 from app.core.bench.stats import summarize  # noqa: E402
 from app.core.bench.workload import BenchPrompt, LoadPlan  # noqa: E402
@@ -91,7 +92,7 @@ async def measure(url: str, plan: LoadPlan, stamp_lines: bool = False) -> dict:
 
         loadgen._Reply.on_chunk = on_chunk
     try:
-        async with LoadGenerator(url) as generator:
+        async with LoadGenerator(url, load_client) as generator:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             result = await generator.run(plan)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0

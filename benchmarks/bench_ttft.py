@@ -287,10 +287,11 @@ async def console_path(url: str, requests: int, burst: int) -> list[Sample]:
 async def loadgen_path(url: str, requests: int, burst: int) -> list[Sample]:
     """(TTFT ms, token receive times, clock start) per request, closed loop, `burst` clients."""
     from app.core.bench.workload import LoadPlan
+    from app.backends.ollama.client import load_client
     from app.services.bench.loadgen import LoadGenerator
 
     plan = LoadPlan(model=MODEL, concurrency=burst, requests=requests * burst, warmup_requests=0, num_predict=None)
-    async with LoadGenerator(url) as gen:
+    async with LoadGenerator(url, load_client) as gen:
         result = await gen.run(plan)
     out = []
     for record in result.records:

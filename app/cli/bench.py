@@ -210,7 +210,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                                  f"{spec.base.base_url} ({status.message}); stop it, or pick a free port with --url")
             if status.state in (ServerState.NOT_INSTALLED, ServerState.PORT_CONFLICT):
                 raise InputError(f"--managed: {status.message}")
-        runner = SweepRunner(supervisor, backend.catalog, base_url=spec.base.base_url, gpu=gpu,
+        runner = SweepRunner(supervisor, backend.catalog, backend.load_client, base_url=spec.base.base_url, gpu=gpu,
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
                              app_version=__version__)
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.

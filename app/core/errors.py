@@ -90,6 +90,12 @@ class StreamError(OllamaError):
     hint = "The server failed mid-reply; see the server log."
 
 
+class StreamDropped(StreamError):
+    """The connection closed before the server finished its reply."""
+
+    hint = "The connection closed mid-reply; the server may have crashed or been stopped. See its log."
+
+
 class StreamOutOfMemory(StreamError, OutOfMemory):
     """An in-band error line that reports running out of memory."""
 

@@ -23,7 +23,7 @@ import httpx
 
 from app.adapters.http.streaming import HttpStreams
 from app.backends.ollama.stream import (STREAM_HEADERS, StreamDropped, decode_line, missing_final_line,
-                                        raise_for_error, translated_errors)
+                                        raise_for_error, require_streamable, translated_errors)
 from app.backends.ollama.wire import (chat_body, parse_chat_line, parse_final, parse_generate_line, parse_ps, parse_pull_line,
                                       parse_show, parse_status_line, parse_tags, parse_version)
 from app.core.errors import MalformedResponse, ModelNotFound, error_for_stream_line
@@ -248,3 +248,10 @@ class OllamaClient:
                 yield status
         if status != "success":
             raise StreamDropped(f"Create of {model} at {self.base_url} ended without success", status=200)
+
+
+def load_client(base_url: str, *, connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0,
+                clock: Callable[[], float] = time.monotonic) -> OllamaClient:
+    """The load generator's client: refuses at once a URL the streaming transport cannot use."""
+    require_streamable(base_url)
+    return OllamaClient(base_url, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s, clock=clock)

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
-from app.backends.ollama import pull_progress, variant
-from app.backends.ollama.client import OllamaClient
+from app.backends.ollama import pull_hints, variant
+from app.backends.ollama.client import OllamaClient, load_client
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.ports.backend import BackendSpec, Capabilities
@@ -36,7 +36,7 @@ class OllamaModelRules:
 
     def pull_failure_hint(self, model: str, message: str) -> str:
         """What to do after a failed pull (network, disk, registry)."""
-        return pull_progress.pull_failure_hint(model, message)
+        return pull_hints.pull_failure_hint(model, message)
 
     def variant_request_text(self, body: Mapping[str, Any]) -> str:
         """`POST /api/create` with its JSON body."""
@@ -60,6 +60,8 @@ OLLAMA = BackendSpec(
         thinking_control=True,  # `think` on /api/chat and /api/generate
     ),
     catalog=OllamaClient,
+    console=OllamaClient,
+    load_client=load_client,
     server=ServerSupervisor,
     model_rules=OllamaModelRules(),
     tuning=OLLAMA_TUNING,

@@ -24,18 +24,12 @@ import httpx
 from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
                                       ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
 from app.adapters.http.connection import origin_of
-from app.core.errors import (MalformedResponse, OllamaConnectError, OllamaError, OllamaTimeout, StreamError,
+from app.core.errors import (MalformedResponse, OllamaConnectError, OllamaError, OllamaTimeout, StreamDropped,
                              error_for_status, error_for_stream_line)
 
 # Headers every streamed request to Ollama carries.
 STREAM_HEADERS = (("User-Agent", "ollama-deck"), ("Accept", "application/x-ndjson"),
                   ("Content-Type", "application/json"))
-
-
-class StreamDropped(StreamError):
-    """The connection closed before Ollama finished its reply."""
-
-    hint = "The connection closed mid-reply; the server may have crashed or been stopped. See its log."
 
 
 def connect_failed(url: str, reason: object) -> OllamaConnectError:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 from app.core.ports.catalog import CatalogFactory
+from app.core.ports.inference import ConsoleClientFactory, StreamingClientFactory
 from app.core.ports.server import ServerControl
 from app.core.server.mapping import TuningMapping
 from app.core.server.settings import ServerSettings
@@ -110,6 +111,8 @@ class BackendSpec:
     settings_mapping: SettingsMapping
     capabilities: Capabilities
     catalog: CatalogFactory
+    console: ConsoleClientFactory  # the prompt console's client: models, details, streamed chats
+    load_client: StreamingClientFactory  # the load generator's client
     server: ServerFactory
     model_rules: ModelStoreRules
     tuning: TuningMapping  # how the shared settings become this server's options, and the exact text

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 from collections.abc import AsyncIterator, Callable
 
+from app.core.models import LocalModel, ModelDetails
 from app.core.replies import ChatRequest, StreamChunk
 
 ChunkHandler = Callable[[StreamChunk], None]
@@ -40,4 +41,33 @@ class ChatRequestStreaming(Protocol):
         ...
 
 
-__all__ = ["ChatRequestStreaming", "ChatStreaming", "ChunkHandler"]
+class StreamingClientFactory(Protocol):
+    """Makes the load generator's client for a server URL; refuses a URL it cannot stream from
+    at once (the app's typed errors), so a sweep fails before it sends anything."""
+
+    def __call__(self, base_url: str, *, connect_timeout_s: float, read_timeout_s: float,
+                 clock: Callable[[], float]) -> ChatRequestStreaming:
+        """A client with these timeouts (s), stamping on `clock` (time.monotonic's timeline)."""
+        ...
+
+
+class ConsoleClient(ChatStreaming, Protocol):
+    """What the prompt console needs of a server: its models, one model's details, streamed chats."""
+
+    async def tags(self) -> list[LocalModel]:
+        """The models the server has, in its order."""
+        ...
+
+    async def show(self, model: str, verbose: bool = False) -> ModelDetails:
+        """One model's metadata and capabilities (verbose: with its tensors)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the client's connections."""
+        ...
+
+
+ConsoleClientFactory = Callable[[str], ConsoleClient]  # base URL -> client
+
+__all__ = ["ChatRequestStreaming", "ChatStreaming", "ChunkHandler", "ConsoleClient", "ConsoleClientFactory",
+           "StreamingClientFactory"]

@@ -1,4 +1,4 @@
-"""The load generator: runs a LoadPlan against an Ollama server and records every request.
+"""The load generator: runs a LoadPlan against a server and records every request.
 
 Runs on the app's asyncio loop (or any loop). A warm-up stage (never counted) comes first, then
 the measured stage: closed loop (N clients, each sending its next request when its last ended)
@@ -7,7 +7,7 @@ in-flight cap or a slow server are not hidden). Stop rule: a number of requests,
 requests after a duration (those in flight finish and count). Cancelling the task stops every
 stream at once. Tokens are also reported to a TokenMeter, so the dashboard graphs the benchmark.
 
-Requests go through a ChatRequestStreaming client (by default the Ollama backend's, over the shared
+Requests go through the backend's ChatRequestStreaming client (Ollama's runs over the shared
 streaming transport): each line reaches `_Reply.on_chunk` as it is parsed, stamped with the time
 it arrived, and each request carries the time it went out, so TTFT and inter-token gaps are the
 server's, not the client's scheduling. In a closed loop a request's clock starts when it is
@@ -24,13 +24,11 @@ from dataclasses import dataclass
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from app.backends.ollama.client import OllamaClient
-from app.backends.ollama.stream import StreamDropped, require_streamable
 from app.core.bench.stats import RequestRecord
 from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaTimeout,
-                             OutOfMemory, QueueFull, ServerError, StreamError)
+                             OutOfMemory, QueueFull, ServerError, StreamDropped, StreamError)
 from app.core.bench.workload import LoadPlan
-from app.core.ports.inference import ChatRequestStreaming
+from app.core.ports.inference import StreamingClientFactory
 from app.core.replies import FinalFigures, StreamChunk
 from app.core.throughput import TokenMeter
 
@@ -104,17 +102,15 @@ class _Reply:
 class LoadGenerator:
     """Sends LoadPlans to one server; keeps its connections between plans until aclose()."""
 
-    def __init__(self, base_url: str, *, meter: TokenMeter | None = None, clock: Callable[[], float] = time.monotonic,
-                 connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0,
-                 client: ChatRequestStreaming | None = None) -> None:
+    def __init__(self, base_url: str, client_factory: StreamingClientFactory, *, meter: TokenMeter | None = None,
+                 clock: Callable[[], float] = time.monotonic, connect_timeout_s: float = 3.0,
+                 read_timeout_s: float = 300.0) -> None:
+        """`client_factory` is the backend's; an unusable URL fails here, not as N failed requests."""
         self.base_url = base_url.rstrip("/")
         self._meter = meter
         self._clock = clock
-        if client is None:
-            require_streamable(self.base_url)  # an unusable URL fails here, not as N failed requests
-            client = OllamaClient(self.base_url, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
-                                  clock=clock)
-        self._client = client
+        self._client = client_factory(self.base_url, connect_timeout_s=connect_timeout_s,
+                                      read_timeout_s=read_timeout_s, clock=clock)
 
     async def aclose(self) -> None:
         """Close pooled connections."""

@@ -28,6 +28,7 @@ from app.core.server.settings import ServerSettings
 from app.core.units import MIB
 from app.core.bench.sweep import FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, PointResult, SweepPoint, SweepSpec
 from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
+from app.core.ports.inference import StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
 from app.core.ports.server import ServerControl
@@ -85,13 +86,15 @@ def _name_matches(wanted: str, name: str) -> bool:
 class SweepRunner:
     """Executes SweepSpecs against one server. Managed sweeps need the supervisor that started it."""
 
-    def __init__(self, supervisor: ServerControl | None, client_factory: CatalogFactory, *,
+    def __init__(self, supervisor: ServerControl | None, client_factory: CatalogFactory,
+                 load_client: StreamingClientFactory, *,
                  base_url: str | None = None, gpu: GpuBackend | None = None,
                  server_pids: Callable[[], Sequence[int]] = lambda: [], meter: TokenMeter | None = None,
                  clock: Clock = time.monotonic, sample_interval_s: float = 0.25,
                  app_version: str = "") -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
+        self._load_client = load_client
         self._base_url = base_url
         self._gpu = gpu
         self._server_pids = server_pids
@@ -319,7 +322,7 @@ class SweepRunner:
                 detail = f"{done} requests, {elapsed:.0f} of {duration_s:g} s"
             report("measuring", detail, SETUP_SHARE + (1 - SETUP_SHARE) * share)
 
-        async with LoadGenerator(self.base_url, meter=self._meter, clock=self._clock,
+        async with LoadGenerator(self.base_url, self._load_client, meter=self._meter, clock=self._clock,
                                  read_timeout_s=plan.request_timeout_s) as generator:
             try:
                 result = await generator.run(plan, on_request, on_stage)

@@ -113,7 +113,7 @@ class DeckApp:
         self.server_page.fit_panel.estimate_changed.connect(self._show_estimate)
         self._show_estimate(self.server_page.fit_panel.estimate)
         # The backend's client streams replies as well as listing models.
-        self.console_page = ConsolePage(self.loop, catalog, self.controller, self.meter,
+        self.console_page = ConsolePage(self.loop, self.backend.console, self.controller, self.meter,
                                         PresetStore(self.store.config_dir))
         self.models_page = ModelsPage(self.loop, self.backend, self.controller, self.gpu.info(),
                                       self.gpu.unavailable_reason)

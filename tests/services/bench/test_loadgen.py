@@ -14,6 +14,7 @@ import pytest
 
 from app.adapters.http.connection import HttpConnection
 from app.adapters.http.streaming import HttpStreams
+from app.backends.ollama.client import load_client
 from app.services.bench.loadgen import LoadGenerator, error_kind_of
 from app.backends.ollama.stream import StreamDropped, translated_errors
 from app.core.bench.stats import summarize
@@ -36,7 +37,7 @@ def plan(**kw) -> LoadPlan:
 
 def run(url: str, p: LoadPlan, **kw):
     async def go():
-        async with LoadGenerator(url, **kw) as generator:
+        async with LoadGenerator(url, load_client, **kw) as generator:
             return await generator.run(p)
 
     return asyncio.run(go())
@@ -172,7 +173,7 @@ def test_cancelling_stops_every_stream_at_once(make_fake_ollama):
     meter = TokenMeter()
 
     async def go():
-        generator = LoadGenerator(fake.url, meter=meter)
+        generator = LoadGenerator(fake.url, load_client, meter=meter)
         task = asyncio.ensure_future(generator.run(plan(concurrency=2, requests=4, warmup_requests=0)))
         while meter.total_tokens < 4:
             await asyncio.sleep(0.01)
@@ -274,7 +275,7 @@ def test_an_in_band_error_line_raises_from_the_line_handler():
 
     async def go():
         async with raw_server(replying([reply])) as url:
-            async with LoadGenerator(url) as generator:
+            async with LoadGenerator(url, load_client) as generator:
                 return await generator.run(plan(requests=1, warmup_requests=0))
 
     record = asyncio.run(go()).records[0]
@@ -345,7 +346,7 @@ def test_on_linux_lines_carry_the_kernels_arrival_time():
 
 def test_unusable_urls_are_refused_up_front():
     with pytest.raises(OllamaConnectError, match="plain http"):
-        LoadGenerator("https://example.com")
+        LoadGenerator("https://example.com", load_client)
 
 
 def test_a_stream_error_is_a_stream_error():

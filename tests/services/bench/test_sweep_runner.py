@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from app.services.bench.sweep_runner import SweepRunner
-from app.backends.ollama.client import OllamaClient
+from app.backends.ollama.client import OllamaClient, load_client
 from app.core.bench.stats import LatencyTargets
 from app.core.errors import DeckError, ModelNotFound
 from app.core.bench.workload import BenchPrompt, LoadPlan
@@ -57,7 +57,7 @@ def test_each_point_restarts_the_server_and_the_settings_come_back(make_supervis
     h = make_supervisor(base)
     assert h.run(h.supervisor.start()).state is ServerState.RUNNING_MANAGED
     progress = []
-    run = h.run(SweepRunner(h.supervisor, OllamaClient).run(spec(base, (2, 4)), on_progress=progress.append), timeout=60)
+    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (2, 4)), on_progress=progress.append), timeout=60)
     assert [r.status for r in run.results] == [OK, OK]
     assert run.status == "finished"
     assert parallel_started(h.logs.lines) == [1, 2, 4, 1]  # before, one per point, restored
@@ -77,7 +77,7 @@ def test_oom_and_cpu_spill_are_marked_failed_and_the_sweep_goes_on(make_supervis
     env(FAKE_OLLAMA_OOM_ABOVE_MIB="2200", FAKE_OLLAMA_GPU_MIB="1500")
     base = ServerSettings(port=free_port())
     h = make_supervisor(base)
-    run = h.run(SweepRunner(h.supervisor, OllamaClient).run(spec(base, (1, 4, 2))), timeout=60)
+    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (1, 4, 2))), timeout=60)
     by_parallel = {r.point.parallel: r for r in run.results}
     assert by_parallel[1].status == OK
     assert by_parallel[4].status == FAILED and by_parallel[4].reason == "out of memory at load"
@@ -96,7 +96,7 @@ def test_a_point_predicted_to_spill_is_skipped_unless_forced(make_supervisor, en
                          server_memory_mib=10_400.0)
     gpu = ScriptedGpuBackend(script=[reading])
     h = make_supervisor(base)
-    runner = SweepRunner(h.supervisor, OllamaClient, gpu=gpu, server_pids=h.supervisor.server_pids, sample_interval_s=0.05)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=gpu, server_pids=h.supervisor.server_pids, sample_interval_s=0.05)
     run = h.run(runner.run(spec(base, (1, 16), plan=workload("qwen3:14b"))), timeout=60)
     one, sixteen = run.results
     assert one.status == OK and one.estimate_verdict in ("fits", "tight")
@@ -108,7 +108,7 @@ def test_a_point_predicted_to_spill_is_skipped_unless_forced(make_supervisor, en
     assert one.gpu.vram_peak_mib == 11_000.0 and one.gpu.server_peak_mib == 10_400.0
     assert one.gpu.power_mean_w == 300.0 and one.gpu.util_mean_pct == 95.0
     assert one.tokens_per_joule == pytest.approx(one.stats.output_tokens / one.gpu.energy_j)
-    forced = h.run(SweepRunner(h.supervisor, OllamaClient, gpu=gpu).run(spec(base, (16,), plan=workload("qwen3:14b"), force=True)),
+    forced = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, gpu=gpu).run(spec(base, (16,), plan=workload("qwen3:14b"), force=True)),
                    timeout=60)
     assert forced.results[0].status == OK and forced.results[0].estimate_verdict == "spills"
 
@@ -118,7 +118,7 @@ def test_cancel_stops_at_once_and_puts_the_server_back(make_supervisor, env):
     base = ServerSettings(port=free_port(), num_parallel=1)
     h = make_supervisor(base)
     h.run(h.supervisor.start())
-    runner = SweepRunner(h.supervisor, OllamaClient)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client)
     measuring = threading.Event()
     future = h.loop.submit(runner.run(spec(base, (2, 4), plan=workload(warmup_requests=0)),
                                       on_progress=lambda p: p.phase == "measuring" and measuring.set()))
@@ -136,7 +136,7 @@ def test_cancel_in_any_phase_of_the_second_point_restores_the_settings(make_supe
     base = ServerSettings(port=free_port(), num_parallel=1)
     h = make_supervisor(base)
     h.run(h.supervisor.start())
-    runner = SweepRunner(h.supervisor, OllamaClient, gpu=ScriptedGpuBackend(), sample_interval_s=0.05)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=ScriptedGpuBackend(), sample_interval_s=0.05)
 
     def progress(p) -> None:
         if p.point == 1 and p.phase == phase:
@@ -152,7 +152,7 @@ def test_an_attached_server_varies_only_the_clients(make_supervisor, external_st
     env()
     server = external_standin(**FAST)
     url = f"http://127.0.0.1:{server.port}"
-    runner = SweepRunner(None, OllamaClient, base_url=url)
+    runner = SweepRunner(None, OllamaClient, load_client, base_url=url)
     attached = spec(ServerSettings(port=server.port), axes=SweepAxes(parallel=None, concurrency=(1, 2)), managed=False)
     h = make_supervisor(ServerSettings(port=server.port))
     run = h.run(runner.run(attached), timeout=60)
@@ -161,7 +161,7 @@ def test_an_attached_server_varies_only_the_clients(make_supervisor, external_st
     # A managed sweep refuses a server ollama-deck did not start, before touching anything.
     assert h.run(h.supervisor.probe()).state is ServerState.RUNNING_ATTACHED
     with pytest.raises(DeckError, match="not started by ollama-deck"):
-        h.run(SweepRunner(h.supervisor, OllamaClient).run(spec(ServerSettings(port=server.port), (1, 2))))
+        h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(ServerSettings(port=server.port), (1, 2))))
     assert server.process.poll() is None
 
 
@@ -172,5 +172,5 @@ def test_an_unknown_model_fails_before_anything_restarts(make_supervisor, env):
     h.run(h.supervisor.start())
     pid = h.supervisor.status.pid
     with pytest.raises(ModelNotFound, match="nope:1b"):
-        h.run(SweepRunner(h.supervisor, OllamaClient).run(spec(base, (2,), plan=workload("nope:1b"))))
+        h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (2,), plan=workload("nope:1b"))))
     assert h.supervisor.status.pid == pid and parallel_started(h.logs.lines) == [1]

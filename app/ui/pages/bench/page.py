@@ -124,7 +124,7 @@ class BenchPage(QWidget):
         self.history = history or BenchHistory()
         self.background = Background(loop, self)
         self.backend = backend
-        self.sweeps = SweepController(loop, supervisor, backend.catalog, gpu=gpu,
+        self.sweeps = SweepController(loop, supervisor, backend.catalog, backend.load_client, gpu=gpu,
                                       server_pids=server_pids or controller.server_pids, meter=meter,
                                       history=self.history, app_version=app_version, parent=self)
         self.current: SweepRun | None = None

@@ -19,6 +19,7 @@ from app.core.errors import DeckError
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
 from app.core.ports.catalog import CatalogFactory
+from app.core.ports.inference import StreamingClientFactory
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 from app.core.telemetry import GpuBackend
@@ -42,7 +43,8 @@ class SweepController(QObject):
     history_problem = Signal(str)
     running_changed = Signal(bool)
 
-    def __init__(self, loop: LoopThread, supervisor: ServerControl | None, client_factory: CatalogFactory, *,
+    def __init__(self, loop: LoopThread, supervisor: ServerControl | None, client_factory: CatalogFactory,
+                 load_client: StreamingClientFactory, *,
                  gpu: GpuBackend | None = None, server_pids: Callable[[], Sequence[int]] = lambda: [],
                  meter: TokenMeter | None = None, history: SweepRecorder | None = None, app_version: str = "",
                  parent: QObject | None = None) -> None:
@@ -50,6 +52,7 @@ class SweepController(QObject):
         self._loop = loop
         self._supervisor = supervisor
         self._client_factory = client_factory
+        self._load_client = load_client
         self._gpu = gpu
         self._server_pids = server_pids
         self._meter = meter
@@ -70,7 +73,7 @@ class SweepController(QObject):
         """Run the sweep on the loop thread (managed specs restart the supervisor's server)."""
         if self.running:
             return
-        self._runner = SweepRunner(self._supervisor if spec.managed else None, self._client_factory,
+        self._runner = SweepRunner(self._supervisor if spec.managed else None, self._client_factory, self._load_client,
                                    base_url=base_url, gpu=self._gpu, server_pids=self._server_pids,
                                    meter=self._meter, app_version=self._app_version)
         self._future = self._loop.submit(self._runner.run(spec, self.progress.emit, self._on_point, self._on_start))

@@ -16,7 +16,7 @@ from app.adapters.aio import LoopThread
 from app.core.memory.model_fit import FitVerdict
 from app.core.ports.backend import BackendSpec
 from app.core.models import LocalModel, ModelDetails, RunningModel
-from app.backends.ollama.pull_progress import fmt_bytes
+from app.core.pull_progress import fmt_bytes
 from app.core.server.state import ServerStatus
 from app.core.telemetry import GpuInfo
 from app.ui.app.server_controller import ServerController

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QProgressBar, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from app.backends.ollama.pull_progress import PullSnapshot, fmt_bytes, fmt_eta
+from app.core.pull_progress import PullSnapshot, fmt_bytes, fmt_eta
 from app.core.ports.backend import ModelStoreRules
 from app.ui.widgets.forms import HintLabel, InlineMessage
 

@@ -10,11 +10,11 @@ from collections.abc import Callable, Coroutine
 from PySide6.QtCore import QObject, Signal
 
 from app.adapters.aio import LoopThread
-from app.backends.ollama.client_pool import ClientPool
+from app.adapters.client_pool import ClientPool
 from app.core.errors import DeckError
 from app.core.memory.model_fit import FitVerdict, fit_verdict
 from app.core.ports.catalog import CatalogFactory
-from app.backends.ollama.pull_progress import PullTracker
+from app.core.pull_progress import PullTracker
 from app.core.server.settings import ServerSettings
 
 PULL_EMIT_INTERVAL_S = 0.1  # progress lines can come hundreds a second; the bar needs ten

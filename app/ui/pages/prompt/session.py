@@ -13,13 +13,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.backends.ollama.client_pool import ClientPool
+from app.adapters.aio import LoopThread
+from app.adapters.client_pool import ClientPool
 from app.services.prompts import PromptRequest, ReplyOutcome, run_ab, run_burst, stream_reply
 from app.core.errors import DeckError
+from app.core.ports.inference import ConsoleClientFactory
 from app.core.replies import StreamChunk
 from app.core.console.reply_stats import ReplyMeter, ReplyStats
 from app.core.throughput import TokenMeter
@@ -118,7 +120,7 @@ class ConsoleSession(QObject):
     run_progress = Signal(object, object)  # ConsoleRun, Drained
     run_finished = Signal(object)  # ConsoleRun
 
-    def __init__(self, loop: Any, client_factory: Callable[[str], Any], meter: TokenMeter | None,
+    def __init__(self, loop: LoopThread, client_factory: ConsoleClientFactory, meter: TokenMeter | None,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
@@ -201,7 +203,7 @@ class ConsoleSession(QObject):
                 run.outcomes[outcome.index] = outcome
             if not drained.empty:
                 self.run_progress.emit(run, drained)
-            overdue = run.stopped and time.monotonic() - run.stopped_at_s > STOP_GRACE_S
+            overdue = run.stopped_at_s is not None and time.monotonic() - run.stopped_at_s > STOP_GRACE_S
             if crashed:
                 run.error = crashed
             if len(run.outcomes) >= run.expected or overdue or crashed:

@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.adapters.aio import LoopThread
-from app.backends.ollama.client import OllamaClient
+from app.backends.ollama.client import OllamaClient, load_client
 from app.backends.ollama.spec import OLLAMA
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.ports.backend import BackendSpec, Capabilities
@@ -67,7 +67,7 @@ def models(qtbot, make_fake_ollama):
 NO_STORE = BackendSpec(
     name="no-store", display_name="A fixed-model server", settings_mapping="flags",
     capabilities=Capabilities(lists_loaded=True, load_unload=True, delete=False),
-    catalog=OllamaClient, server=ServerSupervisor, model_rules=OLLAMA.model_rules, tuning=OLLAMA.tuning,
+    catalog=OllamaClient, console=OllamaClient, load_client=load_client, server=ServerSupervisor, model_rules=OLLAMA.model_rules, tuning=OLLAMA.tuning,
     missing_reasons={"pull": "This server serves the model files it was started with; it cannot download models.",
                      "create": "This server cannot make model variants; pass the settings on its command line."})
 

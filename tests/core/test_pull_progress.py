@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.backends.ollama.pull_progress import PullTracker, fmt_bytes, fmt_eta, pull_failure_hint
+from app.backends.ollama.pull_hints import pull_failure_hint
+from app.core.pull_progress import PullTracker, fmt_bytes, fmt_eta
 from app.core.units import GB
 
 

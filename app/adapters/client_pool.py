@@ -1,19 +1,30 @@
-"""One Ollama client per server URL, made and used on the asyncio loop thread, closed together."""
+"""One client per server URL, made and used on the asyncio loop thread, closed together."""
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 
-class ClientPool:
+class Closable(Protocol):
+    """A client that holds connections until it is closed."""
+
+    async def aclose(self) -> None:
+        """Close its connections."""
+        ...
+
+
+C = TypeVar("C", bound=Closable)
+
+
+class ClientPool(Generic[C]):
     """Caches `factory(url)` clients so pages reuse pooled connections; call only on the loop thread."""
 
-    def __init__(self, factory: Callable[[str], Any]) -> None:
+    def __init__(self, factory: Callable[[str], C]) -> None:
         self._factory = factory
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, C] = {}
 
-    def get(self, url: str) -> Any:
+    def get(self, url: str) -> C:
         """The client for url, made on first use."""
         client = self._clients.get(url)
         if client is None:
@@ -27,4 +38,4 @@ class ClientPool:
             await client.aclose()
 
 
-__all__ = ["ClientPool"]
+__all__ = ["ClientPool", "Closable"]

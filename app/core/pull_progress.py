@@ -1,5 +1,5 @@
-"""Progress of `ollama pull` from its status lines: bytes, speed and time left per layer and overall,
-and what a failed pull means in words a user can act on.
+"""Progress of a model download from the server's status lines: bytes, speed and time left per
+layer and overall.
 
 Speeds are bytes per second over a sliding window of recent lines (so a stall shows as a drop,
 not as a slowly sinking average); times are seconds on the caller's monotonic clock.
@@ -11,12 +11,6 @@ import collections
 from dataclasses import dataclass
 
 DEFAULT_WINDOW_S = 3.0
-
-# Texts the Ollama server passes on when it cannot reach the registry.
-NETWORK_FAILURE_TEXTS = ("dial tcp", "no such host", "i/o timeout", "network is unreachable",
-                         "connection refused", "tls handshake", "context deadline exceeded",
-                         "temporary failure in name resolution", "connection reset")
-
 
 @dataclass(frozen=True)
 class LayerProgress:
@@ -130,21 +124,6 @@ class PullTracker:
                             elapsed_s=self._last_t - self.started_s, succeeded=self._succeeded)
 
 
-def pull_failure_hint(model: str, message: str) -> str:
-    """What to do about a failed pull, from Ollama's message."""
-    low = message.lower()
-    if "file does not exist" in low or "not found" in low:
-        return (f"The registry has no '{model}'. Check the name and tag on ollama.com/library "
-                "(e.g. qwen3:14b, qwen3:14b-q8_0); Ollama has no FP8 tags.")
-    if any(text in low for text in NETWORK_FAILURE_TEXTS):
-        return ("The Ollama server could not reach the registry: check this computer's network, "
-                "proxy (HTTPS_PROXY for the server) and firewall, then pull again; downloaded "
-                "layers are kept and the pull resumes.")
-    if "no space left" in low:
-        return "The disk holding the models is full; delete unused models or move OLLAMA_MODELS."
-    return "See the server log for details; pulling again resumes from the layers already downloaded."
-
-
 def fmt_bytes(n: float | None) -> str:
     """'9.3 GB', '512 MB', '11 kB' (decimal units, as Ollama and the registry show sizes)."""
     if n is None:
@@ -167,4 +146,4 @@ def fmt_eta(seconds: float | None) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
-__all__ = ["LayerProgress", "PullSnapshot", "PullTracker", "fmt_bytes", "fmt_eta", "pull_failure_hint"]
+__all__ = ["LayerProgress", "PullSnapshot", "PullTracker", "fmt_bytes", "fmt_eta"]
