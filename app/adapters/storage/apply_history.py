@@ -66,7 +66,9 @@ class ApplyHistory:
                  record.get("measured_vram_bytes"), record["reason"], json.dumps(record),
                  kind if isinstance(kind, str) and kind else LEGACY_BACKEND),
             )
-            return int(cur.lastrowid)
+            row_id = cur.lastrowid
+            assert row_id is not None  # set by every successful INSERT
+            return row_id
 
     def recent(self, limit: int = 50) -> list[dict[str, Any]]:
         """The newest records first, each with the backend_kind of the server it was applied to."""

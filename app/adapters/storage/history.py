@@ -243,7 +243,9 @@ class BenchHistory:
             (run.started_at, run.finished_at, run.status, run.title, run.fingerprint.model, run.fingerprint.gpu_name,
              run.fingerprint.ollama_version, len(run.points), self._pid, self._pid_started, self._doc(run),
              run.fingerprint.backend_kind, run.fingerprint.server_version))
-        return int(cursor.lastrowid)
+        run_id = cursor.lastrowid
+        assert run_id is not None  # set by every successful INSERT
+        return run_id
 
     def _update_run(self, conn: sqlite3.Connection, run_id: int, run: SweepRun) -> None:
         rec = run.recommendation

@@ -48,7 +48,8 @@ class UiState:
                 geometry = base64.b64decode(data["geometry"], validate=True) or None
             except (binascii.Error, ValueError):
                 geometry = None
-        markdown = data.get("markdown") if isinstance(data.get("markdown"), bool) else True
+        stored_markdown = data.get("markdown")
+        markdown = stored_markdown if isinstance(stored_markdown, bool) else True
         return cls(page, geometry, markdown)
 
 

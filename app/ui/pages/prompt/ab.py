@@ -59,7 +59,7 @@ class AbColumn(QFrame):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(self.reply)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll = scroll
+        self._scroll_area = scroll
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 12, 14, 12)
         layout.setSpacing(10)
@@ -90,7 +90,7 @@ class AbColumn(QFrame):
     def reset(self) -> None:
         """Empty, for a new comparison."""
         self.reply = ReplyView(show_figures=False)
-        self.scroll.setWidget(self.reply)  # the scroll area deletes the previous reply
+        self._scroll_area.setWidget(self.reply)  # the scroll area deletes the previous reply
         for value in self.values.values():
             value.setText("—")
 

@@ -76,7 +76,9 @@ class BurstView(QWidget):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             self.table.setColumnWidth(col, width)
         for col, tip in enumerate(COLUMN_TIPS):
-            self.table.horizontalHeaderItem(col).setToolTip(tip)
+            header_item = self.table.horizontalHeaderItem(col)
+            if header_item is not None:  # setHorizontalHeaderLabels made one per column
+                header_item.setToolTip(tip)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
         self.note = QLabel("Burst sends N copies of the prompt at once. With one parallel slot (parallel requests = 1) the server "
@@ -203,16 +205,17 @@ class BurstView(QWidget):
         waited = 0.0 if self._over else time.monotonic() - self._started_s
         rows = sorted(self._states)
         y = np.array(rows, dtype=float) + 1  # numbered from 1, as in the table
-        ttft, end = [], []
+        ttft_s: list[float] = []
+        end_s: list[float] = []
         for i in rows:
             stats = self._stats.get(i)
             if stats is None:
-                ttft.append(waited)
-                end.append(waited)
+                ttft_s.append(waited)
+                end_s.append(waited)
                 continue
-            ttft.append((stats.ttft_ms if stats.ttft_ms is not None else stats.wall_ms) / 1e3)
-            end.append(stats.wall_ms / 1e3)
-        ttft, end = np.array(ttft), np.array(end)
+            ttft_s.append((stats.ttft_ms if stats.ttft_ms is not None else stats.wall_ms) / 1e3)
+            end_s.append(stats.wall_ms / 1e3)
+        ttft, end = np.array(ttft_s), np.array(end_s)
         self._wait_bars.setOpts(x0=np.zeros_like(ttft), x1=ttft, y=y, height=0.7)
         self._gen_bars.setOpts(x0=ttft, x1=np.maximum(end, ttft), y=y, height=0.7)
         n = max(len(self._states), 1)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QGridLayout, QGroupBox, QHBoxLayout,
-                               QLabel, QPlainTextEdit, QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractSpinBox, QButtonGroup, QComboBox, QDoubleSpinBox, QGridLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from app.services.prompts import PromptOptions
 from app.core.models import LocalModel, ModelDetails
@@ -131,11 +132,12 @@ class ConsoleControls(QWidget):
         self.num_ctx.setRange(0, 262144)
         self.num_ctx.setSingleStep(1024)
         self.num_ctx.setSpecialValueText("server default")
-        for name, widget in (("num_predict", self.num_predict), ("temperature", self.temperature),
-                             ("seed", self.seed), ("num_ctx", self.num_ctx)):
+        spin_boxes: tuple[tuple[str, QAbstractSpinBox], ...] = (
+            ("num_predict", self.num_predict), ("temperature", self.temperature),
+            ("seed", self.seed), ("num_ctx", self.num_ctx))
+        for name, widget in spin_boxes:
             widget.setObjectName(name)
-        for r, (label, widget) in enumerate((("num_predict", self.num_predict), ("temperature", self.temperature),
-                                             ("seed", self.seed), ("num_ctx", self.num_ctx))):
+        for r, (label, widget) in enumerate(spin_boxes):
             caption = QLabel(label)
             caption.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             grid.addWidget(caption, r, 0)

@@ -185,8 +185,8 @@ class ConsolePage(QWidget):
         self.clear_button.clicked.connect(self.clear)
         self.markdown_check.toggled.connect(self.conversation.set_markdown)
         self.load_file_button.clicked.connect(self._load_file)
-        QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.send)
-        QShortcut(QKeySequence("Ctrl+Enter"), self, activated=self.send)
+        for keys in ("Ctrl+Return", "Ctrl+Enter"):
+            QShortcut(QKeySequence(keys), self).activated.connect(self.send)
         self.controls.model_changed.connect(self._on_model_changed)
         self.controls.refresh_requested.connect(self.refresh_models)
         self.presets.preset_chosen.connect(self.apply_preset)

@@ -96,7 +96,10 @@ class PresetBar(QWidget):
             raise KeyError(key)
         self.combo.setCurrentIndex(index)
         self._on_activated(index)
-        return self.selected()
+        preset = self.selected()
+        if preset is None:
+            raise KeyError(key)
+        return preset
 
     def save_current(self) -> None:
         """Overwrite the selected preset with the current fields."""

@@ -116,7 +116,7 @@ class FitPanel(QFrame):
         self.explanation = QLabel()
         self.explanation.setObjectName("fit_explanation")
         self.explanation.setWordWrap(True)
-        self.explanation.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.explanation.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.explanation)
 
         heat_title = QLabel("What fits: parallel requests × context per request (GiB on the GPU)")
@@ -214,7 +214,7 @@ class FitPanel(QFrame):
             except EstimateError as exc:
                 self._show_empty(exc.user_text())
             else:
-                self._show_estimate(est)
+                self._show_estimate(est, self._shape)
         if est is not self._estimate:
             self._estimate = est
             self.estimate_changed.emit(est)
@@ -228,7 +228,7 @@ class FitPanel(QFrame):
         self.explanation.setText(text)
         self.heatmap.set_grid([], None, None)
 
-    def _show_estimate(self, est: VramEstimate) -> None:
+    def _show_estimate(self, est: VramEstimate, shape: ModelShape) -> None:
         kv_gpu = est.kv_gpu_bytes
         used = est.weights_gpu_bytes + kv_gpu + est.compute_bytes + est.overhead_bytes + self._gpu_others
         parts = [("weights", est.weights_gpu_bytes), ("kv", kv_gpu), ("compute", est.compute_bytes),
@@ -244,9 +244,9 @@ class FitPanel(QFrame):
             f"headroom {_gib(est.headroom_bytes)} · {est.processor}")
         notes = " ".join(est.notes)
         self.explanation.setText(est.explanation + (f" {notes}" if notes else ""))
-        load = load_settings_for(self._settings, self._shape, self._gpu_total, self._version)
+        load = load_settings_for(self._settings, shape, self._gpu_total, self._version)
         default_ctx = ollama_default_context_length(self._version, self._gpu_total, self._settings.gpu_overhead_mib * MIB)
-        grid = fit_grid(self._settings, self._shape, self.gpu_memory(), self._version)
+        grid = fit_grid(self._settings, shape, self.gpu_memory(), self._version)
         self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx)
 
     # --- internals ------------------------------------------------------------------------

@@ -40,7 +40,7 @@ class VramBar(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setMinimumHeight(34)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self._total = 0
         self._segments: list[tuple[str, int]] = []
         self._peak: int | None = None
@@ -57,9 +57,9 @@ class VramBar(QWidget):
 
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's naming
         p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         r = QRectF(self.rect()).adjusted(1, 1, -1, -1)
-        p.setPen(Qt.NoPen)
+        p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(QColor(SEGMENT_COLOURS["free"]))
         p.drawRoundedRect(r, 5, 5)
         x = r.left()
@@ -78,10 +78,10 @@ class VramBar(QWidget):
             p.drawRect(QRectF(r.right() - 6, r.top(), 6, r.height()))
         if self._peak is not None and self._peak > 0:
             px = r.left() + min(r.width(), r.width() * self._peak / self._total)
-            p.setPen(QPen(QColor("#ffffff"), 2, Qt.DashLine))
+            p.setPen(QPen(QColor("#ffffff"), 2, Qt.PenStyle.DashLine))
             p.drawLine(int(px), int(r.top()) - 1, int(px), int(r.bottom()) + 1)
         p.setPen(QPen(QColor("#3a3d49"), 1))
-        p.setBrush(Qt.NoBrush)
+        p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawRoundedRect(r, 5, 5)
 
 
@@ -97,7 +97,7 @@ class FitHeatmap(QWidget):
         self._highlight_context: int | None = None
         self.setMinimumHeight(190)
         self.setMouseTracking(True)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
     def sizeHint(self) -> QSize:
         return QSize(520, 300)
@@ -149,10 +149,10 @@ class FitHeatmap(QWidget):
 
     def paintEvent(self, _event) -> None:  # noqa: N802
         p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         if not self._grid:
             p.setPen(QColor("#8b8e99"))
-            p.drawText(self.rect(), Qt.AlignCenter, "Pick a model to see what fits.")
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Pick a model to see what fits.")
             return
         left, top, cw, ch = self._geometry()
         small = QFont(self.font())
@@ -161,28 +161,30 @@ class FitHeatmap(QWidget):
         bold.setBold(True)
         p.setFont(small)
         p.setPen(QColor("#c9cbd3"))
-        p.drawText(QRectF(0, 0, left, top), Qt.AlignCenter, "par.")
+        p.drawText(QRectF(0, 0, left, top), Qt.AlignmentFlag.AlignCenter, "par.")
         for j, cell in enumerate(self._grid[0]):
             label = f"{cell.context // 1024}k"
             if cell.context == self._highlight_context:
                 label += " ★"
                 p.setFont(bold)
                 p.setPen(QColor("#ffd27a"))
-            p.drawText(QRectF(left + j * cw, 0, cw, top - 4), Qt.AlignCenter | Qt.AlignBottom, label)
+            p.drawText(QRectF(left + j * cw, 0, cw, top - 4),
+                       Qt.AlignmentFlag.AlignCenter | Qt.AlignmentFlag.AlignBottom, label)
             p.setFont(small)
             p.setPen(QColor("#c9cbd3"))
         for i, row in enumerate(self._grid):
             p.setPen(QColor("#c9cbd3"))
-            p.drawText(QRectF(0, top + i * ch, left - 6, ch), Qt.AlignRight | Qt.AlignVCenter, str(row[0].parallel))
+            p.drawText(QRectF(0, top + i * ch, left - 6, ch),
+                       Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, str(row[0].parallel))
             for j, cell in enumerate(row):
                 rect = QRectF(left + j * cw + 1, top + i * ch + 1, cw - 2, ch - 2)
-                p.setPen(Qt.NoPen)
+                p.setPen(Qt.PenStyle.NoPen)
                 p.setBrush(QColor(VERDICT_COLOURS[cell.verdict]))
                 p.drawRoundedRect(rect, 3, 3)
                 if cell.verdict != "invalid" and cw > 34:
                     p.setPen(QColor("#ffffff"))
-                    p.drawText(rect, Qt.AlignCenter, f"{cell.total_gpu_bytes / GIB:.1f}")
+                    p.drawText(rect, Qt.AlignmentFlag.AlignCenter, f"{cell.total_gpu_bytes / GIB:.1f}")
                 if self._current == (cell.parallel, cell.context):
                     p.setPen(QPen(QColor("#ffffff"), 3))
-                    p.setBrush(Qt.NoBrush)
+                    p.setBrush(Qt.BrushStyle.NoBrush)
                     p.drawRoundedRect(rect.adjusted(1, 1, -1, -1), 3, 3)

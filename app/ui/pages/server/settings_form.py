@@ -16,6 +16,7 @@ from PySide6.QtGui import QFontDatabase, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -240,11 +241,14 @@ class SettingsForm(QWidget):
         self._preview.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         preview = FieldGroup(texts_of.mapping_title)
         preview.setObjectName("group_preview")
-        preview.layout().addWidget(self._preview, 0, 0, 1, 2)
+        preview_grid = preview.layout()
+        assert isinstance(preview_grid, QGridLayout)  # FieldGroup lays its rows out on a grid
+        preview_grid.addWidget(self._preview, 0, 0, 1, 2)
 
         for name, editor in self._editors_by_field().items():
             tip = self._unsupported.get(name) or self._mapping.setting_name(name)
-            target = editor.parentWidget() if isinstance(editor.parentWidget(), PathEdit) else editor
+            parent = editor.parentWidget()
+            target = parent if isinstance(parent, PathEdit) else editor
             target.setToolTip(tip)
         self._port.setToolTip(self._mapping.setting_name("port"))
         parallel_name = self._mapping.setting_name("num_parallel")
