@@ -112,7 +112,7 @@ class DeckApp:
         # The fit panel's price of the settings being edited is the dashboard's dashed estimate line.
         self.server_page.fit_panel.estimate_changed.connect(self._show_estimate)
         self._show_estimate(self.server_page.fit_panel.estimate)
-        # The backend's client streams replies as well as listing models.
+        # The backend's console client: its models, one model's details, streamed chats.
         self.console_page = ConsolePage(self.loop, self.backend.console, self.controller, self.meter,
                                         PresetStore(self.store.config_dir))
         self.models_page = ModelsPage(self.loop, self.backend, self.controller, self.gpu.info(),
