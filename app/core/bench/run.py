@@ -207,7 +207,7 @@ def run_to_markdown(run: SweepRun) -> str:
     facts = [("Model", f"{f.model} ({about})" if about else f.model),
              ("GPU", f"{f.gpu_name or 'no NVIDIA GPU readings'}" + (f", driver {f.gpu_driver}" if f.gpu_driver else "")
               + (f", {f.gpu_memory_mib:.0f} MiB" if f.gpu_memory_mib else "")),
-             ("Ollama", f"{f.ollama_version or 'unknown version'}, "
+             ("Server", f"{f.backend_kind} {f.server_version or '(unknown version)'}, "
                         + ("managed by ollama-deck (restarted per point)" if f.managed else "attached (server settings fixed)")),
              ("Workload", run.spec.workload.describe(per_point_clients=True)), ("Targets", run.spec.targets.describe()),
              ("Status", run.status + (f", {run.started_at} – {run.finished_at}" if run.finished_at else ""))]

@@ -222,3 +222,4 @@ def test_markdown_report_has_the_articles_table_and_the_reasoning():
     assert "✖ OOM at load" in md
     assert "## Recommendation" in md and "Recommended: parallel 2" in md
     assert "NVIDIA GeForce RTX 4090" in md and "0.12.6" in md
+    assert "- **Server:** ollama 0.12.6, " in md  # which kind of server measured it, and its version
