@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import platformdirs
+from app.adapters.storage import paths as storage_paths
+
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -27,12 +28,13 @@ CREATE TABLE IF NOT EXISTS apply_checks (
     backend_kind TEXT NOT NULL DEFAULT 'ollama'
 )
 """
+APPLY_HISTORY_FILE_NAME = "apply-checks.sqlite3"
 LEGACY_BACKEND = "ollama"  # every record from before servers had kinds
 
 
 def default_history_path() -> Path:
     """apply-checks.sqlite3 in the user data directory."""
-    return Path(platformdirs.user_data_dir("ollama-deck")) / "apply-checks.sqlite3"
+    return storage_paths.data_dir() / APPLY_HISTORY_FILE_NAME
 
 
 class ApplyHistory:

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterator
 
-import platformdirs
 import psutil
 
+from app.adapters.storage import paths as storage_paths
 from app.core.errors import DeckError
 from app.core.bench.sweep import PointResult
 from app.core.bench.run import INTERRUPTED, RUNNING, SweepRun, result_to_json, run_from_json, run_to_json
@@ -96,7 +96,7 @@ class RunSummary:
 
 def default_history_path() -> Path:
     """benchmarks.sqlite3 in the user data folder (e.g. ~/.local/share/ollama-deck)."""
-    return Path(platformdirs.user_data_dir("ollama-deck")) / HISTORY_FILE_NAME
+    return storage_paths.data_dir() / HISTORY_FILE_NAME
 
 
 def _process_start(pid: int) -> float:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import platformdirs
 
+from app.adapters.storage import paths as storage_paths
 from app.adapters.storage.atomic_json import write_json_atomic
 from app.adapters.storage.json_file import MISSING, STUCK, UNREADABLE, read_json_file
 from app.core.errors import DeckError
@@ -34,8 +34,7 @@ class PresetStore:
     """Reads and writes presets.json in one folder."""
 
     def __init__(self, config_dir: Path | None = None) -> None:
-        self.config_dir = Path(config_dir) if config_dir is not None else Path(
-            platformdirs.user_config_dir("ollama-deck"))
+        self.config_dir = storage_paths.config_dir(config_dir)
         self.path = self.config_dir / PRESETS_FILE_NAME
 
     def load(self) -> PresetLoad:

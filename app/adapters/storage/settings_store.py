@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
-import platformdirs
 
+from app.adapters.storage import paths as storage_paths
 from app.adapters.storage import settings_format as fmt
 from app.adapters.storage.atomic_json import free_name, json_bytes, utc_stamp, write_atomic
 from app.adapters.storage.json_file import MISSING, SET_ASIDE, STUCK, UNREADABLE, decode_json, os_reason, read_json_file
@@ -62,9 +62,7 @@ class SettingsStore:
     """
 
     def __init__(self, config_dir: Path | None = None, mapping: TuningMapping | None = None) -> None:
-        self.config_dir = Path(config_dir) if config_dir is not None else Path(
-            platformdirs.user_config_dir("ollama-deck")
-        )
+        self.config_dir = storage_paths.config_dir(config_dir)
         self.path = self.config_dir / SETTINGS_FILE_NAME
         self.mapping: TuningMapping = mapping if mapping is not None else NeutralTuning()
 

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 
+from app.adapters.storage import paths as storage_paths
 from app.adapters.storage.atomic_json import write_json_atomic
 from app.adapters.storage.json_file import SET_ASIDE, STUCK, UNREADABLE, read_json_file
 
@@ -62,8 +62,7 @@ class UiStateStore:
     """Reads and writes window.json in one folder."""
 
     def __init__(self, config_dir: Path | None = None) -> None:
-        self.config_dir = Path(config_dir) if config_dir is not None else Path(
-            platformdirs.user_config_dir("ollama-deck"))
+        self.config_dir = storage_paths.config_dir(config_dir)
         self.path = self.config_dir / UI_STATE_FILE_NAME
 
     def load(self) -> UiState:

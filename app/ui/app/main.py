@@ -16,9 +16,9 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from app.adapters.aio import LoopThread
-from app.adapters.storage.apply_history import ApplyHistory
+from app.adapters.storage.apply_history import APPLY_HISTORY_FILE_NAME, ApplyHistory
 from app.services.guarded_apply import GuardedApplier
-from app.adapters.storage.history import BenchHistory
+from app.adapters.storage.history import HISTORY_FILE_NAME, BenchHistory
 from app.adapters.telemetry.host import HostProbe
 from app.adapters.telemetry.nvml import make_gpu_backend
 from app.backends import registry
@@ -95,7 +95,7 @@ class DeckApp:
             settings, on_status=self.controller.on_status, on_log=self.controller.on_log)
         self.meter = TokenMeter()
         self.gpu = make_gpu_backend()
-        self.history = ApplyHistory(Path(args.config_dir) / "apply-checks.sqlite3" if args.config_dir else None)
+        self.history = ApplyHistory(Path(args.config_dir) / APPLY_HISTORY_FILE_NAME if args.config_dir else None)
         self.controller.attach_supervisor(
             self.supervisor, GuardedApplier(self.supervisor, catalog, self.gpu, record=self.history.add))
         self.gpu_watch = GpuLossWatch(self.gpu)
@@ -126,7 +126,7 @@ class DeckApp:
         self.window.add_page("models", "Models", self.models_page)
         self.bench_page = BenchPage(
             self.controller, self.loop, self.supervisor, self.backend, gpu=self.gpu, meter=self.meter,
-            history=BenchHistory(Path(args.config_dir) / "benchmarks.sqlite3" if args.config_dir else None))
+            history=BenchHistory(Path(args.config_dir) / HISTORY_FILE_NAME if args.config_dir else None))
         self.window.add_page("bench", "Benchmark", self.bench_page)
         self.gpu_watch.lost.connect(self._on_gpu_lost)
         if loaded.problems:

@@ -1,0 +1,23 @@
+"""Where ollama-deck keeps its files: settings, presets and window state in the user config folder
+(e.g. ~/.config/ollama-deck), histories in the user data folder (e.g. ~/.local/share/ollama-deck)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "ollama-deck"
+
+
+def config_dir(explicit: Path | str | None = None) -> Path:
+    """The folder given (--config-dir), else the user config folder."""
+    return Path(explicit) if explicit is not None else Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def data_dir() -> Path:
+    """The user data folder, for the SQLite histories."""
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+__all__ = ["APP_NAME", "config_dir", "data_dir"]
