@@ -8,7 +8,7 @@ import contextlib
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
@@ -17,9 +17,9 @@ from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, Connect
                                       ProtocolViolation, ReadTimeout, UnsupportedUrl)
 from app.adapters.http.connection import HttpConnection
 from app.adapters.http.streaming import HttpStreams
+from tests.fakes.raw_http import chunk, closed_port, read_request, serving
 
 T = TypeVar("T")
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
@@ -27,31 +27,6 @@ def run(make: Callable[[], Awaitable[T]], timeout: float = 15.0) -> T:
     async def bounded() -> T:
         return await asyncio.wait_for(make(), timeout)
     return asyncio.run(bounded())
-
-
-@contextlib.asynccontextmanager
-async def serving(handler: Handler) -> AsyncIterator[str]:
-    server = await asyncio.start_server(handler, "127.0.0.1", 0)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    finally:
-        server.close()
-
-
-async def read_request(reader: asyncio.StreamReader) -> bytes:
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-    return head + await reader.readexactly(length)
-
-
-def chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_a_slow_chunked_stream_gives_each_line_when_its_last_byte_arrived() -> None:

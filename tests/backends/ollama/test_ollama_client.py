@@ -21,6 +21,7 @@ from app.core.models import RunningModel
 from app.core.replies import StreamChunk
 from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE, FakeOllama
 from app.core.units import GIB
+from tests.fakes.raw_http import read_request, serving
 
 DATA = Path(__file__).parent.parent.parent / "data" / "ollama"
 QUICK = {"tokens_per_s": 5000.0, "prompt_tokens_per_s": 1e6}
@@ -306,22 +307,16 @@ def with_canned_server(reply: bytes, body: Callable[[OllamaClient], Awaitable[T]
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
             try:
-                head = await reader.readuntil(b"\r\n\r\n")
+                _head, request = await read_request(reader)
             except asyncio.IncompleteReadError:
                 return
-            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-            request = await reader.readexactly(length)
             if seen is not None:
                 seen.append(json.loads(request))
             writer.write(reply)
 
     async def go() -> T:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        try:
-            async with OllamaClient(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}") as client:
-                return await body(client)
-        finally:
-            server.close()
+        async with serving(handle) as url, OllamaClient(url) as client:
+            return await body(client)
     return run(go)
 
 

@@ -5,10 +5,8 @@ the stand-in's known pacing."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import time
-from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -23,6 +21,7 @@ from app.core.bench.workload import BenchPrompt, LoadPlan
 from app.core.throughput import TokenMeter
 from tests.fakes.ollama.fake_ollama_infer import count_prompt_tokens
 from tests.fakes.ollama.server_fixtures import free_port
+from tests.fakes.raw_http import Handler, chunk, read_request, serving
 
 PROMPT = BenchPrompt("fixed", "x" * 200)  # 57 prompt tokens for the stand-in's tokenizer
 PROMPT_TOKENS = count_prompt_tokens([PROMPT.text])
@@ -199,27 +198,13 @@ def test_error_kinds():
 
 # ---- the HTTP client, byte for byte ----------------------------------------------------------------------
 
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-@contextlib.asynccontextmanager
-async def raw_server(handler: Handler):
-    server = await asyncio.start_server(handler, "127.0.0.1", 0)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    finally:
-        server.close()
-
-
 def replying(chunks: list[bytes], close: bool = False) -> Handler:
     """A server that reads one request and writes `chunks` one by one, each as its own TCP write."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-        await reader.readexactly(length)
-        for chunk in chunks:
-            writer.write(chunk)
+        await read_request(reader)
+        for piece in chunks:
+            writer.write(piece)
             await writer.drain()
             await asyncio.sleep(0.001)  # separate writes on the wire (server side of the test)
         if close:
@@ -231,7 +216,7 @@ def replying(chunks: list[bytes], close: bool = False) -> Handler:
 
 
 def chunked(*lines: bytes) -> bytes:
-    return b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in lines) + b"0\r\nX-Trailer: 1\r\n\r\n"
+    return b"".join(chunk(line) for line in lines) + b"0\r\nX-Trailer: 1\r\n\r\n"
 
 
 async def collect(url: str, read_timeout_s: float = 5.0) -> list[bytes]:
@@ -249,7 +234,7 @@ def test_lines_are_rebuilt_across_any_split_of_the_chunked_body():
     pieces = [reply[i:i + 1] for i in range(len(reply))]  # one byte per write
 
     async def go():
-        async with raw_server(replying(pieces)) as url:
+        async with serving(replying(pieces)) as url:
             return await collect(url)
 
     assert asyncio.run(go()) == [b'{"a":1}', b'{"b":2}', b'{"c":3}', b'{"d":4}']
@@ -261,7 +246,7 @@ def test_an_error_reply_keeps_ollamas_text_and_type():
         len(body), body)
 
     async def go():
-        async with raw_server(replying([reply])) as url:
+        async with serving(replying([reply])) as url:
             await collect(url)
 
     with pytest.raises(OutOfMemory, match="cudaMalloc failed"):
@@ -274,7 +259,7 @@ def test_an_in_band_error_line_raises_from_the_line_handler():
                        b'{"error":"an error was encountered while running the model"}\n'))
 
     async def go():
-        async with raw_server(replying([reply])) as url:
+        async with serving(replying([reply])) as url:
             async with LoadGenerator(url, load_client) as generator:
                 return await generator.run(plan(requests=1, warmup_requests=0))
 
@@ -286,14 +271,14 @@ def test_a_reply_cut_short_is_dropped_and_silence_times_out():
     half = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b'8\r\n{"a":1}\n\r\n'
 
     async def cut():
-        async with raw_server(replying([half], close=True)) as url:
+        async with serving(replying([half], close=True)) as url:
             await collect(url)
 
     with pytest.raises(StreamDropped, match="before the reply was complete"):
         asyncio.run(cut())
 
     async def silent():
-        async with raw_server(replying([half])) as url:
+        async with serving(replying([half])) as url:
             await collect(url, read_timeout_s=0.2)
 
     with pytest.raises(OllamaTimeout, match="sent nothing for 0.2 s"):
@@ -308,15 +293,13 @@ def test_keep_alive_connections_are_reused():
         accepted.append(writer)
         while True:
             try:
-                head = await reader.readuntil(b"\r\n\r\n")
+                await read_request(reader)
             except asyncio.IncompleteReadError:
                 return
-            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-            await reader.readexactly(length)
             writer.write(reply)
 
     async def go():
-        async with raw_server(handle) as url:
+        async with serving(handle) as url:
             pool = HttpStreams(url)
             for _ in range(3):
                 await pool.request("POST", "/api/chat", b"{}", lambda _l, _t: None)
@@ -332,7 +315,7 @@ def test_on_linux_lines_carry_the_kernels_arrival_time():
     stamps: list[float] = []
 
     async def go():
-        async with raw_server(replying([reply])) as url:
+        async with serving(replying([reply])) as url:
             conn = await HttpConnection.open(url)
             assert conn.kernel_stamps
             answer = await conn.send("POST", "/api/chat", b"{}", lambda _line, t: stamps.append(t))
