@@ -28,20 +28,20 @@ class ConnectRefused(TransportError):
         self.reason = reason
 
 
-class ConnectTimeout(TransportError):
+class TimedOut(TransportError):
+    """Something did not happen within `timeout_s` seconds."""
+
+    def __init__(self, message: str, url: str, timeout_s: float) -> None:
+        super().__init__(message, url)
+        self.timeout_s = timeout_s
+
+
+class ConnectTimeout(TimedOut):
     """The connection was not accepted within `timeout_s` seconds."""
 
-    def __init__(self, message: str, url: str, timeout_s: float) -> None:
-        super().__init__(message, url)
-        self.timeout_s = timeout_s
 
-
-class ReadTimeout(TransportError):
+class ReadTimeout(TimedOut):
     """The server sent nothing for `timeout_s` seconds while a reply was due."""
-
-    def __init__(self, message: str, url: str, timeout_s: float) -> None:
-        super().__init__(message, url)
-        self.timeout_s = timeout_s
 
 
 class ConnectionDropped(TransportError):
@@ -66,4 +66,4 @@ class HttpStatusError(TransportError):
 
 
 __all__ = ["ConnectRefused", "ConnectTimeout", "ConnectionDropped", "HttpStatusError", "ProtocolViolation",
-           "ReadTimeout", "TransportError", "UnsupportedUrl"]
+           "ReadTimeout", "TimedOut", "TransportError", "UnsupportedUrl"]
