@@ -21,7 +21,8 @@ def test_the_registry_names_ollama_and_refuses_an_unknown_backend():
 
 
 def test_ollamas_capabilities_are_what_the_real_server_offers():
-    assert OLLAMA.display_name == "Ollama" and OLLAMA.settings_mapping == "environment"
+    assert OLLAMA.display_name == "Ollama" and OLLAMA.tuning.delivery == "environment"
+    assert OLLAMA.tuning.kind == OLLAMA.name  # the settings file keeps its options under the backend's name
     assert OLLAMA.capabilities.names() == ["pull", "create", "delete", "lists_loaded", "load_unload",
                                            "restarts_with_settings", "thinking_control"]
     assert not OLLAMA.can("reports_slots") and "per-slot" in OLLAMA.why_not("reports_slots")

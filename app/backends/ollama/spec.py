@@ -46,15 +46,13 @@ class OllamaModelRules:
 OLLAMA = BackendSpec(
     name="ollama",
     display_name="Ollama",
-    # OLLAMA_* variables are read when `ollama serve` starts, so a change needs a restart.
-    settings_mapping="environment",
     capabilities=Capabilities(
         pull=True,  # POST /api/pull, streamed progress per layer
         create=True,  # POST /api/create from an existing model with new parameters or quantization
         delete=True,  # DELETE /api/delete
         lists_loaded=True,  # GET /api/ps with size and size_vram
         load_unload=True,  # an empty /api/generate loads; keep_alive 0 unloads
-        restarts_with_settings=True,
+        restarts_with_settings=True,  # OLLAMA_* variables are read when `ollama serve` starts
         reports_slots=False,  # Ollama exposes no per-slot state
         server_metrics=False,  # nor a /metrics endpoint
         thinking_control=True,  # `think` on /api/chat and /api/generate

@@ -252,6 +252,7 @@ class OllamaTuning:
     """The TuningMapping of `ollama serve` (see app.core.server.mapping)."""
 
     kind = KIND
+    delivery = "environment"  # OLLAMA_* variables are read when `ollama serve` starts
     texts = TEXTS
     options = OPTIONS
 

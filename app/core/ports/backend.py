@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.inference import ConsoleClientFactory, StreamingClientFactory
@@ -15,11 +15,6 @@ from app.core.ports.server import ServerControl
 from app.core.server.mapping import TuningMapping
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerStatus
-
-SettingsMapping = Literal["environment", "flags"]
-"""How tuning settings reach the server: environment variables read at start (Ollama's),
-or command-line flags (llama-server's)."""
-
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -108,7 +103,6 @@ class BackendSpec:
 
     name: str  # registry key, e.g. "ollama"
     display_name: str  # for people, e.g. "Ollama"
-    settings_mapping: SettingsMapping
     capabilities: Capabilities
     catalog: CatalogFactory
     console: ConsoleClientFactory  # the prompt console's client: models, details, streamed chats
@@ -133,4 +127,4 @@ class BackendSpec:
         return self.missing_reasons.get(capability, f"{self.display_name} does not offer this ({words}).")
 
 
-__all__ = ["BackendSpec", "Capabilities", "ModelStoreRules", "ServerFactory", "SettingsMapping", "VariantVerdict"]
+__all__ = ["BackendSpec", "Capabilities", "ModelStoreRules", "ServerFactory", "VariantVerdict"]

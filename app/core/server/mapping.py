@@ -64,7 +64,8 @@ class MappingTexts:
 class TuningMapping(Protocol):
     """A backend's view of the settings: its options, its names, its checks, its exact lines."""
 
-    kind: str
+    kind: str  # the backend's name, under which the settings file keeps its options
+    delivery: str  # how the settings reach the server: "environment" (read at start) or "flags"
     texts: MappingTexts
     options: tuple[OptionSpec, ...]
 
@@ -93,6 +94,7 @@ class NeutralTuning:
     """The mapping of no particular server: shared checks, no options, the fields as name = value."""
 
     kind = ""
+    delivery = ""
     texts = MappingTexts()
     options: tuple[OptionSpec, ...] = ()
 

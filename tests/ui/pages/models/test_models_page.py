@@ -65,7 +65,7 @@ def models(qtbot, make_fake_ollama):
 
 # A server that serves what it was started with: it lists and loads models but cannot fetch or make them.
 NO_STORE = BackendSpec(
-    name="no-store", display_name="A fixed-model server", settings_mapping="flags",
+    name="no-store", display_name="A fixed-model server",
     capabilities=Capabilities(lists_loaded=True, load_unload=True, delete=False),
     catalog=OllamaClient, console=OllamaClient, load_client=load_client, server=ServerSupervisor, model_rules=OLLAMA.model_rules, tuning=OLLAMA.tuning,
     missing_reasons={"pull": "This server serves the model files it was started with; it cannot download models.",
