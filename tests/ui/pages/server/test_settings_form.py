@@ -22,7 +22,7 @@ from app.ui.widgets.forms import ERROR_COLOR, WARNING_COLOR, InlineMessage
 TUNED = ollama_settings(ServerSettings(
     num_parallel=4, context_length=16384, kv_cache_type="q8_0", flash_attention="on",
     keep_alive="-1", max_queue=64, host="0.0.0.0",
-    port=11500, extra_settings="OLLAMA_DEBUG=1", allow_network=True,
+    port=11500, extra_settings="OLLAMA_DEBUG=1", network_allowed_for="0.0.0.0",
 ), max_loaded_models=2, gpu_overhead_mib=512, models_dir="/srv/models", ollama_binary="/opt/ollama/bin/ollama")
 
 
@@ -155,7 +155,7 @@ def test_invented_variable_is_refused_with_the_real_alternative(qtbot, form: Set
     ServerSettings(),
     TUNED,
     TUNED.replace(context_length=None, kv_cache_type="q4_0", flash_attention="off", host="::1",
-                  allow_network=False, extra_settings="# only a comment\n"),
+                  network_allowed_for="", extra_settings="# only a comment\n"),
     ServerSettings(kv_cache_type="fp8"),  # not a choice, still shown and refused, not lost
 ])
 def test_settings_round_trip_through_the_form(qtbot, settings: ServerSettings) -> None:
