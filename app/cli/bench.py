@@ -106,7 +106,8 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
         parts = urlsplit(args.url if "://" in args.url else f"http://{args.url}")
         if not parts.hostname:
             raise InputError(f"'{args.url}' is not a server URL (expected e.g. http://127.0.0.1:11434)")
-        settings = settings.replace(host=parts.hostname, port=parts.port or 11434)  # drops a permission for another host
+        # A saved permission names its host: replace() drops it when --url names another one.
+        settings = settings.replace(host=parts.hostname, port=parts.port or 11434)
     if getattr(args, "allow_network", False):
         settings = settings.allowing_network()
     return settings

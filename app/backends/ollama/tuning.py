@@ -338,6 +338,6 @@ def ollama_settings(settings: ServerSettings | None = None, **options: int | str
 
 
 __all__ = ["FIELD_ENV_VARIABLES", "FORM_VARIABLES", "INVENTED_VARIABLES", "KIND", "OLLAMA_TUNING", "OPTIONS",
-           "OTHER_SERVER_VARIABLES", "OllamaTuning", "UNSUPPORTED", "binary", "environment", "exposures", "extra_env_pairs",
-           "gpu_overhead_mib", "mapping_text", "max_loaded_models", "models_dir", "ollama_settings", "open_origins",
-           "validate_ollama"]
+           "OTHER_SERVER_VARIABLES", "OllamaTuning", "UNSUPPORTED", "binary", "environment", "exposures",
+           "extra_env_pairs", "gpu_overhead_mib", "mapping_text", "max_loaded_models", "models_dir",
+           "ollama_settings", "open_origins", "validate_ollama"]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from app.core.server.exposure import LOOPBACK_NAMES, is_loopback, same_host
+from app.core.server.exposure import LOOPBACK_NAMES, assess, is_loopback, same_host
 
 # The settings file's format version (app.adapters.storage.settings_store reads older ones).
 SETTINGS_VERSION = 2
@@ -371,14 +371,15 @@ def validate(s: ServerSettings) -> Validation:
         errors["max_queue"] = "Max queue must be between 1 and 1000000 requests."
 
     host_problem = _host_problem(s.host)
+    bind = assess(s.host, s.port, s.network_allowed_for)  # the bind address alone; a backend adds its own
     if host_problem:
         errors["host"] = host_problem
-    elif s.exposed_to_network and not s.allow_network:
+    elif not bind.allowed:
         errors["host"] = (
             f"Binding to {s.host} would expose the server to the network, and its API has no "
             f"authentication. Tick “Allow network access on {s.host}” to confirm, or use 127.0.0.1."
         )
-    elif s.exposed_to_network:
+    elif bind.exposed:
         warnings["host"] = (
             f"Binding to {s.host} exposes the server to the network, and its API has no "
             "authentication: anyone who can reach this port can use and delete your models."
