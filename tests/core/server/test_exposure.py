@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.exposure import assess, exposure_of, is_loopback, same_host
@@ -97,3 +99,24 @@ def test_ollama_host_in_the_extra_environment_cannot_move_the_bind_address() -> 
     assert "OLLAMA_HOST is set by the form (host and port); set it there" in \
         OLLAMA_TUNING.validate(settings).errors["extra_settings"]
     assert not exposure_of(settings, OLLAMA_TUNING).exposed
+
+
+HOSTS = st.sampled_from(["0.0.0.0", "::", "0:0::0", "127.0.0.1", "127.0.0.9", "localhost", "::1", "192.168.1.5",
+                         "deck.lan", "DECK.lan", ""]) | st.text(max_size=12)
+
+
+def permission_follows_the_host(host: str, allowed_for: str, new_host: str) -> None:
+    """The property: a permission is kept only for the host it names, and only it opens an exposed start."""
+    settings = ServerSettings(host=host, network_allowed_for=allowed_for)
+    assert settings.allow_network == same_host(allowed_for, host)
+    exposure = exposure_of(settings, NeutralTuning())
+    assert exposure.allowed == (is_loopback(host) or same_host(allowed_for, host))
+    moved = settings.replace(host=new_host)
+    assert moved.network_allowed_for == "" or same_host(moved.network_allowed_for, new_host)
+    assert ServerSettings.from_json(moved.to_json()) == (moved, [])
+
+
+@hypothesis_settings(max_examples=150, deadline=None)
+@given(HOSTS, HOSTS, HOSTS)
+def test_a_permission_follows_its_host_whatever_the_hosts(host: str, allowed_for: str, new_host: str) -> None:
+    permission_follows_the_host(host, allowed_for, new_host)
