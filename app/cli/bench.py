@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="server address (default: host and port from the saved settings)")
     s = parser.add_argument_group("server settings (need --managed: each value restarts the server)")
     s.add_argument("--managed", action="store_true", help="start and restart our own `ollama serve` per point")
+    s.add_argument("--allow-network", action="store_true",
+                   help="with --managed: allow a server others can reach (its API has no authentication) on "
+                        "the host in --url (or the saved one); a permission saved for that exact host also does")
     s.add_argument("--parallel", help="parallel request slots (the 'batch size'), e.g. 1,2,4,8")
     s.add_argument("--kv-cache", help=f"KV-cache types from {','.join(KV_CACHE_TYPES)}")
     s.add_argument("--context", help="context tokens per slot, e.g. 8192,16384")
@@ -103,8 +106,24 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
         parts = urlsplit(args.url if "://" in args.url else f"http://{args.url}")
         if not parts.hostname:
             raise InputError(f"'{args.url}' is not a server URL (expected e.g. http://127.0.0.1:11434)")
+        # A saved permission names its host: replace() drops it when --url names another one.
         settings = settings.replace(host=parts.hostname, port=parts.port or 11434)
+    if getattr(args, "allow_network", False):
+        settings = settings.allowing_network()
     return settings
+
+
+def _exposure_warning(base: ServerSettings) -> str:
+    """The warning line for a managed server others can reach ('' if none); InputError when not allowed."""
+    from app.backends import registry
+    from app.core.server.exposure import exposure_of
+
+    exposure = exposure_of(base, registry.get().tuning)
+    if not exposure.allowed:
+        undo = f", or use --url http://127.0.0.1:{base.port}" if exposure.network else ""
+        undo += ", or remove what opens it from the saved extra settings" if exposure.others else ""
+        raise InputError(f"{exposure.refusal()} Add --allow-network to allow it for {base.host}{undo}.")
+    return exposure.warning()
 
 
 def build_spec(args: argparse.Namespace, base: ServerSettings) -> SweepSpec:
@@ -245,10 +264,13 @@ def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck bench`."""
     try:
         base = _settings(args)
+        warning = _exposure_warning(base) if args.managed else ""  # before the plan, whose checks say less
         spec = build_spec(args, base)
     except (InputError, SweepPlanError, PromptFileError) as exc:
         print(f"ollama-deck bench: {exc}", file=sys.stderr)
         return 2
+    if warning:  # printed even with --quiet: every start beyond loopback says so
+        print(f"ollama-deck bench: warning: {warning}", file=sys.stderr, flush=True)
     history = None
     if not args.no_history:
         from app.adapters.storage.history import BenchHistory

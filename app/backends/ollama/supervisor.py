@@ -22,6 +22,7 @@ from app.adapters.process import procs as procs
 from app.adapters.process.managed import ManagedServer
 from app.backends.ollama.client import OLLAMA_BANNER, OllamaClient
 from app.core.errors import OllamaError
+from app.core.server.exposure import exposure_of
 from app.core.server.state import ExternalKind, ServerState, ServerStatus, apply_hint_for
 from app.core.server.settings import ServerSettings
 
@@ -288,6 +289,10 @@ class ServerSupervisor:
             return probed
         binary = probed.binary
         assert binary is not None
+        refusal = exposure_of(self.settings, tuning.OLLAMA_TUNING).refusal()
+        if refusal:  # the form and the CLI refuse first; this stops any other caller
+            return self._publish(ServerStatus(ServerState.STOPPED, f"{refusal} Allow network access on "
+                                 f"{self.settings.host} in the server settings, or use 127.0.0.1.", binary=binary))
         self._log.clear()
         try:
             managed = await ManagedServer.spawn(binary, self._server_env(), self._on_line)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from app.core.server.exposure import exposure_of
 from app.core.server.mapping import COUNT, DIRECTORY, MEBIBYTES, PROGRAM, MappingTexts, OptionSpec
 from app.core.server.settings import FIELD_LABELS, ServerSettings, Validation, validate
 from app.core.units import MIB
@@ -101,6 +102,10 @@ TEXTS = MappingTexts(
 
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+# Origins a browser page can have; a wildcard host there lets any web site call the API from the
+# user's browser (Ollama answers such a page's requests, CORS included), even on 127.0.0.1.
+_WEB_SCHEMES = ("", "http", "https", "ws", "wss")
+
 
 def _spec(name: str) -> OptionSpec:
     return next(spec for spec in OPTIONS if spec.name == name)
@@ -152,8 +157,34 @@ def environment(settings: ServerSettings) -> dict[str, str]:
     if models_dir(settings):
         env["OLLAMA_MODELS"] = models_dir(settings)
     for name, value in extra_env_pairs(settings):
-        env[name] = value
+        # A line for a variable the form owns (validation refuses it) must not replace the form's
+        # value: an OLLAMA_HOST there would move the bind address past the exposure check.
+        if name not in FORM_VARIABLES:
+            env[name] = value
     return env
+
+
+def open_origins(settings: ServerSettings) -> list[str]:
+    """The OLLAMA_ORIGINS entries in the extra environment that let any web site in (e.g. *, http://*)."""
+    found = []
+    for name, value in extra_env_pairs(settings):
+        if name != "OLLAMA_ORIGINS":
+            continue
+        for entry in (e.strip() for e in value.split(",")):
+            scheme, sep, rest = entry.partition("://")
+            if not sep:
+                scheme, rest = "", entry
+            if rest.startswith("*") and scheme.lower() in _WEB_SCHEMES:
+                found.append(entry)
+    return found
+
+
+def exposures(settings: ServerSettings) -> tuple[str, ...]:
+    """Who the extra environment lets call the server besides this machine's programs."""
+    origins = open_origins(settings)
+    if not origins:
+        return ()
+    return (f"any web page you open in a browser (OLLAMA_ORIGINS={','.join(origins)})",)
 
 
 def mapping_text(settings: ServerSettings) -> list[str]:
@@ -241,6 +272,17 @@ def validate_ollama(settings: ServerSettings) -> Validation:
             "A relative models directory is resolved from wherever the server starts; use a full path."
         )
     extra_errors, extra_warnings = _check_extra_env(settings.extra_settings)
+    exposure = exposure_of(settings, OLLAMA_TUNING)
+    if exposure.others and not exposure.allowed:
+        errors["network_allowed_for"] = (
+            f"OLLAMA_ORIGINS={','.join(open_origins(settings))} lets any web page you open call the server "
+            f"from your browser, and its API has no authentication. Tick “Allow network access on "
+            f"{settings.host}” to confirm, or remove that origin from the extra environment."
+        )
+    elif exposure.others:
+        extra_warnings.append(
+            f"OLLAMA_ORIGINS={','.join(open_origins(settings))} lets any web page you open use the server "
+            "and delete your models")
     if extra_errors:
         errors["extra_settings"] = "; ".join(extra_errors) + "."
     if extra_warnings:
@@ -279,6 +321,10 @@ class OllamaTuning:
             return spec.label
         return TEXTS.extra_label if name == "extra_settings" else FIELD_LABELS.get(name, name)
 
+    def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
+        """A wildcard OLLAMA_ORIGINS in the extra environment (see exposures())."""
+        return exposures(settings)
+
 
 OLLAMA_TUNING = OllamaTuning()
 
@@ -292,6 +338,6 @@ def ollama_settings(settings: ServerSettings | None = None, **options: int | str
 
 
 __all__ = ["FIELD_ENV_VARIABLES", "FORM_VARIABLES", "INVENTED_VARIABLES", "KIND", "OLLAMA_TUNING", "OPTIONS",
-           "OTHER_SERVER_VARIABLES", "OllamaTuning", "UNSUPPORTED", "binary", "environment", "extra_env_pairs",
-           "gpu_overhead_mib", "mapping_text", "max_loaded_models", "models_dir", "ollama_settings",
-           "validate_ollama"]
+           "OTHER_SERVER_VARIABLES", "OllamaTuning", "UNSUPPORTED", "binary", "environment", "exposures",
+           "extra_env_pairs", "gpu_overhead_mib", "mapping_text", "max_loaded_models", "models_dir",
+           "ollama_settings", "open_origins", "validate_ollama"]

@@ -89,6 +89,11 @@ class TuningMapping(Protocol):
         """A field's or option's label for messages a user reads."""
         ...
 
+    def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
+        """Who besides this machine's programs this server's own settings let call it, beyond the bind
+        address (e.g. "any web page you open (OLLAMA_ORIGINS=*)"); () when none. See exposure.py."""
+        ...
+
 
 class NeutralTuning:
     """The mapping of no particular server: shared checks, no options, the fields as name = value."""
@@ -119,6 +124,10 @@ class NeutralTuning:
     def label(self, name: str) -> str:
         """The shared label."""
         return FIELD_LABELS.get(name, name)
+
+    def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
+        """No server, no settings of its own that open it."""
+        return ()
 
 
 def option_default(mapping: TuningMapping, name: str) -> Any:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from app.core.server.exposure import LOOPBACK_NAMES, assess, is_loopback, same_host
+
 # The settings file's format version (app.adapters.storage.settings_store reads older ones).
 SETTINGS_VERSION = 2
 
@@ -34,7 +36,7 @@ FIELD_LABELS: dict[str, str] = {
     "max_queue": "Max queue",
     "host": "Host",
     "port": "Port",
-    "allow_network": "Allow network access",
+    "network_allowed_for": "Allow network access",
     "extra_settings": "Extra settings",
     "backend": "Server",
     "options": "Server options",
@@ -43,11 +45,14 @@ FIELD_LABELS: dict[str, str] = {
 # Backend-only knobs that format 1 kept beside the shared ones; they now live in `options`.
 LEGACY_OPTION_FIELDS = ("max_loaded_models", "gpu_overhead_mib", "models_dir", "ollama_binary")
 LEGACY_FIELD_NAMES = {"extra_env": "extra_settings"}
+# Formats up to 2 kept the permission to bind beyond loopback as a yes/no, tied to no host.
+LEGACY_PERMISSION_FIELD = "allow_network"
+_LEGACY_LABELS = {LEGACY_PERMISSION_FIELD: "Allow network access"}
 
 _DURATION_RE = re.compile(r"^-?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 _HOSTNAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+LOOPBACK_HOSTS = ("127.0.0.1", *LOOPBACK_NAMES, "::1")  # examples; is_loopback() also knows 127.0.0.0/8
 MAX_BATCH = 65_536  # tokens; far above what any GPU processes in one step
 
 OptionValue = str | int | float | bool
@@ -67,8 +72,9 @@ class ServerSettings:
     max_queue: int = 512
     host: str = "127.0.0.1"
     port: int = 11434
-    # Binding beyond loopback must be confirmed: these servers' APIs have no authentication by default.
-    allow_network: bool = False
+    # Opening the server to others must be confirmed (these servers' APIs have no authentication), and
+    # the confirmation names the host it was given for: another host must be confirmed again.
+    network_allowed_for: str = ""
     extra_settings: str = ""  # backend-specific free text (NAME=value lines, extra flags)
     backend: str = DEFAULT_BACKEND
     # The backend's own knobs as (name, value), sorted; a missing name means the backend's default.
@@ -79,6 +85,9 @@ class ServerSettings:
         pairs = _option_pairs(dict(self.options))
         if pairs != self.options:
             object.__setattr__(self, "options", pairs)
+        # A permission given for another host is no permission: replace(host=...) drops it.
+        if self.network_allowed_for and not same_host(self.network_allowed_for, self.host):
+            object.__setattr__(self, "network_allowed_for", "")
 
     def replace(self, **changes: Any) -> ServerSettings:
         """A copy with some fields changed."""
@@ -125,7 +134,16 @@ class ServerSettings:
     @property
     def exposed_to_network(self) -> bool:
         """True when the server would listen beyond this machine (the API has no authentication)."""
-        return self.host not in LOOPBACK_HOSTS
+        return not is_loopback(self.host)
+
+    @property
+    def allow_network(self) -> bool:
+        """True when the user allowed others to reach the server on this very host."""
+        return bool(self.network_allowed_for)
+
+    def allowing_network(self, allowed: bool = True) -> ServerSettings:
+        """A copy with access by others allowed (for the current host) or not."""
+        return dataclasses.replace(self, network_allowed_for=self.host if allowed else "")
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict of the fields (options as an object), for files and run documents."""
@@ -146,6 +164,7 @@ class ServerSettings:
         for old, new in LEGACY_FIELD_NAMES.items():
             if old in data and new not in data:
                 data[new] = data.pop(old)
+        permission_problems = _migrate_permission(data)
         problems: list[str] = []
         kwargs: dict[str, Any] = {}
         defaults = cls()
@@ -156,6 +175,8 @@ class ServerSettings:
                 options.setdefault(name, value)
         problems += option_problems
         for f in fields(cls):
+            if f.name == "network_allowed_for":
+                problems += permission_problems  # reported where the old field stood
             if f.name not in data or f.name == "options":
                 continue
             value = data[f.name]
@@ -175,10 +196,30 @@ class ServerSettings:
                     f"{_label(f.name)}: {_short_repr(value)} is not {wanted}; "
                     f"using the default {_short_repr(default)}."
                 )
-        known = {f.name for f in fields(cls)} | set(LEGACY_OPTION_FIELDS)
+        known = {f.name for f in fields(cls)} | set(LEGACY_OPTION_FIELDS) | {LEGACY_PERMISSION_FIELD}
         for key in sorted(set(data) - known):
             problems.append(f"'{key}': not a setting this version knows; ignored.")
         return cls(**kwargs, options=_option_pairs(options)), problems
+
+
+def _migrate_permission(data: dict[str, Any]) -> list[str]:
+    """Turn an old `allow_network: true` into a permission for the host saved beside it (in place).
+
+    It was given for that host, so it is kept for it when that host is exposed; on a loopback
+    host it allowed nothing and is dropped. A file that has the new field keeps only that.
+    """
+    if LEGACY_PERMISSION_FIELD not in data:
+        return []
+    value = data.pop(LEGACY_PERMISSION_FIELD)
+    if "network_allowed_for" in data:
+        return []
+    if not isinstance(value, bool):
+        return [f"{_label(LEGACY_PERMISSION_FIELD)}: {_short_repr(value)} is not true or false; "
+                "using the default False."]
+    host = data.get("host", ServerSettings.host)
+    if value and isinstance(host, str) and not is_loopback(host):
+        data["network_allowed_for"] = host
+    return []
 
 
 def _option_pairs(values: Mapping[str, OptionValue]) -> tuple[tuple[str, OptionValue], ...]:
@@ -205,7 +246,7 @@ def _is_int(value: Any) -> bool:
 
 
 def _label(name: str) -> str:
-    return f"{FIELD_LABELS.get(name, name)} ({name})"
+    return f"{FIELD_LABELS.get(name) or _LEGACY_LABELS.get(name, name)} ({name})"
 
 
 def _short_repr(value: Any, limit: int = 60) -> str:
@@ -330,14 +371,15 @@ def validate(s: ServerSettings) -> Validation:
         errors["max_queue"] = "Max queue must be between 1 and 1000000 requests."
 
     host_problem = _host_problem(s.host)
+    bind = assess(s.host, s.port, s.network_allowed_for)  # the bind address alone; a backend adds its own
     if host_problem:
         errors["host"] = host_problem
-    elif s.exposed_to_network and not s.allow_network:
+    elif not bind.allowed:
         errors["host"] = (
             f"Binding to {s.host} would expose the server to the network, and its API has no "
-            "authentication. Tick “Allow network access” to confirm, or use 127.0.0.1."
+            f"authentication. Tick “Allow network access on {s.host}” to confirm, or use 127.0.0.1."
         )
-    elif s.exposed_to_network:
+    elif bind.exposed:
         warnings["host"] = (
             f"Binding to {s.host} exposes the server to the network, and its API has no "
             "authentication: anyone who can reach this port can use and delete your models."
@@ -350,5 +392,5 @@ def validate(s: ServerSettings) -> Validation:
 
 
 __all__ = ["DEFAULT_BACKEND", "FIELD_LABELS", "FLASH_ATTENTION_MODES", "KV_CACHE_TYPES", "LEGACY_OPTION_FIELDS",
-           "LOOPBACK_HOSTS", "MAX_BATCH", "SETTINGS_VERSION", "ServerSettings", "Validation",
+           "LEGACY_PERMISSION_FIELD", "LOOPBACK_HOSTS", "MAX_BATCH", "SETTINGS_VERSION", "ServerSettings", "Validation",
            "parse_keep_alive", "validate"]

@@ -30,7 +30,7 @@ TUNED = ollama_settings(
         host="0.0.0.0",
         port=11500,
         extra_settings="OLLAMA_DEBUG=1\nCUDA_VISIBLE_DEVICES=0",
-        allow_network=True,
+        network_allowed_for="0.0.0.0",
     ),
     max_loaded_models=2,
     gpu_overhead_mib=512,

@@ -28,7 +28,7 @@ def test_every_knob_reaches_its_real_variable() -> None:
     s = ollama_settings(ServerSettings(
         num_parallel=4, context_length=16384, kv_cache_type="q8_0", flash_attention="on",
         keep_alive="-1", max_queue=64,
-        host="0.0.0.0", port=11500, allow_network=True,
+        host="0.0.0.0", port=11500, network_allowed_for="0.0.0.0",
         extra_settings="# comment\nexport OLLAMA_DEBUG=\"1\"\n\nCUDA_VISIBLE_DEVICES=0",
     ), max_loaded_models=1, gpu_overhead_mib=512, models_dir="/srv/models")
     assert environment(s) == {

@@ -48,7 +48,7 @@ def test_network_binding_needs_explicit_consent() -> None:
     refused = validate(ServerSettings(host="0.0.0.0"))
     assert "Allow network access" in refused.errors["host"]
     assert "no authentication" in refused.errors["host"]
-    allowed = validate(ServerSettings(host="0.0.0.0", allow_network=True))
+    allowed = validate(ServerSettings(host="0.0.0.0", network_allowed_for="0.0.0.0"))
     assert allowed.ok and "no authentication" in allowed.warnings["host"]
     assert validate(ServerSettings(host="localhost")).ok
 
@@ -100,7 +100,7 @@ def test_every_field_has_a_label() -> None:
     host=st.text(max_size=20),
     extra_settings=st.text(max_size=60),
     batch_size=st.none() | st.integers(-1, 100_000),
-    allow_network=st.booleans(),
+    network_allowed_for=st.text(max_size=20) | st.sampled_from(["0.0.0.0", "::", "192.168.1.5"]),
 ))
 def test_json_round_trip_and_validate_never_raises(settings: ServerSettings) -> None:
     assert ServerSettings.from_json(settings.to_json()) == (settings, [])
@@ -135,7 +135,8 @@ def test_a_format_1_flat_dict_reads_with_its_backend_knobs_as_options() -> None:
     assert problems == []
     assert settings == ServerSettings(
         num_parallel=4, context_length=16384, kv_cache_type="q8_0", flash_attention="on", keep_alive="-1",
-        max_queue=64, host="0.0.0.0", port=11500, extra_settings="OLLAMA_DEBUG=1", allow_network=True,
+        max_queue=64, host="0.0.0.0", port=11500, extra_settings="OLLAMA_DEBUG=1",
+        network_allowed_for="0.0.0.0",
     ).with_options(max_loaded_models=2, gpu_overhead_mib=512, models_dir="/srv/models",
                    ollama_binary="/opt/ollama/bin/ollama")
     assert settings.backend == "ollama"

@@ -26,6 +26,7 @@ from app.core.server.settings import ServerSettings
 from app.ui.widgets.banner import Banner
 from app.ui.app.header import STATE_COLOURS
 from app.ui.pages.server.fit_panel import FitPanel
+from app.ui.pages.server.settings_fields import exposure_notice
 from app.ui.pages.server.settings_form import SettingsForm
 from app.core.units import GIB
 
@@ -172,6 +173,7 @@ class ServerPage(QWidget):
                  mapping: TuningMapping | None = None) -> None:
         super().__init__(parent)
         mapping = mapping if mapping is not None else NeutralTuning()
+        self._mapping = mapping
         self.controller = controller
         self._applied = settings
         self._status = controller.status
@@ -283,7 +285,7 @@ class ServerPage(QWidget):
     # --- reactions ------------------------------------------------------------------------
     def set_status(self, status: ServerStatus) -> None:
         """Show a new server status and enable what makes sense in it."""
-        was_running = self._status.state.is_running
+        was_running, was_managed = self._status.state.is_running, self._status.state is ServerState.RUNNING_MANAGED
         self._status = status
         if status.state.is_running and (not was_running or not self.fit_panel.model_combo.count()):
             self.controller.list_models()
@@ -293,6 +295,8 @@ class ServerPage(QWidget):
                 f"{status.message}\nLast log lines:\n" + "\n".join(status.last_log_lines[-8:]), "error")
         elif status.state is ServerState.PORT_CONFLICT:
             self.banner.show_message(status.message, "error")
+        elif status.state is ServerState.RUNNING_MANAGED and not was_managed and self._exposure_notice():
+            self.banner.show_message(self._exposure_notice(), "warning")  # every start, however it was asked for
         attached = status.state is ServerState.RUNNING_ATTACHED and bool(status.apply_hint)
         self.tabs.setTabVisible(self.hint_tab_index, attached)
         self.log_view.text.setPlaceholderText(log_placeholder(status))
@@ -388,12 +392,18 @@ class ServerPage(QWidget):
 
     def _on_apply_checked(self, report) -> None:
         if report.judgement.keep:
-            self.banner.show_message("Applied. " + report.judgement.reason, "info")
+            notice = self._exposure_notice() if self._status.state is ServerState.RUNNING_MANAGED else ""
+            self.banner.show_message("\n".join(t for t in ("Applied. " + report.judgement.reason, notice) if t),
+                                     "warning" if notice else "info")  # the restart's warning stays in view
             return
         text = "Rolled back to the last good settings. " + report.judgement.reason
         if not report.rollback_ok:
             text += " The server did not come back with the restored settings either; see the server log."
         self.banner.show_message(text, "error")
+
+    def _exposure_notice(self) -> str:
+        """The warning for the settings the server runs with, when they open it to others."""
+        return exposure_notice(self.controller.settings, self._mapping)
 
     def _use_grid_cell(self, parallel: int, context: int) -> None:
         """Put a heat-map cell's parallel and context into the form."""

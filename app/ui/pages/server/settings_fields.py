@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from app.core.server.exposure import exposure_of
+from app.core.server.mapping import TuningMapping
+from app.core.server.settings import ServerSettings
+
 CONTEXT_PRESETS: tuple[int, ...] = (2048, 4096, 8192, 16384, 32768, 40960, 65536, 131072)
 DEFAULT_CUSTOM_CONTEXT = 8192
 
@@ -37,9 +41,24 @@ KEEP_ALIVE_HINT = (
 HOST_HINT = "127.0.0.1 = this machine only; 0.0.0.0 or a LAN address opens the API to the network."
 ALLOW_NETWORK_TEXT = "Allow network access"
 ALLOW_NETWORK_TOOLTIP = (
-    "Lets other machines reach this server. Its API has no authentication: anyone who can "
-    "reach the port can run, pull and delete models."
+    "Lets other machines (or, with OLLAMA_ORIGINS=*, any web page you open) reach this server. Its API "
+    "has no authentication: anyone who can reach the port can run, pull and delete models. Given for "
+    "this host only: changing the host unticks it."
 )
+
+
+def allow_network_text(host: str) -> str:
+    """The permission checkbox's text, naming the host it is given for."""
+    return f"{ALLOW_NETWORK_TEXT} on {host}" if host else ALLOW_NETWORK_TEXT
+EXPOSED_ACTION = "Stop the server, or set Host to 127.0.0.1 and remove what opens it, to close it."
+
+
+def exposure_notice(settings: ServerSettings, mapping: TuningMapping) -> str:
+    """What the banner says when a managed server started with these settings is open to others ('' if not)."""
+    warning = exposure_of(settings, mapping).warning()
+    return f"{warning} {EXPOSED_ACTION}" if warning else ""
+
+
 PREVIEW_INVALID_NOTE = "# Not valid yet: fix the fields marked in red."
 
 

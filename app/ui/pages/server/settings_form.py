@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.server.exposure import exposure_of
 from app.core.server.mapping import NeutralTuning, TuningMapping
 from app.core.server.settings import MAX_BATCH, ServerSettings, Validation
 from app.ui.pages.server import settings_fields as texts
@@ -43,7 +44,7 @@ from app.ui.widgets.forms import FieldGroup, InlineMessage, PathEdit, align_labe
 # Every backend option has a message of its own besides these.
 _MESSAGE_ROWS: tuple[tuple[str, ...], ...] = (
     ("num_parallel",), ("context_length",), ("max_queue",), ("kv_cache_type",), ("flash_attention",),
-    ("batch_size",), ("micro_batch_size",), ("keep_alive",), ("host", "port", "allow_network"),
+    ("batch_size",), ("micro_batch_size",), ("keep_alive",), ("host", "port", "network_allowed_for"),
     ("extra_settings",),
 )
 _BATCH_FIELDS = ("batch_size", "micro_batch_size")
@@ -98,7 +99,8 @@ class SettingsForm(QWidget):
             max_queue=self._max_queue.value(),
             host=self._host.text().strip(),
             port=self._port.value(),
-            allow_network=self._allow_network.isChecked(),
+            # The permission names the host it was ticked for; editing the host unticks it.
+            network_allowed_for=self._host.text().strip() if self._allow_network.isChecked() else "",
             extra_settings=self._extra.toPlainText(),
             **batches,
         ).with_options(**options)
@@ -301,6 +303,7 @@ class SettingsForm(QWidget):
             combo.currentIndexChanged.connect(changed)
         self._context_value.currentTextChanged.connect(changed)
         self._context_default.toggled.connect(self._on_context_mode)
+        self._host.textChanged.connect(self._on_host_edited)  # first, so `changed` sees the box unticked
         for edit in (self._keep_alive, self._host):
             edit.textChanged.connect(changed)
         self._allow_network.toggled.connect(changed)
@@ -317,6 +320,13 @@ class SettingsForm(QWidget):
         self._context_value.setEnabled(not self._context_default.isChecked())
         self._on_user_change()
 
+    def _on_host_edited(self, _text: str) -> None:
+        # Access by others was confirmed for the old host; another host must be confirmed again.
+        if not self._loading and self._allow_network.isChecked():
+            self._allow_network.blockSignals(True)  # the host's own change handler refreshes once
+            self._allow_network.setChecked(False)
+            self._allow_network.blockSignals(False)
+
     def _on_user_change(self, *_args: object) -> None:
         if self._loading:
             return
@@ -328,6 +338,7 @@ class SettingsForm(QWidget):
 
     def _refresh(self) -> None:
         self._context_value.setEnabled(not self._context_default.isChecked())
+        self._refresh_permission()
         result = self.validation()
         for fields in _MESSAGE_ROWS + tuple((spec.name,) for spec in self._mapping.options):
             message = self._messages[fields[0]]
@@ -350,6 +361,13 @@ class SettingsForm(QWidget):
         if result.ok != self._valid:
             self._valid = result.ok
             self.validity_changed.emit(result.ok)
+
+    def _refresh_permission(self) -> None:
+        """The checkbox names the host it allows, and is offered only where something is open to others."""
+        host = self._host.text().strip()
+        self._allow_network.setText(texts.allow_network_text(host))
+        exposed = exposure_of(self.settings(), self._mapping).exposed
+        self._allow_network.setEnabled(exposed or self._allow_network.isChecked())
 
     def _update_preview(self, result: Validation) -> None:
         lines = [] if result.ok else [texts.PREVIEW_INVALID_NOTE]

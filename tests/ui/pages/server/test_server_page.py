@@ -270,3 +270,48 @@ def test_the_log_follows_the_newest_line_with_the_start_of_long_lines_in_view(qt
     vertical.setValue(0)
     view.append_lines(["one more"])
     assert vertical.value() == 0  # not following: the reader's place is kept
+
+
+@pytest.mark.parametrize("settings, opened_by", [
+    (ServerSettings(host="0.0.0.0", network_allowed_for="0.0.0.0"), "anyone who can reach 0.0.0.0:"),
+    (ServerSettings(extra_settings="OLLAMA_ORIGINS=*", network_allowed_for="127.0.0.1"), "any web page you open"),
+], ids=["all-interfaces", "any-web-origin"])
+def test_every_start_open_to_others_shows_a_warning_banner(qtbot, page_factory, settings, opened_by):
+    port = free_port()
+    controller, page, _store = page_factory(settings.replace(port=port))
+    controller.probe()
+    qtbot.waitUntil(lambda: page.start_button.isEnabled(), timeout=WAIT_MS)
+    assert page.banner.isHidden()
+
+    qtbot.mouseClick(page.start_button, Qt.LeftButton)
+    wait_state(qtbot, page, ServerState.RUNNING_MANAGED)
+    assert page.banner.isVisible() and page.banner.property("level") == "warning"
+    assert f":{port}" in page.banner.text and opened_by in page.banner.text
+    assert "delete your models" in page.banner.text and "127.0.0.1" in page.banner.text
+    page.banner.clear()
+
+    # A guarded apply restarts the server: it is said again, beside the apply's own result.
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    page.form.findChild(object, "num_parallel").setValue(2)
+    qtbot.waitUntil(lambda: page.apply_button.isEnabled(), timeout=WAIT_MS)
+    qtbot.mouseClick(page.apply_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: page.banner.text.startswith("Applied."), timeout=WAIT_MS)
+    assert opened_by in page.banner.text and page.banner.property("level") == "warning"
+
+
+def test_a_start_on_loopback_shows_no_exposure_banner(qtbot, page_factory):
+    controller, page, _store = page_factory()
+    controller.start()
+    wait_state(qtbot, page, ServerState.RUNNING_MANAGED)
+    assert page.banner.isHidden()
+
+
+def test_without_the_permission_the_page_cannot_start_an_exposed_server(qtbot, page_factory):
+    controller, page, _store = page_factory(ServerSettings(host="0.0.0.0", port=free_port()))
+    controller.probe()
+    wait_state(qtbot, page, ServerState.STOPPED)
+    assert not page.start_button.isEnabled() and "Fix the fields" in page.reason_label.text()
+    # Asked anyway (a stale button, a script), the supervisor refuses and says why.
+    controller.start()
+    qtbot.waitUntil(lambda: "Did not start the server on 0.0.0.0:" in page.card.message.text(), timeout=WAIT_MS)
+    assert controller.status.state is ServerState.STOPPED and controller.server_pids() == []

@@ -22,7 +22,7 @@ from app.ui.widgets.forms import ERROR_COLOR, WARNING_COLOR, InlineMessage
 TUNED = ollama_settings(ServerSettings(
     num_parallel=4, context_length=16384, kv_cache_type="q8_0", flash_attention="on",
     keep_alive="-1", max_queue=64, host="0.0.0.0",
-    port=11500, extra_settings="OLLAMA_DEBUG=1", allow_network=True,
+    port=11500, extra_settings="OLLAMA_DEBUG=1", network_allowed_for="0.0.0.0",
 ), max_loaded_models=2, gpu_overhead_mib=512, models_dir="/srv/models", ollama_binary="/opt/ollama/bin/ollama")
 
 
@@ -155,7 +155,7 @@ def test_invented_variable_is_refused_with_the_real_alternative(qtbot, form: Set
     ServerSettings(),
     TUNED,
     TUNED.replace(context_length=None, kv_cache_type="q4_0", flash_attention="off", host="::1",
-                  allow_network=False, extra_settings="# only a comment\n"),
+                  network_allowed_for="", extra_settings="# only a comment\n"),
     ServerSettings(kv_cache_type="fp8"),  # not a choice, still shown and refused, not lost
 ])
 def test_settings_round_trip_through_the_form(qtbot, settings: ServerSettings) -> None:
@@ -271,3 +271,37 @@ def test_the_preview_is_titled_by_the_backend(form: SettingsForm) -> None:
 
     assert form.findChild(FieldGroup, "group_preview").title() == "Environment for ollama serve"
     assert _preview(form).splitlines()[-1] == "# every other variable: Ollama's default"
+
+
+def test_the_permission_names_its_host_and_changing_the_host_unticks_it(qtbot, form: SettingsForm) -> None:
+    host, box = form.findChild(QLineEdit, "host"), form.findChild(QCheckBox, "allow_network")
+    assert not box.isEnabled() and box.text() == "Allow network access on 127.0.0.1"  # nothing to allow here
+    _type_into(qtbot, host, "0.0.0.0")
+    assert box.isEnabled() and box.text() == "Allow network access on 0.0.0.0"
+    box.click()
+    assert form.is_valid() and form.settings().network_allowed_for == "0.0.0.0"
+
+    _type_into(qtbot, host, "192.168.1.5")
+    assert not box.isChecked() and box.text() == "Allow network access on 192.168.1.5"
+    assert form.settings().network_allowed_for == "" and not form.is_valid()
+    assert "Allow network access on 192.168.1.5" in _message(form, "host").message
+
+    # Saved settings with a permission show it ticked, and read back unchanged.
+    allowed = ServerSettings(host="0.0.0.0", network_allowed_for="0.0.0.0")
+    form.set_settings(allowed)
+    assert box.isChecked() and box.isEnabled() and form.settings() == allowed and form.is_valid()
+
+
+def test_a_wildcard_origin_needs_the_permission_even_on_loopback(qtbot, form: SettingsForm) -> None:
+    box = form.findChild(QCheckBox, "allow_network")
+    extra = form.findChild(QPlainTextEdit, "extra_settings")
+    extra.setFocus()
+    qtbot.keyClicks(extra, "OLLAMA_ORIGINS=*")
+    message = _message(form, "host")
+    assert message.severity == "error" and "any web page you open" in message.message
+    assert "Allow network access on 127.0.0.1" in message.message and not form.is_valid()
+    assert box.isEnabled()
+    box.click()
+    assert form.is_valid() and form.settings().network_allowed_for == "127.0.0.1"
+    assert _message(form, "extra_settings").severity == "warning"
+    assert "delete your models" in _message(form, "extra_settings").message
