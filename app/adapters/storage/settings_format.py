@@ -19,15 +19,33 @@ V0_RENAMES = {
 }
 
 
+# Far above any format this app will reach; a larger "version" is damage, not a newer file.
+MAX_VERSION = 10_000
+
+
+def short_repr(value: Any, limit: int = 40) -> str:
+    """repr() cut to `limit` characters, for messages about values of any size."""
+    if is_int(value) and abs(value) >= 10**limit:
+        return f"<a whole number of {len(str(abs(value)))} digits>"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def is_int(value: Any) -> bool:
     """True for a whole number that is not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def version_of(data: dict[str, Any]) -> Any:
-    """The document's format version; a file that lost only its "version" key keeps its shape's."""
+    """The document's format version; a file that lost only its "version" key keeps its shape's.
+
+    A float equal to a whole number (1.0, as some editors and tools write numbers) is that number.
+    """
     if "version" in data:
-        return data["version"]
+        version = data["version"]
+        if isinstance(version, float) and version.is_integer() and abs(version) <= MAX_VERSION:
+            return int(version)
+        return version
     if not isinstance(data.get("settings"), dict):
         return 0
     return 2 if "backends" in data or "backend" in data else 1
@@ -39,7 +57,9 @@ def shape_problem(data: Any) -> str:
         return f"it holds a JSON {type(data).__name__}, not an object"
     version = version_of(data)
     if not is_int(version) or version < 0:
-        return f"its version {version!r} is not a whole number"
+        return f"its version {short_repr(version)} is not a whole number"
+    if version > MAX_VERSION:
+        return f"its version {short_repr(version)} is not one any ollama-deck wrote (at most {MAX_VERSION})"
     if version == 0:
         return ""
     if not isinstance(data.get("settings", {}), dict):
@@ -104,5 +124,5 @@ def document(settings: ServerSettings, preferences: Mapping[str, Any], backends:
     }
 
 
-__all__ = ["V0_RENAMES", "document", "is_int", "migrate_v0", "saved_backends", "settings_json",
+__all__ = ["MAX_VERSION", "V0_RENAMES", "document", "is_int", "short_repr", "migrate_v0", "saved_backends", "settings_json",
            "shape_problem", "version_of"]
