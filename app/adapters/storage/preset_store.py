@@ -12,8 +12,8 @@ a user or another version wrote is lost unseen.
   it; saving then writes this version's format with everything it did not understand carried
   through, so the newer version finds its entries in the file and the exact original in the copy.
   A save that cannot keep that copy does not happen (PresetSaveError).
-- A save that would still drop something (the unknown fields of a preset since reset or deleted,
-  or a file changed on disk since it was read) first copies the file to presets.json.backup-<stamp>
+- A save that would still drop something (the unknown fields of a preset deleted since it was
+  read, or a file changed on disk since it was read) first copies the file to presets.json.backup-<stamp>
   and returns a notice naming the copy.
 """
 
@@ -103,8 +103,10 @@ class PresetStore:
         self._saved, self._known = saved, raw
         problems = list(saved.problems)
         if saved.unread:
-            problems.append(f"{len(saved.unread)} skipped {'entry stays' if len(saved.unread) == 1 else 'entries stay'}"
-                            f" in {self.path} as written when presets are saved; fix or delete them there.")
+            one = len(saved.unread) == 1
+            problems.append(f"{'The skipped entry stays' if one else f'The {len(saved.unread)} skipped entries stay'}"
+                            f" in {self.path} as written when presets are saved; fix or delete "
+                            f"{'it' if one else 'them'} there.")
         if saved.newer:
             tag = f"v{saved.version}-backup"
             try:
@@ -137,8 +139,8 @@ class PresetStore:
         elif current is not None and saved is not None and dropped_extras(presets, saved):
             keys = dropped_extras(presets, saved)
             copy = self._copy(current, f"backup-{utc_stamp()}")
-            notes.append(f"The fields this version does not know of {', '.join(map(repr, keys))} (reset or "
-                         f"deleted) are no longer in {self.path}; the file as it was is kept at {copy}.")
+            notes.append(f"The deleted presets {', '.join(map(repr, keys))} had fields this version does not know; "
+                         f"they are no longer in {self.path}, and the file as it was is kept at {copy}.")
         if saved is not None:
             saved = dataclasses.replace(saved, extras={k: v for k, v in saved.extras.items()
                                                        if k not in dropped_extras(presets, saved)})

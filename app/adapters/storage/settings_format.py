@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime, UTC
 from typing import Any
 
-from app.core.server.settings import DEFAULT_BACKEND, SETTINGS_VERSION, ServerSettings
+from app.core.server.settings import DEFAULT_BACKEND, LEGACY_OPTION_FIELDS, SETTINGS_VERSION, ServerSettings
 
 # Older names of version 0, and how to turn their values into version 1.
 V0_RENAMES = {
@@ -18,6 +18,11 @@ V0_RENAMES = {
     "models_path": "models_dir",
 }
 
+
+# The top-level keys format 2 writes; others in a format-2 file are carried through saves.
+DOCUMENT_KEYS = frozenset({"version", "saved_at", "backend", "settings", "backends", "preferences"})
+# Keys a format-2 "settings" object should not hold: the backend, its options, format 1's names of them.
+MISPLACED_IN_BODY = frozenset({"backend", "options", "extra_env", *LEGACY_OPTION_FIELDS})
 
 # Far above any format this app will reach; a larger "version" is damage, not a newer file.
 MAX_VERSION = 10_000
@@ -71,6 +76,11 @@ def settings_json(data: dict[str, Any], body: Mapping[str, Any]) -> tuple[dict[s
     """ServerSettings.from_json input from a format-2 document: the shared fields, the chosen
     backend and that backend's options; what is malformed around them is reported."""
     problems: list[str] = []
+    for name in sorted(set(body) & MISPLACED_IN_BODY):
+        # Format 2 keeps these beside "settings" (or in the server's options): taken as written, but
+        # one may hide another, so the file is reported, and then kept, as it was.
+        problems.append(f"'{name}' inside \"settings\" is not where format {SETTINGS_VERSION} keeps it; "
+                        "read it where this version expects it.")
     backend = data.get("backend", DEFAULT_BACKEND)
     if not isinstance(backend, str) or not backend:
         problems.append(f"The saved server {backend!r} is not a name; using {DEFAULT_BACKEND}.")
@@ -100,17 +110,27 @@ def migrate_v0(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def saved_backends(existing: Any) -> dict[str, Any]:
-    """Every backend's options in the file being replaced, so saving one backend keeps the others'."""
+    """Every backend's options in the file being replaced, so saving one backend keeps the others'
+    (as they were, even malformed: they are judged when that backend is chosen)."""
     if not isinstance(existing, dict) or version_of(existing) != SETTINGS_VERSION:
         return {}
     backends = existing.get("backends")
     if not isinstance(backends, dict):
         return {}
-    return {name: options for name, options in backends.items() if isinstance(options, dict)}
+    return dict(backends)
 
 
-def document(settings: ServerSettings, preferences: Mapping[str, Any], backends: Mapping[str, Any]) -> dict[str, Any]:
-    """The format-2 document for settings (the chosen backend's options replace its saved ones)."""
+def saved_extras(existing: Any) -> dict[str, Any]:
+    """The top-level keys of a current-format file this version does not write, to write back unchanged."""
+    if not isinstance(existing, dict) or version_of(existing) != SETTINGS_VERSION:
+        return {}
+    return {name: value for name, value in existing.items() if name not in DOCUMENT_KEYS}
+
+
+def document(settings: ServerSettings, preferences: Mapping[str, Any], backends: Mapping[str, Any],
+             extras: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The format-2 document for settings (the chosen backend's options replace its saved ones);
+    `extras` are top-level keys carried from the file it replaces."""
     shared = settings.to_json()
     shared.pop("backend")
     shared.pop("options")
@@ -121,8 +141,9 @@ def document(settings: ServerSettings, preferences: Mapping[str, Any], backends:
         "settings": shared,
         "backends": {**backends, settings.backend: dict(settings.options)},
         "preferences": dict(preferences),
+        **{name: value for name, value in (extras or {}).items() if name not in DOCUMENT_KEYS},
     }
 
 
-__all__ = ["MAX_VERSION", "V0_RENAMES", "document", "is_int", "short_repr", "migrate_v0", "saved_backends", "settings_json",
+__all__ = ["DOCUMENT_KEYS", "MAX_VERSION", "MISPLACED_IN_BODY", "V0_RENAMES", "document", "is_int", "short_repr", "migrate_v0", "saved_backends", "saved_extras", "settings_json",
            "shape_problem", "version_of"]

@@ -32,7 +32,7 @@ from app.adapters.storage.json_file import (MISSING, SET_ASIDE, STUCK, UNREADABL
                                             os_reason, read_capped, read_json_file)
 from app.core.errors import DeckError
 from app.core.server.mapping import NeutralTuning, TuningMapping, option_default
-from app.core.server.settings import LEGACY_OPTION_FIELDS, SETTINGS_VERSION, ServerSettings
+from app.core.server.settings import DEFAULT_BACKEND, LEGACY_OPTION_FIELDS, SETTINGS_VERSION, ServerSettings
 
 SETTINGS_FILE_NAME = "settings.json"
 _V0_RENAMES = fmt.V0_RENAMES
@@ -113,10 +113,9 @@ class SettingsStore:
             return self._load_v1(body, preferences, raw, problems)
         wanted, shape_problems = fmt.settings_json(data, body)
         settings, field_problems = self._settings_from(wanted)
-        field_problems = shape_problems + field_problems
-        problems += field_problems
+        problems += shape_problems + field_problems
         backup = None
-        if field_problems:
+        if problems:  # the next save rewrites what was wrong: keep the file as it was
             backup = self._keep_copy(raw, "invalid-backup")
             problems.append(_kept_note(backup, "the file as it was"))
         return LoadResult(settings, problems, backup, preferences)
@@ -181,6 +180,9 @@ class SettingsStore:
         settings, problems = ServerSettings.from_json(data)
         settings, number_problems = _finite_options(settings)
         problems += number_problems
+        if not settings.backend:  # format 0 and 1 carry the name in the settings, unchecked by the format
+            problems.append(f"The saved server '' is not a name; using {DEFAULT_BACKEND}.")
+            settings = settings.replace(backend=DEFAULT_BACKEND)
         result = self.mapping.validate(settings)
         if not result.errors:
             return settings, problems
@@ -229,7 +231,8 @@ class SettingsStore:
         if preferences is None:
             saved = existing.get("preferences") if isinstance(existing, dict) else None
             preferences = saved if isinstance(saved, dict) else {}
-        payload = json_bytes(fmt.document(settings, preferences, fmt.saved_backends(existing)))
+        payload = json_bytes(fmt.document(settings, preferences, fmt.saved_backends(existing),
+                                          fmt.saved_extras(existing)))
         backup = self._protect_existing(raw, existing)
         try:
             self.config_dir.mkdir(parents=True, exist_ok=True)

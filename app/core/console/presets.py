@@ -225,17 +225,26 @@ def apply_user_data(data: Any) -> tuple[list[Preset], list[str]]:
 def user_data(presets: list[Preset], saved: SavedPresets | None = None) -> dict[str, Any]:
     """What to save: edited built-ins and the user's own presets (unedited built-ins are left out,
     so later versions can improve them), plus what `saved` carried that this version cannot use."""
-    extras = saved.extras if saved is not None else {}
-    kept = [{**p.to_json(), **extras.get(p.key, {})} for p in presets if builtin(p.key) is None or is_edited(p)]
     if saved is None:
-        return {"version": PRESETS_VERSION, "presets": kept}
-    # Skipped entries go first: on the next read the readable entry of the same key, later, wins.
-    return {**saved.other, "version": PRESETS_VERSION, "presets": [*saved.unread, *kept]}
+        return {"version": PRESETS_VERSION,
+                "presets": [p.to_json() for p in presets if builtin(p.key) is None or is_edited(p)]}
+    keep = _written_keys(presets, saved)
+    kept = [{**p.to_json(), **saved.extras.get(p.key, {})} for p in presets if p.key in keep]
+    # Skipped entries go first: on the next read the entry of the same key written after them wins.
+    return {"version": PRESETS_VERSION, "presets": [*saved.unread, *kept], **saved.other}
+
+
+def _written_keys(presets: list[Preset], saved: SavedPresets) -> set[str]:
+    """Keys of the presets a save writes: edited built-ins, the user's own, and built-ins that must
+    be written to keep their unknown fields, or to win over an earlier duplicate kept in the file."""
+    shadowing = {preset.key for preset, _ in map(_preset_from, saved.unread) if preset is not None}
+    return {p.key for p in presets
+            if builtin(p.key) is None or is_edited(p) or p.key in saved.extras or p.key in shadowing}
 
 
 def dropped_extras(presets: list[Preset], saved: SavedPresets) -> list[str]:
-    """Keys of presets whose unknown fields saving would drop (reset or deleted since they were read)."""
-    written = {p.key for p in presets if builtin(p.key) is None or is_edited(p)}
+    """Keys of presets whose unknown fields saving would drop (the preset was deleted since it was read)."""
+    written = _written_keys(presets, saved)
     return sorted(key for key in saved.extras if key not in written)
 
 
