@@ -220,7 +220,7 @@ FIELD_VALUES = st.sampled_from([1, 4, 64, 65, 0, -1, 256, 4096, 11434, 70000, No
                                 "on", "off", "auto", "5m", "-1", "0", "127.0.0.1", "0.0.0.0", "localhost", "",
                                 "OLLAMA_DEBUG=1", "/srv/models", "~/models"]) | json_values
 
-settings_documents = st.fixed_dictionaries({}, optional={
+any_settings_documents = st.fixed_dictionaries({}, optional={
     "version": st.sampled_from([0, 1, 2, 3, 1.0, 2.0, 1.5, "2", True, -1, None, 10**6]) | json_values,
     "saved_at": st.just("2026-08-01T12:00:00+00:00"),
     "backend": st.sampled_from(["ollama", "llama_server", ""]) | json_values,
@@ -232,6 +232,25 @@ settings_documents = st.fixed_dictionaries({}, optional={
     "future_key": json_values,
 }) | st.dictionaries(st.sampled_from(FIELD_NAMES + ["parallel", "num_ctx", "kv_cache", "flash_attn"]),
                      FIELD_VALUES, max_size=6)  # format 0: flat
+
+# Files a user of this version has: valid values, so that reading them finds no problem and what a
+# save must carry (other servers' entries, keys a later version added) is what the check looks at.
+clean_settings_documents = st.fixed_dictionaries({
+    "version": st.sampled_from([SETTINGS_VERSION, float(SETTINGS_VERSION)]),
+    "backend": st.just("ollama"),
+    "settings": st.fixed_dictionaries({}, optional={
+        "num_parallel": st.integers(1, 8), "context_length": st.sampled_from([None, 4096, 8192]),
+        "flash_attention": st.sampled_from(["auto", "on", "off"]), "keep_alive": st.sampled_from(["5m", "-1"]),
+        "max_queue": st.integers(1, 1000), "port": st.integers(1024, 65535)}),
+}, optional={
+    "saved_at": st.just("2026-08-01T12:00:00+00:00"),
+    "backends": st.fixed_dictionaries({}, optional={
+        "ollama": st.fixed_dictionaries({}, optional={"max_loaded_models": st.integers(0, 4),
+                                                      "models_dir": st.just("/srv/models")}),
+        "llama_server": json_values, "other": json_values}),
+    "preferences": st.dictionaries(st.text(max_size=8), json_values, max_size=3),
+    "future_key": json_values, "another": json_values,
+})
 
 PRESET_KEYS = [p.key for p in BUILTIN_PRESETS[:2]] + ["user-a", "user-b", ""]
 preset_entries = st.fixed_dictionaries({}, optional={
@@ -256,6 +275,9 @@ window_documents = st.fixed_dictionaries({}, optional={
     "geometry": st.sampled_from(["AdnQywADAAA=", "not base64!", "A" * 20_000, ""]) | json_values,
     "markdown": st.booleans() | json_values,
 }) | json_values
+
+
+settings_documents = clean_settings_documents | any_settings_documents
 
 
 def file_bytes(documents: st.SearchStrategy[Any]) -> st.SearchStrategy[bytes]:
