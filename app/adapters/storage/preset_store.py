@@ -76,11 +76,13 @@ class PresetStore:
         self._saved: SavedPresets | None = None  # what the file held, carried into each save
         self._known: bytes | None = None  # the file's bytes as last read or written here
         self._owed_copy: tuple[bytes, str] | None = None  # bytes to keep before the next save, and their tag
+        self._looked = False  # whether _known says what is on disk (False: never loaded, or the file was unreadable)
 
     def load(self) -> PresetLoad:
         """The built-in presets with the saved edits applied; problems are reported, not raised."""
         self._saved, self._known, self._owed_copy = None, None, None
         found = read_json_file(self.path, "corrupt", shape_problem)
+        self._looked = found.outcome not in (UNREADABLE, STUCK)
         if found.outcome == READ:
             return self._loaded(found.data, found.raw or b"")
         builtins = read_user_data(None).presets
@@ -134,8 +136,8 @@ class PresetStore:
         saved = self._saved
         if current is not None and current != self._known:
             copy = self._copy(current, f"backup-{utc_stamp()}")
-            notes.append(f"{self.path} was changed since it was read; saving replaced it, and what it held "
-                         f"is kept at {copy}.")
+            how = "was changed since the presets were read" if self._looked else "had not been read"
+            notes.append(f"{self.path} {how}; saving replaced it, and what it held is kept at {copy}.")
         elif current is not None and saved is not None and dropped_extras(presets, saved):
             keys = dropped_extras(presets, saved)
             copy = self._copy(current, f"backup-{utc_stamp()}")
@@ -150,7 +152,7 @@ class PresetStore:
             write_atomic(self.path, payload)
         except OSError as exc:
             raise PresetSaveError(f"Could not save presets to {self.path}: {os_reason(exc)}.") from exc
-        self._saved, self._known = saved, payload
+        self._saved, self._known, self._looked = saved, payload, True
         self.notices += notes
         return notes
 

@@ -7,7 +7,10 @@ Layout on disk (settings.json in the config directory), format 2::
      "backends": {"ollama": {...that backend's own options...}, ...},
      "preferences": {...}}
 
-Every backend's options are kept, not only the chosen one's, so switching servers loses nothing.
+Every backend's options are kept, not only the chosen one's, so switching servers loses nothing;
+so are top-level keys this version does not write (a later version's additions). What the file
+holds is judged by the one reader (json_file: size, nesting, encoding, numbers, text) and then field
+by field; whenever a value is refused or misplaced, the file as it was is copied beside it first.
 Format 1 (the first releases) was Ollama-only and had the same keys but no "backend(s)": its
 "settings" held every field, Ollama's own knobs among them, and "extra_env" for the extra
 settings. A reader of the shared fields (settings.num_parallel, …) reads either format. Format 0 is the flat

@@ -247,8 +247,8 @@ def test_a_presets_file_changed_since_it_was_read_is_copied_before_the_save(tmp_
     [note] = store.save(loaded.presets)
     copy = _only(tmp_path, "presets.json.backup-*")
     assert copy.read_bytes() == outside
-    assert note == (f"{store.path} was changed since it was read; saving replaced it, and what it held is kept "
-                    f"at {copy}.")
+    assert note == (f"{store.path} was changed since the presets were read; saving replaced it, and what it held "
+                    f"is kept at {copy}.")
 
 
 def test_a_presets_file_that_cannot_be_read_is_not_saved_over(tmp_path: Path) -> None:
@@ -345,3 +345,23 @@ def test_a_preset_whose_output_cap_the_form_cannot_show_is_skipped(tmp_path: Pat
     assert {p.key for p in loaded.presets} == {p.key for p in BUILTIN_PRESETS}
     assert "num_predict must be a whole number from 1 to 2147483647 or null, not 2147483648" in loaded.problems[0]
     assert "think must be true, false" in loaded.problems[1]
+
+
+def test_a_bad_presets_file_that_could_not_be_moved_is_copied_before_a_save(tmp_path: Path, monkeypatch) -> None:
+    store = PresetStore(tmp_path)
+    store.path.write_bytes(b"{broken")
+    real_replace = os.replace
+
+    def refuse_once(*_args: object) -> None:
+        monkeypatch.setattr(os, "replace", real_replace)
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(os, "replace", refuse_once)
+    loaded = store.load()
+    assert loaded.problems == [f"{store.path} could not be read because it is not valid JSON (Expecting property "
+                               "name enclosed in double quotes, line 1 column 2), and could not be moved aside "
+                               "(Read-only file system); showing the built-in presets. Saving keeps a copy of it first."]
+    [note] = store.save(loaded.presets)
+    copy = _only(tmp_path, "presets.json.backup-*")
+    assert copy.read_bytes() == b"{broken"
+    assert note == f"{store.path} had not been read; saving replaced it, and what it held is kept at {copy}."
