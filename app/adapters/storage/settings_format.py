@@ -77,10 +77,10 @@ def settings_json(data: dict[str, Any], body: Mapping[str, Any]) -> tuple[dict[s
     backend and that backend's options; what is malformed around them is reported."""
     problems: list[str] = []
     for name in sorted(set(body) & MISPLACED_IN_BODY):
-        # Format 2 keeps these beside "settings" (or in the server's options): taken as written, but
-        # one may hide another, so the file is reported, and then kept, as it was.
+        # Format 2 keeps these beside "settings" or in the server's options; where both places hold
+        # one, only one can be used, so the file is reported (and kept as it was) rather than merged.
         problems.append(f"'{name}' inside \"settings\" is not where format {SETTINGS_VERSION} keeps it; "
-                        "read it where this version expects it.")
+                        "where the file also has it in its place, that one is used.")
     backend = data.get("backend", DEFAULT_BACKEND)
     if not isinstance(backend, str) or not backend:
         problems.append(f"The saved server {backend!r} is not a name; using {DEFAULT_BACKEND}.")
@@ -145,5 +145,5 @@ def document(settings: ServerSettings, preferences: Mapping[str, Any], backends:
     }
 
 
-__all__ = ["DOCUMENT_KEYS", "MAX_VERSION", "MISPLACED_IN_BODY", "V0_RENAMES", "document", "is_int", "short_repr", "migrate_v0", "saved_backends", "saved_extras", "settings_json",
-           "shape_problem", "version_of"]
+__all__ = ["DOCUMENT_KEYS", "MAX_VERSION", "MISPLACED_IN_BODY", "V0_RENAMES", "document", "is_int", "migrate_v0",
+           "saved_backends", "saved_extras", "settings_json", "shape_problem", "short_repr", "version_of"]

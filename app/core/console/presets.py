@@ -20,7 +20,7 @@ from app.core.console.presets_text import LONG_DOCUMENT_ZH
 
 PRESETS_VERSION = 1
 THINK_VALUES = (True, False, "low", "medium", "high")
-MAX_NUM_PREDICT = 2**31 - 1  # tokens; the form's spin box (a C int) and Ollama's int32 options end here
+MAX_NUM_PREDICT = 2**31 - 1  # tokens; the form's spin box takes a C int, and a larger one raises there
 _KEY_RE = re.compile(r"[^a-z0-9]+")
 
 
