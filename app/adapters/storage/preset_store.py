@@ -20,6 +20,7 @@ a user or another version wrote is lost unseen.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,7 @@ class PresetStore:
         self._known: bytes | None = None  # the file's bytes as last read or written here
         self._owed_copy: tuple[bytes, str] | None = None  # bytes to keep before the next save, and their tag
         self._looked = False  # whether _known says what is on disk (False: never loaded, or the file was unreadable)
+        self._saving = threading.Lock()
 
     def load(self) -> PresetLoad:
         """The built-in presets with the saved edits applied; problems are reported, not raised."""
@@ -126,6 +128,10 @@ class PresetStore:
     def save(self, presets: list[Preset]) -> list[str]:
         """Write the user's edits and own presets atomically, with everything carried (see the module's
         notes); returns notices of copies it kept. Raises PresetSaveError, leaving the old file."""
+        with self._saving:  # the console saves from worker threads; one save at a time keeps _known true
+            return self._save(presets)
+
+    def _save(self, presets: list[Preset]) -> list[str]:
         notes: list[str] = []
         current = self._current_bytes(notes)
         if self._owed_copy is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -365,3 +366,13 @@ def test_a_bad_presets_file_that_could_not_be_moved_is_copied_before_a_save(tmp_
     copy = _only(tmp_path, "presets.json.backup-*")
     assert copy.read_bytes() == b"{broken"
     assert note == f"{store.path} had not been read; saving replaced it, and what it held is kept at {copy}."
+
+
+def test_saves_from_several_threads_never_take_the_store_s_own_file_for_a_stranger(tmp_path: Path) -> None:
+    store = PresetStore(tmp_path)
+    loaded = store.load()
+    versions = [[*loaded.presets, Preset(f"user-{n}", f"P{n}", "hi")] for n in range(40)]
+    with ThreadPoolExecutor(8) as pool:
+        notes = list(pool.map(store.save, versions))
+    assert notes == [[]] * 40 and sorted(p.name for p in tmp_path.iterdir()) == ["presets.json"]
+    assert store.save(loaded.presets) == []
