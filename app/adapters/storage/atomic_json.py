@@ -3,8 +3,10 @@ write a temp file in the same folder, fsync it, rename it over the target, fsync
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
 import tempfile
 import time
 from datetime import datetime, UTC
@@ -14,6 +16,7 @@ from typing import Any
 TEMP_SUFFIX = ".tmp"
 # A temp file this old belongs to a save that died (killed, power loss); newer ones may be live.
 STALE_TEMP_AGE_S = 60.0
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 def temp_prefix(path: Path) -> str:
@@ -43,8 +46,16 @@ def write_atomic(path: Path, payload: bytes) -> None:
 
 
 def json_bytes(document: Any) -> bytes:
-    """Readable UTF-8 JSON with a final newline (non-ASCII text kept as is)."""
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """Readable UTF-8 JSON with a final newline (non-ASCII text kept as is).
+
+    An unpaired surrogate (text from a broken source) has no UTF-8 form; it becomes U+FFFD rather
+    than failing the save.
+    """
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE_RE.sub("\ufffd", text).encode("utf-8")
 
 
 def write_json_atomic(path: Path, document: Any) -> None:
@@ -108,5 +119,19 @@ def set_aside(path: Path, tag: str) -> Path:
     return target
 
 
-__all__ = ["STALE_TEMP_AGE_S", "free_name", "fsync_directory", "json_bytes", "remove_stale_temp_files",
+def keep_copy(path: Path, raw: bytes, tag: str) -> Path:
+    """Write raw to <name>.<tag>[-N] beside path, or return an existing copy with the same bytes; raises OSError."""
+    base = path.with_name(f"{path.name}.{tag}")
+    for candidate in [base, *sorted(path.parent.glob(f"{glob.escape(base.name)}-*"))]:
+        try:
+            if candidate.stat().st_size == len(raw) and candidate.read_bytes() == raw:
+                return candidate
+        except OSError:
+            continue
+    target = free_name(base)
+    write_atomic(target, raw)
+    return target
+
+
+__all__ = ["STALE_TEMP_AGE_S", "free_name", "keep_copy", "fsync_directory", "json_bytes", "remove_stale_temp_files",
            "set_aside", "temp_prefix", "utc_stamp", "write_atomic", "write_json_atomic"]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime, UTC
 from typing import Any
 
-from app.core.server.settings import DEFAULT_BACKEND, SETTINGS_VERSION, ServerSettings
+from app.core.server.settings import DEFAULT_BACKEND, LEGACY_OPTION_FIELDS, SETTINGS_VERSION, ServerSettings
 
 # Older names of version 0, and how to turn their values into version 1.
 V0_RENAMES = {
@@ -19,15 +19,38 @@ V0_RENAMES = {
 }
 
 
+# The top-level keys format 2 writes; others in a format-2 file are carried through saves.
+DOCUMENT_KEYS = frozenset({"version", "saved_at", "backend", "settings", "backends", "preferences"})
+# Keys a format-2 "settings" object should not hold: the backend, its options, format 1's names of them.
+MISPLACED_IN_BODY = frozenset({"backend", "options", "extra_env", *LEGACY_OPTION_FIELDS})
+
+# Far above any format this app will reach; a larger "version" is damage, not a newer file.
+MAX_VERSION = 10_000
+
+
+def short_repr(value: Any, limit: int = 40) -> str:
+    """repr() cut to `limit` characters, for messages about values of any size."""
+    if is_int(value) and abs(value) >= 10**limit:
+        return f"<a whole number of {len(str(abs(value)))} digits>"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def is_int(value: Any) -> bool:
     """True for a whole number that is not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def version_of(data: dict[str, Any]) -> Any:
-    """The document's format version; a file that lost only its "version" key keeps its shape's."""
+    """The document's format version; a file that lost only its "version" key keeps its shape's.
+
+    A float equal to a whole number (1.0, as some editors and tools write numbers) is that number.
+    """
     if "version" in data:
-        return data["version"]
+        version = data["version"]
+        if isinstance(version, float) and version.is_integer() and abs(version) <= MAX_VERSION:
+            return int(version)
+        return version
     if not isinstance(data.get("settings"), dict):
         return 0
     return 2 if "backends" in data or "backend" in data else 1
@@ -39,7 +62,9 @@ def shape_problem(data: Any) -> str:
         return f"it holds a JSON {type(data).__name__}, not an object"
     version = version_of(data)
     if not is_int(version) or version < 0:
-        return f"its version {version!r} is not a whole number"
+        return f"its version {short_repr(version)} is not a whole number"
+    if version > MAX_VERSION:
+        return f"its version {short_repr(version)} is not one any ollama-deck wrote (at most {MAX_VERSION})"
     if version == 0:
         return ""
     if not isinstance(data.get("settings", {}), dict):
@@ -51,6 +76,11 @@ def settings_json(data: dict[str, Any], body: Mapping[str, Any]) -> tuple[dict[s
     """ServerSettings.from_json input from a format-2 document: the shared fields, the chosen
     backend and that backend's options; what is malformed around them is reported."""
     problems: list[str] = []
+    for name in sorted(set(body) & MISPLACED_IN_BODY):
+        # Format 2 keeps these beside "settings" or in the server's options; where both places hold
+        # one, only one can be used, so the file is reported (and kept as it was) rather than merged.
+        problems.append(f"'{name}' inside \"settings\" is not where format {SETTINGS_VERSION} keeps it; "
+                        "where the file also has it in its place, that one is used.")
     backend = data.get("backend", DEFAULT_BACKEND)
     if not isinstance(backend, str) or not backend:
         problems.append(f"The saved server {backend!r} is not a name; using {DEFAULT_BACKEND}.")
@@ -80,17 +110,27 @@ def migrate_v0(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def saved_backends(existing: Any) -> dict[str, Any]:
-    """Every backend's options in the file being replaced, so saving one backend keeps the others'."""
+    """Every backend's options in the file being replaced, so saving one backend keeps the others'
+    (as they were, even malformed: they are judged when that backend is chosen)."""
     if not isinstance(existing, dict) or version_of(existing) != SETTINGS_VERSION:
         return {}
     backends = existing.get("backends")
     if not isinstance(backends, dict):
         return {}
-    return {name: options for name, options in backends.items() if isinstance(options, dict)}
+    return dict(backends)
 
 
-def document(settings: ServerSettings, preferences: Mapping[str, Any], backends: Mapping[str, Any]) -> dict[str, Any]:
-    """The format-2 document for settings (the chosen backend's options replace its saved ones)."""
+def saved_extras(existing: Any) -> dict[str, Any]:
+    """The top-level keys of a current-format file this version does not write, to write back unchanged."""
+    if not isinstance(existing, dict) or version_of(existing) != SETTINGS_VERSION:
+        return {}
+    return {name: value for name, value in existing.items() if name not in DOCUMENT_KEYS}
+
+
+def document(settings: ServerSettings, preferences: Mapping[str, Any], backends: Mapping[str, Any],
+             extras: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The format-2 document for settings (the chosen backend's options replace its saved ones);
+    `extras` are top-level keys carried from the file it replaces."""
     shared = settings.to_json()
     shared.pop("backend")
     shared.pop("options")
@@ -101,8 +141,9 @@ def document(settings: ServerSettings, preferences: Mapping[str, Any], backends:
         "settings": shared,
         "backends": {**backends, settings.backend: dict(settings.options)},
         "preferences": dict(preferences),
+        **{name: value for name, value in (extras or {}).items() if name not in DOCUMENT_KEYS},
     }
 
 
-__all__ = ["V0_RENAMES", "document", "is_int", "migrate_v0", "saved_backends", "settings_json",
-           "shape_problem", "version_of"]
+__all__ = ["DOCUMENT_KEYS", "MAX_VERSION", "MISPLACED_IN_BODY", "V0_RENAMES", "document", "is_int", "migrate_v0",
+           "saved_backends", "saved_extras", "settings_json", "shape_problem", "short_repr", "version_of"]

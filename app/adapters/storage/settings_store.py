@@ -7,7 +7,10 @@ Layout on disk (settings.json in the config directory), format 2::
      "backends": {"ollama": {...that backend's own options...}, ...},
      "preferences": {...}}
 
-Every backend's options are kept, not only the chosen one's, so switching servers loses nothing.
+Every backend's options are kept, not only the chosen one's, so switching servers loses nothing;
+so are top-level keys this version does not write (a later version's additions). What the file
+holds is judged by the one reader (json_file: size, nesting, encoding, numbers, text) and then field
+by field; whenever a value is refused or misplaced, the file as it was is copied beside it first.
 Format 1 (the first releases) was Ollama-only and had the same keys but no "backend(s)": its
 "settings" held every field, Ollama's own knobs among them, and "extra_env" for the extra
 settings. A reader of the shared fields (settings.num_parallel, …) reads either format. Format 0 is the flat
@@ -18,6 +21,7 @@ names (see _V0_RENAMES). Older formats are converted on load, with the original 
 from __future__ import annotations
 
 import errno
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -26,11 +30,12 @@ from collections.abc import Mapping
 
 from app.adapters.storage import paths as storage_paths
 from app.adapters.storage import settings_format as fmt
-from app.adapters.storage.atomic_json import free_name, json_bytes, utc_stamp, write_atomic
-from app.adapters.storage.json_file import MISSING, SET_ASIDE, STUCK, UNREADABLE, decode_json, os_reason, read_json_file
+from app.adapters.storage.atomic_json import free_name, json_bytes, set_aside, utc_stamp, write_atomic
+from app.adapters.storage.json_file import (MISSING, SET_ASIDE, STUCK, UNREADABLE, FileTooLargeError, decode_json,
+                                            os_reason, read_capped, read_json_file)
 from app.core.errors import DeckError
 from app.core.server.mapping import NeutralTuning, TuningMapping, option_default
-from app.core.server.settings import LEGACY_OPTION_FIELDS, SETTINGS_VERSION, ServerSettings
+from app.core.server.settings import DEFAULT_BACKEND, LEGACY_OPTION_FIELDS, SETTINGS_VERSION, ServerSettings
 
 SETTINGS_FILE_NAME = "settings.json"
 _V0_RENAMES = fmt.V0_RENAMES
@@ -84,8 +89,18 @@ class SettingsStore:
             return LoadResult(ServerSettings(), [
                 f"{self.path} could not be read because {found.why}. It was moved to {found.kept}; "
                 "using default settings."], found.kept)
-        data: dict[str, Any] = found.data
         raw = found.raw or b""
+        try:
+            return self._load_document(found.data, raw)
+        except (ValueError, TypeError, LookupError, RecursionError, MemoryError) as exc:
+            # The reader and the checks below should leave nothing to fail; if a value still trips
+            # one, the start must go on: keep the file's bytes and use the defaults.
+            backup = self._keep_copy(raw, f"corrupt-{utc_stamp()}")
+            return LoadResult(ServerSettings(), [
+                f"{self.path} could not be read because a value in it could not be handled "
+                f"({type(exc).__name__}). Using default settings. {_kept_note(backup, 'the file')}"], backup)
+
+    def _load_document(self, data: dict[str, Any], raw: bytes) -> LoadResult:
         version = fmt.version_of(data)
         if version == 0:
             return self._load_v0(data, raw)
@@ -101,10 +116,9 @@ class SettingsStore:
             return self._load_v1(body, preferences, raw, problems)
         wanted, shape_problems = fmt.settings_json(data, body)
         settings, field_problems = self._settings_from(wanted)
-        field_problems = shape_problems + field_problems
-        problems += field_problems
+        problems += shape_problems + field_problems
         backup = None
-        if field_problems:
+        if problems:  # the next save rewrites what was wrong: keep the file as it was
             backup = self._keep_copy(raw, "invalid-backup")
             problems.append(_kept_note(backup, "the file as it was"))
         return LoadResult(settings, problems, backup, preferences)
@@ -167,6 +181,11 @@ class SettingsStore:
     def _settings_from(self, data: dict[str, Any]) -> tuple[ServerSettings, list[str]]:
         """Settings from a dict, with wrong types and values the backend refuses replaced by defaults."""
         settings, problems = ServerSettings.from_json(data)
+        settings, number_problems = _finite_options(settings)
+        problems += number_problems
+        if not settings.backend:  # format 0 and 1 carry the name in the settings, unchecked by the format
+            problems.append(f"The saved server '' is not a name; using {DEFAULT_BACKEND}.")
+            settings = settings.replace(backend=DEFAULT_BACKEND)
         result = self.mapping.validate(settings)
         if not result.errors:
             return settings, problems
@@ -181,7 +200,7 @@ class SettingsStore:
                 value, default = settings.option(name), option_default(self.mapping, name)
                 dropped[name] = None
             problems.append(
-                f"{self.mapping.label(name)} ({name}): the saved value {value!r} was refused: "
+                f"{self.mapping.label(name)} ({name}): the saved value {fmt.short_repr(value)} was refused: "
                 f"{reason} Using the default {default!r}."
             )
         return settings.replace(**fixed).with_options(**dropped), problems
@@ -215,7 +234,8 @@ class SettingsStore:
         if preferences is None:
             saved = existing.get("preferences") if isinstance(existing, dict) else None
             preferences = saved if isinstance(saved, dict) else {}
-        payload = json_bytes(fmt.document(settings, preferences, fmt.saved_backends(existing)))
+        payload = json_bytes(fmt.document(settings, preferences, fmt.saved_backends(existing),
+                                          fmt.saved_extras(existing)))
         backup = self._protect_existing(raw, existing)
         try:
             self.config_dir.mkdir(parents=True, exist_ok=True)
@@ -225,10 +245,17 @@ class SettingsStore:
         return backup
 
     def _read_existing(self) -> tuple[bytes | None, Any]:
-        """The current file's bytes and JSON (None when absent or not valid JSON)."""
+        """The current file's bytes and JSON (None when absent or not usable JSON)."""
         try:
-            raw = self.path.read_bytes()
+            raw = read_capped(self.path)
         except FileNotFoundError:
+            return None, None
+        except FileTooLargeError:
+            # Too large to copy through memory: a rename keeps it whole, out of the way.
+            try:
+                set_aside(self.path, "corrupt")
+            except OSError as exc:
+                raise _save_error(self.path, exc) from exc
             return None, None
         except OSError as exc:
             raise _save_error(self.path, exc) from exc
@@ -273,6 +300,14 @@ def _save_error(path: Path, exc: OSError) -> SettingsSaveError:
     }
     hint = hints.get(exc.errno or 0, "") + " Your previous settings file is unchanged."
     return SettingsSaveError(f"Could not save settings to {path}: {os_reason(exc)}.", hint=hint.strip())
+
+
+def _finite_options(settings: ServerSettings) -> tuple[ServerSettings, list[str]]:
+    """settings without options saved as NaN or ±Infinity (JSON has no such numbers; no server takes them)."""
+    bad = [name for name, value in settings.options if isinstance(value, float) and not math.isfinite(value)]
+    problems = [f"Server option '{name}': the saved value {settings.option(name)!r} is not a finite number; "
+                "using the server's default." for name in bad]
+    return (settings.with_options(**dict.fromkeys(bad)) if bad else settings), problems
 
 
 def _kept_note(backup: Path | None, what: str) -> str:

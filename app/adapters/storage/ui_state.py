@@ -1,6 +1,12 @@
 """Where the window was left: its geometry, the page on show and the console's Markdown switch
 (window.json in the user config folder, written atomically). Losing it costs nothing but a
 default window, so a file that cannot be read is moved aside, logged and replaced on the next save.
+
+Each field is checked on its own and a bad one falls back to its default: a page name that is not
+short text, a geometry that is not base64 or is far longer than Qt's (a ~66-byte blob; Qt itself
+refuses a malformed one and moves a window that would land off-screen back onto it), a Markdown
+switch that is not true or false. Unknown keys and a newer "version" are ignored: the next save
+writes this version's file.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from app.adapters.storage.json_file import SET_ASIDE, STUCK, UNREADABLE, read_js
 
 UI_STATE_FILE_NAME = "window.json"
 FORMAT_VERSION = 1
+MAX_GEOMETRY_BYTES = 4096  # QWidget.saveGeometry() writes well under 100 bytes
+MAX_PAGE_NAME = 64  # characters; page names are short words such as "server"
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +49,18 @@ class UiState:
         """Every field checked on its own: a bad one falls back to its default, the rest is kept."""
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
-        page = data.get("page") if isinstance(data.get("page"), str) else None
+        page = data.get("page")
+        if not isinstance(page, str) or not 0 < len(page) <= MAX_PAGE_NAME:
+            page = None
         geometry = None
-        if isinstance(data.get("geometry"), str):
+        encoded = data.get("geometry")
+        if isinstance(encoded, str) and len(encoded) <= 2 * MAX_GEOMETRY_BYTES:
             try:
-                geometry = base64.b64decode(data["geometry"], validate=True) or None
+                geometry = base64.b64decode(encoded, validate=True) or None
             except (binascii.Error, ValueError):
                 geometry = None
+        if geometry is not None and len(geometry) > MAX_GEOMETRY_BYTES:
+            geometry = None
         stored_markdown = data.get("markdown")
         markdown = stored_markdown if isinstance(stored_markdown, bool) else True
         return cls(page, geometry, markdown)

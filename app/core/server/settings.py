@@ -280,7 +280,7 @@ def _merge(first: Mapping[str, str], second: Mapping[str, str]) -> dict[str, str
 def parse_keep_alive(text: str) -> float | None:
     """Seconds for a keep-alive value ('5m', '1h30m', '300', '-1'); None if unparsable. Negative = forever."""
     t = text.strip()
-    if re.fullmatch(r"-?\d+", t):
+    if re.fullmatch(r"-?\d{1,18}", t):  # longer digit runs are no duration (and int() refuses 4300+)
         return float(int(t))
     if not _DURATION_RE.match(t):
         return None

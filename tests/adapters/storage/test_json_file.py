@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from app.adapters.storage.json_file import MISSING, READ, SET_ASIDE, STUCK, UNREADABLE, decode_json, read_json_file
+from app.adapters.storage.atomic_json import json_bytes, keep_copy
+from app.adapters.storage.json_file import (MAX_DEPTH, MISSING, READ, SET_ASIDE, STUCK, UNREADABLE, decode_json,
+                                            nesting_depth, read_json_file)
 
 
 def test_a_missing_file_and_a_good_one(tmp_path: Path) -> None:
@@ -69,3 +71,31 @@ def test_stale_temp_files_of_dead_saves_are_removed_first(tmp_path: Path) -> Non
 def test_decode_json_says_why() -> None:
     assert decode_json(b'{"x": 2}') == ({"x": 2}, "")
     assert decode_json(b"nope")[1] == "it is not valid JSON (Expecting value, line 1 column 1)"
+
+
+def test_nesting_is_counted_outside_strings_only() -> None:
+    assert nesting_depth(b'[[{"a": "]]]}}"}, "[[[["]]') == 3
+    assert nesting_depth(b'["\\\\", [["\\\\\\"[[["]]]') == 3  # an escaped backslash, then an escaped quote
+    assert nesting_depth(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) == MAX_DEPTH
+    assert decode_json(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH)[1] == ""
+    assert "nested too deeply" in decode_json(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))[1]
+
+
+def test_decode_json_reads_a_byte_order_mark_nan_and_surrogate_pairs() -> None:
+    assert decode_json(b'\xef\xbb\xbf{"a": 1}') == ({"a": 1}, "")
+    data, why = decode_json(b'[NaN, -Infinity, 1e400, "\\ud83d\\ude00", "\\\\ud800"]')
+    assert why == "" and data[0] != data[0] and data[1] == float("-inf") and data[3] == "\U0001f600"
+    assert data[4] == "\\ud800"  # an escaped backslash before "ud800" is plain text
+
+
+def test_writing_text_with_a_lone_surrogate_does_not_fail() -> None:
+    raw = json_bytes({"title": "a\ud800b"})
+    assert decode_json(raw) == ({"title": "a\ufffdb"}, "")
+
+
+def test_a_copy_with_the_same_bytes_is_reused(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    first = keep_copy(path, b"one", "backup")
+    assert keep_copy(path, b"one", "backup") == first == tmp_path / "state.json.backup"
+    second = keep_copy(path, b"two", "backup")
+    assert second == tmp_path / "state.json.backup-2" and second.read_bytes() == b"two"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.core.console.presets import (BUILTIN_PRESETS, PRESETS_VERSION, Preset, apply_user_data, builtin, edited,
-                              is_edited, new_key, user_data, validate_preset)
+                              is_edited, new_key, read_user_data, user_data, validate_preset)
 
 
 def test_the_seed_articles_prompts_are_built_in() -> None:
@@ -68,3 +68,32 @@ def test_new_keys_are_unique_and_readable() -> None:
     assert new_key("My long test!", set()) == "user-my-long-test"
     assert new_key("My long test!", {"user-my-long-test"}) == "user-my-long-test-2"
     assert new_key("???", set()) == "user-preset"
+
+
+def test_what_this_version_cannot_use_is_carried_into_the_next_save() -> None:
+    data = {"version": 1, "folders": ["work"], "presets": [
+        {"key": "user-x", "title": "X", "prompt": "", "think": False},
+        {"key": "user-a", "title": "A", "prompt": "hi", "tags": ["t"]},
+    ]}
+    saved = read_user_data(data)
+    assert saved.unread == [data["presets"][0]] and saved.extras == {"user-a": {"tags": ["t"]}}
+    written = user_data(saved.presets, saved)
+    assert written["folders"] == ["work"] and written["presets"][0] == data["presets"][0]
+    assert written["presets"][1]["tags"] == ["t"] and written["presets"][1]["prompt"] == "hi"
+    assert read_user_data(written).presets == saved.presets
+
+
+def test_a_duplicated_key_keeps_the_later_entry_in_use_and_the_earlier_in_the_file() -> None:
+    earlier = {"key": "math-apples", "prompt": "earlier"}
+    saved = read_user_data({"presets": [earlier, {"key": "math-apples"}]})
+    apples = next(p for p in saved.presets if p.key == "math-apples")
+    assert apples == builtin("math-apples") and saved.unread == [earlier]
+    assert "'math-apples' appears twice; the later one is used" in saved.problems[0]
+    again = read_user_data(user_data(saved.presets, saved))  # the unedited winner is written to stay the winner
+    assert again.presets == saved.presets and again.unread == [earlier]
+
+
+def test_think_and_num_predict_take_only_what_the_form_and_server_can() -> None:
+    assert validate_preset(Preset("k", "T", "p", think=1.0))  # equals True in Python, but is a number
+    assert validate_preset(Preset("k", "T", "p", num_predict=2**31))
+    assert validate_preset(Preset("k", "T", "p", think="high", num_predict=2**31 - 1)) == []

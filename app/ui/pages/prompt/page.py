@@ -41,6 +41,7 @@ class ConsolePage(QWidget):
     """Prompt console wired to a server (for its URL and state), the loop thread and the TokenMeter."""
 
     _presets_save_failed = Signal(str)
+    _presets_saved_notice = Signal(str)  # a copy the save kept, named for the user
 
     def __init__(self, loop: Any, client_factory: Callable[[str], Any], server: Any,
                  meter: TokenMeter | None = None, preset_store: Any = None, parent: QWidget | None = None) -> None:
@@ -191,6 +192,7 @@ class ConsolePage(QWidget):
         self.controls.refresh_requested.connect(self.refresh_models)
         self.presets.preset_chosen.connect(self.apply_preset)
         self._presets_save_failed.connect(self.presets.show_save_error)
+        self._presets_saved_notice.connect(self.presets.message.show_warning)
         self.session.models_loaded.connect(self._on_models)
         self.session.models_failed.connect(lambda _url, text: self.controls.show_models_error(text))
         self.session.details_loaded.connect(lambda model, d: self.controls.set_details(model, d))
@@ -265,7 +267,9 @@ class ConsolePage(QWidget):
 
         async def work() -> None:
             try:
-                await asyncio.to_thread(self._preset_store.save, presets)
+                notes = await asyncio.to_thread(self._preset_store.save, presets)
+                if notes:
+                    self._presets_saved_notice.emit(" ".join(notes))
             except DeckError as exc:
                 self._presets_save_failed.emit(exc.user_text())
             except Exception as exc:  # noqa: BLE001 - any failure is shown, the edits stay on screen

@@ -405,3 +405,20 @@ def test_an_ab_comparison_exports_both_sides_and_the_cost_of_thinking(qtbot, con
     assert doc["with_thinking"]["figures"]["thinking_tokens"] == 30 and doc["without_thinking"]["think"] is False
     assert doc["cost_of_thinking"]["extra_tokens"] == 30
     assert doc["with_thinking"]["answer"] == c.page.ab_view.left.reply.answer_text()
+
+
+def test_saved_presets_this_version_cannot_use_are_shown_kept_and_their_copy_named(qtbot, console, tmp_path):
+    config = tmp_path / "cfg"
+    config.mkdir()
+    (config / "presets.json").write_text(json.dumps({"version": 1, "presets": [
+        {"key": "user-a", "title": "A", "prompt": "hi", "tags": ["x"]},
+        {"key": "user-b", "title": "B", "prompt": "p", "think": "maximum"}]}), "utf-8")
+    c = console()
+    bar = c.page.presets
+    assert "think must be" in bar.message.message and str(config / "presets.json") in bar.message.message
+    bar.choose("user-a")
+    bar.reset_or_delete()  # deletes the user's preset, and with it the field this version does not know
+    qtbot.waitUntil(lambda: "is kept at" in bar.message.message, timeout=WAIT_MS)
+    [copy] = config.glob("presets.json.backup-*")
+    assert str(copy) in bar.message.message and '"tags"' in copy.read_text("utf-8")
+    assert '"maximum"' in (config / "presets.json").read_text("utf-8")  # the entry it skipped stays
