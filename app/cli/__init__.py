@@ -28,7 +28,9 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """Print `prog: message (see prog --help)` and exit 2."""
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        from app.cli.checks import one_line
+
+        self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def _gui_parser() -> argparse.ArgumentParser:

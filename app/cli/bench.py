@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from app import __version__
 from app.cli.checks import (ArgProblem, Range, check_output_path, check_ranges, check_text, check_values,
-                            read_text_file, server_url)
+                            one_line, read_text_file, server_url)
 from app.core.bench.stats import LatencyTargets
 from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
@@ -287,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
         spec = build_spec(args, base)
         check_outputs(args)
     except (ArgProblem, SweepPlanError, PromptFileError) as exc:
-        print(f"ollama-deck bench: {exc}", file=sys.stderr)
+        print(f"ollama-deck bench: {one_line(str(exc))}", file=sys.stderr)
         return 2
     history = None
     if not args.no_history:
@@ -300,10 +300,10 @@ def run(args: argparse.Namespace) -> int:
         print("ollama-deck bench: interrupted; the server was put back as it was.", file=sys.stderr)
         return 130
     except InputError as exc:
-        print(f"ollama-deck bench: {exc}", file=sys.stderr)
+        print(f"ollama-deck bench: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except DeckError as exc:
-        print(f"ollama-deck bench: {exc.user_text()}", file=sys.stderr)
+        print(f"ollama-deck bench: {one_line(exc.user_text())}", file=sys.stderr)
         return 1
     # With the JSON on stdout the table goes to stderr, so the JSON can be piped.
     print(render_table(result), file=sys.stderr if args.json == "-" else sys.stdout)

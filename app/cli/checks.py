@@ -132,6 +132,11 @@ def check_text(flag: str, value: str | None, *, empty_ok: bool = True) -> None:
         raise ArgProblem(f"{flag} is empty; give a value")
 
 
+def one_line(text: str) -> str:
+    """text with line breaks and other control characters escaped, so a message stays one line."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 def undecodable(argv: Iterable[str]) -> str:
     """One line naming the first argument that is not valid UTF-8 (the shell passed raw bytes), or ''."""
     for arg in argv:
@@ -144,4 +149,4 @@ def undecodable(argv: Iterable[str]) -> str:
 
 
 __all__ = ["ArgProblem", "MAX_INPUT_BYTES", "Range", "check_output_path", "check_ranges", "check_text",
-           "check_values", "read_text_file", "server_url", "undecodable"]
+           "check_values", "one_line", "read_text_file", "server_url", "undecodable"]

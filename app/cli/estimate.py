@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from app.cli.checks import ArgProblem, Range, check_ranges, check_text, read_text_file, server_url
+from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, read_text_file, server_url
 from app.core.errors import DeckError, EstimateError, ModelNotFound
 from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
                                 VramEstimate, era_for_version, estimate)
@@ -170,10 +170,10 @@ def run(args: argparse.Namespace) -> int:
                         runtime_overhead_bytes=int(args.runtime_overhead_mib * MIB))
         est = estimate(shape, settings, gpu, era_for_version(version))
     except ArgProblem as exc:
-        print(f"ollama-deck estimate: {exc}", file=sys.stderr)
+        print(f"ollama-deck estimate: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except DeckError as exc:
-        print(f"ollama-deck estimate: {exc.user_text()}", file=sys.stderr)
+        print(f"ollama-deck estimate: {one_line(exc.user_text())}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(to_json(est), indent=1))

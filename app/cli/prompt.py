@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from app.cli.checks import ArgProblem, Range, check_ranges, check_text, server_url
+from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, server_url
 from app.core.errors import DeckError
 from app.core.replies import StreamChunk
 from app.core.console.reply_stats import figure_rows
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         url = server_url("--url", args.url).base_url if args.url is not None else _default_url(args.config_dir)
         text = _prompt_text(args.text)
     except ArgProblem as exc:
-        print(f"ollama-deck prompt: {exc}", file=sys.stderr)
+        print(f"ollama-deck prompt: {one_line(str(exc))}", file=sys.stderr)
         return 2
     if not text.strip():
         print("ollama-deck prompt: the prompt is empty; give the text to send, or - to read it from stdin",
@@ -163,10 +163,10 @@ def run(args: argparse.Namespace) -> int:
         print("\nollama-deck prompt: stopped", file=sys.stderr)
         return 130
     except DeckError as exc:  # before the reply started: the server is not there or does not answer
-        print(f"ollama-deck prompt: {_error_text(exc)}", file=sys.stderr)
+        print(f"ollama-deck prompt: {one_line(_error_text(exc))}", file=sys.stderr)
         return 1
     if outcome.error is not None:
-        print(f"ollama-deck prompt: {_error_text(outcome.error)}", file=sys.stderr)
+        print(f"ollama-deck prompt: {one_line(_error_text(outcome.error))}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(_report(outcome, request, url), ensure_ascii=False))

@@ -226,16 +226,22 @@ def _swa(info: dict[str, Any], arch: str, n_layer: int) -> tuple[int, tuple[bool
     return window, tuple(p == 0 or i % p < p - 1 for i in range(n_layer))
 
 
-def _layout_from_tensors(tensors: list[dict[str, Any]], n_layer: int) -> tuple[WeightLayout, bool]:
-    layers = [0] * n_layer
-    token_embd = output = projector = 0
-    has_output = False
+def _checked_tensors(tensors: list[Any]) -> list[dict[str, Any]]:
+    """The tensor list, each entry an object with a shape list; EstimateError otherwise."""
     if len(tensors) > MAX_TENSORS:
         raise EstimateError(f"the tensor list has {len(tensors)} entries, more than any model file holds")
     for t in tensors:
         if not isinstance(t, dict) or not isinstance(t.get("shape", []), list):
             raise EstimateError(f"a tensor entry is not an object with a shape list: {str(t)[:60]}",
                                 "Pass the JSON the server's show reply returned.")
+    return tensors
+
+
+def _layout_from_tensors(tensors: list[dict[str, Any]], n_layer: int) -> tuple[WeightLayout, bool]:
+    layers = [0] * n_layer
+    token_embd = output = projector = 0
+    has_output = False
+    for t in tensors:
         name, size = str(t.get("name", "")), tensor_bytes(str(t.get("type", "")), t.get("shape", []))
         m = _LAYER_RE.match(name)
         if m and int(m.group(1)) < n_layer:
@@ -308,9 +314,12 @@ def shape_from_show(show: dict[str, Any], model_size_bytes: int) -> ModelShape:
     value_length = _optional_int(info, p + "attention.value_length", head_dim)
     context_length = _positive_int(info, p + "context_length")
     tensors = show.get("tensors") if isinstance(show.get("tensors"), list) and show.get("tensors") else None
+    if tensors is not None:
+        tensors = _checked_tensors(tensors)
     n_vocab = _vocab_size(info, arch, tensors)
     window, swa_layers = _swa(info, arch, n_layer)
-    details = show.get("details") if isinstance(show.get("details"), dict) else {}
+    details = show.get("details")
+    details = details if isinstance(details, dict) else {}
     quant = str(details.get("quantization_level") or "Q4_K_M")
     if tensors is not None:
         layout, tied = _layout_from_tensors(tensors, n_layer)
