@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-
 from typing import NoReturn
 
 from app import __version__

@@ -19,6 +19,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
 from app import __version__
 from app.cli.checks import (ArgProblem, Range, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)

@@ -108,10 +108,12 @@ def _prompt_text(text: str) -> str:
     if text != "-":
         return text
     try:
-        return sys.stdin.read()
-    except UnicodeDecodeError as exc:
-        raise ArgProblem(f"the prompt on stdin is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
-                         f"{exc.start}); pipe in text") from None
+        text = sys.stdin.read()
+        text.encode("utf-8")  # a C locale hands undecodable bytes over as surrogate escapes instead
+    except UnicodeError as exc:
+        raise ArgProblem(f"the prompt on stdin is not UTF-8 text ({exc.reason} at offset {exc.start}); "
+                         "pipe in text") from None
+    return text
 
 
 async def _send(url: str, request: Any, sink: _StdioSink) -> Any:

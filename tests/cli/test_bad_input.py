@@ -4,8 +4,10 @@ before anything is measured; and a server that accepts connections but never ans
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import bench as bench_cli
+from app.cli import main
 from app.cli import server_reply
 from tests.cli.cli_property import invoke
 from tests.fakes.raw_http import closed_port
@@ -233,3 +236,14 @@ def test_the_guis_url_is_read_by_the_same_parser_before_any_window(url: str, nee
     code, _out, err = invoke(["--url", url])
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("ollama-deck: argument --url: ") and needle in err
+
+
+@pytest.mark.parametrize("stdin", [
+    io.TextIOWrapper(io.BytesIO(b"\x89PNG\r\n\x1a\n\xff"), encoding="utf-8"),
+    io.TextIOWrapper(io.BytesIO(b"caf\xe9"), encoding="ascii", errors="surrogateescape"),  # a C locale
+])
+def test_a_binary_prompt_on_stdin_is_refused(stdin, monkeypatch, capsys, closed_url: str) -> None:
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert main(["prompt", "--model", "qwen3:14b", "--no-think", "--url", closed_url, "-"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ollama-deck prompt: the prompt on stdin is not UTF-8 text") and err.count("\n") == 1
