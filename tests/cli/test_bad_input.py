@@ -4,10 +4,12 @@ before anything is measured; and a server that accepts connections but never ans
 from __future__ import annotations
 
 import argparse
+import http.server
 import io
 import json
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -247,3 +249,49 @@ def test_a_binary_prompt_on_stdin_is_refused(stdin, monkeypatch, capsys, closed_
     assert main(["prompt", "--model", "qwen3:14b", "--no-think", "--url", closed_url, "-"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ollama-deck prompt: the prompt on stdin is not UTF-8 text") and err.count("\n") == 1
+
+
+# ---- a base URL's path reaches the server -----------------------------------------------------------
+class _RecordingHandler(http.server.BaseHTTPRequestHandler):
+    """Answers like Ollama under any path prefix and records every request's target."""
+
+    protocol_version = "HTTP/1.1"
+    targets: list[str] = []
+
+    def _reply(self, body: bytes, kind: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self.targets.append(self.path)
+        self._reply(b'{"version":"0.12.6"}', "application/json")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.targets.append(self.path)
+        final = {"model": "m", "created_at": "2026-01-01T00:00:00Z", "done": True, "done_reason": "stop",
+                 "message": {"role": "assistant", "content": "ok"}, "total_duration": 1000, "eval_count": 1,
+                 "eval_duration": 500, "prompt_eval_count": 1, "prompt_eval_duration": 100, "load_duration": 10}
+        self._reply(json.dumps(final).encode() + b"\n", "application/x-ndjson")
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+def test_prompt_sends_every_request_under_the_urls_path() -> None:
+    _RecordingHandler.targets = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecordingHandler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/ollama/"
+        code, out, err = invoke(["prompt", "--model", "m", "--no-think", "--url", url, "hi"])
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    assert code == 0 and out == "ok\n", err
+    assert _RecordingHandler.targets == ["/ollama/api/version", "/ollama/api/chat"]
