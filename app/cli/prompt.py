@@ -110,7 +110,7 @@ def _prompt_text(text: str) -> str:
     try:
         text = sys.stdin.read()
         text.encode("utf-8")  # a C locale hands undecodable bytes over as surrogate escapes instead
-    except UnicodeError as exc:
+    except (UnicodeDecodeError, UnicodeEncodeError) as exc:
         raise ArgProblem(f"the prompt on stdin is not UTF-8 text ({exc.reason} at offset {exc.start}); "
                          "pipe in text") from None
     return text
