@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from app import __version__
 
@@ -21,8 +22,18 @@ SUBCOMMANDS["prompt"] = "prompt"
 SUBCOMMANDS["bench"] = "bench"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line on stderr (what is wrong, where help is), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print `prog: message (see prog --help)` and exit 2."""
+        from app.cli.checks import one_line
+
+        self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def _gui_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="ollama-deck",
         description="Control panel for a local Ollama server on one GPU.",
         epilog=("Headless sub-commands: " + ", ".join(sorted(SUBCOMMANDS)) + " (ollama-deck NAME --help)")
@@ -33,7 +44,8 @@ def _gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshot", metavar="PATH", help="render the window after the first samples, save a PNG and exit")
     p.add_argument("--page", choices=PAGES, default=None,
                    help="page to show first (and to capture); default: where you left off, or the dashboard")
-    p.add_argument("--url", help="attach to the Ollama server at this URL instead of the configured host:port")
+    p.add_argument("--url", type=_gui_url,
+                   help="attach to the Ollama server at this URL instead of the configured host:port")
     p.add_argument("--config-dir", help="use this directory for settings instead of the user config directory")
     p.add_argument("--scale", type=_scale, metavar="FACTOR",
                    help="enlarge everything by FACTOR (0.5-3), e.g. 1.5 on a 1080p projector so a room can read it")
@@ -50,12 +62,28 @@ def _scale(text: str) -> float:
     return value
 
 
+def _gui_url(text: str) -> str:
+    # The GUI attaches by host and port (they go into the server settings), so a path cannot be kept.
+    from app.core.server.url import ServerUrlError, parse_server_url
+
+    try:
+        return parse_server_url(text, allow_path=False).base_url
+    except ServerUrlError as exc:
+        raise argparse.ArgumentTypeError(exc.user_text()) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
+    from app.cli.checks import undecodable
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    prog = f"ollama-deck {argv[0]}" if argv and argv[0] in SUBCOMMANDS else "ollama-deck"
+    if problem := undecodable(argv):
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return 2
     if argv and argv[0] in SUBCOMMANDS:
         module = importlib.import_module(f"app.cli.{SUBCOMMANDS[argv[0]]}")
-        parser = argparse.ArgumentParser(prog=f"ollama-deck {argv[0]}", description=module.__doc__)
+        parser = OneLineParser(prog=prog, description=module.__doc__)
         module.add_arguments(parser)
         return int(module.run(parser.parse_args(argv[1:])))
     args = _gui_parser().parse_args(argv)

@@ -19,9 +19,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from app import __version__
+from app.cli.checks import (ArgProblem, Range, check_output_path, check_ranges, check_text, check_values,
+                            one_line, read_text_file, server_url)
 from app.core.bench.stats import LatencyTargets
 from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
@@ -82,8 +83,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
-class InputError(ValueError):
+class InputError(ArgProblem):
     """Unusable command-line input."""
+
+
+RANGES = (
+    Range("--requests", 1, 1_000_000, "requests", "counted requests per point; a million already takes hours"),
+    Range("--duration", 0, 86_400, "s", "seconds of new requests per point, at most 24 h", above=True),
+    Range("--rate", 0, 10_000, "requests/s", "open-loop arrivals; one server takes far fewer", above=True),
+    Range("--warmup", 0, 10_000, "requests", "uncounted requests before each point"),
+    Range("--num-predict", 0, 1 << 24, "tokens", "output tokens per request, 0 for no cap"),
+    Range("--ttft-p95-ms", 0, 3_600_000, "ms", "a latency target, at most an hour", above=True),
+    Range("--tpot-p95-ms", 0, 3_600_000, "ms", "a latency target, at most an hour", above=True),
+    Range("--min-success", 0, 1, "", "a share of requests: 0.99 is 99 %"),
+)
+CLIENTS = Range("--concurrency", 1, 1024, "clients", "concurrent clients per point")
 
 
 def _values(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str, ...] | None:
@@ -96,21 +110,39 @@ def _values(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str,
     return values
 
 
-def _settings(args: argparse.Namespace) -> ServerSettings:
+def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
+    """The saved settings with --url's host and port, and the base URL to measure (None: the settings')."""
     from app.adapters.storage.settings_store import SettingsStore
     from app.backends import registry
 
     settings = SettingsStore(Path(args.config_dir) if args.config_dir else None,
                              registry.get().tuning).load().settings
-    if args.url:
-        parts = urlsplit(args.url if "://" in args.url else f"http://{args.url}")
-        if not parts.hostname:
-            raise InputError(f"'{args.url}' is not a server URL (expected e.g. http://127.0.0.1:11434)")
+    base_url = None
+    if args.url is not None:
+        url = server_url("--url", args.url)
+        if args.managed and url.path:
+            raise InputError(f"--managed starts the server at host:port, so --url takes no path ({url.path}); "
+                             f"use http://{url.authority}")
         # A saved permission names its host: replace() drops it when --url names another one.
-        settings = settings.replace(host=parts.hostname, port=parts.port or 11434)
+        settings, base_url = settings.replace(host=url.host, port=url.port), url.base_url
     if getattr(args, "allow_network", False):
         settings = settings.allowing_network()
-    return settings
+    return settings, base_url
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """InputError unless every output can be written; checked before the run, which may take hours. (--history
+    is the history store's: it makes its folder and says itself what keeps it from opening.)"""
+    outputs = [(flag, path) for flag, path in (("--json", args.json), ("--csv", args.csv),
+                                               ("--markdown", args.markdown)) if path is not None]
+    for flag, path in outputs:
+        check_output_path(flag, path)
+    stdout = [flag for flag, path in outputs if path == "-"]
+    if len(stdout) > 1:
+        raise InputError(f"{' and '.join(stdout)} both write to stdout (-); send all but one to a file")
+    files = [Path(path).resolve() for _flag, path in outputs if path != "-"]
+    if len(set(files)) < len(files):
+        raise InputError("two of --json, --csv and --markdown name the same file; give each its own")
 
 
 def _exposure_warning(base: ServerSettings) -> str:
@@ -132,17 +164,19 @@ def build_spec(args: argparse.Namespace, base: ServerSettings) -> SweepSpec:
     if any(v is not None for v in server_axes) and not args.managed:
         raise InputError("--parallel, --kv-cache, --context and --flash-attention restart the server per value, "
                          "so they need --managed; without it only --concurrency varies")
+    check_ranges(args, RANGES)
+    check_text("--model", args.model, empty_ok=False)
     contexts = parse_int_list(args.context, "--context") if args.context else None
     axes = SweepAxes(parallel=parse_int_list(args.parallel, "--parallel") if args.parallel else None,
                      concurrency=parse_int_list(args.concurrency, "--concurrency") if args.concurrency else None,
                      kv_cache_types=_values(args.kv_cache, KV_CACHE_TYPES, "--kv-cache"),
                      context_lengths=contexts, flash_attention=_values(args.flash_attention, ("on", "off", "auto"),
                                                                       "--flash-attention"))
-    if args.prompt_file:
-        try:
-            text = Path(args.prompt_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read --prompt-file {args.prompt_file}: {exc.strerror or exc}") from None
+    if axes.concurrency is not None:
+        check_values("--concurrency", axes.concurrency, CLIENTS)
+    if args.prompt_file is not None:
+        text = read_text_file("--prompt-file", args.prompt_file, "prompts as text: one per line, JSON Lines "
+                              "or a JSON array")
         prompts = parse_prompt_file(text, args.prompt_file)
     else:
         sets = prompt_sets()
@@ -211,7 +245,8 @@ class _Progress:
         print(f"{text}{eta}", file=sys.stderr, flush=True)
 
 
-async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder | None) -> SweepRun:
+async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder | None,
+               url: str | None = None) -> SweepRun:
     from app.adapters.telemetry.nvml import make_gpu_backend
     from app.backends import registry
     from app.services.bench.sweep_runner import SweepRunner
@@ -229,7 +264,13 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                                  f"{spec.base.base_url} ({status.message}); stop it, or pick a free port with --url")
             if status.state in (ServerState.NOT_INSTALLED, ServerState.PORT_CONFLICT):
                 raise InputError(f"--managed: {status.message}")
-        runner = SweepRunner(supervisor, backend.catalog, backend.load_client, base_url=spec.base.base_url, gpu=gpu,
+        base_url = url if url is not None and not spec.managed else spec.base.base_url
+        if not spec.managed:
+            from app.cli.server_reply import require_reply
+
+            async with backend.catalog(base_url) as catalog:
+                await require_reply(catalog, base_url)  # a hung server is named in seconds, not after 300 s
+        runner = SweepRunner(supervisor, backend.catalog, backend.load_client, base_url=base_url, gpu=gpu,
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
                              app_version=__version__)
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
@@ -263,11 +304,12 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
 def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck bench`."""
     try:
-        base = _settings(args)
+        base, url = _settings(args)
         warning = _exposure_warning(base) if args.managed else ""  # before the plan, whose checks say less
         spec = build_spec(args, base)
-    except (InputError, SweepPlanError, PromptFileError) as exc:
-        print(f"ollama-deck bench: {exc}", file=sys.stderr)
+        check_outputs(args)
+    except (ArgProblem, SweepPlanError, PromptFileError) as exc:
+        print(f"ollama-deck bench: {one_line(str(exc))}", file=sys.stderr)
         return 2
     if warning:  # printed even with --quiet: every start beyond loopback says so
         print(f"ollama-deck bench: warning: {warning}", file=sys.stderr, flush=True)
@@ -277,15 +319,15 @@ def run(args: argparse.Namespace) -> int:
 
         history = BenchHistory(Path(args.history) if args.history else None)
     try:
-        result = asyncio.run(_run(spec, args, history))
+        result = asyncio.run(_run(spec, args, history, url))
     except KeyboardInterrupt:
         print("ollama-deck bench: interrupted; the server was put back as it was.", file=sys.stderr)
         return 130
     except InputError as exc:
-        print(f"ollama-deck bench: {exc}", file=sys.stderr)
+        print(f"ollama-deck bench: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except DeckError as exc:
-        print(f"ollama-deck bench: {exc.user_text()}", file=sys.stderr)
+        print(f"ollama-deck bench: {one_line(exc.user_text())}", file=sys.stderr)
         return 1
     # With the JSON on stdout the table goes to stderr, so the JSON can be piped.
     print(render_table(result), file=sys.stderr if args.json == "-" else sys.stdout)

@@ -11,9 +11,9 @@ import asyncio
 import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
+from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, read_text_file, server_url
 from app.core.errors import DeckError, EstimateError, ModelNotFound
 from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
                                 VramEstimate, era_for_version, estimate)
@@ -27,6 +27,19 @@ RTX_4090_MIB = 24564  # what nvidia-smi reports for a 24 GB RTX 4090
 ERA_TEXT = {OllamaEra.A: "era A (Ollama <= 0.11.10, legacy estimate places layers)",
             OllamaEra.B: "era B (Ollama 0.11.11-0.29, Go engine)",
             OllamaEra.C: "era C (Ollama >= 0.30, llama-server --fit)"}
+_TIB_MIB = 1 << 20  # 1 TiB in MiB: no GPU holds more
+RANGES = (
+    Range("--model-size", 1, 1 << 50, "bytes", "the model size on disk, as the server's model list gives it"),
+    Range("--ctx", 1, 1 << 24, "tokens", "num_ctx per request; no model is trained on more than 2^24"),
+    Range("--parallel", 1, 256, "slots", "requests served at once, each with its own context"),
+    Range("--batch", 1, 1 << 20, "tokens", "prompt tokens processed per step"),
+    Range("--ubatch", 1, 1 << 20, "tokens", "prompt tokens per GPU step, at most --batch"),
+    Range("--num-gpu", 0, 4097, "layers", "layers placed on the GPU; no model has more than 4096"),
+    Range("--gpu-overhead-mib", 0, _TIB_MIB, "MiB", "memory the server keeps free, at most a GPU's size"),
+    Range("--gpu-total-mib", 0, _TIB_MIB, "MiB", "the GPU's memory; no GPU has more than 1 TiB", above=True),
+    Range("--gpu-used-mib", 0, _TIB_MIB, "MiB", "memory other processes use on the GPU"),
+    Range("--runtime-overhead-mib", 0, 65536, "MiB", "the CUDA context per process, about 300-600 MiB"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--show", metavar="SHOW.json", help="a saved show reply, the JSON of the server's model metadata (verbose gives exact tensor sizes)")
     src.add_argument("--model-size", metavar="BYTES", type=int, help="size on disk in bytes (with --show)")
     src.add_argument("--model", metavar="NAME", help="read the model from a running server instead")
-    src.add_argument("--url", default=DEFAULT_URL, help=f"server for --model (default {DEFAULT_URL})")
+    src.add_argument("--url", help=f"server for --model (default {DEFAULT_URL})")
     s = parser.add_argument_group("settings")
     s.add_argument("--ctx", type=int, required=True, help="context tokens per request (num_ctx)")
     s.add_argument("--parallel", type=int, default=1, help="parallel request slots (the 'batch size')")
@@ -57,11 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 async def _fetch(url: str, name: str) -> tuple[dict[str, Any], int, str]:
     """(show dict, size on disk, version) of `name` from a live server."""
     from app.backends import registry
+    from app.cli.server_reply import require_reply
 
     async with registry.get().catalog(url) as client:
+        version = await require_reply(client, url)  # a hung server is named in seconds, not minutes
         details = await client.show(name, verbose=True)
         local = await client.tags()
-        version = await client.version()
     wanted = {name, name if ":" in name else f"{name}:latest"}
     sizes = [m.size_bytes for m in local if m.name in wanted or m.model in wanted]
     if not sizes:
@@ -71,11 +85,14 @@ async def _fetch(url: str, name: str) -> tuple[dict[str, Any], int, str]:
 
 def _load_show(path: str) -> dict[str, Any]:
     try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise EstimateError(f"no such file: {path}", "Save the server's show reply for the model there first.") from None
-    except (OSError, ValueError) as exc:
-        raise EstimateError(f"cannot read {path} as JSON: {exc}") from None
+        text = read_text_file("--show", path, "the JSON of the server's show reply")
+    except ArgProblem as exc:
+        hint = "Save the server's show reply for the model there first." if "no such file" in str(exc) else None
+        raise EstimateError(str(exc), hint) from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested thousands deep
+        raise EstimateError(f"cannot read {path} as JSON: {str(exc)[:120]}") from None
     if not isinstance(data, dict):
         raise EstimateError(f"{path} is not a JSON object like a show reply")
     return data
@@ -84,8 +101,9 @@ def _load_show(path: str) -> dict[str, Any]:
 def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
     if args.model and args.show:
         raise EstimateError("give either --show or --model, not both")
+    url = server_url("--url", args.url or DEFAULT_URL).base_url
     if args.model:
-        show, size, version = asyncio.run(_fetch(args.url, args.model))
+        show, size, version = asyncio.run(_fetch(url, args.model))
         return shape_from_show(show, size), args.ollama_version or version
     if not args.show:
         raise EstimateError("no model given", "Pass --show SHOW.json --model-size BYTES, or --model NAME.")
@@ -140,6 +158,9 @@ def to_json(est: VramEstimate) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck estimate`; 0 on success, 2 on unusable input."""
     try:
+        check_ranges(args, RANGES)
+        check_text("--model", args.model, empty_ok=False)
+        check_text("--show", args.show, empty_ok=False)
         shape, version = _inputs(args)
         settings = LoadSettings(
             num_ctx=args.ctx, parallel=args.parallel, kv_cache_type=args.kv_cache,
@@ -148,8 +169,11 @@ def run(args: argparse.Namespace) -> int:
         gpu = GpuMemory(total_bytes=int(args.gpu_total_mib * MIB), used_by_others_bytes=int(args.gpu_used_mib * MIB),
                         runtime_overhead_bytes=int(args.runtime_overhead_mib * MIB))
         est = estimate(shape, settings, gpu, era_for_version(version))
+    except ArgProblem as exc:
+        print(f"ollama-deck estimate: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     except DeckError as exc:
-        print(f"ollama-deck estimate: {exc.user_text()}", file=sys.stderr)
+        print(f"ollama-deck estimate: {one_line(exc.user_text())}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(to_json(est), indent=1))

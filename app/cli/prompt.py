@@ -15,12 +15,19 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, server_url
 from app.core.errors import DeckError
 from app.core.replies import StreamChunk
 from app.core.console.reply_stats import figure_rows
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 THINK_MARK = "thinking> "
+RANGES = (
+    Range("--num-predict", 1, 1 << 24, "tokens", "output tokens, thinking included; no context holds more"),
+    Range("--temperature", 0, 2, "", "0 picks the likeliest token; above 2 the text turns to noise"),
+    Range("--seed", -1, 2**31 - 1, "", "-1 picks a random seed; the server keeps a 32-bit seed"),
+    Range("--num-ctx", 1, 1 << 24, "tokens", "context tokens; no model is trained on more than 2^24"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,14 +105,24 @@ def _default_url(config_dir: str | None) -> str:
 
 
 def _prompt_text(text: str) -> str:
-    return sys.stdin.read() if text == "-" else text
+    if text != "-":
+        return text
+    try:
+        text = sys.stdin.read()
+        text.encode("utf-8")  # a C locale hands undecodable bytes over as surrogate escapes instead
+    except (UnicodeDecodeError, UnicodeEncodeError) as exc:
+        raise ArgProblem(f"the prompt on stdin is not UTF-8 text ({exc.reason} at offset {exc.start}); "
+                         "pipe in text") from None
+    return text
 
 
 async def _send(url: str, request: Any, sink: _StdioSink) -> Any:
     from app.backends.ollama.client import OllamaClient
+    from app.cli.server_reply import require_reply
     from app.services.prompts import stream_reply
 
     async with OllamaClient(url) as client:
+        await require_reply(client, url)  # a hung server is named in seconds; the chat may wait for a load
         return await stream_reply(client, request, sink=sink)
 
 
@@ -126,14 +143,18 @@ def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck prompt`; see the module text for the exit status."""
     from app.services.prompts import PromptOptions, PromptRequest
 
-    if args.num_predict is not None and args.num_predict < 1:
-        print("ollama-deck prompt: --num-predict must be at least 1", file=sys.stderr)
+    try:
+        check_ranges(args, RANGES)
+        check_text("--model", args.model, empty_ok=False)
+        url = server_url("--url", args.url).base_url if args.url is not None else _default_url(args.config_dir)
+        text = _prompt_text(args.text)
+    except ArgProblem as exc:
+        print(f"ollama-deck prompt: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    text = _prompt_text(args.text)
     if not text.strip():
-        print("ollama-deck prompt: the prompt is empty", file=sys.stderr)
+        print("ollama-deck prompt: the prompt is empty; give the text to send, or - to read it from stdin",
+              file=sys.stderr)
         return 2
-    url = args.url or _default_url(args.config_dir)
     request = PromptRequest(model=args.model, prompt=text, think=args.think, system=args.system,
                             options=PromptOptions(num_predict=args.num_predict, temperature=args.temperature,
                                                   seed=args.seed, num_ctx=args.num_ctx))
@@ -143,8 +164,11 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\nollama-deck prompt: stopped", file=sys.stderr)
         return 130
+    except DeckError as exc:  # before the reply started: the server is not there or does not answer
+        print(f"ollama-deck prompt: {one_line(_error_text(exc))}", file=sys.stderr)
+        return 1
     if outcome.error is not None:
-        print(f"ollama-deck prompt: {_error_text(outcome.error)}", file=sys.stderr)
+        print(f"ollama-deck prompt: {one_line(_error_text(outcome.error))}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(_report(outcome, request, url), ensure_ascii=False))

@@ -8,6 +8,7 @@ from the file size by the quantization's known type mix).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,23 @@ FAMILY_VOCAB = {"qwen3": 151936, "qwen3moe": 151936, "qwen2": 152064, "llama": 1
 # Metadata (tokenizer strings, merges) per vocabulary entry, to split a file size without tensors.
 METADATA_BYTES_PER_TOKEN = 30
 
+# Upper bounds of metadata values, far above any real model (Llama 3.1 405B: 126 layers, width 16384,
+# 128 heads; Llama 4: a 10M-token context; Gemma 3: 262144 tokens; DeepSeek V3: 256 experts). A value
+# past them is a damaged or hostile reply: refused before it sizes per-layer tables (block_count
+# 10**12 would otherwise build a trillion-entry tuple) or overflows the arithmetic.
+MAX_LAYERS = 4096
+MAX_WIDTH = 1 << 20  # embedding, feed-forward, head and key/value widths
+MAX_HEADS = 1 << 14
+MAX_CONTEXT = 1 << 30  # tokens
+MAX_VOCAB = 1 << 24
+MAX_EXPERTS = 1 << 16
+MAX_TENSORS = 1 << 20
+MAX_TENSOR_ELEMENTS = 1 << 48
+MAX_MODEL_BYTES = 1 << 50  # 1 PiB on disk
+_LIMITS = {"block_count": MAX_LAYERS, "context_length": MAX_CONTEXT, "head_count": MAX_HEADS,
+           "head_count_kv": MAX_HEADS, "expert_count": MAX_EXPERTS, "expert_used_count": MAX_EXPERTS,
+           "vocab_size": MAX_VOCAB}
+
 _LAYER_RE = re.compile(r"^blk\.(\d+)\.")
 # Tensors of a vision tower or projector that live beside the language model in one file.
 _PROJECTOR_PREFIXES = ("v.", "mm.", "vision", "mmproj", "a.", "s.")
@@ -70,7 +88,13 @@ def tensor_bytes(ggml_type: str, shape: list[int] | tuple[int, ...]) -> int:
     per, size = GGML_BLOCKS[key]
     n = 1
     for dim in shape:
+        if not _is_whole(dim) or not 0 <= dim <= MAX_TENSOR_ELEMENTS:
+            raise EstimateError(f"tensor shape {list(shape)[:8]!r} holds {dim!r}, not a dimension",
+                                "Is this the server's own show reply? Tensor shapes are lists of whole numbers.")
         n *= int(dim)
+        if n > MAX_TENSOR_ELEMENTS:
+            raise EstimateError(f"tensor shape {list(shape)[:8]!r} has more than 2^48 elements",
+                                "No model has tensors this large; is the show reply damaged?")
     return -(-n // per) * size
 
 
@@ -123,13 +147,46 @@ class ModelShape:
         return self.value_length * max(self.n_head_kv)
 
 
+def _is_whole(value: Any) -> bool:
+    """True for an int, or a float holding a whole finite number (JSON writes 40 as 40.0 sometimes); never bool."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value) and value.is_integer()
+
+
+def _limit(key: str) -> int:
+    return _LIMITS.get(key.rsplit(".", 1)[-1], MAX_WIDTH)
+
+
+def _count(value: Any, key: str) -> int:
+    """value as a positive whole number within the key's bound; EstimateError naming the key otherwise."""
+    high = _limit(key)
+    if not _is_whole(value) or int(value) <= 0:
+        raise EstimateError(f"model metadata lacks a positive {key!r} (got {str(value)[:40]})",
+                            "Is this the model's complete metadata?")
+    if int(value) > high:
+        raise EstimateError(f"model metadata {key!r} is {int(value)}, above the {high} any model has",
+                            "The show reply looks damaged; save it again from the server.")
+    return int(value)
+
+
 def _positive_int(info: dict[str, Any], key: str) -> int:
     value = info.get(key)
     if isinstance(value, list) and value:
+        if len(value) > MAX_LAYERS:
+            raise EstimateError(f"model metadata {key!r} lists {len(value)} values, more than any model's layers")
+        for item in value:
+            _count(item, key)
         value = max(value)
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or int(value) <= 0:
-        raise EstimateError(f"model metadata lacks a positive {key!r}", "Is this the model's complete metadata?")
-    return int(value)
+    return _count(value, key)
+
+
+def _optional_int(info: dict[str, Any], key: str, default: int) -> int:
+    """A positive bounded key, or default when the key is absent (or 0/null, as some converters write)."""
+    value = info.get(key)
+    return default if value is None or (_is_whole(value) and value == 0) else _count(value, key)
 
 
 def _per_layer(info: dict[str, Any], key: str, n_layer: int, default: int | None = None) -> tuple[int, ...]:
@@ -137,18 +194,17 @@ def _per_layer(info: dict[str, Any], key: str, n_layer: int, default: int | None
     if isinstance(value, list):
         if len(value) != n_layer:
             raise EstimateError(f"{key!r} lists {len(value)} values for {n_layer} layers")
-        return tuple(int(v) for v in value)
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or int(value) <= 0:
-        raise EstimateError(f"model metadata lacks a positive {key!r}", "Is this the model's complete metadata?")
-    return (int(value),) * n_layer
+        return tuple(_count(v, key) for v in value)
+    return (_count(value, key),) * n_layer
 
 
 def _vocab_size(info: dict[str, Any], arch: str, tensors: list[dict[str, Any]] | None) -> int:
     for t in tensors or []:
-        if t.get("name") == "token_embd.weight" and len(t.get("shape", [])) == 2:
-            return int(t["shape"][1])
-    if isinstance(info.get(f"{arch}.vocab_size"), int):
-        return int(info[f"{arch}.vocab_size"])
+        shape = t.get("shape")
+        if t.get("name") == "token_embd.weight" and isinstance(shape, list) and len(shape) == 2:
+            return _count(shape[1], "vocab_size")
+    if info.get(f"{arch}.vocab_size") is not None:
+        return _count(info[f"{arch}.vocab_size"], f"{arch}.vocab_size")
     tokens = info.get("tokenizer.ggml.tokens")
     if isinstance(tokens, list) and tokens:
         return len(tokens)
@@ -159,11 +215,26 @@ def _swa(info: dict[str, Any], arch: str, n_layer: int) -> tuple[int, tuple[bool
     window = info.get(f"{arch}.attention.sliding_window", SWA_DEFAULT_WINDOW.get(arch, 0))
     if arch not in SWA_PATTERN or not isinstance(window, int) or window <= 0:
         return 0, (False,) * n_layer
+    window = min(window, MAX_CONTEXT)  # a window wider than any context keeps every token anyway
     pattern = info.get(f"{arch}.attention.sliding_window_pattern", SWA_PATTERN[arch])
     if isinstance(pattern, list) and len(pattern) == n_layer:
         return window, tuple(bool(p) for p in pattern)
+    if not _is_whole(pattern) or not 0 <= pattern <= MAX_LAYERS:
+        raise EstimateError(f"model metadata '{arch}.attention.sliding_window_pattern' is {str(pattern)[:40]}, "
+                            "not a layer pattern", "The show reply looks damaged; save it again from the server.")
     p = int(pattern)
     return window, tuple(p == 0 or i % p < p - 1 for i in range(n_layer))
+
+
+def _checked_tensors(tensors: list[Any]) -> list[dict[str, Any]]:
+    """The tensor list, each entry an object with a shape list; EstimateError otherwise."""
+    if len(tensors) > MAX_TENSORS:
+        raise EstimateError(f"the tensor list has {len(tensors)} entries, more than any model file holds")
+    for t in tensors:
+        if not isinstance(t, dict) or not isinstance(t.get("shape", []), list):
+            raise EstimateError(f"a tensor entry is not an object with a shape list: {str(t)[:60]}",
+                                "Pass the JSON the server's show reply returned.")
+    return tensors
 
 
 def _layout_from_tensors(tensors: list[dict[str, Any]], n_layer: int) -> tuple[WeightLayout, bool]:
@@ -212,8 +283,10 @@ def shape_from_show(show: dict[str, Any], model_size_bytes: int) -> ModelShape:
     """Build a ModelShape from a model-metadata reply (model_info, details, tensors) and its size on disk in bytes."""
     if not isinstance(show, dict) or not isinstance(show.get("model_info"), dict):
         raise EstimateError("the model metadata has no model_info", "Pass the JSON the server's show reply returned.")
-    if not isinstance(model_size_bytes, int) or model_size_bytes <= 0:
+    if not isinstance(model_size_bytes, int) or isinstance(model_size_bytes, bool) or model_size_bytes <= 0:
         raise EstimateError(f"model size must be a positive number of bytes, got {model_size_bytes!r}")
+    if model_size_bytes > MAX_MODEL_BYTES:
+        raise EstimateError(f"model size {model_size_bytes} bytes is above 1 PiB, more than any model file")
     info: dict[str, Any] = show["model_info"]
     arch = info.get("general.architecture")
     if arch not in SUPPORTED_ARCHITECTURES:
@@ -234,13 +307,20 @@ def shape_from_show(show: dict[str, Any], model_size_bytes: int) -> ModelShape:
     n_head = _positive_int(info, p + "attention.head_count")
     n_head_kv = _per_layer(info, p + "attention.head_count_kv", n_layer, default=n_head)
     head_dim = n_embd // n_head
-    key_length = int(info.get(p + "attention.key_length") or head_dim)
-    value_length = int(info.get(p + "attention.value_length") or head_dim)
+    if head_dim < 1 and not (info.get(p + "attention.key_length") and info.get(p + "attention.value_length")):
+        raise EstimateError(f"model metadata has {n_head} attention heads for an embedding of {n_embd}",
+                            "The show reply looks damaged; save it again from the server.")
+    key_length = _optional_int(info, p + "attention.key_length", head_dim)
+    value_length = _optional_int(info, p + "attention.value_length", head_dim)
     context_length = _positive_int(info, p + "context_length")
     tensors = show.get("tensors") if isinstance(show.get("tensors"), list) and show.get("tensors") else None
+    if tensors is not None:
+        tensors = _checked_tensors(tensors)
     n_vocab = _vocab_size(info, arch, tensors)
     window, swa_layers = _swa(info, arch, n_layer)
-    quant = str((show.get("details") or {}).get("quantization_level") or "Q4_K_M")
+    details = show.get("details")
+    details = details if isinstance(details, dict) else {}
+    quant = str(details.get("quantization_level") or "Q4_K_M")
     if tensors is not None:
         layout, tied = _layout_from_tensors(tensors, n_layer)
     else:

@@ -34,9 +34,19 @@ MAX_HEAD_BYTES = 64 * 1024
 def origin_of(base_url: str) -> tuple[str, int]:
     """(host, port) of a plain http:// URL; UnsupportedUrl for anything else."""
     parts = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
-    if parts.scheme != "http" or not parts.hostname:
+    try:
+        port = parts.port  # urlsplit checks the port only when asked, with a ValueError
+    except ValueError:
+        port = -1
+    if parts.scheme != "http" or not parts.hostname or port == -1 or port == 0:
         raise UnsupportedUrl(f"Streaming speaks plain http:// to a local server; cannot use {base_url!r}.", base_url)
-    return parts.hostname, parts.port or 80
+    return parts.hostname, port or 80
+
+
+def path_prefix(base_url: str) -> str:
+    """The path a base URL puts before every request target ('' or '/prefix', no trailing slash)."""
+    parts = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
+    return parts.path.rstrip("/")
 
 
 def ended_cleanly(reply: Reply | None) -> bool:
@@ -301,4 +311,4 @@ class HttpConnection:
         self._arm_watchdog()
 
 
-__all__ = ["HttpConnection", "LineHandler", "Reply", "ended_cleanly", "origin_of"]
+__all__ = ["HttpConnection", "LineHandler", "Reply", "ended_cleanly", "origin_of", "path_prefix"]

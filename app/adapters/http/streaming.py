@@ -17,7 +17,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from app.adapters.http.connection import HttpConnection, Headers, LineHandler, Reply, ended_cleanly, origin_of
+from app.adapters.http.connection import (HttpConnection, Headers, LineHandler, Reply, ended_cleanly, origin_of,
+                                         path_prefix)
 
 
 class LineStream:
@@ -71,6 +72,8 @@ class HttpStreams:
                  read_timeout_s: float = 300.0, headers: Headers = ()) -> None:
         origin_of(base_url)  # fail early on an unusable URL
         self.base_url = base_url.rstrip("/")
+        # A base URL behind a reverse proxy (http://host:port/ollama) puts its path before every request's.
+        self._prefix = path_prefix(self.base_url)
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
         self._clock = clock
@@ -105,7 +108,7 @@ class HttpStreams:
         conn = await self.connection()
         reply: Reply | None = None
         try:
-            reply = await conn.send(method, path, body, on_line, (*self._headers, *headers))
+            reply = await conn.send(method, self._prefix + path, body, on_line, (*self._headers, *headers))
             if on_sent is not None and reply.sent_at_s is not None:
                 on_sent(reply.sent_at_s)
             await reply.done
@@ -122,7 +125,8 @@ class HttpStreams:
         conn = await self.connection()
         lines = LineStream()
         try:
-            reply = lines.reply = await conn.send(method, path, body, lines.push, (*self._headers, *headers))
+            reply = lines.reply = await conn.send(method, self._prefix + path, body, lines.push,
+                                                  (*self._headers, *headers))
             reply.on_progress = lines.wake
             await reply.head
             yield lines

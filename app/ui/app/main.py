@@ -9,7 +9,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from PySide6.QtCore import QByteArray, QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
@@ -29,6 +28,7 @@ from app.adapters.storage.ui_state import UiState, UiStateStore
 from app.core.memory.estimator import VramEstimate
 from app.core.memory.pricing import others_bytes
 from app.core.server.settings import ServerSettings
+from app.core.server.url import parse_server_url
 from app.core.telemetry import GpuBackend, GpuInfo, Sample
 from app.core.units import MIB
 from app.core.throughput import TokenMeter
@@ -49,11 +49,9 @@ SCREENSHOT_MIN_SAMPLES = 3
 
 
 def settings_for_url(settings: ServerSettings, url: str) -> ServerSettings:
-    """The settings with host and port taken from a URL like http://127.0.0.1:11434."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    if not parts.hostname:
-        raise ValueError(f"'{url}' is not a server URL (expected e.g. http://127.0.0.1:11434)")
-    return settings.replace(host=parts.hostname, port=parts.port or 11434)
+    """The settings with host and port taken from a URL like http://127.0.0.1:11434 (ServerUrlError, a ValueError, if not)."""
+    parsed = parse_server_url(url, allow_path=False)
+    return settings.replace(host=parsed.host, port=parsed.port)
 
 
 class GpuLossWatch(QObject):
