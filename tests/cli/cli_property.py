@@ -1,5 +1,5 @@
 """The command-line property the fuzz tests check, and the argv generator, as plain functions a longer
-run can reuse (benchmarks/cli_fuzz.py runs thousands of examples with them).
+run can reuse (benchmarks/fuzz_inputs.py runs thousands of examples with them).
 
 Argv lists come from each command's real parser: every option it has (parser._actions), values from
 numbers (nan, inf, huge, negative, fractions), text (unicode, empty, raw bytes the shell could not

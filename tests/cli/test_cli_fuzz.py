@@ -1,5 +1,5 @@
 """Fuzzing every command-line value of `estimate`, `prompt` and `bench`: the generator and the property
-are in cli_property.py (benchmarks/cli_fuzz.py runs the same with thousands of examples)."""
+are in cli_property.py (benchmarks/fuzz_inputs.py runs the same with thousands of examples)."""
 
 from __future__ import annotations
 
