@@ -114,7 +114,7 @@ class StatusCard(QFrame):
         colour = STATE_COLOURS.get(status.state, "#9a9da8")
         self.pill.setText(status.state.value)
         self.pill.setStyleSheet(f"background: {colour};")
-        self.title.setText(_TITLES.get(status.state, ""))
+        self.title.setText(_ORPHAN_TITLE if status.orphan else _TITLES.get(status.state, ""))
         self.message.setText(status.message)
         self.message.setVisible(bool(status.message))
         self._details["Address"].setText(settings.base_url)
@@ -125,6 +125,7 @@ class StatusCard(QFrame):
         elif status.pid and status.state is not ServerState.CRASHED:
             owner = "managed by ollama-deck" if status.state is ServerState.RUNNING_MANAGED else (
                 status.external_kind.value if status.external_kind else "not ours")
+            owner = "left running by an earlier ollama-deck, managed again" if status.orphan else owner
             self._details["Process"].setText(f"pid {status.pid} ({owner})")
         else:
             self._details["Process"].setText("—")
@@ -144,7 +145,11 @@ _TITLES = {
 }
 
 
+_ORPHAN_TITLE = "Running, left behind by an earlier ollama-deck"
 _LOG_PLACEHOLDER = "The log of a server started by ollama-deck appears here."
+_ORPHAN_LOG_PLACEHOLDER = ("The log is not available: this server was started by an earlier ollama-deck that was "
+                           "closed without stopping it, and its output went to that app. Stop and start the "
+                           "server here to see its log again.")
 _ATTACHED_LOG_PLACEHOLDERS = {
     ExternalKind.SYSTEMD: "Following the service's journal (journalctl -u ollama.service); its lines appear here.",
     ExternalKind.TRAY_APP: "Following the desktop app's ~/.ollama/logs/server.log; its lines appear here.",
@@ -161,6 +166,8 @@ def log_placeholder(status: ServerStatus) -> str:
     """What the empty log view says for a server in this state."""
     if status.state is ServerState.RUNNING_ATTACHED:
         return _ATTACHED_LOG_PLACEHOLDERS[status.external_kind or ExternalKind.OTHER]
+    if status.orphan:
+        return _ORPHAN_LOG_PLACEHOLDER
     return _LOG_PLACEHOLDER
 
 
@@ -283,7 +290,7 @@ class ServerPage(QWidget):
     # --- reactions ------------------------------------------------------------------------
     def set_status(self, status: ServerStatus) -> None:
         """Show a new server status and enable what makes sense in it."""
-        was_running = self._status.state.is_running
+        was_running, was_orphan = self._status.state.is_running, self._status.orphan
         self._status = status
         if status.state.is_running and (not was_running or not self.fit_panel.model_combo.count()):
             self.controller.list_models()
@@ -293,6 +300,10 @@ class ServerPage(QWidget):
                 f"{status.message}\nLast log lines:\n" + "\n".join(status.last_log_lines[-8:]), "error")
         elif status.state is ServerState.PORT_CONFLICT:
             self.banner.show_message(status.message, "error")
+        elif status.orphan:
+            self.banner.show_message(status.message, "warning")
+        elif was_orphan:
+            self.banner.clear()  # it warned about a server that is gone now
         attached = status.state is ServerState.RUNNING_ATTACHED and bool(status.apply_hint)
         self.tabs.setTabVisible(self.hint_tab_index, attached)
         self.log_view.text.setPlaceholderText(log_placeholder(status))
