@@ -211,6 +211,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                                         runtime_dir=runtime_dir(args.config_dir or None))
             status = await supervisor.probe()
             if status.orphan and not args.stop_orphan:
+                supervisor = None  # closing it would stop the server: leave it as it was found
                 raise InputError(f"--managed: a server that an earlier ollama-deck started (pid {status.pid}) still "
                                  f"runs at {spec.base.base_url}; its app was closed without stopping it. Add "
                                  "--stop-orphan to stop it and go on, or pick a free port with --url")
