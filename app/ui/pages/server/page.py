@@ -290,7 +290,7 @@ class ServerPage(QWidget):
     # --- reactions ------------------------------------------------------------------------
     def set_status(self, status: ServerStatus) -> None:
         """Show a new server status and enable what makes sense in it."""
-        was_running, was_orphan = self._status.state.is_running, self._status.orphan
+        was_running = self._status.state.is_running
         self._status = status
         if status.state.is_running and (not was_running or not self.fit_panel.model_combo.count()):
             self.controller.list_models()
@@ -300,10 +300,6 @@ class ServerPage(QWidget):
                 f"{status.message}\nLast log lines:\n" + "\n".join(status.last_log_lines[-8:]), "error")
         elif status.state is ServerState.PORT_CONFLICT:
             self.banner.show_message(status.message, "error")
-        elif status.orphan:
-            self.banner.show_message(status.message, "warning")
-        elif was_orphan:
-            self.banner.clear()  # it warned about a server that is gone now
         attached = status.state is ServerState.RUNNING_ATTACHED and bool(status.apply_hint)
         self.tabs.setTabVisible(self.hint_tab_index, attached)
         self.log_view.text.setPlaceholderText(log_placeholder(status))
