@@ -309,7 +309,8 @@ class ServerSupervisor:
         if self._managed is not None:
             return self._status
         probed = await self._probe_locked(publish_free=False)  # STARTING follows at once
-        if probed.state in (ServerState.RUNNING_ATTACHED, ServerState.PORT_CONFLICT, ServerState.NOT_INSTALLED):
+        if probed.state in (ServerState.RUNNING_ATTACHED, ServerState.RUNNING_MANAGED, ServerState.PORT_CONFLICT,
+                            ServerState.NOT_INSTALLED):  # managed: an orphan it adopted
             return probed
         binary = probed.binary
         assert binary is not None

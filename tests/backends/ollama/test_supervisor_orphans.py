@@ -110,3 +110,23 @@ def test_a_clean_stop_removes_the_record_and_a_live_app_keeps_its_own(tmp_path, 
 
     first.run(first.supervisor.stop())
     assert RecordBook(runtime_dir).load_all() == []
+
+
+def test_start_on_an_orphans_port_adopts_it_instead_of_spawning_another(tmp_path, make_supervisor, standin_ollama):
+    from tests.fakes.ollama.server_fixtures import launched_from
+
+    runtime_dir = tmp_path / "run"
+    port = free_port()
+    parent = start_app_like_parent(port, runtime_dir, die_with_app=False)
+    parent.kill()
+    harness = make_supervisor(ServerSettings(port=port), runtime_dir=runtime_dir)
+
+    status = harness.run(harness.supervisor.start())
+
+    assert status.state is ServerState.RUNNING_MANAGED and status.orphan and status.pid == parent.server_pid
+    serving = [p.pid for p in launched_from(standin_ollama) if "serve" in p.cmdline()]
+    assert serving == [parent.server_pid]  # no second `ollama serve` was started
+    restarted = harness.run(harness.supervisor.restart())  # applying settings: ours replaces it
+    assert restarted.state is ServerState.RUNNING_MANAGED and not restarted.orphan
+    assert restarted.pid != parent.server_pid and wait_gone(parent.tree) == []
+    assert [r.pid for r in RecordBook(runtime_dir).load_all()] == [restarted.pid]
