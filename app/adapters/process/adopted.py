@@ -1,18 +1,21 @@
 """A server an earlier run of the app started and left behind, taken over again: watched and stopped
 like a spawned one (SIGTERM, grace period, SIGKILL of its tree), identified by pid and start time.
 
-What cannot be had back: its output (its pipes went to the app that died, so there is no log) and
-its exit code (only a parent can read that; the server's parent is now init), and no parent-death
-signal protects it (it is nobody's child now): the record is kept instead, rewritten as this run's."""
+Its output went to a log file (output_file.py), which is followed again from its last lines. What
+cannot be had back: its exit code (only a parent can read that; the server's parent is now init),
+and no parent-death signal protects it (it is nobody's child now): the record is kept instead,
+rewritten as this run's."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 
-from app.adapters.process import procs
+from app.adapters.process import attached_log, procs
 from app.adapters.process.orphans import Inspection
 from app.adapters.process.runtime_record import START_TIME_TOLERANCE_S, RecordBook, ServerRecord, running
 
@@ -23,7 +26,8 @@ class AdoptedServer:
     """The same surface the supervisor uses of a ManagedServer: pid, binary, stop_requested,
     exited(), tree_pids(), remember_tree() and terminate(); the exit code is None when unknown."""
 
-    def __init__(self, record: ServerRecord, handle: psutil.Process, binary: str, book: RecordBook) -> None:
+    def __init__(self, record: ServerRecord, handle: psutil.Process, binary: str, book: RecordBook,
+                 on_line: Callable[[str], None]) -> None:
         self.record = record
         self.binary = binary
         self.stop_requested = False
@@ -33,15 +37,20 @@ class AdoptedServer:
         self._killed = False
         self._known_tree: dict[int, psutil.Process] = {}
         self.remember_tree()
-        self._exit = asyncio.get_running_loop().create_task(self._wait_exit())
+        loop = asyncio.get_running_loop()
+        self._log_task = loop.create_task(attached_log.follow_file(on_line, Path(record.log_path))) if (
+            record.log_path) else None
+        self._exit = loop.create_task(self._wait_exit())
 
     @classmethod
-    async def adopt(cls, found: Inspection, binary: str, book: RecordBook) -> AdoptedServer:
-        """Take over an orphan found by orphans.survey; its record now names this app run."""
+    async def adopt(cls, found: Inspection, binary: str, book: RecordBook,
+                    on_line: Callable[[str], None]) -> AdoptedServer:
+        """Take over an orphan found by orphans.survey; its record now names this app run, and its
+        log file (when it has one) is followed into on_line."""
         assert found.server is not None
         record = found.record.adopted_by_this_app()
         await asyncio.to_thread(book.write, record)
-        return cls(record, found.server, binary, book)
+        return cls(record, found.server, binary, book, on_line)
 
     @property
     def pid(self) -> int:
@@ -93,6 +102,9 @@ class AdoptedServer:
         if remaining:
             await procs.kill_and_wait(remaining)
         await asyncio.to_thread(self._book.remove, self.record)
+        if self._log_task is not None:
+            await asyncio.sleep(attached_log.FILE_POLL_S)  # one more look: its last lines
+            self._log_task.cancel()
         return -signal.SIGKILL if self._killed else None
 
 

@@ -117,7 +117,7 @@ def survey(book: RecordBook, backend: str, host: str, port: int, grace_s: float 
         if found.verdict is Verdict.ORPHAN:
             here = (record.backend == backend and record.port == port
                     and _normalise_host(record.host) == _normalise_host(host))
-            if here and orphan is None and listens_here(found, procs.find_listener(host, port)):
+            if here and orphan is None and listens_here(found, procs.listening_pids(host, port)):
                 orphan = found
             else:
                 elsewhere.append(found)
@@ -143,12 +143,12 @@ def stop_processes(targets: list[psutil.Process], grace_s: float) -> list[psutil
     return procs.alive(left)
 
 
-def listens_here(found: Inspection, listener: procs.Listener | None) -> bool:
-    """True when the process listening on the recorded port is the orphan (or one of its tree), or
-    when the system does not say who listens (then the record alone decides)."""
-    if listener is None or listener.pid is None or found.server is None:
+def listens_here(found: Inspection, listeners: set[int] | None) -> bool:
+    """True when the orphan (or one of its tree) is among the processes listening on the recorded
+    port, or when the system does not say who listens (then the record alone decides)."""
+    if not listeners or found.server is None:
         return True
-    return listener.pid in {p.pid for p in procs.tree_of(found.server)}
+    return bool(listeners & {p.pid for p in procs.tree_of(found.server)})
 
 
 def since_text(epoch_s: float, now_s: float | None = None) -> str:
@@ -165,7 +165,8 @@ def orphan_message(program: str, record: ServerRecord) -> str:
         f"{program} that ollama-deck started earlier (pid {record.pid}, since {since_text(record.create_time)}) "
         f"is still running at {record.base_url}: its app was closed without stopping it. ollama-deck "
         "manages it again: Stop it, or keep using it (it is stopped when you quit, like any server "
-        "ollama-deck starts). Its log is not available: its output went to the app that was closed."
+        "ollama-deck starts). " + (f"Its log is read from {record.log_path}." if record.log_path else
+                                   "Its log is not available: its output went to the app that was closed.")
     )
 
 

@@ -59,6 +59,19 @@ def find_listener(host: str, port: int) -> Listener | None:
     return None
 
 
+def listening_pids(host: str, port: int) -> set[int] | None:
+    """Pids of every process seen listening on host:port (a wildcard bind elsewhere may share the
+    port with a loopback one); None when this system does not say who owns its sockets."""
+    host = _normalise_host(host)
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, PermissionError, OSError):
+        return None
+    return {conn.pid for conn in connections
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
+            and _addresses_overlap(conn.laddr.ip, host) and conn.pid is not None}
+
+
 def ollama_serve_pids() -> list[int]:
     """Pids of processes named `ollama` running `serve` (any user; names are public on Linux).
 

@@ -42,6 +42,7 @@ class ServerRecord:
     app_create_time: float  # psutil create_time of the app process that started it
     started_at: float  # wall clock when the record was written, seconds since the epoch
     dies_with_app: bool  # whether the server was asked to get SIGTERM when the app dies
+    log_path: str | None = None  # the file its stdout and stderr go to
 
     def to_json(self) -> dict[str, object]:
         """The record as the JSON document on disk."""
@@ -62,6 +63,7 @@ class ServerRecord:
                 host=str(document["host"]), port=int(document["port"]), base_url=str(document["base_url"]),
                 app_pid=int(document["app_pid"]), app_create_time=float(document["app_create_time"]),
                 started_at=float(document["started_at"]), dies_with_app=bool(document["dies_with_app"]),
+                log_path=str(document["log_path"]) if document.get("log_path") else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"incomplete server record: {exc}") from None
@@ -96,14 +98,15 @@ def running(pid: int, create_time: float) -> psutil.Process | None:
     return proc if same_start(proc, create_time) else None
 
 
-def record_for(backend: str, pid: int, host: str, port: int, base_url: str, *, dies_with_app: bool) -> ServerRecord:
+def record_for(backend: str, pid: int, host: str, port: int, base_url: str, *, dies_with_app: bool,
+               log_path: str | None = None) -> ServerRecord:
     """Describe a server this app just spawned; raises psutil.Error when it is already gone."""
     proc = psutil.Process(pid)
     app_pid, app_created = this_app()
     return ServerRecord(
         backend=backend, pid=pid, create_time=proc.create_time(), cmdline=tuple(proc.cmdline()),
         host=host, port=port, base_url=base_url, app_pid=app_pid, app_create_time=app_created,
-        started_at=time.time(), dies_with_app=dies_with_app,
+        started_at=time.time(), dies_with_app=dies_with_app, log_path=log_path,
     )
 
 

@@ -232,9 +232,9 @@ class ServerSupervisor:
 
     async def _adopt(self, found: orphans.Inspection, version: str | None, binary: str | None) -> ServerStatus:
         """Manage again the server an earlier run started and left behind (its app was killed)."""
-        adopted = await AdoptedServer.adopt(found, binary or found.record.cmdline[0], self._records)
+        self._log.clear()
+        adopted = await AdoptedServer.adopt(found, binary or found.record.cmdline[0], self._records, self._on_line)
         self._managed = adopted
-        self._log.clear()  # its output went to the app that died
         self._crash_watcher = asyncio.create_task(self._watch_exit(adopted))
         return self._publish(ServerStatus(
             ServerState.RUNNING_MANAGED, orphans.orphan_message("An `ollama serve`", adopted.record),

@@ -180,3 +180,13 @@ def test_the_runtime_folder_follows_the_config_override(tmp_path, monkeypatch):
     if sys.platform.startswith("linux"):
         assert paths.runtime_dir() == tmp_path / "state" / paths.APP_NAME / "run"
     assert paths.runtime_dir().name == "run"
+
+
+def test_the_orphan_message_names_pid_start_address_and_log(sleeper, dead_app):
+    record = record_of(sleeper.pid, dead_app, create_time=time.mktime((2026, 11, 30, 14, 2, 0, 0, 0, -1)))
+    text = orphans.orphan_message("An `ollama serve`", record)
+    assert text.startswith(f"An `ollama serve` that ollama-deck started earlier (pid {sleeper.pid}, since 2026-11-30 14:02)")
+    assert "http://127.0.0.1:11434" in text and "log is not available" in text
+    with_log = orphans.orphan_message("An `ollama serve`", dataclasses.replace(record, log_path="/x/server.log"))
+    assert "Its log is read from /x/server.log." in with_log
+    assert orphans.since_text(record.create_time, now_s=record.create_time + 60) == "14:02"

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import urllib.request
 
 import psutil
 import pytest
@@ -49,7 +50,12 @@ def test_the_next_start_adopts_a_server_left_behind_and_stop_kills_only_its_tree
     assert status.state is ServerState.RUNNING_MANAGED and status.orphan and status.can_stop
     assert status.pid == parent.server_pid
     assert f"pid {parent.server_pid}" in status.message and "started earlier" in status.message
-    assert "closed without stopping it" in status.message and "log is not available" in status.message
+    assert "closed without stopping it" in status.message
+    log_file = runtime_dir / f"server-ollama-{port}.log"
+    assert f"Its log is read from {log_file}" in status.message
+    harness.logs.wait_for("Listening on")  # its earlier lines, from the file it still writes to
+    urllib.request.urlopen(f"http://127.0.0.1:{port}/api/tags", timeout=5).read()
+    harness.logs.wait_for('"/api/tags"')  # and what it writes now: a broken pipe would have killed it
     assert set(harness.supervisor.server_pids()) == set(parent.tree)
     record = json.loads((runtime_dir / f"server-ollama-{parent.server_pid}.json").read_text())
     assert record["app_pid"] == os.getpid()  # now this run's: another instance would leave it alone

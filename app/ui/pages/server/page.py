@@ -147,9 +147,9 @@ _TITLES = {
 
 _ORPHAN_TITLE = "Running, left behind by an earlier ollama-deck"
 _LOG_PLACEHOLDER = "The log of a server started by ollama-deck appears here."
-_ORPHAN_LOG_PLACEHOLDER = ("The log is not available: this server was started by an earlier ollama-deck that was "
-                           "closed without stopping it, and its output went to that app. Stop and start the "
-                           "server here to see its log again.")
+_ORPHAN_LOG_PLACEHOLDER = ("This server was started by an earlier ollama-deck that was closed without stopping it: "
+                           "its lines are read from its log file, and if none appear here its log is not "
+                           "available (the status above says which). Stop and start it to see a new log.")
 _ATTACHED_LOG_PLACEHOLDERS = {
     ExternalKind.SYSTEMD: "Following the service's journal (journalctl -u ollama.service); its lines appear here.",
     ExternalKind.TRAY_APP: "Following the desktop app's ~/.ollama/logs/server.log; its lines appear here.",

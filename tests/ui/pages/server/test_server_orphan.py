@@ -49,7 +49,8 @@ def test_the_page_names_the_orphan_and_its_stop_button_stops_it(qtbot, superviso
         assert f"pid {parent.server_pid}" in message and "closed without stopping it" in message
         assert "left behind by an earlier ollama-deck" in page.card.title.text()
         assert f"pid {parent.server_pid}" in page.card._details["Process"].text()
-        assert "log is not available" in page.log_view.text.placeholderText()
+        assert "log file" in page.log_view.text.placeholderText()
+        qtbot.waitUntil(lambda: "Listening on" in page.log_view.plain_text(), timeout=WAIT_MS)
         qtbot.waitUntil(page.stop_button.isEnabled, timeout=WAIT_MS)
         assert not page.start_button.isEnabled()
         assert all(not is_gone(pid) for pid in parent.tree)
