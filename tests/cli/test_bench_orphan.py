@@ -3,8 +3,15 @@ a real app-like parent started it and was SIGKILLed; the CLI is a real process."
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import psutil
+import pytest
+
 from app.adapters.process.runtime_record import RecordBook
-from tests.cli.test_bench_cli import bench
+from tests.cli.test_bench_cli import PROJECT_ROOT, bench
 from tests.fakes.ollama.app_like_parent import is_gone, start_app_like_parent, wait_gone
 from tests.fakes.ollama.server_fixtures import free_port
 
@@ -32,3 +39,26 @@ def test_managed_bench_names_the_orphan_and_stops_it_only_when_asked(tmp_path, s
     assert "Parallel" in result.stdout
     assert wait_gone(parent.tree) == []
     assert RecordBook(runtime_dir).load_all() == []  # the sweep's own server was stopped cleanly too
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_kill_9_of_a_managed_bench_takes_its_server_along(tmp_path, standin_ollama):
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), FAKE_OLLAMA_TOKENS_PER_S="20")  # a long measurement
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "app", "bench", "--config-dir", str(tmp_path / "cfg"), "--no-history",
+         "--model", "qwen3:0.6b", "--url", f"http://127.0.0.1:{free_port()}", "--managed", "--requests", "50",
+         "--num-predict", "64", "--no-think"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert bench.stderr is not None
+    seen = []
+    for line in bench.stderr:  # progress lines; the server runs once it measures
+        seen.append(line)
+        if "measuring" in line:
+            break
+    tree = [p.pid for p in psutil.Process(bench.pid).children(recursive=True)]
+    assert len(tree) == 2, seen  # `ollama serve` and its runner
+
+    bench.kill()
+    bench.wait(10)
+
+    assert wait_gone(tree) == []
