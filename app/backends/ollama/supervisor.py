@@ -1,5 +1,6 @@
-"""Runs `ollama serve` with the chosen settings, or attaches to an Ollama that is already running,
-and publishes its lifecycle as ServerStatus snapshots. Runs on the app's asyncio loop thread."""
+"""Runs `ollama serve` with the chosen settings, or attaches to an Ollama that is already running
+(or takes back one that an earlier, killed run started: adapters/process/orphans.py), and
+publishes its lifecycle as ServerStatus snapshots. Runs on the app's asyncio loop thread."""
 
 from __future__ import annotations
 
