@@ -3,13 +3,15 @@ output_file.py), its exit, and stopping its whole process tree (SIGTERM, grace p
 of every descendant).
 
 It should not outlive the app. On Linux the child asks the kernel for SIGTERM when its parent dies
-(prctl PR_SET_PDEATHSIG, armed in preexec_fn). Three details matter:
+(prctl PR_SET_PDEATHSIG, armed in preexec_fn). Four details matter:
 - "parent" is the thread that forked: asyncio runs Popen on the loop thread, which lives as long as
   the app (the GUI's LoopThread, the CLI's asyncio.run in the main thread); stopping that loop
   thread therefore also stops the server;
 - subprocess runs setsid (start_new_session) before preexec_fn, and the setting survives setsid and
   exec (it is cleared only by a set-user-ID exec), so the server is its own session's leader and
   still gets the signal;
+- preexec_fn runs in the forked child of a threaded app, where a lock another thread held at the
+  fork stays locked: the hook calls only prctl, resolved before the fork, and getppid;
 - it is not inherited: the server's runners get nothing when the app dies. A SIGTERMed `ollama
   serve` stops its runners itself; a SIGKILLed one leaves them, still in its process group, which
   the next start finds through the server's record (adapters/process/orphans.py).
