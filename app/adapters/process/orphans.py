@@ -170,6 +170,15 @@ def orphan_message(program: str, record: ServerRecord) -> str:
     )
 
 
+def elsewhere_note(program: str, found: tuple[Inspection, ...]) -> str:
+    """A sentence about orphans recorded for other addresses, or '' when there are none."""
+    if not found:
+        return ""
+    listed = ", ".join(f"{i.record.base_url} (pid {i.record.pid})" for i in found)
+    return (f" {program} that ollama-deck started earlier still runs at {listed}: set that host and port "
+            "to take it back and stop it.")
+
+
 def reaped_note(pids: tuple[int, ...]) -> str:
     """A sentence about leftovers that were stopped, or '' when there were none."""
     if not pids:
@@ -180,5 +189,5 @@ def reaped_note(pids: tuple[int, ...]) -> str:
             "left behind when it was killed; they held memory and could serve nothing.")
 
 
-__all__ = ["Inspection", "Survey", "Verdict", "inspect", "listens_here", "orphan_message", "reaped_note",
-           "since_text", "stop_processes", "survey"]
+__all__ = ["Inspection", "Survey", "Verdict", "elsewhere_note", "inspect", "listens_here", "orphan_message",
+           "reaped_note", "since_text", "stop_processes", "survey"]

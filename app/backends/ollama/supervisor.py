@@ -205,8 +205,8 @@ class ServerSupervisor:
         if binary is None:
             return self._publish(ServerStatus(ServerState.NOT_INSTALLED, missing_reason))
         free = ServerStatus(
-            ServerState.STOPPED, f"No server is running at {base_url}.{orphans.reaped_note(found.reaped)}",
-            binary=binary,
+            ServerState.STOPPED, f"No server is running at {base_url}.{orphans.reaped_note(found.reaped)}"
+            f"{orphans.elsewhere_note('An `ollama serve`', found.elsewhere)}", binary=binary,
             last_log_lines=self._status.last_log_lines, exit_code=self._status.exit_code,
         )
         return self._publish(free) if publish_free else free

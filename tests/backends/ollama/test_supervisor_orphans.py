@@ -136,3 +136,18 @@ def test_start_on_an_orphans_port_adopts_it_instead_of_spawning_another(tmp_path
     assert restarted.state is ServerState.RUNNING_MANAGED and not restarted.orphan
     assert restarted.pid != parent.server_pid and wait_gone(parent.tree) == []
     assert [r.pid for r in RecordBook(runtime_dir).load_all()] == [restarted.pid]
+
+
+def test_an_orphan_on_another_port_is_named_and_left_alone(tmp_path, make_supervisor):
+    runtime_dir = tmp_path / "run"
+    orphan_port = free_port()
+    parent = start_app_like_parent(orphan_port, runtime_dir, die_with_app=False)
+    parent.kill()
+    harness = make_supervisor(ServerSettings(port=free_port()), runtime_dir=runtime_dir)
+
+    status = harness.run(harness.supervisor.probe())
+
+    assert status.state is ServerState.STOPPED and not status.orphan
+    assert f"http://127.0.0.1:{orphan_port} (pid {parent.server_pid})" in status.message
+    assert all(not is_gone(pid) for pid in parent.tree)  # not ours to stop from here
+    assert len(RecordBook(runtime_dir).load_all()) == 1
