@@ -52,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--flash-attention", help="flash attention modes from on,off,auto")
     s.add_argument("--force", action="store_true",
                    help="also run points the estimate says will not load or would spill to the CPU")
+    s.add_argument("--stop-orphan", action="store_true",
+                   help="stop a server an earlier ollama-deck started and left running on the port, then go on")
     w = parser.add_argument_group("workload")
     w.add_argument("--concurrency", help="concurrent clients per point, e.g. 1,4,8 (default: the point's parallel)")
     stop = w.add_mutually_exclusive_group()
@@ -257,8 +259,19 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
     supervisor: ServerControl | None = None
     try:
         if spec.managed:
-            supervisor = backend.server(spec.base, on_status=lambda _s: None, on_log=lambda _line: None)
+            from app.adapters.storage.paths import runtime_dir
+
+            supervisor = backend.server(spec.base, on_status=lambda _s: None, on_log=lambda _line: None,
+                                        runtime_dir=runtime_dir(args.config_dir or None))
             status = await supervisor.probe()
+            if status.orphan and not args.stop_orphan:
+                supervisor = None  # closing it would stop the server: leave it as it was found
+                raise InputError(f"--managed: a server that an earlier ollama-deck started (pid {status.pid}) still "
+                                 f"runs at {spec.base.base_url}; its app was closed without stopping it. Add "
+                                 "--stop-orphan to stop it and go on, or pick a free port with --url")
+            if status.orphan:
+                status = await supervisor.stop()
+                print(f"ollama-deck bench: {status.message}", file=sys.stderr, flush=True)
             if status.state is ServerState.RUNNING_ATTACHED:
                 raise InputError(f"--managed: an Ollama that ollama-deck did not start already answers at "
                                  f"{spec.base.base_url} ({status.message}); stop it, or pick a free port with --url")

@@ -1,53 +1,134 @@
-"""One `ollama serve` process that ollama-deck spawned: its output lines, its exit, and stopping
-its whole process tree (SIGTERM, grace period, then SIGKILL of every descendant)."""
+"""One `ollama serve` process that ollama-deck spawned: its output lines (through a file, see
+output_file.py), its exit, and stopping its whole process tree (SIGTERM, grace period, then SIGKILL
+of every descendant).
+
+It should not outlive the app. On Linux the child asks the kernel for SIGTERM when its parent dies
+(prctl PR_SET_PDEATHSIG, armed in preexec_fn). Four details matter:
+- "parent" is the thread that forked: asyncio runs Popen on the loop thread, which lives as long as
+  the app (the GUI's LoopThread, the CLI's asyncio.run in the main thread); stopping that loop
+  thread therefore also stops the server;
+- subprocess runs setsid (start_new_session) before preexec_fn, and the setting survives setsid and
+  exec (it is cleared only by a set-user-ID exec), so the server is its own session's leader and
+  still gets the signal;
+- preexec_fn runs in the forked child of a threaded app, where a lock another thread held at the
+  fork stays locked: the hook calls only prctl, resolved before the fork, and getppid;
+- it is not inherited: the server's runners get nothing when the app dies. A SIGTERMed `ollama
+  serve` stops its runners itself; a SIGKILLed one leaves them, still in its process group, which
+  the next start finds through the server's record (adapters/process/orphans.py).
+Elsewhere (macOS, Windows) nothing is armed, and the record alone lets the next start find the
+server. A record is written right after the spawn and removed once the server and its leftovers
+are gone (adapters/process/runtime_record.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import os
 import signal
+import sys
 from collections.abc import Callable, Mapping
 
 import psutil
 
 from app.adapters.process import procs as procs
-from app.core.units import MIB
-STREAM_LIMIT_BYTES = MIB
+from app.adapters.process.output_file import OutputReader, open_for_server
+from app.adapters.process.runtime_record import RecordBook, ServerRecord, record_for
+
 DRAIN_TIMEOUT_S = 1.0
-EXIT_POLL_S = 0.05
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, resolved before any fork (the forked child must not load libraries)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+_PRCTL = _load_prctl()
+
+
+def parent_death_hook() -> Callable[[], None] | None:
+    """A preexec_fn that has the child get SIGTERM when the spawning thread ends; None where the
+    platform has no such thing. It does as little as possible: it runs between fork and exec."""
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        if prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+            return  # unarmed: the record still lets the next start find the server
+        if os.getppid() != parent:  # the app died between fork and prctl: the signal will not come
+            os._exit(1)
+
+    return arm
 
 
 class ManagedServer:
     """A spawned server in its own session, so its pid is the process group of its runners."""
 
-    def __init__(self, process: asyncio.subprocess.Process, binary: str, on_line: Callable[[str], None]) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, binary: str, output: OutputReader,
+                 book: RecordBook | None = None, record: ServerRecord | None = None) -> None:
         self.process = process
         self.binary = binary
         self.stop_requested = False
-        self._on_line = on_line
+        self.record = record  # what the next start would find if this app died now
+        self.output = output
+        self._book = book
         try:
             self._handle: psutil.Process | None = psutil.Process(process.pid)
         except psutil.NoSuchProcess:
             self._handle = None
         self._known_tree: dict[int, psutil.Process] = {}
-        self._readers = [
-            asyncio.create_task(self._read_lines(process.stdout)),
-            asyncio.create_task(self._read_lines(process.stderr)),
-        ]
         self._exit = asyncio.create_task(self._wait_exit())
 
     @classmethod
-    async def spawn(cls, binary: str, env: Mapping[str, str], on_line: Callable[[str], None]) -> ManagedServer:
-        """Run `binary serve` with exactly env; raises OSError when it cannot be executed."""
-        process = await asyncio.create_subprocess_exec(
-            binary, "serve",
-            env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            limit=STREAM_LIMIT_BYTES,
-        )
-        return cls(process, binary, on_line)
+    async def spawn(cls, binary: str, env: Mapping[str, str], on_line: Callable[[str], None], *,
+                    die_with_parent: bool = True, book: RecordBook | None = None,
+                    endpoint: tuple[str, str, int, str] | None = None) -> ManagedServer:
+        """Run `binary serve` with exactly env; raises OSError when it cannot be executed.
+
+        die_with_parent arms the parent-death signal where the platform has one; with a book and an
+        endpoint (backend name, host, port, base URL) the server's record is written before this
+        returns, and its output goes to a log file beside the record (else to a temporary file)."""
+        named = book.folder / f"server-{endpoint[0]}-{endpoint[2]}.log" if book and endpoint else None
+        fd, log_path, temporary = await asyncio.to_thread(open_for_server, named)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                binary, "serve",
+                env=dict(env),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=fd,
+                stderr=fd,
+                start_new_session=True,
+                preexec_fn=parent_death_hook() if die_with_parent else None,
+            )
+        except OSError:
+            if temporary:
+                log_path.unlink(missing_ok=True)
+            raise
+        finally:
+            os.close(fd)  # the server holds its own copy
+        output = OutputReader(log_path, on_line, delete_after=temporary)
+        record = None
+        if book is not None and endpoint is not None:
+            backend, host, port, base_url = endpoint
+            try:  # Popen returned after exec, so this reads the server's own command line
+                record = record_for(backend, process.pid, host, port, base_url,
+                                    dies_with_app=die_with_parent and _PRCTL is not None,
+                                    log_path=None if temporary else str(log_path))
+            except psutil.Error:
+                record = None  # already gone: nothing to find later
+            if record is not None and not await asyncio.to_thread(book.write, record):
+                record = None
+        return cls(process, binary, output, book, record)
 
     @property
     def pid(self) -> int:
@@ -94,16 +175,11 @@ class ManagedServer:
         return await self.exited()
 
     async def _wait_exit(self) -> int:
-        # asyncio's wait() only returns once the pipes close, and an orphaned runner keeps the
-        # inherited stdout open; so the exit itself is noticed through returncode.
-        pipes_closed = asyncio.ensure_future(self.process.wait())
-        while self.process.returncode is None:
-            await asyncio.wait({pipes_closed}, timeout=EXIT_POLL_S)
-        code = self.process.returncode
+        code = await self.process.wait()
         await self._reap_leftovers()
-        _done, pending = await asyncio.wait({pipes_closed, *self._readers}, timeout=DRAIN_TIMEOUT_S)
-        for task in pending:
-            task.cancel()
+        if self._book is not None and self.record is not None:
+            await asyncio.to_thread(self._book.remove, self.record)  # nothing of it is left to find
+        await self.output.finish(DRAIN_TIMEOUT_S)  # its last lines, the crash's reason among them
         return code
 
     async def _reap_leftovers(self) -> None:
@@ -118,15 +194,3 @@ class ManagedServer:
         remaining = procs.alive(leftovers.values())
         if remaining:
             await procs.kill_and_wait(remaining)
-
-    async def _read_lines(self, stream: asyncio.StreamReader | None) -> None:
-        if stream is None:
-            return
-        while True:
-            try:
-                raw = await stream.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                raw = await stream.read(STREAM_LIMIT_BYTES)  # an over-long line arrives in pieces
-            if not raw:
-                return
-            self._on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))

@@ -59,6 +59,19 @@ def find_listener(host: str, port: int) -> Listener | None:
     return None
 
 
+def listening_pids(host: str, port: int) -> set[int] | None:
+    """Pids of every process seen listening on host:port (a wildcard bind elsewhere may share the
+    port with a loopback one); None when this system does not say who owns its sockets."""
+    host = _normalise_host(host)
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, PermissionError, OSError):
+        return None
+    return {conn.pid for conn in connections
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
+            and _addresses_overlap(conn.laddr.ip, host) and conn.pid is not None}
+
+
 def ollama_serve_pids() -> list[int]:
     """Pids of processes named `ollama` running `serve` (any user; names are public on Linux).
 
@@ -139,25 +152,34 @@ def group_leftovers(leader: psutil.Process) -> list[psutil.Process]:
     The server is started in its own session, so its pid is the group id of everything it
     spawned; Linux keeps that id reserved while any member lives, so a match is ours.
     """
-    if not hasattr(os, "getpgid"):
-        return []
     try:
         since = leader.create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return []
+    return group_members(leader.pid, since)
+
+
+def group_members(pgid: int, since: float, slack_s: float = 0.01) -> list[psutil.Process]:
+    """Live processes (not this one, not pgid itself) in process group pgid that started no earlier
+    than `since` (seconds since the epoch, less slack_s): what a leader started at `since` left.
+
+    Works after the leader is gone too: the kernel keeps a group id from being reused as a pid while
+    any member lives, so the members found are the leader's own."""
+    if not hasattr(os, "getpgid"):
+        return []
     found = []
     for proc in psutil.process_iter(["create_time"]):
-        if proc.pid in (leader.pid, os.getpid()):
+        if proc.pid in (pgid, os.getpid()):
             continue
         try:
-            if os.getpgid(proc.pid) != leader.pid:
+            if os.getpgid(proc.pid) != pgid:
                 continue
         except OSError:
             continue
         created = proc.info.get("create_time")
-        if created is not None and created + 0.01 >= since:
+        if created is not None and created + slack_s >= since:
             found.append(proc)
-    return found
+    return alive(found)
 
 
 def signal_all(procs: Iterable[psutil.Process], sig: int) -> None:

@@ -20,4 +20,13 @@ def data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
-__all__ = ["APP_NAME", "config_dir", "data_dir"]
+def runtime_dir(config_override: Path | str | None = None) -> Path:
+    """Where records of the servers the app started live: <--config-dir>/run when one is given,
+    else run/ in the user state folder (e.g. ~/.local/state/ollama-deck/run). Not the runtime
+    folder (/run/user/UID): logging out empties it while a left-behind server may keep running."""
+    if config_override is not None:
+        return Path(config_override) / "run"
+    return Path(platformdirs.user_state_dir(APP_NAME)) / "run"
+
+
+__all__ = ["APP_NAME", "config_dir", "data_dir", "runtime_dir"]

@@ -1,5 +1,6 @@
-"""Runs `ollama serve` with the chosen settings, or attaches to an Ollama that is already running,
-and publishes its lifecycle as ServerStatus snapshots. Runs on the app's asyncio loop thread."""
+"""Runs `ollama serve` with the chosen settings, or attaches to an Ollama that is already running
+(or takes back one that an earlier, killed run started: adapters/process/orphans.py), and
+publishes its lifecycle as ServerStatus snapshots. Runs on the app's asyncio loop thread."""
 
 from __future__ import annotations
 
@@ -11,15 +12,19 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psutil
 
-from app.adapters.process import attached_log
+from app.adapters.process import attached_log, orphans
 from app.backends.ollama import probe as probing
 from app.backends.ollama import tuning
 from app.adapters.process import procs as procs
+from app.adapters.process.adopted import AdoptedServer
 from app.adapters.process.managed import ManagedServer
+from app.adapters.process.runtime_record import RecordBook
+from app.adapters.storage import paths as storage_paths
 from app.backends.ollama.client import OLLAMA_BANNER, OllamaClient
 from app.core.errors import OllamaError
 from app.core.server.exposure import exposure_of
@@ -30,6 +35,7 @@ LOG_LINES_KEPT = 500
 LOG_LINES_IN_STATUS = 20
 POLL_INTERVAL_S = 0.1
 PROBE_TIMEOUT_S = probing.PROBE_TIMEOUT_S
+BACKEND_NAME = "ollama"  # in the records of the servers it starts
 
 # Tuning knobs a shell may have exported; the server must get exactly what the settings say,
 # so an inherited value must not silently replace "Ollama's default". OLLAMA_MODELS is kept:
@@ -63,6 +69,8 @@ class ServerSupervisor:
         client_factory: Callable[[str], OllamaClient] = OllamaClient,
         health_interval_s: float = 1.0,
         log_follower_for: Callable[[ExternalKind], attached_log.Follower | None] = attached_log.follower_for,
+        runtime_dir: Path | None = None,
+        die_with_app: bool = True,
     ) -> None:
         self.settings = settings
         self._on_status = on_status
@@ -74,7 +82,9 @@ class ServerSupervisor:
         self._client_factory = client_factory
         self._status = ServerStatus(ServerState.STOPPED, "Not checked yet.")
         self._log: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
-        self._managed: ManagedServer | None = None
+        self._managed: ManagedServer | AdoptedServer | None = None
+        self._records = RecordBook(runtime_dir or storage_paths.runtime_dir())  # what a later run may find
+        self.die_with_app = die_with_app  # off only to test what a platform without it does
         self._crash_watcher: asyncio.Task | None = None  # held so the task is not garbage-collected
         self._attached_pid: int | None = None
         self._attached_url: str | None = None
@@ -175,8 +185,12 @@ class ServerSupervisor:
         self._cancel_health()
         binary, missing_reason = probing.find_binary(tuning.binary(self.settings), self._which)
         base_url = self.settings.base_url
+        found = await asyncio.to_thread(orphans.survey, self._records, BACKEND_NAME, self.settings.host,
+                                        self.settings.port, self.stop_grace_s)
         if await probing.port_accepts(base_url):
             is_ollama, version = await probing.identify(self._client_factory(base_url))
+            if is_ollama and found.orphan is not None:
+                return await self._adopt(found.orphan, version, binary)
             if is_ollama:
                 return await self._attach(base_url, version, binary)
             listener = await asyncio.to_thread(procs.find_listener, self.settings.host, self.settings.port)
@@ -192,7 +206,8 @@ class ServerSupervisor:
         if binary is None:
             return self._publish(ServerStatus(ServerState.NOT_INSTALLED, missing_reason))
         free = ServerStatus(
-            ServerState.STOPPED, f"No server is running at {base_url}.", binary=binary,
+            ServerState.STOPPED, f"No server is running at {base_url}.{orphans.reaped_note(found.reaped)}"
+            f"{orphans.elsewhere_note('An `ollama serve`', found.elsewhere)}", binary=binary,
             last_log_lines=self._status.last_log_lines, exit_code=self._status.exit_code,
         )
         return self._publish(free) if publish_free else free
@@ -216,6 +231,17 @@ class ServerSupervisor:
         self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))
         self._follow_attached_log(pid, kind)
         return status
+
+    async def _adopt(self, found: orphans.Inspection, version: str | None, binary: str | None) -> ServerStatus:
+        """Manage again the server an earlier run started and left behind (its app was killed)."""
+        self._log.clear()
+        adopted = await AdoptedServer.adopt(found, binary or found.record.cmdline[0], self._records, self._on_line)
+        self._managed = adopted
+        self._crash_watcher = asyncio.create_task(self._watch_exit(adopted))
+        return self._publish(ServerStatus(
+            ServerState.RUNNING_MANAGED, orphans.orphan_message("An `ollama serve`", adopted.record),
+            version=version, pid=adopted.pid, binary=adopted.binary, orphan=True,
+        ))
 
     def _follow_attached_log(self, pid: int | None, kind: ExternalKind) -> None:
         """Follow the attached server's own log (journal or desktop-app file) into on_log; a probe
@@ -285,7 +311,8 @@ class ServerSupervisor:
         if self._managed is not None:
             return self._status
         probed = await self._probe_locked(publish_free=False)  # STARTING follows at once
-        if probed.state in (ServerState.RUNNING_ATTACHED, ServerState.PORT_CONFLICT, ServerState.NOT_INSTALLED):
+        if probed.state in (ServerState.RUNNING_ATTACHED, ServerState.RUNNING_MANAGED, ServerState.PORT_CONFLICT,
+                            ServerState.NOT_INSTALLED):  # managed: an orphan it adopted
             return probed
         binary = probed.binary
         assert binary is not None
@@ -295,7 +322,9 @@ class ServerSupervisor:
                                  f"{self.settings.host} in the server settings, or use 127.0.0.1.", binary=binary))
         self._log.clear()
         try:
-            managed = await ManagedServer.spawn(binary, self._server_env(), self._on_line)
+            managed = await ManagedServer.spawn(
+                binary, self._server_env(), self._on_line, die_with_parent=self.die_with_app, book=self._records,
+                endpoint=(BACKEND_NAME, self.settings.host, self.settings.port, self.settings.base_url))
         except OSError as exc:
             return self._publish(ServerStatus(
                 ServerState.CRASHED, f"Could not run {binary}: {exc.strerror or exc}. {probing.INSTALL_HINT}",
@@ -353,7 +382,7 @@ class ServerSupervisor:
             last_log_lines=tail, binary=managed.binary,
         ))
 
-    async def _watch_exit(self, managed: ManagedServer) -> None:
+    async def _watch_exit(self, managed: ManagedServer | AdoptedServer) -> None:
         """Await the server's exit; an exit nobody asked for is published as CRASHED at once."""
         code = await managed.exited()
         if managed.stop_requested:
@@ -361,8 +390,11 @@ class ServerSupervisor:
         if self._managed is managed:
             self._managed = None
         tail = self._tail()
-        how = f"was killed by {procs.signal_name(code)}" if code < 0 else f"exited with code {code}"
-        last = f": {probing.reason_line(tail)}" if tail else "."
+        if code is None:  # adopted: not our child, so neither its exit code nor its output can be read
+            how, last = f"(pid {managed.pid}, started by an earlier ollama-deck) stopped", "; it left no log."
+        else:
+            how = f"was killed by {procs.signal_name(code)}" if code < 0 else f"exited with code {code}"
+            last = f": {probing.reason_line(tail)}" if tail else "."
         self._publish(ServerStatus(
             ServerState.CRASHED, f"Ollama {how} without being asked to stop{last}",
             exit_code=code, last_log_lines=tail, pid=managed.pid, binary=managed.binary,
@@ -381,7 +413,8 @@ class ServerSupervisor:
                    "killed it and its runners")
         else:
             how = f"stopped in {time.monotonic() - started:.1f} s"
+        who = f" an earlier ollama-deck started (pid {managed.pid})" if isinstance(managed, AdoptedServer) else ""
         return self._publish(ServerStatus(
-            ServerState.STOPPED, f"The server {how}.", exit_code=code,
+            ServerState.STOPPED, f"The server{who} {how}.", exit_code=code,
             last_log_lines=self._tail(), binary=managed.binary,
         ))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Protocol
 
 from app.core.ports.catalog import CatalogFactory
@@ -93,7 +94,8 @@ class ServerFactory(Protocol):
     (called on the asyncio loop thread)."""
 
     def __call__(self, settings: ServerSettings, *, on_status: Callable[[ServerStatus], None],
-                 on_log: Callable[[str], None]) -> ServerControl:
+                 on_log: Callable[[str], None], runtime_dir: Path | None = None) -> ServerControl:
+        """runtime_dir: where records of started servers are kept (None: the user state folder)."""
         ...
 
 

@@ -42,6 +42,9 @@ class ServerStatus:
     external_kind: ExternalKind | None = None
     apply_hint: str = ""  # for an attached server: how settings would be applied there
     binary: str | None = None
+    # RUNNING_MANAGED for a server an earlier run of the app started and left behind, adopted again:
+    # it can be stopped, but its log and exit code cannot be read.
+    orphan: bool = False
 
     @property
     def can_stop(self) -> bool:

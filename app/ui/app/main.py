@@ -20,6 +20,7 @@ from app.services.guarded_apply import GuardedApplier
 from app.adapters.storage.history import HISTORY_FILE_NAME, BenchHistory
 from app.adapters.telemetry.host import HostProbe
 from app.adapters.telemetry.nvml import make_gpu_backend
+from app.adapters.storage import paths as storage_paths
 from app.backends import registry
 from app.adapters.storage.preset_store import PresetStore
 from app.adapters.telemetry.sampler import Sampler
@@ -90,7 +91,8 @@ class DeckApp:
         self.controller = ServerController(
             self.loop, None, catalog, self.store.save, last_good=settings)  # supervisor set below
         self.supervisor = self.backend.server(
-            settings, on_status=self.controller.on_status, on_log=self.controller.on_log)
+            settings, on_status=self.controller.on_status, on_log=self.controller.on_log,
+            runtime_dir=storage_paths.runtime_dir(args.config_dir or None))
         self.meter = TokenMeter()
         self.gpu = make_gpu_backend()
         self.history = ApplyHistory(Path(args.config_dir) / APPLY_HISTORY_FILE_NAME if args.config_dir else None)

@@ -87,6 +87,7 @@ def standin_ollama(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     Whatever this launcher started and is still running when the test ends is killed."""
     launcher = write_launcher(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{launcher.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the records of started servers stay here
     for name in list(os.environ):
         if name.startswith(("FAKE_OLLAMA_", "OLLAMA_")):
             monkeypatch.delenv(name)

@@ -115,8 +115,24 @@ def slog_line(level: str, source: str, msg: str, **attrs: object) -> str:
 def emit(line: str) -> None:
     """Write a log line to stderr at once (the supervisor reads it line by line)."""
     with _write_lock:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+        try:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+        except BrokenPipeError:
+            _die_of_sigpipe()
+
+
+def _die_of_sigpipe() -> None:
+    """As the real (Go) server: a write to a broken stdout or stderr ends it by SIGPIPE, its runner
+    left behind; that is what the pipe of a killed app does to it. Python ignores SIGPIPE and lets
+    only the main thread change that, so libc restores the default from whichever thread wrote."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).signal(signal.SIGPIPE, 0)  # SIG_DFL
+        os.kill(os.getpid(), signal.SIGPIPE)
+    finally:
+        os._exit(128 + signal.SIGPIPE)  # where libc could not be reached, as a shell reports it
 
 
 def go_duration(text: str) -> str:

@@ -115,7 +115,7 @@ class StatusCard(QFrame):
         colour = STATE_COLOURS.get(status.state, "#9a9da8")
         self.pill.setText(status.state.value)
         self.pill.setStyleSheet(f"background: {colour};")
-        self.title.setText(_TITLES.get(status.state, ""))
+        self.title.setText(_ORPHAN_TITLE if status.orphan else _TITLES.get(status.state, ""))
         self.message.setText(status.message)
         self.message.setVisible(bool(status.message))
         self._details["Address"].setText(settings.base_url)
@@ -126,6 +126,7 @@ class StatusCard(QFrame):
         elif status.pid and status.state is not ServerState.CRASHED:
             owner = "managed by ollama-deck" if status.state is ServerState.RUNNING_MANAGED else (
                 status.external_kind.value if status.external_kind else "not ours")
+            owner = "left running by an earlier ollama-deck, managed again" if status.orphan else owner
             self._details["Process"].setText(f"pid {status.pid} ({owner})")
         else:
             self._details["Process"].setText("—")
@@ -145,7 +146,11 @@ _TITLES = {
 }
 
 
+_ORPHAN_TITLE = "Running, left behind by an earlier ollama-deck"
 _LOG_PLACEHOLDER = "The log of a server started by ollama-deck appears here."
+_ORPHAN_LOG_PLACEHOLDER = ("This server was started by an earlier ollama-deck that was closed without stopping it: "
+                           "its lines are read from its log file, and if none appear here its log is not "
+                           "available (the status above says which). Stop and start it to see a new log.")
 _ATTACHED_LOG_PLACEHOLDERS = {
     ExternalKind.SYSTEMD: "Following the service's journal (journalctl -u ollama.service); its lines appear here.",
     ExternalKind.TRAY_APP: "Following the desktop app's ~/.ollama/logs/server.log; its lines appear here.",
@@ -162,6 +167,8 @@ def log_placeholder(status: ServerStatus) -> str:
     """What the empty log view says for a server in this state."""
     if status.state is ServerState.RUNNING_ATTACHED:
         return _ATTACHED_LOG_PLACEHOLDERS[status.external_kind or ExternalKind.OTHER]
+    if status.orphan:
+        return _ORPHAN_LOG_PLACEHOLDER
     return _LOG_PLACEHOLDER
 
 
