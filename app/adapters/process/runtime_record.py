@@ -7,8 +7,8 @@ is identified by its pid together with its start time (psutil create_time), neve
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 import os
 import time
 from dataclasses import asdict, dataclass, replace
@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from app.adapters.storage.atomic_json import write_json_atomic
+from app.adapters.storage.json_file import decode_json, read_capped
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,7 @@ RECORD_PREFIX = "server-"
 RECORD_SUFFIX = ".json"
 # psutil derives create_time from the boot time, which the clock's adjustments can move a little.
 START_TIME_TOLERANCE_S = 1.0
+MAX_PID = 2**22  # Linux's largest pid_max; a bigger number names no process anywhere
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class ServerRecord:
         if not isinstance(document, dict) or document.get("format") != RECORD_FORMAT:
             raise ValueError("not a server record of this format")
         try:
-            return cls(
+            record = cls(
                 backend=str(document["backend"]), pid=int(document["pid"]),
                 create_time=float(document["create_time"]),
                 cmdline=tuple(str(part) for part in document["cmdline"]),
@@ -65,8 +67,24 @@ class ServerRecord:
                 started_at=float(document["started_at"]), dies_with_app=bool(document["dies_with_app"]),
                 log_path=str(document["log_path"]) if document.get("log_path") else None,
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"incomplete server record: {exc}") from None
+        problem = record.problem()
+        if problem:
+            raise ValueError(f"not a usable server record: {problem}")
+        return record
+
+    def problem(self) -> str:
+        """Why this record cannot name a process and an address ('' when it can)."""
+        for name in ("pid", "app_pid"):
+            if not 1 <= getattr(self, name) <= MAX_PID:
+                return f"{name} {getattr(self, name)} is not a process id"
+        if not 1 <= self.port <= 65535:
+            return f"port {self.port} is outside 1-65535"
+        for name in ("create_time", "app_create_time", "started_at"):
+            if not math.isfinite(getattr(self, name)):
+                return f"{name} is not a time"
+        return ""
 
     def adopted_by_this_app(self) -> ServerRecord:
         """The same server, now owned by this app run (a later crash of ours orphans it again)."""
@@ -116,6 +134,8 @@ class RecordBook:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        # Where each record was read from: a file renamed or copied by hand still gets removed.
+        self._read_from: dict[ServerRecord, Path] = {}
 
     def path_for(self, record: ServerRecord) -> Path:
         """The file of one record."""
@@ -132,10 +152,11 @@ class RecordBook:
 
     def remove(self, record: ServerRecord) -> None:
         """Delete a record's file (already gone is fine)."""
-        try:
-            self.path_for(record).unlink(missing_ok=True)
-        except OSError as exc:
-            log.warning("could not remove the server record %s: %s", self.path_for(record), exc)
+        for path in {self.path_for(record), self._read_from.pop(record, self.path_for(record))}:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                log.warning("could not remove the server record %s: %s", path, exc)
 
     def load_all(self) -> list[ServerRecord]:
         """Every readable record; a file that is not one is removed (it names nothing we can trust)."""
@@ -146,7 +167,13 @@ class RecordBook:
         records = []
         for path in paths:
             try:
-                records.append(ServerRecord.from_json(json.loads(path.read_text(encoding="utf-8"))))
+                # The one reader of state files: capped in size and depth, so no content can raise past it.
+                document, why = decode_json(read_capped(path))
+                if why:
+                    raise ValueError(why)
+                record = ServerRecord.from_json(document)
+                self._read_from[record] = path
+                records.append(record)
             except (OSError, ValueError) as exc:
                 log.warning("removing the unreadable server record %s: %s", path, exc)
                 try:
