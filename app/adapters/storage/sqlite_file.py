@@ -118,7 +118,8 @@ def check_location(path: Path, what: str) -> None:
         raise HistoryLocationError(f"Cannot reach the {what} at {path}: {exc.strerror or exc}.") from exc
     if blocker is not None:
         raise HistoryLocationError(f"Cannot create the folder for the {what} ({path.parent}): {blocker} is a "
-                                   "file, not a folder.")
+                                   "file, not a folder.",
+                                   hint=f"Nothing was changed; rename {blocker}, or choose another place.")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -4,7 +4,11 @@ are added to the same banner, never shown in a second one."""
 
 from __future__ import annotations
 
+import logging
+
 from app.ui.widgets.banner import Banner
+
+log = logging.getLogger(__name__)
 
 SETTINGS_HEADING = "About your settings file:"
 FILES_HEADING = "Files ollama-deck could not use as usual (it keeps working without them):"
@@ -24,6 +28,8 @@ class StoreReport:
         if not new:
             return
         lines += new
+        for problem in new:  # also on stderr: a window started from a terminal, or a screenshot run, shows them
+            log.warning("%s", problem)
         self._banner.show_message(self.text, "warning")
 
     @property
