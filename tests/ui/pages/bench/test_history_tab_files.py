@@ -1,0 +1,63 @@
+"""The History tab over a real SQLite file in a bad state: what opening it found stays as a notice
+in the tab (and goes to the window's banner), a damaged run is listed as unreadable and opening it
+says so, while the other runs open as usual."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from app.adapters.storage.history import UNREADABLE, BenchHistory
+from app.ui.pages.bench.history_view import HistoryView
+from app.ui.pages.bench.worker import Background
+from tests.adapters.storage.test_history import make_run
+
+WAIT_MS = 10_000
+
+
+@pytest.fixture
+def history_tab(qtbot, supervisor_loop):
+    def make(history: BenchHistory) -> HistoryView:
+        view = HistoryView(history, Background(supervisor_loop))
+        qtbot.addWidget(view)
+        view.show()
+        return view
+
+    return make
+
+
+def test_a_garbage_history_is_named_in_the_tab_and_reported_for_the_banner(qtbot, tmp_path, history_tab):
+    path = tmp_path / "benchmarks.sqlite3"
+    path.write_bytes(b"not a database at all " * 100)
+    found: list[list[str]] = []
+    view = history_tab(BenchHistory(path))
+    view.problems_found.connect(found.append)
+    qtbot.waitUntil(lambda: bool(found), timeout=WAIT_MS)
+    [kept] = [p for p in tmp_path.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm"))]
+    assert str(kept) in found[0][0] and view.notice.severity == "warning" and str(kept) in view.notice.message
+    view.refresh()
+    qtbot.waitUntil(lambda: view.table.rowCount() == 0 and not view.message.message, timeout=WAIT_MS)
+    assert view.notice.isVisible()  # it stays while the tab is used
+
+
+def test_a_damaged_run_is_listed_as_unreadable_and_the_others_open(qtbot, tmp_path, history_tab):
+    path = tmp_path / "benchmarks.sqlite3"
+    history = BenchHistory(path)
+    good, bad_row, bad_point = (history.save(make_run()) for _ in range(3))
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET points_planned = 'three' WHERE id = ?", (bad_row,))
+        conn.execute("UPDATE points SET doc = x'00ff00' WHERE run_id = ? AND idx = 0", (bad_point,))
+    view = history_tab(BenchHistory(path))
+    view.refresh()
+    qtbot.waitUntil(lambda: view.table.rowCount() == 3, timeout=WAIT_MS)
+    statuses = {s.run_id: s.status for s in view.summaries}
+    assert statuses == {bad_point: "finished", bad_row: UNREADABLE, good: "finished"}
+    assert view.table.item(1, 7).text() == UNREADABLE and "damaged" in view.table.item(1, 7).toolTip()
+    view.open_run(bad_point)
+    qtbot.waitUntil(lambda: view.message.severity == "error", timeout=WAIT_MS)
+    assert f"Run {bad_point} in the benchmark history {path} is damaged" in view.message.message
+    with qtbot.waitSignal(view.loaded, timeout=WAIT_MS) as shown:
+        view.open_run(good)
+    assert shown.args[0].run_id == good and len(shown.args[0].results) == 3
+    assert not view.notice.isVisible()  # a healthy file: nothing to say about it
