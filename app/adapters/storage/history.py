@@ -330,6 +330,7 @@ class BenchHistory:
 
     def list_runs(self) -> list[RunSummary]:
         """Every run, newest first; a run whose row is damaged is listed with status 'unreadable'."""
+        self._ensure_schema()  # it tells whether the file has the format-2 columns
         kind, version = ("'ollama'", "r.ollama_version") if self._legacy_columns else ("r.backend_kind",
                                                                                          "r.server_version")
         with self._connect() as conn:

@@ -256,3 +256,22 @@ def test_a_folder_that_cannot_be_created_in_a_read_only_folder_is_reported():
     assert f"Cannot create the folder for the benchmark history ({folder / 'new' / 'sub'})" in found["refused"]
     assert "Permission denied" in found["refused"]
     assert "Cannot create the folder for the apply-check log" in found["log"][0]
+
+
+def _legacy_read_only(path: str) -> list[list[object]]:
+    assert not os.access(path, os.W_OK)
+    history = BenchHistory(Path(path), busy_timeout_s=0.5)
+    return [[s.run_id, s.backend_kind, s.server_version, s.ollama_version] for s in history.list_runs()]
+
+
+def test_a_read_only_format_1_history_is_listed_without_being_converted():
+    from tests.adapters.storage.test_history_migration import _v1_database
+
+    with reachable_folder() as folder:
+        path = folder / "benchmarks.sqlite3"
+        _v1_database(path)
+        before = path.read_bytes()
+        read_only(path)
+        found = run_unprivileged(_legacy_read_only, str(path))
+        assert path.read_bytes() == before  # still format 1: nothing was written
+    assert found == [[2, "ollama", "0.11.4", "0.11.4"], [1, "ollama", "0.12.6", "0.12.6"]]
