@@ -143,6 +143,7 @@ class DeckApp:
         self.store_report.add(FILES_HEADING, self.history.problems)
         self.bench_page.history_view.problems_found.connect(
             lambda problems: self.store_report.add(FILES_HEADING, problems))
+        self.store_report.add(FILES_HEADING, self.bench_page.history_view.found_problems)  # if checked already
         self.window.resize(1440, 900)
         # Where the window was left (not for --screenshot, whose images must not depend on it).
         self._screenshot = bool(getattr(args, "screenshot", None))

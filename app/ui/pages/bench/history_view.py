@@ -42,6 +42,7 @@ class HistoryView(QWidget):
         self._history = history
         self._bg = background
         self.summaries: list[RunSummary] = []
+        self.found_problems: list[str] = []  # what opening the history found, once it was checked
         self.confirm_delete: Callable[[int], bool] = self._ask_delete
         root = QVBoxLayout(self)
         root.setContentsMargins(0, 0, 0, 0)
@@ -112,6 +113,8 @@ class HistoryView(QWidget):
     def _opened(self, problems: list[str], failed: bool = False) -> None:
         if not problems:
             return
+        # Kept as well as emitted: a fast check can finish before anyone is connected to problems_found.
+        self.found_problems = list(problems)
         text = "\n".join(problems)
         if failed:
             self.notice.show_error(text)

@@ -30,15 +30,21 @@ def history_tab(qtbot, supervisor_loop):
 def test_a_garbage_history_is_named_in_the_tab_and_reported_for_the_banner(qtbot, tmp_path, history_tab):
     path = tmp_path / "benchmarks.sqlite3"
     path.write_bytes(b"not a database at all " * 100)
-    found: list[list[str]] = []
     view = history_tab(BenchHistory(path))
-    view.problems_found.connect(found.append)
-    qtbot.waitUntil(lambda: bool(found), timeout=WAIT_MS)
-    [kept] = [p for p in tmp_path.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm"))]
-    assert str(kept) in found[0][0] and view.notice.severity == "warning" and str(kept) in view.notice.message
+    qtbot.waitUntil(lambda: bool(view.found_problems), timeout=WAIT_MS)  # checked off the GUI thread at once
+    [kept] = _moved(tmp_path)
+    assert str(kept) in view.found_problems[0]
+    assert view.notice.severity == "warning" and str(kept) in view.notice.message
+    with qtbot.waitSignal(view.problems_found, timeout=WAIT_MS) as emitted:  # what the window's banner listens to
+        view.check()
+    assert emitted.args[0] == view.found_problems and len(_moved(tmp_path)) == 1  # said again, not moved again
     view.refresh()
     qtbot.waitUntil(lambda: view.table.rowCount() == 0 and not view.message.message, timeout=WAIT_MS)
     assert view.notice.isVisible()  # it stays while the tab is used
+
+
+def _moved(folder):
+    return [p for p in folder.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm"))]
 
 
 def test_a_damaged_run_is_listed_as_unreadable_and_the_others_open(qtbot, tmp_path, history_tab):
