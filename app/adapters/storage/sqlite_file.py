@@ -109,7 +109,7 @@ def check_location(path: Path, what: str) -> None:
     """Raise HistoryLocationError unless path can be a history file; creates the folders above it."""
     try:
         if path.is_dir():
-            raise HistoryLocationError(f"{path} is a folder, not a {what} file; nothing in it was changed.",
+            raise HistoryLocationError(f"{path} is a folder, not a file for the {what}; nothing in it was changed.",
                                        hint=f"Give a file name, e.g. {path / 'benchmarks.sqlite3'}.")
         if path.exists() and not path.is_file():
             raise HistoryLocationError(f"{path} is not a regular file, so it cannot hold the {what}.")
