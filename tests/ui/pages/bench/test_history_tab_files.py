@@ -1,19 +1,26 @@
 """The History tab over a real SQLite file in a bad state: what opening it found stays as a notice
 in the tab (and goes to the window's banner), a damaged run is listed as unreadable and opening it
-says so, while the other runs open as usual."""
+says so, while the other runs open as usual; a sweep whose history another program holds locked
+still shows its results and says who holds the file."""
 
 from __future__ import annotations
 
 import sqlite3
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app.adapters.storage.history import UNREADABLE, BenchHistory
+from app.core.server.state import ServerState
 from app.ui.pages.bench.history_view import HistoryView
 from app.ui.pages.bench.worker import Background
 from tests.adapters.storage.test_history import make_run
+from tests.adapters.storage.test_history_safety import Holder
+from tests.ui.pages.bench import test_bench_page as bench_page_tests
+from tests.ui.pages.bench.test_bench_page import WAIT_MS as SWEEP_WAIT_MS, fill
 
 WAIT_MS = 10_000
+page_factory = bench_page_tests.page_factory  # the Benchmark page around a real supervisor and stand-in server
 
 
 @pytest.fixture
@@ -67,3 +74,24 @@ def test_a_damaged_run_is_listed_as_unreadable_and_the_others_open(qtbot, tmp_pa
         view.open_run(good)
     assert shown.args[0].run_id == good and len(shown.args[0].results) == 3
     assert not view.notice.isVisible()  # a healthy file: nothing to say about it
+
+
+def test_a_sweep_whose_history_is_locked_still_shows_its_results_and_says_who_holds_the_file(
+        qtbot, page_factory, tmp_path):
+    path = tmp_path / "benchmarks.sqlite3"
+    earlier = BenchHistory(path).save(make_run())
+    holder = Holder(path)  # another program writing to the file for the whole sweep
+    try:
+        controller, page, _store = page_factory(history=BenchHistory(path, busy_timeout_s=0.3))
+        controller.probe()
+        qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=SWEEP_WAIT_MS)
+        fill(page, parallel="1", requests=2)
+        with qtbot.waitSignal(page.sweeps.finished, timeout=SWEEP_WAIT_MS) as finished:
+            qtbot.mouseClick(page.editor.start_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "is locked by" in page.message.message, timeout=SWEEP_WAIT_MS)
+    finally:
+        holder.release()
+    assert f"pid {holder.proc.pid}" in page.message.message and page.message.severity == "warning"
+    assert [r.status for r in finished.args[0].results] == ["ok"] and page.run_view.table.rowCount() == 1
+    assert [s.run_id for s in BenchHistory(path).list_runs()] == [earlier]  # nothing half-written, nothing moved
+    assert not _moved(tmp_path)
