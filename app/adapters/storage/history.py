@@ -109,7 +109,10 @@ def _process_start(pid: int) -> float:
 
 def _alive(pid: int, started: float) -> bool:
     """True when the process that wrote a run is still the one running under its pid."""
-    return psutil.pid_exists(pid) and abs(_process_start(pid) - started) < 1.0
+    try:
+        return psutil.pid_exists(pid) and abs(_process_start(pid) - started) < 1.0
+    except (OverflowError, ValueError, psutil.Error):  # a damaged row's pid is no process at all
+        return False
 
 
 def _pack(data: dict[str, Any]) -> bytes:
@@ -207,14 +210,16 @@ class BenchHistory:
 
     def _prepare(self, opened: Opened) -> None:
         try:
-            self._create(opened)
-        except _ConversionFailed as failed:
-            # The old file is kept whole (the conversion is one transaction) and a new one is started.
-            kept = set_aside(self.path, "benchmark history", str(failed.cause))
-            self.problems.append(f"The benchmark history {self.path} could not be converted to format "
-                                 f"{SCHEMA_VERSION} ({failed.cause}); it was moved to {kept} as it was, and a new "
-                                 "one was started.")
-            self._create(Opened())
+            try:
+                self._create(opened)
+            except _ConversionFailed as failed:
+                # The old file is kept whole (the conversion is one transaction) and a new one is started.
+                kept = set_aside(self.path, "benchmark history", str(failed.cause))
+                self.problems.append(f"The benchmark history {self.path} could not be converted to format "
+                                     f"{SCHEMA_VERSION} ({failed.cause}); it was moved to {kept} as it was, and "
+                                     "a new one was started.")
+                opened = Opened()
+                self._create(opened)
         except sqlite3.Error as exc:
             if not is_read_only(exc):
                 raise self._error("Cannot prepare", exc) from exc

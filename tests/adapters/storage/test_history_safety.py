@@ -275,3 +275,15 @@ def test_a_read_only_format_1_history_is_listed_without_being_converted():
         found = run_unprivileged(_legacy_read_only, str(path))
         assert path.read_bytes() == before  # still format 1: nothing was written
     assert found == [[2, "ollama", "0.11.4", "0.11.4"], [1, "ollama", "0.12.6", "0.12.6"]]
+
+
+def test_a_running_run_whose_stored_pid_is_no_process_is_interrupted(tmp_path):
+    path = tmp_path / "benchmarks.sqlite3"
+    run = make_run()
+    started = type(run)(run.spec, run.fingerprint, run.points, run.varying, started_at=run.started_at)
+    history = BenchHistory(path)
+    run_ids = [history.begin(started) for _ in range(2)]
+    with sqlite3.connect(path) as conn:  # as a flipped bit may leave them: beyond any pid, or negative
+        conn.execute("UPDATE runs SET owner_pid = ? WHERE id = ?", (2 ** 62, run_ids[0]))
+        conn.execute("UPDATE runs SET owner_pid = -7 WHERE id = ?", (run_ids[1],))
+    assert [s.status for s in BenchHistory(path).list_runs()] == ["interrupted", "interrupted"]
