@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from app.adapters.storage import paths as storage_paths
-from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, is_busy, is_read_only, locked_error,
-                                              open_file, read_only_uri)
+from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, check_shape, is_busy, is_read_only, locked_error,
+                                              open_file, read_only_uri, SQLITE_ERRORS)
 
 
 SCHEMA_VERSION = 1
@@ -74,7 +74,7 @@ class ApplyHistory:
         if opened.version > SCHEMA_VERSION:
             raise HistoryError(f"The {WHAT} {self.path} was written by a newer ollama-deck (format {opened.version}); "
                                "it is left as it is.")
-        _check_shape(self.path, opened.tables)
+        check_shape(self.path, WHAT, f"an {WHAT}", opened.tables, {"apply_checks": _COLUMNS})
         if opened.read_only:
             self._read_only(opened.immutable)
             return
@@ -89,7 +89,7 @@ class ApplyHistory:
                 if columns is None or opened.version != SCHEMA_VERSION:
                     db.execute(SCHEMA)
                     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.Error as exc:
+        except SQLITE_ERRORS as exc:
             if is_read_only(exc) and opened.tables:
                 self._read_only(opened.immutable)
                 return
@@ -102,7 +102,7 @@ class ApplyHistory:
         self.problems.append(f"The {WHAT} {self.path} is read-only; showing its records, new apply checks are "
                              "kept in memory for this session only.")
 
-    def _error(self, exc: sqlite3.Error) -> HistoryError:
+    def _error(self, exc: BaseException) -> HistoryError:
         if is_busy(exc):
             return locked_error(self.path, WHAT, self.busy_timeout_s, exc)
         return HistoryError(f"The {WHAT} {self.path} failed: {exc}.")
@@ -132,7 +132,7 @@ class ApplyHistory:
                         row_id = cur.lastrowid
                         assert row_id is not None  # set by every successful INSERT
                         return row_id
-                except sqlite3.Error as exc:
+                except SQLITE_ERRORS as exc:
                     # The apply itself went fine; losing its record must not fail it.
                     log.warning("%s; kept the record in memory", self._error(exc).message)
             self._memory.append({**record, "backend_kind": kind})
@@ -148,7 +148,7 @@ class ApplyHistory:
                 with closing(self._connect()) as db:
                     rows = db.execute("SELECT record, backend_kind FROM apply_checks ORDER BY id DESC LIMIT ?",
                                       (limit - len(found),)).fetchall()
-            except sqlite3.Error as exc:
+            except SQLITE_ERRORS as exc:
                 raise self._error(exc) from exc
         for record, kind in rows:
             try:
@@ -156,18 +156,6 @@ class ApplyHistory:
             except (TypeError, ValueError):
                 found.append({"reason": "unreadable record", "backend_kind": kind, "unreadable": True})
         return found
-
-
-def _check_shape(path: Path, tables: dict[str, set[str]]) -> None:
-    """Refuse (without changing it) a database that is not an apply-check log, or lacks its columns."""
-    if not tables:
-        return
-    if "apply_checks" not in tables:
-        raise HistoryError(f"{path} is an SQLite database but not an {WHAT} (it holds the tables "
-                           f"{', '.join(sorted(tables))}); it is left as it is.")
-    missing = sorted(_COLUMNS - tables["apply_checks"])
-    if missing:
-        raise HistoryError(f"The {WHAT} {path} is damaged: its table lacks {', '.join(missing)}; it is left as it is.")
 
 
 __all__ = ["APPLY_HISTORY_FILE_NAME", "ApplyHistory", "HistoryError", "default_history_path"]

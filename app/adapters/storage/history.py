@@ -23,8 +23,9 @@ from collections.abc import Iterator
 import psutil
 
 from app.adapters.storage import paths as storage_paths
-from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, HistoryLocationError, Opened, is_busy, is_damage, is_read_only,
-                                              locked_error, open_file, read_only_uri, set_aside)
+from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, HistoryLocationError, Opened,
+                                              check_shape, is_busy, is_damage, is_read_only, locked_error,
+                                              open_file, read_only_uri, set_aside, SQLITE_ERRORS)
 from app.core.bench.sweep import PointResult
 from app.core.bench.run import INTERRUPTED, RUNNING, SweepRun, result_to_json, run_from_json, run_to_json
 
@@ -159,17 +160,17 @@ class BenchHistory:
                                     "or choose another history file, to keep new runs.")
         try:
             conn = self._open()
-        except sqlite3.Error as exc:
+        except SQLITE_ERRORS as exc:
             raise self._error("Cannot open", exc) from exc
         try:
             with conn:
                 yield conn
-        except sqlite3.Error as exc:
+        except SQLITE_ERRORS as exc:
             raise self._error("Failed to use", exc) from exc
         finally:
             conn.close()
 
-    def _error(self, doing: str, exc: sqlite3.Error) -> HistoryError:
+    def _error(self, doing: str, exc: BaseException) -> HistoryError:
         if is_busy(exc):
             return locked_error(self.path, "benchmark history", self.busy_timeout_s, exc)
         if is_damage(exc):
@@ -199,7 +200,8 @@ class BenchHistory:
             if opened.version > SCHEMA_VERSION:
                 raise HistoryError(f"The benchmark history at {self.path} was written by a newer ollama-deck "
                                    f"(format {opened.version}).", hint="Use that version, or move the file away.")
-            _check_shape(self.path, opened.tables)
+            check_shape(self.path, "benchmark history", "a benchmark history", opened.tables,
+                        {"runs": _RUNS_COLUMNS, "points": _POINTS_COLUMNS})
             self.problems += opened.problems
             self._immutable = opened.immutable
             if opened.read_only:
@@ -220,7 +222,7 @@ class BenchHistory:
                                      "a new one was started.")
                 opened = Opened()
                 self._create(opened)
-        except sqlite3.Error as exc:
+        except SQLITE_ERRORS as exc:
             if not is_read_only(exc):
                 raise self._error("Cannot prepare", exc) from exc
             self._use_read_only(opened)  # e.g. a read-only file system, which access() does not see
@@ -241,7 +243,7 @@ class BenchHistory:
             if runs is not None and "backend_kind" not in runs:
                 try:
                     self._migrate(conn, opened.version)
-                except sqlite3.Error as exc:
+                except SQLITE_ERRORS as exc:
                     if is_busy(exc) or is_read_only(exc):
                         raise
                     raise _ConversionFailed(exc) from exc
@@ -256,7 +258,7 @@ class BenchHistory:
         """Bring a format-1 history to format 2; on any failure nothing changes (one transaction)."""
         try:
             conn.executescript(_MIGRATE_1_TO_2)
-        except sqlite3.Error:
+        except SQLITE_ERRORS:
             conn.rollback()
             raise
         runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
@@ -377,25 +379,9 @@ class BenchHistory:
 class _ConversionFailed(Exception):
     """Converting an older format failed for a reason other than a lock or a read-only file."""
 
-    def __init__(self, cause: sqlite3.Error) -> None:
+    def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
-
-
-def _check_shape(path: Path, tables: dict[str, set[str]]) -> None:
-    """Refuse (without changing it) a database that is not a benchmark history, or lacks its columns."""
-    if not tables:
-        return
-    if "runs" not in tables and "points" not in tables:
-        raise HistoryError(f"{path} is an SQLite database but not a benchmark history (it holds the tables "
-                           f"{', '.join(sorted(tables))}); nothing was changed.",
-                           hint="Choose another file for the history.")
-    for table, wanted in (("runs", _RUNS_COLUMNS), ("points", _POINTS_COLUMNS)):
-        missing = sorted(wanted - tables.get(table, set()))
-        if missing:
-            raise HistoryError(f"The benchmark history {path} is damaged: its table {table} lacks "
-                               f"{', '.join(missing)}; nothing was changed.",
-                               hint="Move the file away to start a new history; it is kept as it is.")
 
 
 __all__ = ["BenchHistory", "HISTORY_FILE_NAME", "HistoryError", "HistoryLocationError", "RunSummary", "UNREADABLE",

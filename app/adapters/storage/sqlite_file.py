@@ -27,6 +27,9 @@ from app.core.errors import DeckError
 BUSY_TIMEOUT_S = 10.0  # how long a connection waits for another writer's lock
 CHECK_PRAGMA = "integrity_check"
 SIDECARS = ("", "-wal", "-shm")  # the files of one WAL database, moved together
+# What a call into sqlite3 raises for a bad file: Python's sqlite3 raises UnicodeDecodeError when
+# SQLite's own error message holds bytes that are not UTF-8, which a damaged schema produces.
+SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
 class HistoryError(DeckError):
@@ -60,6 +63,8 @@ def error_name(exc: BaseException) -> str:
 
 def is_damage(exc: BaseException) -> bool:
     """True when SQLite says the file is not a database or is malformed."""
+    if isinstance(exc, UnicodeDecodeError):
+        return True
     name, text = error_name(exc), str(exc)
     return name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT") \
         or "file is not a database" in text or "malformed" in text
@@ -127,6 +132,21 @@ def check_location(path: Path, what: str) -> None:
                                    f"{exc.strerror or exc}.") from exc
 
 
+def check_shape(path: Path, what: str, a_what: str, tables: dict[str, set[str]],
+                required: dict[str, frozenset[str]]) -> None:
+    """Refuse (without changing it) a database that is not `a_what`, or whose tables lack required columns."""
+    if not tables:
+        return
+    if not set(required) & set(tables):
+        raise HistoryError(f"{path} is an SQLite database but not {a_what} (it holds the tables "
+                           f"{', '.join(sorted(tables))}); nothing was changed.", hint="Choose another file for it.")
+    for table, wanted in required.items():
+        missing = sorted(wanted - tables.get(table, set()))
+        if missing:
+            raise HistoryError(f"The {what} {path} is damaged: its table {table} lacks {', '.join(missing)}; "
+                               "nothing was changed.", hint="Move the file away to start a new one; it is kept as it is.")
+
+
 def read_only_uri(path: Path, immutable: bool) -> str:
     """The URI that opens path read-only (immutable: without a -shm, for a read-only folder)."""
     return path.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
@@ -161,8 +181,8 @@ def _inspect(path: Path, immutable: bool, busy_timeout_s: float, opened: Opened)
     """Read-only look at an existing file: fills tables and version; returns why it is damaged, or ''."""
     try:
         conn = sqlite3.connect(read_only_uri(path, immutable), uri=True, timeout=busy_timeout_s)
-    except sqlite3.Error as exc:
-        return str(exc) if is_damage(exc) else _raise_open(path, exc)
+    except SQLITE_ERRORS as exc:
+        return _damage_text(exc) if is_damage(exc) else _raise_open(path, exc)
     try:
         conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         report = _damage_report(conn.execute(f"PRAGMA {CHECK_PRAGMA}").fetchall())
@@ -174,9 +194,9 @@ def _inspect(path: Path, immutable: bool, busy_timeout_s: float, opened: Opened)
             if not str(name).startswith("sqlite_"):
                 opened.tables[str(name)] = {str(r[1]) for r in conn.execute(f'PRAGMA table_info("{name}")')}
         return ""
-    except sqlite3.Error as exc:
+    except SQLITE_ERRORS as exc:
         if is_damage(exc):
-            return str(exc)
+            return _damage_text(exc)
         if is_busy(exc):
             raise
         raise HistoryError(f"Cannot read {path}: {exc}.") from exc
@@ -184,7 +204,11 @@ def _inspect(path: Path, immutable: bool, busy_timeout_s: float, opened: Opened)
         conn.close()
 
 
-def _raise_open(path: Path, exc: sqlite3.Error) -> str:
+def _damage_text(exc: BaseException) -> str:
+    return "SQLite's message about it is not even text" if isinstance(exc, UnicodeDecodeError) else str(exc)
+
+
+def _raise_open(path: Path, exc: BaseException) -> str:
     raise HistoryError(f"Cannot open {path}: {exc}.", hint="Check the file's permissions.") from exc
 
 
@@ -219,5 +243,6 @@ def open_file(path: Path, what: str, busy_timeout_s: float = BUSY_TIMEOUT_S) -> 
     return opened
 
 
-__all__ = ["BUSY_TIMEOUT_S", "HistoryError", "HistoryLocationError", "Opened", "check_location", "holders",
-           "is_busy", "is_damage", "is_read_only", "locked_error", "open_file", "read_only_uri", "set_aside"]
+__all__ = ["BUSY_TIMEOUT_S", "HistoryError", "HistoryLocationError", "Opened", "check_location", "check_shape",
+           "holders", "is_busy", "is_damage", "is_read_only", "locked_error", "open_file", "read_only_uri", "set_aside",
+           "SQLITE_ERRORS"]

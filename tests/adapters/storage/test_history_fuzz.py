@@ -40,7 +40,7 @@ def _plain_ids(raw: bytes, table: str) -> set[int]:
                 return {row[0] for row in conn.execute(f"SELECT id FROM {table}")}
             finally:
                 conn.close()
-        except sqlite3.Error:
+        except (sqlite3.Error, UnicodeDecodeError):  # the latter: SQLite's message quotes damaged bytes
             return set()
 
 
@@ -178,3 +178,16 @@ def _foreign_database(tmp_path: Path) -> bytes:
     conn.commit()
     conn.close()
     return path.read_bytes()
+
+
+def test_a_table_name_that_is_not_text_is_damage_for_both_files(tmp_path: Path) -> None:
+    """SQLite's message then quotes bytes that are not UTF-8, and Python's sqlite3 raises UnicodeDecodeError."""
+    for n, (real, table) in enumerate([(real_history(), b"runs"), (real_apply_log(), b"apply_checks")]):
+        at = real.find(b"table" + table + table)
+        assert at > 0
+        raw = bytearray(real)
+        raw[at + len(b"table") + 1] = 0xC5  # the first byte of a two-byte character, then no second byte
+        folder = tmp_path / f"case{n}"
+        folder.mkdir()
+        check = check_history_bytes if n == 0 else check_apply_bytes
+        assert check(folder, bytes(raw)) == "set aside"
