@@ -178,6 +178,8 @@ class HistoryView(QWidget):
         return answer == QMessageBox.StandardButton.Yes
 
     def _show_list(self, summaries: list[RunSummary]) -> None:
+        if self.notice.severity == "error":  # the file could not be opened then (e.g. locked); now it could
+            self.notice.clear_message()
         self.summaries = summaries
         self.table.setRowCount(len(summaries))
         for row, s in enumerate(summaries):

@@ -95,3 +95,21 @@ def test_a_sweep_whose_history_is_locked_still_shows_its_results_and_says_who_ho
     assert [r.status for r in finished.args[0].results] == ["ok"] and page.run_view.table.rowCount() == 1
     assert [s.run_id for s in BenchHistory(path).list_runs()] == [earlier]  # nothing half-written, nothing moved
     assert not _moved(tmp_path)
+
+
+def test_a_history_locked_at_start_is_said_in_the_tab_until_it_can_be_read(qtbot, tmp_path, history_tab):
+    path = tmp_path / "benchmarks.sqlite3"
+    run_id = BenchHistory(path).save(make_run())
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA journal_mode = DELETE")  # so that the lock keeps readers out too
+    holder = Holder(path)
+    try:
+        view = history_tab(BenchHistory(path, busy_timeout_s=0.3))
+        qtbot.waitUntil(lambda: view.notice.severity == "error", timeout=WAIT_MS)
+    finally:
+        holder.release()
+    assert f"is locked by {holder.name} (pid {holder.proc.pid})" in view.notice.message
+    assert view.found_problems == [view.notice.message]
+    view.refresh()
+    qtbot.waitUntil(lambda: [s.run_id for s in view.summaries] == [run_id], timeout=WAIT_MS)
+    assert not view.notice.isVisible() and not _moved(tmp_path)
