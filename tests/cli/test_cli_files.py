@@ -74,3 +74,34 @@ def test_unusable_folders_never_end_a_command_in_a_traceback(tmp_path):
         assert result.returncode == code and "Cannot connect" in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr, args
     assert blocker.read_text() == "x"
+
+
+def _bench_history_when_read_only(path: str) -> dict[str, object]:
+    import argparse
+    import contextlib
+    import io
+
+    from app.cli import bench as bench_command
+
+    assert not os.access(path, os.W_OK)  # the condition under test holds
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        history = bench_command._open_history(argparse.Namespace(history=path))
+    return {"history": repr(history), "said": said.getvalue()}
+
+
+def test_a_read_only_history_is_said_and_the_run_goes_on_without_it():
+    from app.adapters.storage.history import BenchHistory
+    from tests.adapters.storage.test_history import make_run
+    from tests.adapters.storage.unwritable import reachable_folder, read_only, run_unprivileged
+
+    with reachable_folder() as folder:
+        path = folder / "history.sqlite3"
+        BenchHistory(path).save(make_run())
+        before = path.read_bytes()
+        read_only(path)
+        found = run_unprivileged(_bench_history_when_read_only, str(path))
+        assert path.read_bytes() == before
+    assert found["history"] == "None"  # the sweep runs and prints its table; nothing is written
+    assert found["said"] == (f"ollama-deck bench: The benchmark history {path} is read-only; showing its runs, "
+                             "new results will not be saved to it.\n")
