@@ -314,6 +314,25 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         gpu.close()
 
 
+def _open_history(args: argparse.Namespace) -> SweepRecorder | None:
+    """The history to keep this run in (None: run without), after printing on stderr what opening it found."""
+    from app.adapters.storage.history import BenchHistory, HistoryError, HistoryLocationError
+
+    history = BenchHistory(Path(args.history) if args.history else None)
+    try:
+        for problem in history.open():  # moved aside, converted, read-only: said before the sweep starts
+            print(f"ollama-deck bench: {problem}", file=sys.stderr)
+    except HistoryLocationError as exc:
+        if args.history:
+            raise InputError(f"--history: {exc.user_text()}") from None
+        print(f"ollama-deck bench: {exc.message} This run is not kept in the history.", file=sys.stderr)
+        return None
+    except HistoryError as exc:
+        print(f"ollama-deck bench: {exc.message} This run is not kept in the history.", file=sys.stderr)
+        return None
+    return None if history.read_only else history
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck bench`."""
     try:
@@ -324,13 +343,13 @@ def run(args: argparse.Namespace) -> int:
     except (ArgProblem, SweepPlanError, PromptFileError) as exc:
         print(f"ollama-deck bench: {one_line(str(exc))}", file=sys.stderr)
         return 2
+    try:
+        history = None if args.no_history else _open_history(args)
+    except InputError as exc:
+        print(f"ollama-deck bench: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     if warning:  # printed even with --quiet: every start beyond loopback says so
         print(f"ollama-deck bench: warning: {warning}", file=sys.stderr, flush=True)
-    history = None
-    if not args.no_history:
-        from app.adapters.storage.history import BenchHistory
-
-        history = BenchHistory(Path(args.history) if args.history else None)
     try:
         result = asyncio.run(_run(spec, args, history, url))
     except KeyboardInterrupt:

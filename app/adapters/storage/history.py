@@ -2,8 +2,9 @@
 
 Each point is committed in its own transaction as soon as it is measured, so a sweep cut short
 by a crash or a kill keeps every point it finished; such a run is listed as "interrupted" once
-the process that wrote it is gone. A file that is not a database is moved aside and reported,
-never overwritten unseen. Every call opens its own short connection, so any thread may use it.
+the process that wrote it is gone. A damaged file is moved aside and reported, never overwritten
+unseen; a read-only one is read; a locked one is reported with who holds it (see sqlite_file).
+Every call opens its own short connection, so any thread may use it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 import json
 import os
 import sqlite3
-import time
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,9 @@ from collections.abc import Iterator
 import psutil
 
 from app.adapters.storage import paths as storage_paths
-from app.core.errors import DeckError
+from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, HistoryLocationError, Opened,
+                                              check_shape, is_busy, is_damage, is_read_only, locked_error,
+                                              open_file, read_only_uri, set_aside, SQLITE_ERRORS)
 from app.core.bench.sweep import PointResult
 from app.core.bench.run import INTERRUPTED, RUNNING, SweepRun, result_to_json, run_from_json, run_to_json
 
@@ -57,6 +60,11 @@ CREATE TABLE IF NOT EXISTS points (
     PRIMARY KEY (run_id, idx)
 );
 """
+# What any format (1 or 2) has; a file without these is not one this build can read.
+_RUNS_COLUMNS = frozenset({"id", "started_at", "finished_at", "status", "title", "model", "gpu_name", "ollama_version",
+                           "points_planned", "best_tokens_per_s", "recommended", "owner_pid", "owner_started", "doc"})
+_POINTS_COLUMNS = frozenset({"run_id", "idx", "status", "output_tokens_per_s", "doc"})
+UNREADABLE = "unreadable"  # the status of a run whose row is damaged
 # Format 1 to 2, in one transaction: every existing run was measured on Ollama, whose version it kept.
 _MIGRATE_1_TO_2 = """
 BEGIN;
@@ -66,12 +74,6 @@ UPDATE runs SET server_version = ollama_version;
 PRAGMA user_version = 2;
 COMMIT;
 """
-
-
-class HistoryError(DeckError):
-    """The benchmark history could not be read or written."""
-
-    hint = "Results already shown are not lost; check the data folder's permissions and free space."
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,10 @@ def _process_start(pid: int) -> float:
 
 def _alive(pid: int, started: float) -> bool:
     """True when the process that wrote a run is still the one running under its pid."""
-    return psutil.pid_exists(pid) and abs(_process_start(pid) - started) < 1.0
+    try:
+        return psutil.pid_exists(pid) and abs(_process_start(pid) - started) < 1.0
+    except (OverflowError, ValueError, psutil.Error):  # a damaged row's pid is no process at all
+        return False
 
 
 def _pack(data: dict[str, Any]) -> bytes:
@@ -120,76 +125,132 @@ def _unpack(blob: bytes) -> dict[str, Any]:
 
 
 class BenchHistory:
-    """The sweep history in one SQLite file."""
+    """The sweep history in one SQLite file.
 
-    def __init__(self, path: Path | None = None) -> None:
+    The file is checked on first use (or by open()): a damaged one is moved aside and a new one
+    started, a read-only one is read but not written, a locked one is waited for busy_timeout_s
+    and then reported with who holds it. `problems` says what the user must be told.
+    """
+
+    def __init__(self, path: Path | None = None, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = Path(path) if path is not None else default_history_path()
+        self.busy_timeout_s = busy_timeout_s
         self.problems: list[str] = []
+        self.read_only = False
+        self._immutable = False
+        self._legacy_columns = False  # a format-1 file opened read-only: no backend_kind/server_version
         self._pid = os.getpid()
         self._pid_started = _process_start(self._pid)
         self._ready = False
+        self._opening = threading.Lock()  # the GUI's reader and the sweep's writer may both open it first
+
+    def open(self) -> list[str]:
+        """Check and prepare the file now (it is also done on first use); returns the problems to show."""
+        self._ensure_schema()
+        return list(self.problems)
 
     # ---- connections ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self, write: bool = False) -> Iterator[sqlite3.Connection]:
         """A connection in WAL mode with full syncs; commits on success, rolls back on error."""
         self._ensure_schema()
+        if write and self.read_only:
+            raise HistoryError(f"The benchmark history {self.path} is read-only; this run is not saved to it.",
+                               hint="The results on screen can still be exported; fix the file's permissions, "
+                                    "or choose another history file, to keep new runs.")
         try:
             conn = self._open()
-        except sqlite3.Error as exc:
-            raise HistoryError(f"Cannot open the benchmark history at {self.path}: {exc}.") from exc
+        except SQLITE_ERRORS as exc:
+            raise self._error("Cannot open", exc) from exc
         try:
             with conn:
                 yield conn
-        except sqlite3.Error as exc:
-            raise HistoryError(f"The benchmark history at {self.path} failed: {exc}.") from exc
+        except SQLITE_ERRORS as exc:
+            raise self._error("Failed to use", exc) from exc
         finally:
             conn.close()
 
+    def _error(self, doing: str, exc: BaseException) -> HistoryError:
+        if is_busy(exc):
+            return locked_error(self.path, "benchmark history", self.busy_timeout_s, exc)
+        if is_damage(exc):
+            self._ready = False  # the next use checks the file again, and moves it aside
+            return HistoryError(f"The benchmark history {self.path} is damaged ({exc}).",
+                                hint="It is checked again, and moved aside if need be, when next opened.")
+        if is_read_only(exc):
+            return HistoryError(f"The benchmark history {self.path} cannot be written ({exc}); nothing was saved.")
+        return HistoryError(f"{doing} the benchmark history at {self.path}: {exc}.")
+
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=10.0)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = FULL")
+        if self.read_only:
+            conn = sqlite3.connect(read_only_uri(self.path, self._immutable), uri=True, timeout=self.busy_timeout_s)
+        else:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = FULL")
+        # A bit flipped in a text cell must cost that run, not the whole list.
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         return conn
 
     def _ensure_schema(self) -> None:
-        if self._ready:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise HistoryError(f"Cannot create the folder for the benchmark history ({self.path.parent}): "
-                               f"{exc.strerror or exc}.") from exc
-        try:
-            self._create()
-        except sqlite3.DatabaseError as exc:
-            # A file another process holds locked is busy, not damaged: it must not be moved aside.
-            if not self.path.exists() or "locked" in str(exc) or "busy" in str(exc):
-                raise HistoryError(f"Cannot open the benchmark history at {self.path}: {exc}.") from exc
-            kept = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-            for suffix in ("", "-wal", "-shm"):
-                source = Path(f"{self.path}{suffix}")
-                if source.exists():
-                    source.rename(Path(f"{kept}{suffix}"))
-            self.problems.append(f"The benchmark history {self.path} could not be read ({exc}); it was moved to "
-                                 f"{kept} and a new one was started.")
-            self._create()
-        self._ready = True
-
-    def _create(self) -> None:
-        conn = self._open()
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
+        with self._opening:
+            if self._ready:
+                return
+            opened = open_file(self.path, "benchmark history", self.busy_timeout_s)
+            if opened.version > SCHEMA_VERSION:
                 raise HistoryError(f"The benchmark history at {self.path} was written by a newer ollama-deck "
-                                   f"(format {version}).", hint="Use that version, or move the file away.")
-            conn.execute("PRAGMA journal_mode = WAL")
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-            if columns and "backend_kind" not in columns:
-                self._migrate(conn, version)
-            with conn:
-                conn.executescript(_SCHEMA)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                                   f"(format {opened.version}).", hint="Use that version, or move the file away.")
+            check_shape(self.path, "benchmark history", "a benchmark history", opened.tables,
+                        {"runs": _RUNS_COLUMNS, "points": _POINTS_COLUMNS})
+            self.problems += opened.problems
+            self._immutable = opened.immutable
+            if opened.read_only:
+                self._use_read_only(opened)
+            else:
+                self._prepare(opened)
+            self._ready = True
+
+    def _prepare(self, opened: Opened) -> None:
+        try:
+            try:
+                self._create(opened)
+            except _ConversionFailed as failed:
+                # The old file is kept whole (the conversion is one transaction) and a new one is started.
+                kept = set_aside(self.path, "benchmark history", str(failed.cause))
+                self.problems.append(f"The benchmark history {self.path} could not be converted to format "
+                                     f"{SCHEMA_VERSION} ({failed.cause}); it was moved to {kept} as it was, and "
+                                     "a new one was started.")
+                opened = Opened()
+                self._create(opened)
+        except SQLITE_ERRORS as exc:
+            if not is_read_only(exc):
+                raise self._error("Cannot prepare", exc) from exc
+            self._use_read_only(opened)  # e.g. a read-only file system, which access() does not see
+
+    def _use_read_only(self, opened: Opened) -> None:
+        self.read_only = True
+        self._legacy_columns = "backend_kind" not in opened.tables.get("runs", {"backend_kind"})
+        self.problems.append(f"The benchmark history {self.path} is read-only; showing its runs, new results "
+                             "will not be saved to it.")
+
+    def _create(self, opened: Opened) -> None:
+        """Bring the file to this format; a file already in it is not written to at all."""
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            runs = opened.tables.get("runs")
+            if runs is not None and "backend_kind" not in runs:
+                try:
+                    self._migrate(conn, opened.version)
+                except SQLITE_ERRORS as exc:
+                    if is_busy(exc) or is_read_only(exc):
+                        raise
+                    raise _ConversionFailed(exc) from exc
+            if not opened.tables or opened.version != SCHEMA_VERSION:
+                with conn:
+                    conn.executescript(_SCHEMA)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         finally:
             conn.close()
 
@@ -197,7 +258,7 @@ class BenchHistory:
         """Bring a format-1 history to format 2; on any failure nothing changes (one transaction)."""
         try:
             conn.executescript(_MIGRATE_1_TO_2)
-        except sqlite3.Error:
+        except SQLITE_ERRORS:
             conn.rollback()
             raise
         runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
@@ -207,22 +268,22 @@ class BenchHistory:
     # ---- writing -------------------------------------------------------------------------------
     def begin(self, run: SweepRun) -> int:
         """Record a run that is starting (status running); returns its id."""
-        with self._connect() as conn:
+        with self._connect(write=True) as conn:
             return self._insert_run(conn, run)
 
     def add_point(self, run_id: int, result: PointResult) -> None:
         """Store one finished point (one transaction)."""
-        with self._connect() as conn:
+        with self._connect(write=True) as conn:
             self._insert_point(conn, run_id, result)
 
     def finish(self, run_id: int, run: SweepRun) -> None:
         """Mark a run finished or cancelled, with its recommendation."""
-        with self._connect() as conn:
+        with self._connect(write=True) as conn:
             self._update_run(conn, run_id, run)
 
     def save(self, run: SweepRun) -> int:
         """Store a whole run with its points in one transaction; returns its id."""
-        with self._connect() as conn:
+        with self._connect(write=True) as conn:
             run_id = self._insert_run(conn, run)
             for result in run.results:
                 self._insert_point(conn, run_id, result)
@@ -264,7 +325,7 @@ class BenchHistory:
 
     def delete(self, run_id: int) -> None:
         """Remove a run and its points."""
-        with self._connect() as conn:
+        with self._connect(write=True) as conn:
             conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
 
     # ---- reading -------------------------------------------------------------------------------
@@ -275,29 +336,53 @@ class BenchHistory:
         return status
 
     def list_runs(self) -> list[RunSummary]:
-        """Every run, newest first."""
+        """Every run, newest first; a run whose row is damaged is listed with status 'unreadable'."""
+        self._ensure_schema()  # it tells whether the file has the format-2 columns
+        kind, version = ("'ollama'", "r.ollama_version") if self._legacy_columns else ("r.backend_kind",
+                                                                                         "r.server_version")
         with self._connect() as conn:
             rows = conn.execute(
                 "SELECT r.id, r.title, r.started_at, r.finished_at, r.status, r.model, r.gpu_name, r.ollama_version, "
                 "r.points_planned, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), "
                 "COALESCE(r.best_tokens_per_s, (SELECT MAX(output_tokens_per_s) FROM points p WHERE p.run_id = r.id)), "
-                "r.recommended, r.owner_pid, r.owner_started, r.backend_kind, r.server_version "
+                f"r.recommended, r.owner_pid, r.owner_started, {kind}, {version} "
                 "FROM runs r ORDER BY r.id DESC").fetchall()
-        return [RunSummary(row[0], row[1], row[2], row[3], self._status(row[4], row[12], row[13]), row[5], row[6],
-                           row[7], row[8], row[9], row[10], row[11], row[14], row[15]) for row in rows]
+        return [self._summary(row) for row in rows]
+
+    def _summary(self, row: tuple[Any, ...]) -> RunSummary:
+        texts = (row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[11], row[14], row[15])
+        numbers_ok = isinstance(row[8], int) and isinstance(row[12], int) and isinstance(row[13], (int, float)) \
+            and (row[10] is None or isinstance(row[10], (int, float)))
+        if not (numbers_ok and all(isinstance(t, str) for t in texts)):
+            return RunSummary(row[0], "unreadable run", "", "", UNREADABLE, "", "", "", 0, row[9], None, "")
+        return RunSummary(row[0], row[1], row[2], row[3], self._status(row[4], row[12], row[13]), row[5], row[6],
+                          row[7], row[8], row[9], row[10], row[11], row[14], row[15])
 
     def load(self, run_id: int) -> SweepRun:
-        """One run with every point and request; HistoryError when there is no such run."""
+        """One run with every point and request; HistoryError when there is no such run or it is damaged."""
         with self._connect() as conn:
             row = conn.execute("SELECT doc, status, owner_pid, owner_started FROM runs WHERE id = ?",
                                (run_id,)).fetchone()
             if row is None:
                 raise HistoryError(f"There is no run {run_id} in the benchmark history.", hint="It may have been deleted.")
             points = conn.execute("SELECT doc FROM points WHERE run_id = ? ORDER BY idx", (run_id,)).fetchall()
-        doc = json.loads(row[0])
-        doc["status"] = self._status(row[1], row[2], row[3])
-        doc["results"] = [_unpack(p[0]) for p in points]
-        return run_from_json(doc, run_id)
+        try:
+            doc = json.loads(row[0])
+            doc["status"] = self._status(row[1], row[2], row[3])
+            doc["results"] = [_unpack(p[0]) for p in points]
+            return run_from_json(doc, run_id)
+        except Exception as exc:  # noqa: BLE001 - damaged cells fail in any way; one run must not break the rest
+            raise HistoryError(f"Run {run_id} in the benchmark history {self.path} is damaged and cannot be shown "
+                               f"({type(exc).__name__}: {exc}).", hint="The other runs are not affected.") from exc
 
 
-__all__ = ["BenchHistory", "HISTORY_FILE_NAME", "HistoryError", "RunSummary", "default_history_path"]
+class _ConversionFailed(Exception):
+    """Converting an older format failed for a reason other than a lock or a read-only file."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+__all__ = ["BenchHistory", "HISTORY_FILE_NAME", "HistoryError", "HistoryLocationError", "RunSummary", "UNREADABLE",
+           "default_history_path"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import platformdirs
@@ -29,4 +30,18 @@ def runtime_dir(config_override: Path | str | None = None) -> Path:
     return Path(platformdirs.user_state_dir(APP_NAME)) / "run"
 
 
-__all__ = ["APP_NAME", "config_dir", "data_dir", "runtime_dir"]
+def folder_problem(folder: Path) -> str:
+    """Why files cannot be written in folder (made if missing), e.g. 'Permission denied'; '' when they can."""
+    try:
+        blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            return f"{blocker} is a file, not a folder"
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return "it is read-only"
+    return ""
+
+
+__all__ = ["APP_NAME", "config_dir", "data_dir", "folder_problem", "runtime_dir"]

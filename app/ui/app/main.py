@@ -24,7 +24,7 @@ from app.adapters.storage import paths as storage_paths
 from app.backends import registry
 from app.adapters.storage.preset_store import PresetStore
 from app.adapters.telemetry.sampler import Sampler
-from app.adapters.storage.settings_store import SettingsStore
+from app.adapters.storage.settings_store import SettingsSaveError, SettingsStore
 from app.adapters.storage.ui_state import UiState, UiStateStore
 from app.core.memory.estimator import VramEstimate
 from app.core.memory.pricing import others_bytes
@@ -42,6 +42,7 @@ from app.ui.app.window import MainWindow
 from app.ui.pages.models.page import ModelsPage
 from app.ui.pages.server.page import ServerPage
 from app.ui.app.theme import app_icon_path, apply_theme
+from app.ui.app.store_report import FILES_HEADING, SETTINGS_HEADING, StoreReport
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ class DeckApp:
         # The one place the backend is chosen; pages get the spec and ask its capabilities.
         self.backend = registry.get(getattr(args, "backend", None) or registry.DEFAULT_BACKEND)
         self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None, self.backend.tuning)
+        # A settings folder that cannot be written: every store keeps working in memory, and the banner says so.
+        self.config_problem = storage_paths.folder_problem(self.store.config_dir)
         loaded = self.store.load()
         settings = loaded.settings
         if args.url:
@@ -89,7 +92,7 @@ class DeckApp:
         self.loop = LoopThread()
         catalog = self.backend.catalog
         self.controller = ServerController(
-            self.loop, None, catalog, self.store.save, last_good=settings)  # supervisor set below
+            self.loop, None, catalog, self._save_settings, last_good=settings)  # supervisor set below
         self.supervisor = self.backend.server(
             settings, on_status=self.controller.on_status, on_log=self.controller.on_log,
             runtime_dir=storage_paths.runtime_dir(args.config_dir or None))
@@ -129,9 +132,17 @@ class DeckApp:
             history=BenchHistory(Path(args.config_dir) / HISTORY_FILE_NAME if args.config_dir else None))
         self.window.add_page("bench", "Benchmark", self.bench_page)
         self.gpu_watch.lost.connect(self._on_gpu_lost)
-        if loaded.problems:
-            self.window.banner.show_message(
-                "About your settings file:\n" + "\n".join(f"• {p}" for p in loaded.problems), "warning")
+        self.store_report = StoreReport(self.window.banner)
+        self.store_report.add(SETTINGS_HEADING, loaded.problems)
+        if self.config_problem:
+            self.store_report.add(FILES_HEADING, [
+                f"The settings folder {self.store.config_dir} cannot be written ({self.config_problem}): settings, "
+                "presets and the window's place are kept for this session only. Fix it, or start with "
+                "--config-dir pointing at a folder you can write."])
+        self.store_report.add(FILES_HEADING, self.history.problems)
+        self.bench_page.history_view.problems_found.connect(
+            lambda problems: self.store_report.add(FILES_HEADING, problems))
+        self.store_report.add(FILES_HEADING, self.bench_page.history_view.found_problems)  # if checked already
         self.window.resize(1440, 900)
         # Where the window was left (not for --screenshot, whose images must not depend on it).
         self._screenshot = bool(getattr(args, "screenshot", None))
@@ -151,6 +162,15 @@ class DeckApp:
         self._gpu_feed.setInterval(1000)
         self._gpu_feed.timeout.connect(self._feed_fit_panel)
         self._feed_fit_panel()
+
+    def _save_settings(self, settings: ServerSettings) -> None:
+        """Save applied settings; with an unwritable settings folder (said in the banner) they stay in memory."""
+        try:
+            self.store.save(settings)
+        except SettingsSaveError as exc:
+            if not self.config_problem:
+                raise
+            log.warning("settings kept in memory only: %s", exc.message)
 
     def _feed_fit_panel(self) -> None:
         """Give the fit panel the GPU's size and what other processes use (64 MiB steps: no churn)."""

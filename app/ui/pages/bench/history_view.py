@@ -9,7 +9,7 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QMessageBox, QPushButton, QScrollArea,
                                QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from app.adapters.storage.history import BenchHistory, RunSummary
+from app.adapters.storage.history import UNREADABLE, BenchHistory, RunSummary
 from app.core.bench.run import SweepRun
 from app.ui.app import theme
 from app.ui.pages.bench.notice import ExportNotice
@@ -20,7 +20,7 @@ from app.ui.widgets.forms import InlineMessage, left_aligned
 
 COLUMNS = ("Started", "Model", "GPU", "Ollama", "Points", "Best tokens/s", "Recommended", "Status")
 STATUS_COLOURS = {"finished": theme.OK, "cancelled": theme.WARNING, "interrupted": theme.ERROR,
-                  "running": theme.ACCENT}
+                  "running": theme.ACCENT, UNREADABLE: theme.ERROR}
 
 
 def _scrolled(widget: QWidget) -> QScrollArea:
@@ -35,12 +35,14 @@ class HistoryView(QWidget):
 
     apply_requested = Signal(object, object)  # PointResult, its SweepRun
     loaded = Signal(object)  # the SweepRun (or pair) now shown; for tests and status lines
+    problems_found = Signal(list)  # what opening the history found (each names its file), for the window's banner
 
     def __init__(self, history: BenchHistory, background: Background, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._history = history
         self._bg = background
         self.summaries: list[RunSummary] = []
+        self.found_problems: list[str] = []  # what opening the history found, once it was checked
         self.confirm_delete: Callable[[int], bool] = self._ask_delete
         root = QVBoxLayout(self)
         root.setContentsMargins(0, 0, 0, 0)
@@ -68,7 +70,11 @@ class HistoryView(QWidget):
         self.delete_button.setProperty("danger", True)
         self.refresh_button = QPushButton("Refresh")
         self.message = InlineMessage(prominent=True)
+        # What opening the file found (moved aside, read-only, locked…): stays while the tab is used.
+        self.notice = InlineMessage(prominent=True)
+        self.notice.setObjectName("HistoryNotice")
         self.export_notice = ExportNotice()
+        tl.addWidget(self.notice)
         tl.addWidget(self.table, 1)
         tl.addWidget(left_aligned(self.open_button, self.compare_button, self.delete_button, self.refresh_button))
         tl.addWidget(self.message)
@@ -98,8 +104,23 @@ class HistoryView(QWidget):
         self.run_view.exported.connect(self._exported)
         self.run_view.export_failed.connect(self._export_failed)
         self._update_buttons()
-        if history.problems:
-            self.message.show_warning(" ".join(history.problems))
+        self.check()
+
+    def check(self) -> None:
+        """Open the history off the GUI thread (it may be checked, moved aside, converted); show what it found."""
+        self._bg.call(self._history.open, on_done=self._opened, on_error=lambda text: self._opened([text], True))
+
+    def _opened(self, problems: list[str], failed: bool = False) -> None:
+        if not problems:
+            return
+        # Kept as well as emitted: a fast check can finish before anyone is connected to problems_found.
+        self.found_problems = list(problems)
+        text = "\n".join(problems)
+        if failed:
+            self.notice.show_error(text)
+        else:
+            self.notice.show_warning(text)
+        self.problems_found.emit(problems)
 
     # ---- actions ---------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -157,6 +178,8 @@ class HistoryView(QWidget):
         return answer == QMessageBox.StandardButton.Yes
 
     def _show_list(self, summaries: list[RunSummary]) -> None:
+        if self.notice.severity == "error":  # the file could not be opened then (e.g. locked); now it could
+            self.notice.clear_message()
         self.summaries = summaries
         self.table.setRowCount(len(summaries))
         for row, s in enumerate(summaries):
@@ -169,6 +192,8 @@ class HistoryView(QWidget):
                     item.setForeground(QBrush(QColor(STATUS_COLOURS.get(s.status, theme.TEXT))))
                     if s.status == "interrupted":
                         item.setToolTip("The program ended during this sweep; the points it finished are kept.")
+                    elif s.status == UNREADABLE:
+                        item.setToolTip("This run's row in the history file is damaged; the other runs are fine.")
                 if col in (4, 5):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, col, item)

@@ -1,0 +1,47 @@
+"""One banner for every file the app could not use as usual: which file, what is wrong, and what
+the app does instead. Problems found later (the benchmark history is checked off the GUI thread)
+are added to the same banner, never shown in a second one."""
+
+from __future__ import annotations
+
+import logging
+
+from app.ui.widgets.banner import Banner
+
+log = logging.getLogger(__name__)
+
+SETTINGS_HEADING = "About your settings file:"
+FILES_HEADING = "Files ollama-deck could not use as usual (it keeps working without them):"
+
+
+class StoreReport:
+    """Collects problems under headings and shows them all in the window's banner."""
+
+    def __init__(self, banner: Banner) -> None:
+        self._banner = banner
+        self._sections: dict[str, list[str]] = {}
+
+    def add(self, heading: str, problems: list[str]) -> None:
+        """Add problems (each naming its file) under heading and show the banner again; none: no change."""
+        lines = self._sections.setdefault(heading, [])
+        new = [p for p in problems if p not in lines]
+        if not new:
+            return
+        lines += new
+        for problem in new:  # also on stderr: a window started from a terminal, or a screenshot run, shows them
+            log.warning("%s", problem)
+        self._banner.show_message(self.text, "warning")
+
+    @property
+    def problems(self) -> list[str]:
+        """Every problem reported so far, in order."""
+        return [p for lines in self._sections.values() for p in lines]
+
+    @property
+    def text(self) -> str:
+        """The banner's text: each heading with its problems as bullets."""
+        return "\n".join(f"{heading}\n" + "\n".join(f"• {p}" for p in lines)
+                         for heading, lines in self._sections.items() if lines)
+
+
+__all__ = ["FILES_HEADING", "SETTINGS_HEADING", "StoreReport"]
