@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import logging
 import os
 import sys
 import tempfile
@@ -107,6 +108,7 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=2000, help="cases per target (default 2000)")
     parser.add_argument("--only", nargs="*", help="target names to run (default: all)")
     args = parser.parse_args()
+    logging.disable(logging.WARNING)  # the stores log what they set aside; thousands of cases would drown the table
     from tests.cli.cli_property import isolated
 
     with tempfile.TemporaryDirectory(prefix="deck-fuzz-") as scratch:
