@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -135,7 +136,13 @@ def main() -> int:
     parser.add_argument("--copies", type=int, default=8, help="prompts per burst (default 8)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent load clients (default 4)")
     parser.add_argument("--rate", type=float, default=100.0, help="tokens/s of each stand-in reply (default 100)")
+    parser.add_argument("--rss-csv", help="also write the RSS samples (seconds, MiB) to this CSV file")
+    parser.add_argument("--tracemalloc", type=int, metavar="N", default=0,
+                        help="trace Python allocations and print the N sites that grew most after the warm-up "
+                             "(slows the app: for finding a leak, not for the stall figures)")
     args = parser.parse_args()
+    if args.tracemalloc:
+        tracemalloc.start(8)
 
     server, url = start_standin(tokens_per_s=args.rate, thinking_tokens=40, answer_tokens=120,
                                 num_parallel=args.clients + args.copies)
@@ -180,6 +187,7 @@ def main() -> int:
     bursts = {"sent": 0, "replies ok": 0, "replies failed": 0}
     counted: set[int] = set()
     next_rss = next_burst = started
+    warm_snapshot: tracemalloc.Snapshot | None = None
     print(f"soak: {args.minutes:g} min against a stand-in Ollama at {url} ({model}); dashboard live, "
           f"{args.clients} load clients, a {args.copies}-prompt burst every {args.burst_every:g} s", flush=True)
     while (now := time.monotonic()) - started < length_s:
@@ -187,6 +195,8 @@ def main() -> int:
         if now >= next_rss:
             rss.append((now - started, me.memory_info().rss / 2**20))
             next_rss += RSS_EVERY_S
+            if args.tracemalloc and warm_snapshot is None and now - started >= warm_s:
+                warm_snapshot = tracemalloc.take_snapshot()
         summary = page.burst_view.summary
         if summary is not None and page.run is None and id(summary) not in counted:
             counted.add(id(summary))
@@ -199,6 +209,13 @@ def main() -> int:
             next_burst += args.burst_every
         time.sleep(0.0005)  # let other threads run, as an idle event loop would
     gui.stop()
+    if warm_snapshot is not None:
+        grown = tracemalloc.take_snapshot().compare_to(warm_snapshot, "traceback")
+        print(f"Python allocations that grew most after the warm-up (of {len(grown)} sites):")
+        for stat in grown[:args.tracemalloc]:
+            print(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks")
+            for line in stat.traceback.format()[-6:]:
+                print(f"      {line}")
     deck.loop.loop.call_soon_threadsafe(stop.set)
     try:
         load.result(timeout=120)
@@ -208,6 +225,8 @@ def main() -> int:
     server.terminate()
     server.wait(10)
 
+    if args.rss_csv:
+        Path(args.rss_csv).write_text("seconds,rss_mib\n" + "".join(f"{t:.1f},{v:.2f}\n" for t, v in rss))
     warm = [p for p in rss if p[0] >= warm_s]
     print(f"RSS: start {rss[0][1]:.0f} MiB, after {args.warmup_minutes:g} min warm-up "
           f"{warm[0][1] if warm else float('nan'):.0f} MiB, end {rss[-1][1]:.0f} MiB, peak "
