@@ -10,32 +10,24 @@ only the process exiting, or the timeout passing, ends the wait."""
 from __future__ import annotations
 
 import asyncio
-import collections
-import dataclasses
 import os
 import shlex
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-import psutil
 
 from app.adapters.process import orphans
 from app.adapters.process import procs as procs
-from app.adapters.process.adopted import AdoptedServer
 from app.adapters.process.managed import ManagedServer
-from app.adapters.process.runtime_record import RecordBook
-from app.adapters.storage import paths as storage_paths
+from app.adapters.process.supervision import SupervisorBase
 from app.backends.llama_server import probe as probing
 from app.backends.llama_server import tuning
 from app.core.server.exposure import exposure_of
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 
-LOG_LINES_KEPT = 500
-LOG_LINES_IN_STATUS = 20
 POLL_INTERVAL_S = 0.1
 PROGRAM = "llama-server"
 BACKEND_NAME = tuning.KIND  # in the records of the servers it starts
@@ -48,8 +40,12 @@ def _ignore(_value: object) -> None:
     return None
 
 
-class LlamaServerSupervisor:
+class LlamaServerSupervisor(SupervisorBase):
     """Finds llama-server, attaches to one that answers or manages its own, and watches it."""
+
+    backend_name = BACKEND_NAME
+    program = "llama-server"
+    orphan_phrase = "A llama-server"
 
     def __init__(
         self,
@@ -63,102 +59,25 @@ class LlamaServerSupervisor:
         runtime_dir: Path | None = None,
         die_with_app: bool = True,
     ) -> None:
-        self.settings = settings
-        self._on_status = on_status
-        self._on_log = on_log
+        super().__init__(settings, on_status=on_status, on_log=on_log, stop_grace_s=stop_grace_s,
+                         health_interval_s=health_interval_s, runtime_dir=runtime_dir, die_with_app=die_with_app)
         self.start_timeout_s = start_timeout_s
-        self.stop_grace_s = stop_grace_s
-        self.health_interval_s = health_interval_s
-        self.die_with_app = die_with_app
-        self._status = ServerStatus(ServerState.STOPPED, "Not checked yet.")
-        self._log: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
-        self._managed: ManagedServer | AdoptedServer | None = None
-        self._records = RecordBook(runtime_dir or storage_paths.runtime_dir())
-        self._crash_watcher: asyncio.Task[None] | None = None  # held so the task is not garbage-collected
-        self._attached_pid: int | None = None
-        self._attached_url: str | None = None
-        self._health_task: asyncio.Task[None] | None = None
-        self._lock: asyncio.Lock | None = None
 
-    # ----------------------------------------------------------------- public API
+    # ----------------------------------------------------------------- what SupervisorBase asks
 
-    @property
-    def status(self) -> ServerStatus:
-        """The latest published snapshot."""
-        return self._status
-
-    @property
-    def log_lines(self) -> tuple[str, ...]:
-        """The last lines the managed server wrote (stdout and stderr, oldest first)."""
-        return tuple(self._log)
-
-    async def probe(self) -> ServerStatus:
-        """Find the program and what answers on host:port; attach to a llama-server found there."""
-        async with self._guard():
-            return await self._probe_locked()
-
-    async def start(self) -> ServerStatus:
-        """Start our own llama-server (or attach if one already answers); waits until /health is 200."""
-        async with self._guard():
-            return await self._start_locked()
-
-    async def stop(self) -> ServerStatus:
-        """Stop the server we started (SIGTERM, then kill its tree after the grace period)."""
-        async with self._guard():
-            return await self._stop_locked()
-
-    async def restart(self, settings: ServerSettings | None = None) -> ServerStatus:
-        """Restart our server with new settings; an attached server only gets a fresh apply hint."""
-        async with self._guard():
-            if settings is not None:
-                self.settings = settings
-            attached_here = self._attached_url == self.settings.base_url
-            if self._status.state is ServerState.RUNNING_ATTACHED and attached_here:
-                return self._publish(dataclasses.replace(self._status, apply_hint=self._apply_hint()))
-            if self._managed is not None:
-                await self._stop_locked()
-            return await self._start_locked()
-
-    def server_pids(self) -> list[int]:
-        """Pids of the server's process tree (ours, or the attached listener's if visible); any thread."""
-        if self._managed is not None:
-            return self._managed.tree_pids()
-        if self._status.state is ServerState.RUNNING_ATTACHED and self._attached_pid is not None:
-            try:
-                root = psutil.Process(self._attached_pid)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                return []
-            return [p.pid for p in procs.alive(procs.tree_of(root))]
-        return []
-
-    async def close(self) -> None:
-        """Stop watching, and stop the server if it is ours."""
-        async with self._guard():
-            self._cancel_health()
-            if self._managed is not None:
-                await self._stop_locked()
-
-    # ----------------------------------------------------------------- internals: state
-
-    def _guard(self) -> asyncio.Lock:
-        if self._lock is None:  # created lazily so the lock binds to the loop that runs the supervisor
-            self._lock = asyncio.Lock()
-        return self._lock
-
-    def _publish(self, status: ServerStatus) -> ServerStatus:
-        changed = status != self._status
-        self._status = status
-        if changed:
-            self._on_status(status)
-        return status
-
-    def _tail(self) -> tuple[str, ...]:
-        return tuple(self._log)[-LOG_LINES_IN_STATUS:]
-
-    def _apply_hint(self) -> str:
+    def _apply_hint(self, kind: ExternalKind = ExternalKind.OTHER) -> str:
         line = " ".join(shlex.quote(word) for word in tuning.command(self.settings))
         return ("llama-server takes its settings as flags when it starts. Stop that server where it was "
                 f"started and start it again with:\n{line}\nor stop it and start the server from ollama-deck.")
+
+    def _crash_reason(self, code: int) -> str:
+        if not self._log:
+            return "."
+        if any("failed to load model" in line for line in self._log):
+            return (f": it could not load the model file {tuning.model_path(self.settings)} ({self._reason()}). "
+                    "Check that it is a complete GGUF model file (a download may have been cut short), or "
+                    "choose another.")
+        return f": {self._reason()}"
 
     # ----------------------------------------------------------------- internals: probing
 
@@ -207,22 +126,6 @@ class LlamaServerSupervisor:
         self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))
         return status
 
-    async def _adopt(self, found: orphans.Inspection, version: str | None, binary: str | None) -> ServerStatus:
-        """Manage again the server an earlier run started and left behind (its app was killed)."""
-        self._log.clear()
-        adopted = await AdoptedServer.adopt(found, binary or found.record.cmdline[0], self._records, self._on_line)
-        self._managed = adopted
-        self._crash_watcher = asyncio.create_task(self._watch_exit(adopted))
-        return self._publish(ServerStatus(
-            ServerState.RUNNING_MANAGED, orphans.orphan_message("A llama-server", adopted.record),
-            version=version, pid=adopted.pid, binary=adopted.binary, orphan=True,
-        ))
-
-    def _cancel_health(self) -> None:
-        if self._health_task is not None:
-            self._health_task.cancel()
-            self._health_task = None
-
     async def _watch_attached(self, base_url: str) -> None:
         """Poll /health on the attached server; publish STOPPED once it stops answering as llama-server."""
         failures = 0
@@ -246,10 +149,6 @@ class LlamaServerSupervisor:
 
     def _server_env(self) -> dict[str, str]:
         return {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIX_DROPPED)}
-
-    def _on_line(self, line: str) -> None:
-        self._log.append(line)
-        self._on_log(line)
 
     async def _start_locked(self) -> ServerStatus:
         if self._managed is not None:
@@ -324,43 +223,6 @@ class LlamaServerSupervisor:
             f"llama-server did not become ready at {base_url} within {self.start_timeout_s:g} s (loading "
             f"{tuning.model_path(self.settings)}), so ollama-deck stopped it.{last} Check the log, or raise "
             "the start timeout if the machine is slow.", last_log_lines=self._tail(), binary=managed.binary))
-
-    async def _watch_exit(self, managed: ManagedServer | AdoptedServer) -> None:
-        """Await the server's exit; an exit nobody asked for is published as CRASHED at once."""
-        code = await managed.exited()
-        if managed.stop_requested:
-            return
-        if self._managed is managed:
-            self._managed = None
-        if code is None:  # adopted: not our child, so neither its exit code nor its output can be read
-            how, last = f"(pid {managed.pid}, started by an earlier ollama-deck) stopped", "; it left no log."
-        else:
-            how = f"was killed by {procs.signal_name(code)}" if code < 0 else f"exited with code {code}"
-            last = f": {self._reason()}" if self._log else "."
-        model = tuning.model_path(self.settings)
-        if code is not None and any("failed to load model" in line for line in self._log):
-            last = (f": it could not load the model file {model} ({self._reason()}). Check that it is a complete "
-                    "GGUF model file (a download may have been cut short), or choose another.")
-        self._publish(ServerStatus(
-            ServerState.CRASHED, f"llama-server serving {model} {how} without being asked to stop{last}",
-            exit_code=code, last_log_lines=self._tail(), pid=managed.pid, binary=managed.binary))
-
-    async def _stop_locked(self) -> ServerStatus:
-        managed = self._managed
-        if managed is None:  # nothing of ours runs; an attached server is never stopped
-            return self._status
-        self._publish(dataclasses.replace(self._status, state=ServerState.STOPPING, message="Stopping the server…"))
-        started = time.monotonic()
-        code = await managed.terminate(self.stop_grace_s)
-        self._managed = None
-        if code == -signal.SIGKILL:
-            how = f"did not stop within {self.stop_grace_s:g} s of SIGTERM, so ollama-deck killed it"
-        else:
-            how = f"stopped in {time.monotonic() - started:.1f} s"
-        who = f" an earlier ollama-deck started (pid {managed.pid})" if isinstance(managed, AdoptedServer) else ""
-        return self._publish(ServerStatus(ServerState.STOPPED, f"The llama-server{who} {how}.", exit_code=code,
-                                          last_log_lines=self._tail(), binary=managed.binary))
-
 
 def make_supervisor(settings: ServerSettings, *, on_status: Callable[[ServerStatus], None],
                     on_log: Callable[[str], None], runtime_dir: Path | None = None) -> LlamaServerSupervisor:
