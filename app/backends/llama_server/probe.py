@@ -82,8 +82,9 @@ def read_health(response: httpx.Response) -> Health:
         body = response.json()
     except ValueError:
         body = None
+    # Many programs answer /health with {"status":"ok"}; llama-server also names itself in a header.
     by_header = SERVER_HEADER in response.headers.get("server", "")
-    if response.status_code == 200 and isinstance(body, dict) and body.get("status") == "ok":
+    if response.status_code == 200 and by_header and isinstance(body, dict) and body.get("status") == "ok":
         return Health(True, ready=True)
     message = _error_message(body)
     if response.status_code == 503 and (by_header or message == "Loading model"):

@@ -186,6 +186,7 @@ class LlamaServerSupervisor(SupervisorBase):
 
     async def _wait_until_ready(self, managed: ManagedServer, base_url: str) -> ServerStatus:
         deadline = time.monotonic() + self.start_timeout_s  # from the spawn: loading is part of starting
+        loading_said = False
         async with httpx.AsyncClient(trust_env=False) as client:
             while True:
                 if managed.returncode is not None:
@@ -199,6 +200,11 @@ class LlamaServerSupervisor(SupervisorBase):
                     answer = await probing.health(client, base_url, min(probing.PROBE_TIMEOUT_S, remaining))
                     if answer.ready:
                         break
+                    if answer.loading and not loading_said:  # progress: say so once, keep waiting
+                        loading_said = True
+                        self._publish(self._replace(message=(
+                            f"llama-server is loading {tuning.model_path(self.settings)} (it answers on "
+                            f"{base_url} once the model is in memory)…")))
                 except (TimeoutError, httpx.HTTPError, OSError):
                     pass  # not listening yet
                 await asyncio.sleep(POLL_INTERVAL_S)
