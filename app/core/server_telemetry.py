@@ -8,9 +8,13 @@ computes only over the requests that finished since the last scrape)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from app.core.errors import DeckError
+from app.core.ringbuffer import TimeSeriesRing
 
 
 class TelemetryUnavailable(DeckError):
@@ -150,4 +154,67 @@ class RateTracker:
         )
 
 
-__all__ = ["RateTracker", "TelemetryUnavailable", "ServerReading", "ServerSample", "SlotState", "kv_fill_from_slots"]
+
+
+class ServerColumn:
+    """Column indices of ServerTelemetryRing rows (units in the names; NaN marks N/A)."""
+
+    SLOTS_BUSY = 0
+    SLOTS_TOTAL = 1
+    REQUESTS_DEFERRED = 2
+    REQUESTS_PROCESSING = 3
+    KV_FILL_PCT = 4
+    GENERATION_TOKENS_PER_S = 5
+    PROMPT_TOKENS_PER_S = 6
+    COUNT = 7
+
+
+def sample_row(sample: ServerSample) -> list[float]:
+    """A ServerSample as one ServerColumn row (None becomes NaN; KV fill in percent)."""
+    def num(value: float | None, scale: float = 1.0) -> float:
+        return math.nan if value is None else float(value) * scale
+
+    row = [math.nan] * ServerColumn.COUNT
+    row[ServerColumn.SLOTS_BUSY] = num(sample.slots_busy)
+    row[ServerColumn.SLOTS_TOTAL] = num(sample.slots_total)
+    row[ServerColumn.REQUESTS_DEFERRED] = num(sample.requests_deferred)
+    row[ServerColumn.REQUESTS_PROCESSING] = num(sample.requests_processing)
+    row[ServerColumn.KV_FILL_PCT] = num(sample.kv_cache_fill, 100.0)
+    row[ServerColumn.GENERATION_TOKENS_PER_S] = num(sample.generation_tokens_per_s)
+    row[ServerColumn.PROMPT_TOKENS_PER_S] = num(sample.prompt_tokens_per_s)
+    return row
+
+
+class ServerTelemetryRing:
+    """History of ServerSamples as ServerColumn rows (one writer thread, one reader), plus the newest sample."""
+
+    def __init__(self, history_s: float = 15 * 60, interval_s: float = 1.0) -> None:
+        self.interval_s = float(interval_s)
+        self.capacity = max(2, math.ceil(history_s / interval_s) + 1)
+        self._ring = TimeSeriesRing(self.capacity, ServerColumn.COUNT)
+        self.latest: ServerSample | None = None
+
+    @property
+    def version(self) -> int:
+        """Appends so far (a reader redraws only when it changed)."""
+        return self._ring.version
+
+    def __len__(self) -> int:
+        return len(self._ring)
+
+    def append(self, sample: ServerSample) -> None:
+        """Add one sample at its own time (`at`, monotonic seconds)."""
+        self.latest = sample
+        self._ring.append(sample.at, sample_row(sample))
+
+    def gap(self, at: float) -> None:
+        """Mark that no sample could be taken at `at` (curves break there instead of bridging)."""
+        self._ring.append(at, [math.nan] * ServerColumn.COUNT)
+
+    def view(self, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of (t, rows) in time order, rows shaped (n, ServerColumn.COUNT)."""
+        return self._ring.view(since)
+
+
+__all__ = ["RateTracker", "ServerColumn", "ServerReading", "ServerSample", "ServerTelemetryRing", "SlotState",
+           "TelemetryUnavailable", "kv_fill_from_slots", "sample_row"]
