@@ -285,10 +285,10 @@ class DashboardPage(QWidget):
         w = self.plots
         columns = 2
         if "server_slots" in w and self._gpu_info is not None:
-            # Three plots a row, the slots beside VRAM; on a 12-column grid the second row holds four.
-            columns = 12
-            placement = [("vram", 0, 0, 4), ("server_slots", 0, 4, 4), ("tokens", 0, 8, 4), ("gpu_util", 1, 0, 3),
-                         ("power_temp", 1, 3, 3), ("host_mem", 1, 6, 3), ("server_cpu", 1, 9, 3)]
+            # Three plots a row, the slots beside VRAM; server CPU gets a low full-width row of its own.
+            columns = 3
+            placement = [("vram", 0, 0, 1), ("server_slots", 0, 1, 1), ("tokens", 0, 2, 1), ("gpu_util", 1, 0, 1),
+                         ("power_temp", 1, 1, 1), ("host_mem", 1, 2, 1), ("server_cpu", 2, 0, 3)]
         elif "server_slots" in w:
             placement = [("tokens", 0, 0, 1), ("server_slots", 0, 1, 1), ("host_mem", 1, 0, 1),
                          ("server_cpu", 1, 1, 1)]

@@ -28,9 +28,9 @@ class ServerSlotsPlot(TimePlot):
     def __init__(self, capacity: int) -> None:
         super().__init__("server_slots", "Server slots & queue", "slots · requests", capacity)
         self.y_floor_max = 2.0
-        self.add("slots busy", ServerColumn.SLOTS_BUSY, SLOTS_BUSY_COLOR)
-        self.add_limit("slots total", ServerColumn.SLOTS_TOTAL, SLOTS_TOTAL_COLOR)
-        self.add("requests waiting", ServerColumn.REQUESTS_DEFERRED, DEFERRED_COLOR)
+        self.add("busy", ServerColumn.SLOTS_BUSY, SLOTS_BUSY_COLOR)
+        self.add_limit("total", ServerColumn.SLOTS_TOTAL, SLOTS_TOTAL_COLOR)
+        self.add("waiting", ServerColumn.REQUESTS_DEFERRED, DEFERRED_COLOR)
         self.kv_view = pg.ViewBox(enableMouse=False)
         self.kv_view.setMouseEnabled(x=False, y=False)
         self.item.showAxis("right")
@@ -43,7 +43,7 @@ class ServerSlotsPlot(TimePlot):
         kv_curve = pg.PlotDataItem([], [], pen=pen(KV_FILL_COLOR, dashed=True), connect="finite")
         plots.style_curve(kv_curve)
         self.kv_view.addItem(kv_curve)
-        self.add("KV-cache fill % (right)", ServerColumn.KV_FILL_PCT, KV_FILL_COLOR, dashed=True, curve=kv_curve)
+        self.add("KV fill % (right)", ServerColumn.KV_FILL_PCT, KV_FILL_COLOR, dashed=True, curve=kv_curve)
         self._kv_series = self.series[-1]
         self.item.getViewBox().sigResized.connect(self._sync_geometry)
 
@@ -66,8 +66,8 @@ class ServerSlotsPlot(TimePlot):
 def build_server_throughput_plot(capacity: int) -> TimePlot:
     """Generation and prompt tokens/s of every client of the server, from its counters."""
     tokens = TimePlot("tokens", SERVER_WIDE_TITLE, "tokens/s", capacity)
-    tokens.add("generation tok/s (server-wide)", ServerColumn.GENERATION_TOKENS_PER_S, GENERATION_COLOR)
-    tokens.add("prompt tok/s", ServerColumn.PROMPT_TOKENS_PER_S, PROMPT_COLOR, dashed=True)
+    tokens.add("generation (all clients)", ServerColumn.GENERATION_TOKENS_PER_S, GENERATION_COLOR)
+    tokens.add("prompt", ServerColumn.PROMPT_TOKENS_PER_S, PROMPT_COLOR, dashed=True)
     tokens.y_floor_max = 20.0
     return tokens
 

@@ -50,7 +50,7 @@ def test_slots_queue_and_kv_fill_are_drawn_from_the_servers_samples(qtbot) -> No
     assert plot.limits[0][0].value() == 2.0 and plot.limits[0][0].isVisible()  # slots total
     assert list(plot.series[0].curve.xData) == [-2.0, -1.0, 0.0]
     assert "Server slots &amp; queue" in plot.item.titleLabel.text or "Server slots & queue" in plot.item.titleLabel.text
-    assert "KV-cache fill % (right)" in plot.item.titleLabel.text
+    assert "KV fill % (right)" in plot.item.titleLabel.text
     assert page.tiles["slots"].value == "0 / 2 busy" and page.tiles["slots"].detail == "0 waiting · KV 0 %"
 
 
