@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.backends.llama_server.metrics import server_telemetry
 from app.backends.llama_server.supervisor import make_supervisor
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
 from app.core.ports.backend import BackendSpec, Capabilities
@@ -99,6 +100,7 @@ LLAMA_SERVER = BackendSpec(
     server=make_supervisor,
     model_rules=LlamaServerModelRules(),
     tuning=LLAMA_SERVER_TUNING,
+    server_telemetry=server_telemetry,  # /metrics and /slots, read once a second while it runs
     missing_reasons={
         "pull": NO_PULLS,
         "create": NO_VARIANTS,
