@@ -321,7 +321,7 @@ def _open_history(args: argparse.Namespace) -> SweepRecorder | None:
     """The history to keep this run in (None: run without), after printing on stderr what opening it found."""
     from app.adapters.storage.history import BenchHistory, HistoryError, HistoryLocationError
 
-    history = BenchHistory(Path(args.history) if args.history else None)
+    history = BenchHistory(Path(args.history) if args.history else None, named=bool(args.history))
     try:
         for problem in history.open():  # moved aside, converted, read-only: said before the sweep starts
             print(f"ollama-deck bench: {problem}", file=sys.stderr)

@@ -94,7 +94,11 @@ def playground(folder: Path) -> dict[str, str]:
     binary.write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(256))
     prompts = folder / "prompts.txt"
     prompts.write_text("one prompt\nanother prompt\n", encoding="utf-8")
-    return {"show": QWEN_SHOW, "binary": str(binary), "folder": str(folder), "missing": str(folder / "no" / "x"),
+    # A copy: any path the fuzzer names may be written or set aside by the command (an output, a
+    # history), and the suite's own data must never be.
+    show = folder / "show.json"
+    show.write_bytes(Path(QWEN_SHOW).read_bytes())
+    return {"show": str(show), "binary": str(binary), "folder": str(folder), "missing": str(folder / "no" / "x"),
             "prompts": str(prompts), "stdout": "-", "relative": "out.json", "devnull": os.devnull}
 
 
@@ -176,6 +180,8 @@ def value_for(action: argparse.Action, paths: dict[str, str], closed: str,
     plausible = GOOD.get(flag) or [str(c) for c in action.choices or ()] or ["x"]
     if flag == "--prompt-file":
         plausible = [paths["prompts"]]
+    if flag == "--show":
+        plausible = [paths["show"]]
     good = st.sampled_from(plausible)
     return st.floats(0, 1).flatmap(lambda roll: tricky if roll < tricky_share else good)
 

@@ -48,12 +48,15 @@ def test_a_history_under_a_regular_file_is_refused(tmp_path):
 
 
 def test_a_garbage_history_is_moved_aside_and_said_on_stderr(tmp_path):
-    history = tmp_path / "history.sqlite3"
+    # The app's own history file (the default place): damage there is moved aside, and said.
+    folder = tmp_path / "data" / "ollama-deck"
+    folder.mkdir(parents=True)
+    history = folder / "benchmarks.sqlite3"
     history.write_bytes(b"grocery list " * 200)
     result = deck("bench", "--model", "m", "--url", _dead_url(), "--config-dir", str(tmp_path / "cfg"),
-                  "--history", str(history), "--quiet")
+                  "--quiet", XDG_DATA_HOME=str(tmp_path / "data"))
     assert result.returncode == 1  # the server is not there; the history was dealt with first
-    [kept] = [p for p in tmp_path.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm"))]
+    [kept] = [p for p in folder.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm"))]
     assert kept.read_bytes() == b"grocery list " * 200
     said = [line for line in result.stderr.splitlines() if "moved to" in line]
     assert said and str(history) in said[0] and str(kept) in said[0] and "Traceback" not in result.stderr
@@ -105,3 +108,18 @@ def test_a_read_only_history_is_said_and_the_run_goes_on_without_it():
     assert found["history"] == "None"  # the sweep runs and prints its table; nothing is written
     assert found["said"] == (f"ollama-deck bench: The benchmark history {path} is read-only; showing its runs, "
                              "new results will not be saved to it.\n")
+
+
+
+def test_a_history_named_on_the_command_line_that_is_not_sqlite_is_refused_and_left_alone(tmp_path):
+    """`--history results.json` (a slip for --json) must not move the user's file aside as a damaged history."""
+    notes = tmp_path / "results.json"
+    notes.write_text('{"mine": true}\n', encoding="utf-8")
+    result = deck("bench", "--model", "m", "--url", _dead_url(), "--config-dir", str(tmp_path / "cfg"),
+                  "--history", str(notes), "--quiet")
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("ollama-deck bench: --history:")
+    assert f"{notes} is not an SQLite file, so it is not a benchmark history; nothing was changed" in line
+    assert notes.read_text(encoding="utf-8") == '{"mine": true}\n'
+    assert not [p for p in tmp_path.iterdir() if ".corrupt-" in p.name]

@@ -132,9 +132,11 @@ class BenchHistory:
     and then reported with who holds it. `problems` says what the user must be told.
     """
 
-    def __init__(self, path: Path | None = None, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    def __init__(self, path: Path | None = None, busy_timeout_s: float = BUSY_TIMEOUT_S, *,
+                 named: bool = False) -> None:
         self.path = Path(path) if path is not None else default_history_path()
         self.busy_timeout_s = busy_timeout_s
+        self.named = named  # the user chose this path: a file there that is not SQLite is refused, not moved
         self.problems: list[str] = []
         self.read_only = False
         self._immutable = False
@@ -196,7 +198,7 @@ class BenchHistory:
         with self._opening:
             if self._ready:
                 return
-            opened = open_file(self.path, "benchmark history", self.busy_timeout_s)
+            opened = open_file(self.path, "benchmark history", self.busy_timeout_s, named=self.named)
             if opened.version > SCHEMA_VERSION:
                 raise HistoryError(f"The benchmark history at {self.path} was written by a newer ollama-deck "
                                    f"(format {opened.version}).", hint="Use that version, or move the file away.")

@@ -147,6 +147,23 @@ def check_shape(path: Path, what: str, a_what: str, tables: dict[str, set[str]],
                                "nothing was changed.", hint="Move the file away to start a new one; it is kept as it is.")
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def refuse_foreign(path: Path, what: str) -> None:
+    """HistoryLocationError when path holds something that does not even start like an SQLite file."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise HistoryLocationError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+    if head and not head.startswith(SQLITE_HEADER):
+        raise HistoryLocationError(f"{path} is not an SQLite file, so it is not a {what}; nothing was changed.",
+                                   hint="Give the path of a history, or a new file name for one.")
+
+
 def read_only_uri(path: Path, immutable: bool) -> str:
     """The URI that opens path read-only (immutable: without a -shm, for a read-only folder)."""
     return path.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
@@ -213,13 +230,18 @@ def _raise_open(path: Path, exc: BaseException) -> str:
     raise HistoryError(f"Cannot open {path}: {exc}.", hint="Check the file's permissions.") from exc
 
 
-def open_file(path: Path, what: str, busy_timeout_s: float = BUSY_TIMEOUT_S) -> Opened:
+def open_file(path: Path, what: str, busy_timeout_s: float = BUSY_TIMEOUT_S, *, named: bool = False) -> Opened:
     """Check path before any write: refuse a bad location, move a damaged file aside, see read-only.
 
+    named: the user gave this path (e.g. `bench --history`); a file there that is not SQLite at
+    all is then someone's other file (a typo for an output), refused and left alone, instead of a
+    damaged history of ours to move aside.
     Raises HistoryLocationError (the path cannot be a file), or HistoryError when the file is
     locked or cannot be read; neither changes anything on disk.
     """
     check_location(path, what)
+    if named:
+        refuse_foreign(path, what)
     opened = Opened()
     folder_writable = _writable(path.parent)
     if not path.exists() or path.stat().st_size == 0:
@@ -245,5 +267,5 @@ def open_file(path: Path, what: str, busy_timeout_s: float = BUSY_TIMEOUT_S) -> 
 
 
 __all__ = ["BUSY_TIMEOUT_S", "HistoryError", "HistoryLocationError", "Opened", "check_location", "check_shape",
-           "holders", "is_busy", "is_damage", "is_read_only", "locked_error", "open_file", "read_only_uri", "set_aside",
+           "holders", "is_busy", "is_damage", "is_read_only", "locked_error", "open_file", "read_only_uri", "refuse_foreign", "set_aside",
            "SQLITE_ERRORS"]
