@@ -89,10 +89,11 @@ class SlotsView(QWidget):
                  _count(slot.cached_tokens), _count(slot.decoded))
         for col, text in enumerate(texts):
             item = self.table.item(row, col)
-            if item.text() != text:
+            if item is not None and item.text() != text:  # every cell got an item when the row was made
                 item.setText(text)
         state = self.table.item(row, 1)
-        state.setForeground(QColor(BUSY_COLOR if slot.busy else IDLE_COLOR))
+        if state is not None:
+            state.setForeground(QColor(BUSY_COLOR if slot.busy else IDLE_COLOR))
         bar = self.bars[row]
         n_ctx = slot.n_ctx or 0
         used = slot.prompt_tokens or 0
