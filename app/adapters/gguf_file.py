@@ -125,7 +125,8 @@ def _quantization(file_type: Any) -> str:
     return name.removeprefix("MOSTLY_")
 
 
-def _size_label(n: int) -> str:
+def size_label(n: int) -> str:
+    """A parameter count as Ollama writes it: 134515008 -> "134.5M"."""
     for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if n >= scale:
             return f"{n / scale:.1f}{unit}"
@@ -171,11 +172,11 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufFile:
     quant = _quantization(info.get("general.file_type"))
     details = {"format": "gguf", "family": arch if isinstance(arch, str) else "",
                "families": [arch] if isinstance(arch, str) else [],
-               "parameter_size": _size_label(info["general.parameter_count"]),
+               "parameter_size": size_label(info["general.parameter_count"]),
                "quantization_level": quant}
     template = info.get("tokenizer.chat_template")
     return GgufFile(path=path, size_bytes=size, modified_at=modified, model_info=info, details=details,
                     tensors=tensors, chat_template=template if isinstance(template, str) else "")
 
 
-__all__ = ["GgufError", "GgufFile", "GgufNotFound", "GgufTruncated", "NotGguf", "file_stat", "read_gguf"]
+__all__ = ["GgufError", "GgufFile", "GgufNotFound", "GgufTruncated", "NotGguf", "file_stat", "read_gguf", "size_label"]
