@@ -122,7 +122,7 @@ def _quantization(file_type: Any) -> str:
         name = gguf.LlamaFileType(file_type).name
     except ValueError:
         return ""
-    return name.removeprefix("MOSTLY_")
+    return name.removeprefix("MOSTLY_").removeprefix("ALL_")
 
 
 def size_label(n: int) -> str:
