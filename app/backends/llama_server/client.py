@@ -107,7 +107,7 @@ class LlamaServerClient:
     async def health(self) -> bool:
         """True when `/health` answers ok (the model is loaded); False while loading or for any failure."""
         try:
-            return (await self._json("/health")).get("status") == "ok"
+            return bool((await self._json("/health")).get("status") == "ok")
         except (OllamaError, AttributeError):
             return False
 
