@@ -105,6 +105,8 @@ def final_figures(finish_reason: str | None, timings: Mapping[str, Any] | None,
     decode_ms = None
     if output_tokens and per_token_ms:
         decode_ms = output_tokens * per_token_ms
+    elif per_token_ms is None and predicted_ms:
+        decode_ms = predicted_ms  # a build without the per-token figure: its own window, as it is
     total_ms = None if prompt_ms is None or predicted_ms is None else prompt_ms + predicted_ms
     raw: dict[str, Any] = {"finish_reason": finish_reason, "timings": dict(timings), "usage": dict(usage)}
     return FinalFigures(done_reason=finish_reason, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
@@ -132,10 +134,10 @@ class SseChatParser:
         self._usage: Mapping[str, Any] | None = None
 
     def feed(self, line: bytes, t_monotonic: float, request_sent_s: float | None = None) -> StreamChunk | None:
-        """The chunk of one line (None for comments and other SSE fields); t_monotonic is when it
-        arrived (s). An in-band error event raises its typed error."""
+        """The chunk of one line (None for comments, other SSE fields and anything after `[DONE]`);
+        t_monotonic is when it arrived (s). An in-band error event raises its typed error."""
         line = line.rstrip(b"\r")
-        if not line.startswith(DATA_PREFIX):
+        if self.done or not line.startswith(DATA_PREFIX):
             return None  # ":" keep-alive pings, "event:"/"id:" fields
         payload = line[len(DATA_PREFIX):].strip()
         if payload == DONE_PAYLOAD:

@@ -76,6 +76,17 @@ def test_usage_fills_the_counts_when_timings_are_missing() -> None:
     assert (final.prompt_tokens, final.output_tokens, final.decode_ms, final.total_ms) == (12, 5, None, None)
 
 
+def test_a_build_without_the_per_token_time_uses_its_decode_window() -> None:
+    final = final_figures("stop", {"prompt_n": 3, "prompt_ms": 10.0, "predicted_n": 8, "predicted_ms": 400.0}, None)
+    assert final.decode_ms == 400.0 and final.decode_tokens_per_s == pytest.approx(20.0)
+
+
+def test_only_one_done_chunk_whatever_follows_done() -> None:
+    parser = SseChatParser(URL)
+    assert parser.feed(b"data: [DONE]", 0.0) is not None
+    assert parser.feed(b"data: [DONE]", 1.0) is None and parser.feed(b'data: {"choices": []}', 1.0) is None
+
+
 def test_a_one_token_reply_has_no_decode_rate() -> None:
     final = final_figures("stop", {"prompt_n": 14, "prompt_ms": 900.0, "predicted_n": 1, "predicted_ms": 0.001,
                                    "predicted_per_token_ms": 0.0}, None)
