@@ -35,8 +35,12 @@ from app.core.errors import BadRequest, ModelNotFound, OllamaError
 from app.core.models import LocalModel, ModelDetails, PullProgress, RunningModel
 from app.core.replies import ChatRequest, FinalFigures, StreamChunk
 
+# Connection: close because llama-server closes the connection after every streamed reply anyway
+# (its chunked writer ends by returning false, which cpp-httplib takes as a cancelled write) but
+# frames the reply as keep-alive: a pooled connection taken for the next request would be closed
+# under it, "before replying". Saying close up front keeps the pool from reusing it.
 STREAM_HEADERS = (("User-Agent", "ollama-deck"), ("Accept", "text/event-stream"),
-                  ("Content-Type", "application/json"))
+                  ("Content-Type", "application/json"), ("Connection", "close"))
 CHAT_PATH = "/v1/chat/completions"
 ONE_MODEL_HINT = ("llama-server serves the one model it was started with; to use another, set its GGUF file as "
                   "the model on the Server page and restart the server.")

@@ -51,6 +51,20 @@ def test_a_streamed_chat_arrives_in_order_with_the_servers_figures_and_transport
     sent = replay.bodies[0]
     assert sent["chat_template_kwargs"] == {"enable_thinking": True} and sent["max_tokens"] == 12
     assert "num_ctx" not in sent and sent["stream"] is True
+    assert b"connection: close" in replay.heads[0].lower()
+
+
+def test_each_streamed_request_has_its_own_connection_as_llama_server_closes_them() -> None:
+    replay = Replay(chat="chat_think_off.sse")
+
+    async def go() -> None:
+        async with replaying(replay) as url, LlamaServerClient(url) as client:
+            for _ in range(3):
+                assert (await chat_all(client))[-1].done
+
+    run(go)
+    # The replay server would keep a connection open; the client still asks for a new one each time.
+    assert replay.connections == 3 and all(b"connection: close" in h.lower() for h in replay.heads)
 
 
 def test_the_load_generators_client_hands_every_event_to_the_callback() -> None:

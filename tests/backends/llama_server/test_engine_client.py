@@ -5,7 +5,9 @@ timings), never speed: the machines are noisy."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import socket
 import shutil
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -228,3 +230,34 @@ def test_a_server_killed_mid_reply_is_stream_dropped(llama_server_binary: Path, 
 
         with pytest.raises(StreamDropped, match=re.escape(url)):
             run(go)
+
+
+def test_the_real_server_closes_the_connection_after_a_streamed_reply(server: str) -> None:
+    """Why streamed requests say Connection: close: llama-server frames the reply as keep-alive and
+    then closes the socket, so a pooled connection reused for the next request would be dropped."""
+    host, port = server.removeprefix("http://").split(":")
+    body = json.dumps({"messages": PROMPT, "stream": True, "max_tokens": 2}).encode()
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    with socket.create_connection((host, int(port)), timeout=120) as sock:
+        sock.sendall(head + body)
+        received = b""
+        while not (b"data: [DONE]" in received and received.endswith(b"\r\n0\r\n\r\n")):
+            data = sock.recv(65536)
+            assert data, f"closed before the reply was complete: {received[-200:]!r}"
+            received += data
+        assert b"Connection: close" not in received.split(b"\r\n\r\n")[0]  # framed as keep-alive…
+        assert sock.recv(1) == b""  # …and closed all the same
+
+
+def test_sequential_streamed_requests_on_one_client_all_complete(server: str) -> None:
+    async def go() -> list[int]:
+        counts = []
+        async with LlamaServerClient(server) as client:
+            for i in range(4):
+                chunks = [c async for c in client.chat("m", PROMPT, options={"num_predict": 2, "seed": i})]
+                assert chunks[-1].final is not None
+                counts.append(chunks[-1].final.output_tokens)
+        return counts
+
+    assert run(go) == [2, 2, 2, 2]

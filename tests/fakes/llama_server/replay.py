@@ -44,6 +44,8 @@ class Replay:
     props: str = "props.json"
     model_path: str | None = None  # the served file, in place of the recorded one (props and models)
     bodies: list[dict[str, Any]] = field(default_factory=list)  # chat request bodies, in order
+    heads: list[bytes] = field(default_factory=list)  # chat request heads, in order
+    connections: int = 0  # connections accepted
 
 
 def _head(status: int, kind: str, extra: str = "") -> bytes:
@@ -69,6 +71,7 @@ async def _answer(replay: Replay, writer: asyncio.StreamWriter, head: bytes, bod
                      + data)
         return True
     replay.bodies.append(json.loads(body))
+    replay.heads.append(head)
     entry = INDEX[replay.chat]
     if entry["status"] != 200:
         data = recorded(replay.chat)
@@ -100,6 +103,7 @@ async def replaying(replay: Replay) -> AsyncIterator[str]:
     """Serve `replay` on a loopback port; yields its http:// URL."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        replay.connections += 1
         try:
             while True:
                 head, body = await _read(reader)
