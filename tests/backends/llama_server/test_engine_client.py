@@ -29,7 +29,7 @@ from app.core.server.settings import ServerSettings
 from app.core.units import GIB
 from app.services.bench.loadgen import LoadGenerator
 from app.services.prompts import PromptOptions, PromptRequest, stream_reply
-from tests.backends.llama_server.engine_server import llama_server
+from tests.backends.llama_server.engine_child import llama_server
 from tests.fakes.llama_server.replay import DATA
 
 pytestmark = pytest.mark.engine

