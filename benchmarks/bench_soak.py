@@ -28,11 +28,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
@@ -66,11 +68,43 @@ def start_standin(**config: object) -> tuple[subprocess.Popen, str]:
     return proc, proc.stdout.readline().strip()
 
 
-class GuiStalls:
-    """A 5 ms precise timer on the GUI thread; how late each tick came (ms)."""
+class Lateness:
+    """How late ticks came, in a histogram allocated up front (0.05 ms bins to 5 s): a soak must
+    not measure its own growing list of samples as the app's memory growth."""
+
+    BIN_MS = 0.05
+    TOP_MS = 5000.0
 
     def __init__(self) -> None:
-        self.lateness_ms: list[float] = []
+        self.counts = np.zeros(int(self.TOP_MS / self.BIN_MS) + 1, dtype=np.int64)
+        self.counts.fill(0)  # touch every page now, so RSS does not grow as bins are first hit
+        self.worst_ms = 0.0
+        self.ticks = 0
+
+    def add(self, late_ms: float) -> None:
+        """Count one tick that came late_ms late."""
+        self.ticks += 1
+        self.worst_ms = max(self.worst_ms, late_ms)
+        self.counts[min(len(self.counts) - 1, int(late_ms / self.BIN_MS))] += 1
+
+    def quantile(self, q: float) -> float:
+        """The q-quantile (0-1) in ms, to the bin's upper edge."""
+        if not self.ticks:
+            return float("nan")
+        index = int(np.searchsorted(np.cumsum(self.counts), q * self.ticks, side="left"))
+        return min(self.worst_ms, (index + 1) * self.BIN_MS)
+
+    def summary(self) -> str:
+        """ticks, worst, p99, p99.9 as one line."""
+        return (f"{self.ticks} ticks, worst stall {self.worst_ms:.0f} ms, p99 {self.quantile(0.99):.1f} ms, "
+                f"p99.9 {self.quantile(0.999):.1f} ms")
+
+
+class GuiStalls:
+    """A 5 ms precise timer on the GUI thread; how late each tick came."""
+
+    def __init__(self) -> None:
+        self.lateness = Lateness()
         self._timer = QTimer()
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._timer.setInterval(GUI_TICK_MS)
@@ -86,16 +120,16 @@ class GuiStalls:
 
     def _tick(self) -> None:
         now = time.perf_counter()
-        self.lateness_ms.append(max(0.0, (now - self._last) * 1e3 - GUI_TICK_MS))
+        self.lateness.add(max(0.0, (now - self._last) * 1e3 - GUI_TICK_MS))
         self._last = now
 
 
-async def loop_stalls(into: list[float], stop: asyncio.Event) -> None:
-    """On the app's asyncio loop: how late each 10 ms sleep woke up (ms)."""
+async def loop_stalls(into: Lateness, stop: asyncio.Event) -> None:
+    """On the app's asyncio loop: how late each 10 ms sleep woke up."""
     while not stop.is_set():
         before = time.perf_counter()
         await asyncio.sleep(LOOP_TICK_S)
-        into.append(max(0.0, (time.perf_counter() - before - LOOP_TICK_S) * 1e3))
+        into.add(max(0.0, (time.perf_counter() - before - LOOP_TICK_S) * 1e3))
 
 
 async def background_load(deck: DeckApp, url: str, model: str, clients: int, stop: asyncio.Event,
@@ -108,12 +142,6 @@ async def background_load(deck: DeckApp, url: str, model: str, clients: int, sto
             result = await generator.run(plan)
             counts["ok"] += sum(1 for r in result.records if r.ok)
             counts["failed"] += sum(1 for r in result.records if not r.ok)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0-1) of values, nearest rank."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
 def slope_per_min(points: list[tuple[float, float]]) -> float:
@@ -135,7 +163,13 @@ def main() -> int:
     parser.add_argument("--copies", type=int, default=8, help="prompts per burst (default 8)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent load clients (default 4)")
     parser.add_argument("--rate", type=float, default=100.0, help="tokens/s of each stand-in reply (default 100)")
+    parser.add_argument("--rss-csv", help="also write the RSS samples (seconds, MiB) to this CSV file")
+    parser.add_argument("--tracemalloc", type=int, metavar="N", default=0,
+                        help="trace Python allocations and print the N sites that grew most after the warm-up "
+                             "(slows the app: for finding a leak, not for the stall figures)")
     args = parser.parse_args()
+    if args.tracemalloc:
+        tracemalloc.start(8)
 
     server, url = start_standin(tokens_per_s=args.rate, thinking_tokens=40, answer_tokens=120,
                                 num_parallel=args.clients + args.copies)
@@ -167,7 +201,7 @@ def main() -> int:
     page.prompt_edit.setPlainText("Why is decode speed bounded by memory bandwidth? Answer briefly.")
 
     stop = asyncio.Event()
-    loop_late: list[float] = []
+    loop_late = Lateness()
     counts = {"ok": 0, "failed": 0}
     deck.loop.submit(loop_stalls(loop_late, stop))
     load = deck.loop.submit(background_load(deck, url, model, args.clients, stop, counts))
@@ -176,17 +210,24 @@ def main() -> int:
 
     started = time.monotonic()
     length_s, warm_s = args.minutes * 60.0, args.warmup_minutes * 60.0
-    rss: list[tuple[float, float]] = []
+    # Allocated up front for the same reason as Lateness: one row per RSS_EVERY_S.
+    rss: list[tuple[float, float]] = [(0.0, 0.0)] * (int(length_s / RSS_EVERY_S) + 2)
+    rss_count = 0
     bursts = {"sent": 0, "replies ok": 0, "replies failed": 0}
     counted: set[int] = set()
     next_rss = next_burst = started
+    warm_snapshot: tracemalloc.Snapshot | None = None
     print(f"soak: {args.minutes:g} min against a stand-in Ollama at {url} ({model}); dashboard live, "
           f"{args.clients} load clients, a {args.copies}-prompt burst every {args.burst_every:g} s", flush=True)
     while (now := time.monotonic()) - started < length_s:
         app.processEvents()
         if now >= next_rss:
-            rss.append((now - started, me.memory_info().rss / 2**20))
+            if rss_count < len(rss):
+                rss[rss_count] = (now - started, me.memory_info().rss / 2**20)
+                rss_count += 1
             next_rss += RSS_EVERY_S
+            if args.tracemalloc and warm_snapshot is None and now - started >= warm_s:
+                warm_snapshot = tracemalloc.take_snapshot()
         summary = page.burst_view.summary
         if summary is not None and page.run is None and id(summary) not in counted:
             counted.add(id(summary))
@@ -199,6 +240,13 @@ def main() -> int:
             next_burst += args.burst_every
         time.sleep(0.0005)  # let other threads run, as an idle event loop would
     gui.stop()
+    if warm_snapshot is not None:
+        grown = tracemalloc.take_snapshot().compare_to(warm_snapshot, "traceback")
+        print(f"Python allocations that grew most after the warm-up (of {len(grown)} sites):")
+        for stat in grown[:args.tracemalloc]:
+            print(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks")
+            for line in stat.traceback.format()[-6:]:
+                print(f"      {line}")
     deck.loop.loop.call_soon_threadsafe(stop.set)
     try:
         load.result(timeout=120)
@@ -208,14 +256,15 @@ def main() -> int:
     server.terminate()
     server.wait(10)
 
+    rss = rss[:rss_count]
+    if args.rss_csv:
+        Path(args.rss_csv).write_text("seconds,rss_mib\n" + "".join(f"{t:.1f},{v:.2f}\n" for t, v in rss))
     warm = [p for p in rss if p[0] >= warm_s]
     print(f"RSS: start {rss[0][1]:.0f} MiB, after {args.warmup_minutes:g} min warm-up "
           f"{warm[0][1] if warm else float('nan'):.0f} MiB, end {rss[-1][1]:.0f} MiB, peak "
           f"{max(v for _t, v in rss):.0f} MiB; growth after warm-up {slope_per_min(warm):+.2f} MiB/min")
-    print(f"GUI thread: {len(gui.lateness_ms)} ticks, worst stall {max(gui.lateness_ms):.0f} ms, "
-          f"p99 {percentile(gui.lateness_ms, 0.99):.1f} ms, p99.9 {percentile(gui.lateness_ms, 0.999):.1f} ms")
-    print(f"asyncio loop: {len(loop_late)} ticks, worst stall {max(loop_late):.0f} ms, "
-          f"p99 {percentile(loop_late, 0.99):.1f} ms, p99.9 {percentile(loop_late, 0.999):.1f} ms")
+    print(f"GUI thread: {gui.lateness.summary()}")
+    print(f"asyncio loop: {loop_late.summary()}")
     print(f"load: {counts['ok']} requests ok, {counts['failed']} failed; bursts sent {bursts['sent']}, "
           f"their replies {bursts['replies ok']} ok, {bursts['replies failed']} failed")
     return 0

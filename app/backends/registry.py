@@ -3,12 +3,13 @@ look a backend up here; everything below them receives the BackendSpec and asks 
 
 from __future__ import annotations
 
+from app.backends.llama_server.spec import LLAMA_SERVER
 from app.backends.ollama.spec import OLLAMA
 from app.core.ports.backend import BackendSpec, Capabilities
 
 DEFAULT_BACKEND = "ollama"
 
-_SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (OLLAMA,)}
+_SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (OLLAMA, LLAMA_SERVER)}
 
 
 def names() -> list[str]:

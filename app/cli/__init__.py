@@ -12,6 +12,7 @@ import sys
 from typing import NoReturn
 
 from app import __version__
+from app.cli.backend_arg import add_backend_argument
 
 PAGES = ("dashboard", "server", "console", "models", "bench")
 
@@ -47,6 +48,7 @@ def _gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--url", type=_gui_url,
                    help="attach to the Ollama server at this URL instead of the configured host:port")
     p.add_argument("--config-dir", help="use this directory for settings instead of the user config directory")
+    add_backend_argument(p)
     p.add_argument("--scale", type=_scale, metavar="FACTOR",
                    help="enlarge everything by FACTOR (0.5-3), e.g. 1.5 on a 1080p projector so a room can read it")
     return p

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app import __version__
+from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import (ArgProblem, Range, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
 from app.core.bench.stats import LatencyTargets
@@ -41,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Fill the `bench` parser."""
     parser.add_argument("--model", required=True, help="model to load, e.g. qwen3:14b")
     parser.add_argument("--url", help="server address (default: host and port from the saved settings)")
+    add_backend_argument(parser)
     s = parser.add_argument_group("server settings (need --managed: each value restarts the server)")
     s.add_argument("--managed", action="store_true", help="start and restart our own `ollama serve` per point")
     s.add_argument("--allow-network", action="store_true",
@@ -118,7 +120,8 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
     from app.backends import registry
 
     settings = SettingsStore(Path(args.config_dir) if args.config_dir else None,
-                             registry.get().tuning).load().settings
+                             registry.get(chosen_backend(args)).tuning).load().settings
+    settings = settings.replace(backend=chosen_backend(args))
     base_url = None
     if args.url is not None:
         url = server_url("--url", args.url)
@@ -152,7 +155,7 @@ def _exposure_warning(base: ServerSettings) -> str:
     from app.backends import registry
     from app.core.server.exposure import exposure_of
 
-    exposure = exposure_of(base, registry.get().tuning)
+    exposure = exposure_of(base, registry.get(base.backend).tuning)
     if not exposure.allowed:
         undo = f", or use --url http://127.0.0.1:{base.port}" if exposure.network else ""
         undo += ", or remove what opens it from the saved extra settings" if exposure.others else ""
@@ -254,7 +257,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
     from app.services.bench.sweep_runner import SweepRunner
     from app.core.server.state import ServerState
 
-    backend = registry.get()
+    backend = registry.get(chosen_backend(args))
     gpu = make_gpu_backend()
     supervisor: ServerControl | None = None
     try:

@@ -13,6 +13,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
+from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, read_text_file, server_url
 from app.core.errors import DeckError, EstimateError, ModelNotFound
 from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
@@ -49,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--model-size", metavar="BYTES", type=int, help="size on disk in bytes (with --show)")
     src.add_argument("--model", metavar="NAME", help="read the model from a running server instead")
     src.add_argument("--url", help=f"server for --model (default {DEFAULT_URL})")
+    add_backend_argument(src)
     s = parser.add_argument_group("settings")
     s.add_argument("--ctx", type=int, required=True, help="context tokens per request (num_ctx)")
     s.add_argument("--parallel", type=int, default=1, help="parallel request slots (the 'batch size')")
@@ -67,12 +69,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-async def _fetch(url: str, name: str) -> tuple[dict[str, Any], int, str]:
+async def _fetch(url: str, name: str, backend: str = "ollama") -> tuple[dict[str, Any], int, str]:
     """(show dict, size on disk, version) of `name` from a live server."""
     from app.backends import registry
     from app.cli.server_reply import require_reply
 
-    async with registry.get().catalog(url) as client:
+    async with registry.get(backend).catalog(url) as client:
         version = await require_reply(client, url)  # a hung server is named in seconds, not minutes
         details = await client.show(name, verbose=True)
         local = await client.tags()
@@ -103,7 +105,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
         raise EstimateError("give either --show or --model, not both")
     url = server_url("--url", args.url or DEFAULT_URL).base_url
     if args.model:
-        show, size, version = asyncio.run(_fetch(url, args.model))
+        show, size, version = asyncio.run(_fetch(url, args.model, chosen_backend(args)))
         return shape_from_show(show, size), args.ollama_version or version
     if not args.show:
         raise EstimateError("no model given", "Pass --show SHOW.json --model-size BYTES, or --model NAME.")

@@ -1,6 +1,6 @@
-"""One `ollama serve` process that ollama-deck spawned: its output lines (through a file, see
-output_file.py), its exit, and stopping its whole process tree (SIGTERM, grace period, then SIGKILL
-of every descendant).
+"""One server process that ollama-deck spawned (`ollama serve`, `llama-server -m …`): its output
+lines (through a file, see output_file.py), its exit, and stopping its whole process tree (SIGTERM,
+grace period, then SIGKILL of every descendant).
 
 It should not outlive the app. On Linux the child asks the kernel for SIGTERM when its parent dies
 (prctl PR_SET_PDEATHSIG, armed in preexec_fn). Four details matter:
@@ -26,7 +26,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import psutil
 
@@ -92,8 +92,10 @@ class ManagedServer:
     @classmethod
     async def spawn(cls, binary: str, env: Mapping[str, str], on_line: Callable[[str], None], *,
                     die_with_parent: bool = True, book: RecordBook | None = None,
-                    endpoint: tuple[str, str, int, str] | None = None) -> ManagedServer:
-        """Run `binary serve` with exactly env; raises OSError when it cannot be executed.
+                    endpoint: tuple[str, str, int, str] | None = None,
+                    args: Sequence[str] = ("serve",)) -> ManagedServer:
+        """Run `binary *args` (by default `binary serve`) with exactly env; raises OSError when it
+        cannot be executed.
 
         die_with_parent arms the parent-death signal where the platform has one; with a book and an
         endpoint (backend name, host, port, base URL) the server's record is written before this
@@ -102,7 +104,7 @@ class ManagedServer:
         fd, log_path, temporary = await asyncio.to_thread(open_for_server, named)
         try:
             process = await asyncio.create_subprocess_exec(
-                binary, "serve",
+                binary, *args,
                 env=dict(env),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=fd,

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
+from app.adapters.storage.atomic_json import utc_stamp
 from app.core.errors import DeckError
 
 BUSY_TIMEOUT_S = 10.0  # how long a connection waits for another writer's lock
@@ -154,11 +154,12 @@ def read_only_uri(path: Path, immutable: bool) -> str:
 
 def set_aside(path: Path, what: str, why: str) -> Path:
     """Move path and its -wal/-shm to <name>.corrupt-<stamp>; HistoryError when they cannot be moved."""
-    kept = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    stamp = utc_stamp()  # the same stamp as the JSON files' copies, so they sort together
+    kept = path.with_name(f"{path.name}.corrupt-{stamp}")
     n = 1
     while any(Path(f"{kept}{s}").exists() for s in SIDECARS):
         n += 1
-        kept = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+        kept = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
     try:
         for suffix in SIDECARS:
             source = Path(f"{path}{suffix}")

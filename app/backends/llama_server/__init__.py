@@ -1,1 +1,1 @@
-"""llama.cpp's llama-server as a backend: OpenAI-style chat API, /metrics and /slots, command-line flags, GGUF files."""
+"""llama.cpp's `llama-server` as a backend: command-line flags, a supervisor, its OpenAI-style API, /metrics and /slots."""

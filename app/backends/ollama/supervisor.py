@@ -5,34 +5,24 @@ publishes its lifecycle as ServerStatus snapshots. Runs on the app's asyncio loo
 from __future__ import annotations
 
 import asyncio
-import collections
-import dataclasses
 import os
 import shutil
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import psutil
 
 from app.adapters.process import attached_log, orphans
 from app.backends.ollama import probe as probing
 from app.backends.ollama import tuning
 from app.adapters.process import procs as procs
-from app.adapters.process.adopted import AdoptedServer
 from app.adapters.process.managed import ManagedServer
-from app.adapters.process.runtime_record import RecordBook
-from app.adapters.storage import paths as storage_paths
+from app.adapters.process.supervision import SupervisorBase
 from app.backends.ollama.client import OLLAMA_BANNER, OllamaClient
 from app.core.errors import OllamaError
 from app.core.server.exposure import exposure_of
 from app.core.server.state import ExternalKind, ServerState, ServerStatus, apply_hint_for
 from app.core.server.settings import ServerSettings
 
-LOG_LINES_KEPT = 500
-LOG_LINES_IN_STATUS = 20
 POLL_INTERVAL_S = 0.1
 PROBE_TIMEOUT_S = probing.PROBE_TIMEOUT_S
 BACKEND_NAME = "ollama"  # in the records of the servers it starts
@@ -54,8 +44,13 @@ def _ignore_log(_line: str) -> None:
     return None
 
 
-class ServerSupervisor:
+class ServerSupervisor(SupervisorBase):
     """Finds `ollama`, attaches to a running server or manages its own, and watches it."""
+
+    backend_name = BACKEND_NAME
+    program = "Ollama"
+    orphan_phrase = "An `ollama serve`"
+    kill_words = "killed it and its runners"
 
     def __init__(
         self,
@@ -72,110 +67,30 @@ class ServerSupervisor:
         runtime_dir: Path | None = None,
         die_with_app: bool = True,
     ) -> None:
-        self.settings = settings
-        self._on_status = on_status
-        self._on_log = on_log
+        super().__init__(settings, on_status=on_status, on_log=on_log, stop_grace_s=stop_grace_s,
+                         health_interval_s=health_interval_s, runtime_dir=runtime_dir, die_with_app=die_with_app)
         self.start_timeout_s = start_timeout_s
-        self.stop_grace_s = stop_grace_s
-        self.health_interval_s = health_interval_s
         self._which = which
         self._client_factory = client_factory
-        self._status = ServerStatus(ServerState.STOPPED, "Not checked yet.")
-        self._log: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
-        self._managed: ManagedServer | AdoptedServer | None = None
-        self._records = RecordBook(runtime_dir or storage_paths.runtime_dir())  # what a later run may find
-        self.die_with_app = die_with_app  # off only to test what a platform without it does
-        self._crash_watcher: asyncio.Task | None = None  # held so the task is not garbage-collected
-        self._attached_pid: int | None = None
-        self._attached_url: str | None = None
-        self._health_task: asyncio.Task | None = None
         self._log_follower_for = log_follower_for
         self._follow_task: asyncio.Task | None = None  # the attached server's own log, where it can be read
         self._follow_key: tuple[int | None, ExternalKind] | None = None
-        self._lock: asyncio.Lock | None = None
 
-    # ----------------------------------------------------------------- public API
+    # ----------------------------------------------------------------- what SupervisorBase asks
 
-    @property
-    def status(self) -> ServerStatus:
-        """The latest published snapshot."""
-        return self._status
+    def _apply_hint(self, kind: ExternalKind) -> str:
+        return apply_hint_for(kind, tuning.environment(self.settings))
 
-    @property
-    def log_lines(self) -> tuple[str, ...]:
-        """The last lines the managed server wrote (stdout and stderr, oldest first)."""
-        return tuple(self._log)
+    def _crash_reason(self, code: int) -> str:
+        tail = self._tail()
+        return f": {probing.reason_line(tail)}" if tail else "."
 
-    async def probe(self) -> ServerStatus:
-        """Find the binary and what answers on host:port; attach to an Ollama found there."""
-        async with self._guard():
-            return await self._probe_locked()
-
-    async def start(self) -> ServerStatus:
-        """Start our own `ollama serve` (or attach if an Ollama already answers); waits until it answers."""
-        async with self._guard():
-            return await self._start_locked()
-
-    async def stop(self) -> ServerStatus:
-        """Stop the server we started (SIGTERM, then kill its tree after the grace period)."""
-        async with self._guard():
-            return await self._stop_locked()
-
-    async def restart(self, settings: ServerSettings | None = None) -> ServerStatus:
-        """Restart our server with new settings; an attached server only gets a fresh apply hint."""
-        async with self._guard():
-            if settings is not None:
-                self.settings = settings
-            attached_here = self._attached_url == self.settings.base_url
-            if self._status.state is ServerState.RUNNING_ATTACHED and attached_here:
-                kind = self._status.external_kind or ExternalKind.OTHER
-                return self._publish(self._replace(apply_hint=apply_hint_for(kind, tuning.environment(self.settings))))
-            if self._managed is not None:
-                await self._stop_locked()
-            return await self._start_locked()
-
-    def server_pids(self) -> list[int]:
-        """Pids of the server's process tree (ours, or the attached listener's if visible); any thread."""
-        if self._managed is not None:
-            return self._managed.tree_pids()
-        if self._status.state is ServerState.RUNNING_ATTACHED and self._attached_pid is not None:
-            try:
-                root = psutil.Process(self._attached_pid)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                return []
-            return [p.pid for p in procs.alive(procs.tree_of(root))]
-        return []
-
-    async def close(self) -> None:
-        """Stop watching, and stop the server if it is ours."""
-        async with self._guard():
-            self._cancel_health()
-            self._stop_following()
-            if self._managed is not None:
-                await self._stop_locked()
-
-    # ----------------------------------------------------------------- internals: state
-
-    def _guard(self) -> asyncio.Lock:
-        # Created lazily so the lock binds to the loop that runs the supervisor.
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        return self._lock
-
-    def _publish(self, status: ServerStatus) -> ServerStatus:
-        changed = status != self._status
-        self._status = status
+    def _published(self, status: ServerStatus) -> None:
         if status.state is not ServerState.RUNNING_ATTACHED:
             self._stop_following()
-        if changed:
-            self._on_status(status)
-        return status
 
-    def _replace(self, **changes: Any) -> ServerStatus:
-        return dataclasses.replace(self._status, **changes)
-
-    def _tail(self) -> tuple[str, ...]:
-        return tuple(self._log)[-LOG_LINES_IN_STATUS:]
+    def _closing(self) -> None:
+        self._stop_following()
 
     # ----------------------------------------------------------------- internals: probing
 
@@ -232,17 +147,6 @@ class ServerSupervisor:
         self._follow_attached_log(pid, kind)
         return status
 
-    async def _adopt(self, found: orphans.Inspection, version: str | None, binary: str | None) -> ServerStatus:
-        """Manage again the server an earlier run started and left behind (its app was killed)."""
-        self._log.clear()
-        adopted = await AdoptedServer.adopt(found, binary or found.record.cmdline[0], self._records, self._on_line)
-        self._managed = adopted
-        self._crash_watcher = asyncio.create_task(self._watch_exit(adopted))
-        return self._publish(ServerStatus(
-            ServerState.RUNNING_MANAGED, orphans.orphan_message("An `ollama serve`", adopted.record),
-            version=version, pid=adopted.pid, binary=adopted.binary, orphan=True,
-        ))
-
     def _follow_attached_log(self, pid: int | None, kind: ExternalKind) -> None:
         """Follow the attached server's own log (journal or desktop-app file) into on_log; a probe
         that finds the same server again keeps the follower it has."""
@@ -261,11 +165,6 @@ class ServerSupervisor:
             self._follow_task.cancel()
             self._follow_task = None
         self._follow_key = None
-
-    def _cancel_health(self) -> None:
-        if self._health_task is not None:
-            self._health_task.cancel()
-            self._health_task = None
 
     async def _watch_attached(self, base_url: str) -> None:
         """Poll GET / on the attached server; publish STOPPED once it stops answering."""
@@ -302,10 +201,6 @@ class ServerSupervisor:
         env = {k: v for k, v in os.environ.items() if k not in _INHERITED_KNOBS_DROPPED}
         env.update(tuning.environment(self.settings))
         return env
-
-    def _on_line(self, line: str) -> None:
-        self._log.append(line)
-        self._on_log(line)
 
     async def _start_locked(self) -> ServerStatus:
         if self._managed is not None:
@@ -380,41 +275,4 @@ class ServerSupervisor:
             f"ollama-deck stopped it.{last} Check the log, or raise the start timeout if the "
             "machine is slow.",
             last_log_lines=tail, binary=managed.binary,
-        ))
-
-    async def _watch_exit(self, managed: ManagedServer | AdoptedServer) -> None:
-        """Await the server's exit; an exit nobody asked for is published as CRASHED at once."""
-        code = await managed.exited()
-        if managed.stop_requested:
-            return
-        if self._managed is managed:
-            self._managed = None
-        tail = self._tail()
-        if code is None:  # adopted: not our child, so neither its exit code nor its output can be read
-            how, last = f"(pid {managed.pid}, started by an earlier ollama-deck) stopped", "; it left no log."
-        else:
-            how = f"was killed by {procs.signal_name(code)}" if code < 0 else f"exited with code {code}"
-            last = f": {probing.reason_line(tail)}" if tail else "."
-        self._publish(ServerStatus(
-            ServerState.CRASHED, f"Ollama {how} without being asked to stop{last}",
-            exit_code=code, last_log_lines=tail, pid=managed.pid, binary=managed.binary,
-        ))
-
-    async def _stop_locked(self) -> ServerStatus:
-        managed = self._managed
-        if managed is None:  # nothing of ours runs; an attached server is never stopped
-            return self._status
-        self._publish(self._replace(state=ServerState.STOPPING, message="Stopping the server…"))
-        started = time.monotonic()
-        code = await managed.terminate(self.stop_grace_s)
-        self._managed = None
-        if code == -signal.SIGKILL:
-            how = (f"did not stop within {self.stop_grace_s:g} s of SIGTERM, so ollama-deck "
-                   "killed it and its runners")
-        else:
-            how = f"stopped in {time.monotonic() - started:.1f} s"
-        who = f" an earlier ollama-deck started (pid {managed.pid})" if isinstance(managed, AdoptedServer) else ""
-        return self._publish(ServerStatus(
-            ServerState.STOPPED, f"The server{who} {how}.", exit_code=code,
-            last_log_lines=self._tail(), binary=managed.binary,
         ))

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.inference import ConsoleClientFactory, StreamingClientFactory
 from app.core.ports.server import ServerControl
+from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.server.mapping import TuningMapping
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerStatus
@@ -114,6 +115,8 @@ class BackendSpec:
     tuning: TuningMapping  # how the shared settings become this server's options, and the exact text
     # Why a capability is missing, in words for the user (capability name -> sentence).
     missing_reasons: Mapping[str, str] = field(default_factory=dict)
+    # Reads the running server's slots, queue and counters (None: the server reports none of them).
+    server_telemetry: ServerTelemetryFactory | None = None
 
     def can(self, capability: str) -> bool:
         """True when the backend has `capability` (a Capabilities field name)."""

@@ -19,7 +19,8 @@ COUNT = "count"  # a whole number
 MEBIBYTES = "mib"  # a whole number of MiB
 DIRECTORY = "directory"  # a folder path
 PROGRAM = "program"  # a file path to a program
-OPTION_KINDS = (COUNT, MEBIBYTES, DIRECTORY, PROGRAM)
+MODEL_FILE = "model_file"  # a file path to a model file (a GGUF)
+OPTION_KINDS = (COUNT, MEBIBYTES, DIRECTORY, PROGRAM, MODEL_FILE)
 
 
 @dataclass(frozen=True)
@@ -135,5 +136,5 @@ def option_default(mapping: TuningMapping, name: str) -> Any:
     return next((spec.default for spec in mapping.options if spec.name == name), None)
 
 
-__all__ = ["COUNT", "DIRECTORY", "MEBIBYTES", "MappingTexts", "NeutralTuning", "OPTION_KINDS", "OptionSpec",
+__all__ = ["COUNT", "DIRECTORY", "MEBIBYTES", "MODEL_FILE", "MappingTexts", "NeutralTuning", "OPTION_KINDS", "OptionSpec",
            "PROGRAM", "TuningMapping", "option_default"]

@@ -36,11 +36,13 @@ from app.core.throughput import TokenMeter
 from app.ui.pages.bench.page import BenchPage
 from app.ui.pages.prompt.page import ConsolePage
 from app.ui.app.server_controller import ServerController
+from app.ui.app.telemetry_poller import ServerTelemetryPoller
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.app.gc_policy import GuiThreadCollection
 from app.ui.app.window import MainWindow
 from app.ui.pages.models.page import ModelsPage
 from app.ui.pages.server.page import ServerPage
+from app.ui.pages.server.slots_view import SlotsView
 from app.ui.app.theme import app_icon_path, apply_theme
 from app.ui.app.store_report import FILES_HEADING, SETTINGS_HEADING, StoreReport
 
@@ -108,8 +110,19 @@ class DeckApp:
 
         self.window = MainWindow(self.controller, self.backend.display_name)
         self.window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
-        self.dashboard = DashboardPage(self.sampler.buffers, self.gpu.info(), self.gpu.unavailable_reason)
+        # The server's own report (slots, queue, counters), polled only where the backend has one.
+        self.telemetry = ServerTelemetryPoller(self.loop, self.backend, lambda: self.controller.settings.base_url)
+        self.controller.status_changed.connect(self.telemetry.on_status)
+        self.dashboard = DashboardPage(self.sampler.buffers, self.gpu.info(), self.gpu.unavailable_reason,
+                                       backend=self.backend,
+                                       server_ring=self.telemetry.ring if self.telemetry.enabled else None)
+        self.telemetry.notice_changed.connect(self.dashboard.server.set_notice)
         self.server_page = ServerPage(self.controller, settings, mapping=self.backend.tuning)
+        if self.telemetry.enabled and self.backend.can("reports_slots"):
+            slots_view = SlotsView()
+            self.telemetry.sample_ready.connect(slots_view.set_sample)
+            self.telemetry.notice_changed.connect(slots_view.set_notice)
+            self.server_page.show_slots(slots_view)
         self.window.add_page("dashboard", "Dashboard", self.dashboard)
         self.window.add_page("server", "Server", self.server_page)
         # The fit panel's price of the settings being edited is the dashboard's dashed estimate line.
@@ -219,6 +232,7 @@ class DeckApp:
                                        markdown=self.console_page.markdown_check.isChecked()))
         self._gpu_feed.stop()
         self.sampler.stop()
+        self.telemetry.close()
         self.console_page.shutdown()
         self.models_page.shutdown()
         self.bench_page.shutdown()

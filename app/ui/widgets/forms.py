@@ -112,11 +112,12 @@ class PathEdit(QWidget):
 
     def __init__(
         self, *, pick_directory: bool, dialog_title: str, placeholder: str = "",
-        parent: QWidget | None = None,
+        parent: QWidget | None = None, file_filter: str = "",
     ) -> None:
         super().__init__(parent)
         self._pick_directory = pick_directory
         self._dialog_title = dialog_title
+        self.file_filter = file_filter  # e.g. "GGUF models (*.gguf)"; "" = any file
         self.line_edit = QLineEdit(self)
         self.line_edit.setPlaceholderText(placeholder)
         self.line_edit.setClearButtonEnabled(True)
@@ -149,7 +150,7 @@ class PathEdit(QWidget):
         if self._pick_directory:
             chosen = QFileDialog.getExistingDirectory(self, self._dialog_title, start)
         else:
-            chosen, _filter = QFileDialog.getOpenFileName(self, self._dialog_title, start)
+            chosen, _filter = QFileDialog.getOpenFileName(self, self._dialog_title, start, self.file_filter)
         if chosen:
             self.line_edit.setText(chosen)
 

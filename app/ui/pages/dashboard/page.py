@@ -20,9 +20,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
+from app.core.ports.backend import BackendSpec
+from app.core.server_telemetry import ServerTelemetryRing
 from app.core.telemetry import GpuInfo
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.plots import TimePlot, build_gpu_plots, build_host_plots, estimate_line
+from app.ui.pages.dashboard.server_section import ServerSection
 from app.core.units import MIB_PER_GIB
 from app.ui.pages.dashboard.tiles import (
     NO_DATA,
@@ -44,7 +47,9 @@ REDRAW_INTERVAL_MS = 100  # 10 Hz at most
 
 class DashboardPage(QWidget):
     """Live telemetry from `buffers`. With gpu_info None the GPU tiles and plots give way to a
-    panel that says why (gpu_unavailable_reason); everything else works the same."""
+    panel that says why (gpu_unavailable_reason); everything else works the same. Where `backend`
+    reports slots or server metrics, `server_ring` feeds a slots & queue plot beside VRAM, and with
+    server metrics the throughput plot and tile become server-wide."""
 
     def __init__(
         self,
@@ -52,6 +57,9 @@ class DashboardPage(QWidget):
         gpu_info: GpuInfo | None,
         gpu_unavailable_reason: str = "",
         parent: QWidget | None = None,
+        *,
+        backend: BackendSpec | None = None,
+        server_ring: ServerTelemetryRing | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("DashboardPage")
@@ -59,7 +67,8 @@ class DashboardPage(QWidget):
         self._buffers = buffers
         self._gpu_info = gpu_info
         self._window_s = DEFAULT_WINDOW_S
-        self._drawn: tuple[int, int] | None = None  # (buffers version, window) last drawn
+        self._drawn: tuple[int, int, int] | None = None  # (buffers version, window, server version) last drawn
+        self.server = ServerSection(backend, server_ring, server_ring.capacity if server_ring is not None else 2)
         self._estimate_mib: float | None = None
         self._x = np.empty(buffers.capacity)
         self.redraw_count = 0
@@ -78,7 +87,12 @@ class DashboardPage(QWidget):
             self.tiles["temp"] = StatTile("Temperature", plots.TEMPERATURE_COLOR)
         self.tiles["ram"] = StatTile("Host RAM", plots.RAM_COLOR)
         self.tiles["server"] = StatTile("Server CPU · RSS", plots.CPU_COLOR)
-        self.tiles["tokens"] = StatTile("Throughput", plots.TOKENS_COLOR)
+        server_wide = self.server.tokens_plot is not None
+        self.tiles["tokens"] = StatTile("Throughput · server-wide" if server_wide else "Throughput", plots.TOKENS_COLOR)
+        if self.server.slots_tile is not None:
+            self.tiles["slots"] = self.server.slots_tile
+        if self.server.reason:
+            self.tiles["tokens"].setToolTip(self.server.reason)
 
         self.gpu_off_panel: QFrame | None = None
         if gpu_info is None:
@@ -99,7 +113,13 @@ class DashboardPage(QWidget):
         capacity = buffers.capacity
         gpu_plots = build_gpu_plots(capacity, gpu_info.memory_total_mib) if gpu_info else []
         self.time_plots: dict[str, TimePlot] = {p.key: p for p in gpu_plots + build_host_plots(capacity)}
+        if self.server.tokens_plot is not None:
+            del self.time_plots["tokens"]  # the server's counters replace this app's own count
         self.plots = {key: p.widget for key, p in self.time_plots.items()}
+        if self.server.panel is not None:
+            self.plots["server_slots"] = self.server.panel
+        if self.server.tokens_plot is not None:
+            self.plots["tokens"] = self.server.tokens_plot.widget
         self._estimate_line = None
         if "vram" in self.time_plots:
             self._estimate_line = estimate_line()
@@ -107,6 +127,7 @@ class DashboardPage(QWidget):
         root.addLayout(self._build_plot_grid(), stretch=1)
         for p in self.time_plots.values():
             p.set_window(self._window_s)
+        self.server.set_window(self._window_s)
         self._show_empty_tiles()
 
         self.redraw_timer = QTimer(self)
@@ -130,6 +151,7 @@ class DashboardPage(QWidget):
             button.setChecked(True)
         for p in self.time_plots.values():
             p.set_window(seconds)
+        self.server.set_window(seconds)
         self.redraw_now()
 
     @property
@@ -165,20 +187,28 @@ class DashboardPage(QWidget):
     def redraw_now(self) -> None:
         """Repaint tiles and visible plots from the buffers at once (also for tests and screenshots)."""
         version = self._buffers.version
-        self._drawn = (version, self._window_s)
+        self._drawn = (version, self._window_s, self.server.version)
         self.redraw_count += 1
         last = self._buffers.last()
+        server_now = self.server.newest_t()
         if last is None:
             self._show_empty_tiles()
+            if server_now is not None:  # the server reports before the first host sample
+                self.server.redraw(server_now, self._window_s)
+                self.server.update_tiles(self.tiles["tokens"])
             return
         now, row = last
+        # One x axis for both sources (the same monotonic clock): the newer of the two is "now".
+        now = max(now, server_now) if server_now is not None else now
         t, rows = self._buffers.view(since=now - self._window_s - self._buffers.interval_s)
         x = self._x[: len(t)]
         np.subtract(t, now, out=x)
         for p in self.time_plots.values():
             if p.widget.isVisible():
                 p.update(x, rows)
+        self.server.redraw(now, self._window_s)
         self._update_tiles(row)
+        self.server.update_tiles(self.tiles["tokens"])
 
     # --- Qt events ------------------------------------------------------------------------
     def showEvent(self, event) -> None:  # noqa: N802 - Qt override
@@ -193,7 +223,7 @@ class DashboardPage(QWidget):
     def _redraw_if_changed(self) -> None:
         if not self.isVisible():
             return
-        if self._drawn == (self._buffers.version, self._window_s):
+        if self._drawn == (self._buffers.version, self._window_s, self.server.version):
             return
         self.redraw_now()
 
@@ -253,14 +283,23 @@ class DashboardPage(QWidget):
         grid = QGridLayout()
         grid.setSpacing(12)
         w = self.plots
-        if self._gpu_info is not None:
+        columns = 2
+        if "server_slots" in w and self._gpu_info is not None:
+            # Three plots a row, the slots beside VRAM; server CPU gets a low full-width row of its own.
+            columns = 3
+            placement = [("vram", 0, 0, 1), ("server_slots", 0, 1, 1), ("tokens", 0, 2, 1), ("gpu_util", 1, 0, 1),
+                         ("power_temp", 1, 1, 1), ("host_mem", 1, 2, 1), ("server_cpu", 2, 0, 3)]
+        elif "server_slots" in w:
+            placement = [("tokens", 0, 0, 1), ("server_slots", 0, 1, 1), ("host_mem", 1, 0, 1),
+                         ("server_cpu", 1, 1, 1)]
+        elif self._gpu_info is not None:
             placement = [("vram", 0, 0, 1), ("tokens", 0, 1, 1), ("gpu_util", 1, 0, 1), ("power_temp", 1, 1, 1),
                          ("host_mem", 2, 0, 1), ("server_cpu", 2, 1, 1)]
         else:
             placement = [("tokens", 0, 0, 2), ("host_mem", 1, 0, 1), ("server_cpu", 1, 1, 1)]
         for key, row, col, span in placement:
             grid.addWidget(w[key], row, col, 1, span)
-        for col in range(2):
+        for col in range(columns):
             grid.setColumnStretch(col, 1)
         rows = max(r for _, r, _, _ in placement) + 1
         for r in range(rows):

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 
 from app.adapters.telemetry.sampler import Channel
@@ -53,8 +54,28 @@ class TimePlot:
 
     def _retitle(self) -> None:
         self.item.setTitle(title_with_legend(self.title, self.legend), size=f"{plots.TITLE_FONT_PT}pt")
-        # A long title must not widen the plot past its cell on a small screen: let it clip.
-        self.item.titleLabel.setMinimumWidth(0)
+        # A long title must not widen the plot past its cell on a small screen: let it clip. The label
+        # sets its minimum back to the text's width on every resize, so it is lowered after each time.
+        label = self.item.titleLabel
+        if not getattr(label, "clips_to_cell", False):
+            text_width_min = label.updateMin
+
+            def clipping_min() -> None:
+                text_width_min()
+                label.setMinimumWidth(0)
+                label._sizeHint[Qt.SizeHint.MinimumSize] = (0.0, label._sizeHint[Qt.SizeHint.MinimumSize][1])
+
+            place_text = label.resizeEvent
+
+            def place_clipped(event: object) -> None:
+                # A title wider than its cell keeps its start in view rather than losing both ends.
+                label.opts["justify"] = "left" if label.itemRect().width() > label.rect().width() else "center"
+                place_text(event)
+
+            label.updateMin = clipping_min
+            label.resizeEvent = place_clipped
+            label.clips_to_cell = True
+        label.updateMin()
 
     def add_limit(self, name: str, channel: int, color: str, scale: float = 1.0) -> pg.InfiniteLine:
         """A dashed horizontal line at the newest value of `channel` (a capacity, say)."""

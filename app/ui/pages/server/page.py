@@ -289,6 +289,11 @@ class ServerPage(QWidget):
         controller.settings_applied.connect(self._on_applied)
         self.set_status(controller.status)
 
+    def show_slots(self, view: QWidget) -> None:
+        """Add the per-slot progress as a tab (only for a backend that reports slots)."""
+        self.slots_view = view
+        self.tabs.insertTab(1, view, "Slots")
+
     # --- reactions ------------------------------------------------------------------------
     def set_status(self, status: ServerStatus) -> None:
         """Show a new server status and enable what makes sense in it."""

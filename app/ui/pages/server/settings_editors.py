@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QPlainTextEdit, QSpinBox
 
-from app.core.server.mapping import DIRECTORY, MEBIBYTES, PROGRAM, OptionSpec
+from app.core.server.mapping import DIRECTORY, MEBIBYTES, MODEL_FILE, PROGRAM, OptionSpec
 from app.ui.widgets.forms import PathEdit
+
+GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
 
 
 def height_for_lines(edit: QPlainTextEdit, lines: int) -> int:
@@ -30,8 +32,9 @@ def spin_box(name: str, low: int, high: int, *, width: int = 130, step: int = 1)
 
 def option_editor(spec: OptionSpec) -> QSpinBox | PathEdit:
     """The editor for one backend option: a spin box for numbers, a path field with Browse… for paths."""
-    if spec.kind in (DIRECTORY, PROGRAM):
-        edit = PathEdit(pick_directory=spec.kind == DIRECTORY, dialog_title=spec.label, placeholder=spec.placeholder)
+    if spec.kind in (DIRECTORY, PROGRAM, MODEL_FILE):
+        edit = PathEdit(pick_directory=spec.kind == DIRECTORY, dialog_title=spec.label, placeholder=spec.placeholder,
+                        file_filter=GGUF_FILTER if spec.kind == MODEL_FILE else "")
         edit.setObjectName(spec.name)
         return edit
     spin = spin_box(spec.name, spec.low, spec.high, step=spec.step)

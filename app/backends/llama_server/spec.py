@@ -1,0 +1,113 @@
+"""llama.cpp's llama-server as a backend: one GGUF file served over an OpenAI-style API, with
+/metrics and /slots; its model files are the user's own (nothing is pulled, made or deleted)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.backends.llama_server.metrics import server_telemetry
+from app.backends.llama_server.supervisor import make_supervisor
+from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
+from app.core.ports.backend import BackendSpec, Capabilities
+
+# The client side (chat streaming, the GGUF catalog) lives in app/backends/llama_server/client.py as
+# `LlamaServerClient` (console and catalog) and `load_client`; it is looked up when first used, so
+# the server side stands without it.
+CLIENT_MODULE = "app.backends.llama_server.client"
+
+NO_VARIANTS = ("llama-server serves the GGUF file you choose as it is; it has no model variants to create. "
+               "Set the context per slot and the batch on the Server page instead; a different quantization is "
+               "a different GGUF file (llama.cpp's llama-quantize makes one).")
+NO_PULLS = ("llama-server does not download models: choose a GGUF file on disk (the Server page's model file, "
+            "or a file from the models folder).")
+
+
+def _client_attribute(name: str) -> Any:
+    return getattr(importlib.import_module(CLIENT_MODULE), name)
+
+
+def _lazy(name: str) -> Callable[..., Any]:
+    def make(*args: Any, **kwargs: Any) -> Any:
+        return _client_attribute(name)(*args, **kwargs)
+
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = f"{CLIENT_MODULE}.{name}, imported on first use."
+    return make
+
+
+@dataclass(frozen=True)
+class NoVariant:
+    """The create-variant check on a backend that cannot create variants: always refused, with why."""
+
+    errors: Mapping[str, str] = field(default_factory=lambda: {"name": NO_VARIANTS})
+    warnings: Mapping[str, str] = field(default_factory=dict)
+    body: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Never: there is nothing to create."""
+        return False
+
+
+class LlamaServerModelRules:
+    """llama-server's model store is a set of GGUF files: no quantize targets, no variants, no pulls."""
+
+    @property
+    def quantize_choices(self) -> Sequence[str]:
+        """None: a quantization is a GGUF file of its own, not a variant."""
+        return ()
+
+    def check_variant(self, base: str, name: str, num_ctx: int | None, num_batch: int | None, quantize: str = "",
+                      *, local_names: Set[str] = frozenset(), base_quantization: str = "",
+                      training_context: int | None = None, parameter_count: int | None = None,
+                      gpu_total_bytes: int | None = None) -> NoVariant:
+        """Always refused: llama-server creates no variants (see NO_VARIANTS)."""
+        return NoVariant()
+
+    def quantization_advice(self, typed: str, parameter_count: int | None, gpu_total_bytes: int | None) -> str:
+        """Nothing to advise: the quantization is whatever the chosen GGUF file holds."""
+        return ""
+
+    def pull_failure_hint(self, model: str, message: str) -> str:
+        """llama-server pulls nothing; say where models come from instead."""
+        return NO_PULLS
+
+    def variant_request_text(self, body: Mapping[str, Any]) -> str:
+        """There is no create request to show."""
+        return NO_VARIANTS
+
+
+LLAMA_SERVER = BackendSpec(
+    name="llama_server",
+    display_name="llama-server",
+    capabilities=Capabilities(
+        pull=False,  # GGUF files are the user's; nothing is downloaded through the server
+        create=False,  # no variants: flags apply to the whole server
+        delete=False,  # the files are the user's to delete
+        lists_loaded=True,  # the one model it serves, from /props and /v1/models
+        load_unload=False,  # the model is loaded at start and stays until the server stops
+        restarts_with_settings=True,  # flags are read when llama-server starts
+        reports_slots=True,  # GET /slots (--slots, always on)
+        server_metrics=True,  # GET /metrics (--metrics, always on)
+        thinking_control=True,  # chat_template_kwargs.enable_thinking, where the model's template takes it
+    ),
+    catalog=_lazy("LlamaServerClient"),
+    console=_lazy("LlamaServerClient"),
+    load_client=_lazy("load_client"),
+    server=make_supervisor,
+    model_rules=LlamaServerModelRules(),
+    tuning=LLAMA_SERVER_TUNING,
+    server_telemetry=server_telemetry,  # /metrics and /slots, read once a second while it runs
+    missing_reasons={
+        "pull": NO_PULLS,
+        "create": NO_VARIANTS,
+        "delete": "llama-server does not delete models: its GGUF files are yours; remove them in your file manager.",
+        "load_unload": ("llama-server loads its one model when it starts and keeps it until it stops; to serve "
+                        "another file, choose it on the Server page and restart."),
+    },
+)
+
+__all__ = ["LLAMA_SERVER", "LlamaServerModelRules", "NO_PULLS", "NO_VARIANTS", "NoVariant"]

@@ -1,0 +1,342 @@
+"""The shared settings as llama-server takes them: command-line flags.
+
+llama-server serves one GGUF file. Its `-c` is the TOTAL context, split evenly between the `-np`
+slots, while the app's context setting is per slot: the command line gets context × parallel.
+`--metrics` and `--slots` are always on (the dashboard and the Server page read them). Extra
+settings are extra flags, one per line, checked against the flags the installed build lists in
+its --help (help_flags.py); a flag the form owns is refused there.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+from app.backends.llama_server import engine, help_flags
+from app.core.server.mapping import COUNT, DIRECTORY, MODEL_FILE, PROGRAM, MappingTexts, OptionSpec
+from app.core.server.settings import FIELD_LABELS, ServerSettings, Validation, validate
+
+KIND = "llama_server"
+GGUF_MAGIC = b"GGUF"
+
+# The flag behind each shared field and option (those without one are app preferences).
+FIELD_FLAGS: dict[str, str] = {
+    "num_parallel": "-np",
+    "context_length": "-c",
+    "kv_cache_type": "-ctk/-ctv",
+    "flash_attention": "-fa",
+    "batch_size": "-b",
+    "micro_batch_size": "-ub",
+    "host": "--host",
+    "port": "--port",
+    "model_path": "-m",
+    "n_gpu_layers": "-ngl",
+    "threads": "-t",
+}
+
+# Flags the form sets; an extra line may not set them behind its back (each with the form's name).
+FORM_FLAGS: dict[str, str] = {
+    "-np": "parallel requests", "-c": "context length", "-ctk": "KV-cache type", "-ctv": "KV-cache type",
+    "-fa": "flash attention", "-b": "batch", "-ub": "micro-batch", "-ngl": "GPU layers",
+    "--metrics": "always on: the dashboard reads /metrics", "--slots": "always on: the Server page reads /slots",
+    "--host": "host and port", "--port": "host and port", "-m": "model file", "-t": "threads",
+    # Choosing another model source would leave the -m the form sets without effect.
+    "-hf": "model file", "-mu": "model file", "--models-dir": "model file",
+}
+
+# The shared fields llama-server cannot be given, with what to do instead.
+UNSUPPORTED: dict[str, str] = {
+    "keep_alive": ("llama-server keeps its one model loaded while it runs; it has no keep-alive. "
+                   "Its nearest flag, --sleep-idle-seconds N, can go in the extra flags."),
+    "max_queue": ("llama-server has no queue limit: requests beyond the slots wait until one is free "
+                  "(its /metrics counts them as deferred)."),
+}
+_DEFAULTS = ServerSettings()
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("model_path", "Model file", MODEL_FILE, "", "The GGUF file llama-server serves.", "-m",
+               placeholder="Choose a .gguf file", group="memory"),
+    OptionSpec("n_gpu_layers", "GPU layers", COUNT, -1, "Layers kept in VRAM; -1 = all. A CPU-only build ignores it.",
+               "-ngl", low=-1, high=999, group="memory"),
+    OptionSpec("threads", "Threads", COUNT, 0, "CPU threads for generation; 0 = llama-server decides.", "-t",
+               low=0, high=1024, group="memory"),
+    OptionSpec("models_dir", "Models folder", DIRECTORY, "", "A folder of GGUF files to choose from.",
+               placeholder="No folder"),
+    OptionSpec("binary", "llama-server program", PROGRAM, "",
+               "Empty = the bundled llama-server; choose your own build (e.g. with CUDA) here.",
+               placeholder="The bundled llama-server"),
+)
+
+TEXTS = MappingTexts(
+    server_name="llama-server",
+    context_default="Default (the model's training context, shared by the slots)",
+    context_hint=("Tokens per request slot, e.g. 8192 or 32k. llama-server's -c is the total for all slots, "
+                  "so it gets this × parallel."),
+    flash_auto="Auto — llama-server decides",
+    extra_label="Extra flags",
+    extra_hint="llama-server flags the form does not cover, one per line (e.g. --no-warmup); # starts a comment.",
+    extra_placeholder="--cache-reuse 256\n--sleep-idle-seconds 300",
+    mapping_title="Command line of llama-server",
+    defaults_note="# every other flag: llama-server's default",
+)
+
+MODEL_MISSING = "Choose a GGUF model file to serve."
+
+
+def _spec(name: str) -> OptionSpec:
+    return next(spec for spec in OPTIONS if spec.name == name)
+
+
+def model_path(settings: ServerSettings) -> str:
+    """The GGUF file to serve ('' = none chosen)."""
+    return str(_spec("model_path").value_in(settings)).strip()
+
+
+def n_gpu_layers(settings: ServerSettings) -> int:
+    """Layers to keep in VRAM (-1 = all)."""
+    return int(_spec("n_gpu_layers").value_in(settings))
+
+
+def threads(settings: ServerSettings) -> int:
+    """CPU threads (0 = llama-server decides)."""
+    return int(_spec("threads").value_in(settings))
+
+
+def models_dir(settings: ServerSettings) -> str:
+    """The folder of GGUF files to choose from ('' = none)."""
+    return str(_spec("models_dir").value_in(settings)).strip()
+
+
+def configured_binary(settings: ServerSettings) -> str:
+    """The llama-server program the user chose ('' = the bundled one)."""
+    return str(_spec("binary").value_in(settings)).strip()
+
+
+@functools.cache
+def _bundled_binary() -> str:
+    found = engine.find_llama_server()  # imports a package once; the form asks on every edit
+    return str(found) if found is not None else ""
+
+
+def binary(settings: ServerSettings) -> str:
+    """The program that will run: the chosen one, else the bundled one ('' when neither exists)."""
+    return os.path.expanduser(configured_binary(settings)) or _bundled_binary()
+
+
+def extra_flag_lines(text: str) -> list[tuple[int, list[str]]]:
+    """(line number, words) for each extra-flag line, skipping blanks and comments; a line that
+    cannot be split (an open quote) comes back as one word."""
+    lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            words = shlex.split(stripped)
+        except ValueError:
+            words = [stripped]
+        lines.append((number, words))
+    return lines
+
+
+def _flag_name(word: str) -> str:
+    return word.split("=", 1)[0] if word.startswith("--") else word
+
+
+def arguments(settings: ServerSettings) -> list[str]:
+    """The arguments after the program, defaults left out so llama-server decides."""
+    args: list[str] = []
+    if model_path(settings):
+        args += ["-m", os.path.expanduser(model_path(settings))]
+    args += ["--host", settings.host, "--port", str(settings.port), "-np", str(settings.num_parallel)]
+    if settings.context_length is not None:
+        args += ["-c", str(settings.context_length * settings.num_parallel)]  # -c is shared by the slots
+    if settings.kv_cache_type != "f16":
+        args += ["-ctk", settings.kv_cache_type, "-ctv", settings.kv_cache_type]
+    if settings.flash_attention != "auto":
+        args += ["-fa", settings.flash_attention]
+    if settings.batch_size is not None:
+        args += ["-b", str(settings.batch_size)]
+    if settings.micro_batch_size is not None:
+        args += ["-ub", str(settings.micro_batch_size)]
+    layers = n_gpu_layers(settings)
+    args += ["-ngl", "all" if layers < 0 else str(layers)]
+    if threads(settings):
+        args += ["-t", str(threads(settings))]
+    args += ["--metrics", "--slots"]
+    owned = _owned_spellings()
+    for _number, words in extra_flag_lines(settings.extra_settings):
+        # A line for a flag the form owns (validation refuses it) must not override the form's value.
+        if words and _flag_name(words[0]) not in owned:
+            args += words
+    return args
+
+
+def command(settings: ServerSettings) -> list[str]:
+    """The full argv: the program, then arguments(settings)."""
+    return [binary(settings) or "llama-server", *arguments(settings)]
+
+
+def mapping_text(settings: ServerSettings) -> list[str]:
+    """The command line as a shell would take it, one flag per line with backslash continuations."""
+    argv = command(settings)
+    lines = [shlex.quote(argv[0])]
+    words = argv[1:]
+    index = 0
+    while index < len(words):
+        word = words[index]
+        value = words[index + 1] if index + 1 < len(words) and not words[index + 1].startswith("-") else None
+        lines.append(shlex.quote(word) + ("" if value is None else " " + shlex.quote(value)))
+        index += 1 if value is None else 2
+    continued = [line + " \\" for line in lines[:-1]] + lines[-1:]
+    return continued if model_path(settings) else [f"# {MODEL_MISSING}", *continued]
+
+
+@functools.cache
+def _owned_spellings() -> frozenset[str]:
+    return frozenset(name for flag in FORM_FLAGS for name in help_flags.spellings(flag))
+
+
+def _form_name(flag: str) -> str:
+    for owned in FORM_FLAGS:
+        if flag in help_flags.spellings(owned):
+            return FORM_FLAGS[owned]
+    return ""
+
+
+def check_extra_flags(text: str) -> list[str]:
+    """Errors for the extra-flag lines: not a flag, unknown to llama-server (with the nearest real
+    one), or owned by the form."""
+    errors: list[str] = []
+    known = help_flags.known_flags()
+    for number, words in extra_flag_lines(text):
+        where = f"line {number}"
+        flag = _flag_name(words[0])
+        if not flag.startswith("-"):
+            errors.append(f"{where}: '{words[0]}' is not a flag (write one flag per line, e.g. --no-warmup)")
+        elif flag not in known:
+            nearest = difflib.get_close_matches(flag, sorted(known), n=1)
+            hint = f"; did you mean {nearest[0]}?" if nearest else "; see llama-server --help"
+            errors.append(f"{where}: {flag} is not a llama-server flag{hint}")
+        elif flag in _owned_spellings():
+            errors.append(f"{where}: {flag} is set by the form ({_form_name(flag)}); set it there")
+        elif len(words) > 1 and words[1].startswith("-") and _flag_name(words[1]) in known:
+            errors.append(f"{where}: put {words[1]} on a line of its own (one flag per line)")
+    return errors
+
+
+def model_file_problem(path_text: str) -> str:
+    """Why the GGUF file cannot be served ('' when it exists and starts like a GGUF file)."""
+    path = Path(os.path.expanduser(path_text))
+    if not path.exists():
+        return f"The model file {path} does not exist. Choose a GGUF model file to serve."
+    if not path.is_file():
+        return f"{path} is not a file. Choose a GGUF model file to serve."
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        return f"The model file {path} cannot be read ({exc.strerror or exc}). Check its permissions."
+    if magic != GGUF_MAGIC:
+        return f"{path} is not a GGUF file (it does not start with 'GGUF'). Choose a .gguf model file."
+    return ""
+
+
+def _option_types(settings: ServerSettings) -> dict[str, str]:
+    errors = {}
+    for spec in OPTIONS:
+        value = settings.option(spec.name, spec.default)
+        if isinstance(value, bool) or type(value) is not type(spec.default):
+            wanted = "a whole number" if isinstance(spec.default, int) else "text"
+            errors[spec.name] = f"{spec.label} must be {wanted}."
+    return errors
+
+
+def validate_llama_server(settings: ServerSettings) -> Validation:
+    """llama-server's own checks: the model file, its options, the extra flags, unsupported fields."""
+    errors = _option_types(settings)
+    warnings: dict[str, str] = {}
+    if "model_path" not in errors:
+        chosen = model_path(settings)
+        problem = model_file_problem(chosen) if chosen else MODEL_MISSING
+        if problem:
+            errors["model_path"] = problem
+    if "n_gpu_layers" not in errors and not -1 <= n_gpu_layers(settings) <= 999:
+        errors["n_gpu_layers"] = "GPU layers must be between -1 (all) and 999."
+    if "threads" not in errors and not 0 <= threads(settings) <= 1024:
+        errors["threads"] = "Threads must be between 0 (llama-server decides) and 1024."
+    chosen_binary = configured_binary(settings)
+    if "binary" not in errors and chosen_binary:
+        path = os.path.expanduser(chosen_binary)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            errors["binary"] = (f"The llama-server program {chosen_binary} does not exist or is not executable. "
+                                "Fix the path, or clear it to use the bundled llama-server.")
+    folder = models_dir(settings)
+    if "models_dir" not in errors and folder and not os.path.isdir(os.path.expanduser(folder)):
+        warnings["models_dir"] = f"The models folder {folder} does not exist."
+    for name, reason in UNSUPPORTED.items():
+        if getattr(settings, name) != getattr(_DEFAULTS, name):
+            warnings[name] = f"Ignored: {reason}"
+    extra_errors = check_extra_flags(settings.extra_settings)
+    if extra_errors:
+        text = "; ".join(extra_errors)
+        errors["extra_settings"] = text if text.endswith("?") else text + "."
+    return Validation(errors, warnings)
+
+
+class LlamaServerTuning:
+    """The TuningMapping of llama-server (see app.core.server.mapping)."""
+
+    kind = KIND
+    delivery = "flags"  # command-line flags, read when llama-server starts
+    texts = TEXTS
+    options = OPTIONS
+
+    def setting_name(self, field: str) -> str:
+        """The flag behind a field or option ('' for app preferences)."""
+        return FIELD_FLAGS.get(field, "")
+
+    def unsupported(self) -> Mapping[str, str]:
+        """Keep-alive and max queue: llama-server has no such flags."""
+        return UNSUPPORTED
+
+    def validate(self, settings: ServerSettings) -> Validation:
+        """The shared checks, then llama-server's own."""
+        return validate(settings).merged(validate_llama_server(settings))
+
+    def mapping_text(self, settings: ServerSettings) -> list[str]:
+        """The exact command line, shell-quoted, one flag per line."""
+        return mapping_text(settings)
+
+    def label(self, name: str) -> str:
+        """The form's label of a field or option."""
+        spec = next((s for s in OPTIONS if s.name == name), None)
+        if spec is not None:
+            return spec.label
+        return TEXTS.extra_label if name == "extra_settings" else FIELD_LABELS.get(name, name)
+
+    def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
+        """llama-server has no CORS switch of its own that opens it further than its bind address."""
+        return ()
+
+
+LLAMA_SERVER_TUNING = LlamaServerTuning()
+
+
+def llama_server_settings(settings: ServerSettings | None = None, **options: int | str) -> ServerSettings:
+    """settings (default: the defaults, on llama-server's port 8080) with this backend's options set."""
+    unknown = set(options) - {spec.name for spec in OPTIONS}
+    if unknown:
+        raise TypeError(f"not a llama-server option: {', '.join(sorted(unknown))}")
+    base = settings or ServerSettings(backend=KIND, port=8080)
+    return base.with_options(**options)
+
+
+__all__ = ["FIELD_FLAGS", "FORM_FLAGS", "KIND", "LLAMA_SERVER_TUNING", "LlamaServerTuning", "MODEL_MISSING",
+           "OPTIONS", "UNSUPPORTED", "arguments", "binary", "check_extra_flags", "command", "configured_binary",
+           "extra_flag_lines", "llama_server_settings", "mapping_text", "model_file_problem", "model_path",
+           "models_dir", "n_gpu_layers", "threads", "validate_llama_server"]
