@@ -80,11 +80,21 @@ def _resolved(path: str) -> str:
         return path
 
 
+def names_of(entry: LocalModel) -> tuple[str, ...]:
+    """The names a served model answers to: its id, its file path and that file's name."""
+    return (entry.name, entry.model, Path(entry.model).name) if entry.model else (entry.name,)
+
+
+def serving(model: str, served: list[LocalModel]) -> LocalModel | None:
+    """The served model `model` names (by id, path or file name), None when it is not served."""
+    return next((entry for entry in served if model in names_of(entry)), None)
+
+
 def model_file(model: str, served: list[LocalModel], folder: list[Path]) -> Path | None:
     """The GGUF file behind a listed name (a served id, a folder file's name, or a path), None if unknown."""
-    for entry in served:
-        if model in (entry.name, entry.model) and entry.model and Path(entry.model).is_file():
-            return Path(entry.model)
+    entry = serving(model, served)
+    if entry is not None and entry.model and Path(entry.model).is_file():
+        return Path(entry.model)
     for path in folder:
         if model in (path.name, str(path)):
             return path
@@ -140,4 +150,4 @@ def _details(model_info: dict[str, Any], details: Mapping[str, Any], template: s
 
 
 __all__ = ["details_from_file", "details_from_server", "file_model", "gguf_files", "listed", "model_file",
-           "quantization_from_name", "read_cached", "served_model"]
+           "names_of", "quantization_from_name", "read_cached", "served_model", "serving"]

@@ -152,11 +152,11 @@ class LlamaServerClient:
         """A model's details from its GGUF header (tensors when verbose) with the server's chat template
         for the served model; ModelNotFound for a name neither served nor in the models folder."""
         (served, entries, props), folder = await asyncio.gather(self._served(), self._folder())
-        is_served = any(model in (m.name, m.model) for m in served)
+        is_served = catalog.serving(model, served) is not None
         path = catalog.model_file(model, served, folder)
         if path is None:
             if is_served:  # a server on another machine: its file is not here
-                entry = next(e for e, m in zip(entries, served) if model in (m.name, m.model))
+                entry = next(e for e, m in zip(entries, served) if model in catalog.names_of(m))
                 return catalog.details_from_server(entry, props["chat_template"])
             raise ModelNotFound(f"{SERVER} at {self.base_url} does not serve '{model}', and it is not a GGUF file "
                                 "in the models folder", hint=ONE_MODEL_HINT)
@@ -174,7 +174,7 @@ class LlamaServerClient:
     async def load(self, model: str, keep_alive: str | int | None = None) -> FinalFigures:
         """The served model is loaded already (done_reason "load"); another raises ModelNotFound."""
         served, _, _ = await self._served()
-        if not any(model in (m.name, m.model) for m in served):
+        if catalog.serving(model, served) is None:
             raise ModelNotFound(f"{SERVER} at {self.base_url} serves {', '.join(m.name for m in served) or 'nothing'}, "
                                 f"not '{model}'", hint=ONE_MODEL_HINT)
         return FinalFigures(done_reason="load")

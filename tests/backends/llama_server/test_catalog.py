@@ -44,6 +44,7 @@ def test_the_served_file_is_listed_once_and_found_by_name_or_path(tmp_path: Path
     assert models[0].size_bytes == 16 and models[0].parameter_size == "7.0B"
     folder = gguf_files(tmp_path)
     assert model_file("my-alias", served, folder) == served_path
+    assert model_file("served-Q4_0.gguf", served, folder) == served_path  # the file name names it too
     assert model_file("other.gguf", served, folder) == tmp_path / "other.gguf"
     assert model_file(str(served_path), [], []) == served_path
     assert model_file("nothing.gguf", served, folder) is None

@@ -140,16 +140,16 @@ def test_models_are_the_served_one_then_the_folders_gguf_files(tmp_path: Path) -
     (tmp_path / "mmproj-qwen.gguf").write_bytes(b"GGUF")
     (tmp_path / "notes.txt").write_text("not a model")
 
-    async def go() -> tuple[list, str, bool, str]:
+    async def go() -> tuple[list, str, bool, set]:
         async with replaying(Replay()) as url, LlamaServerClient(url, models_dir=tmp_path) as client:
-            return (await client.tags(), await client.version(), await client.health(),
-                    (await client.load(SERVED)).done_reason)
+            loads = {(await client.load(name)).done_reason for name in (SERVED, Path(SERVED).name)}
+            return await client.tags(), await client.version(), await client.health(), loads
 
     models, version, healthy, loaded = run(go)
     assert [m.name for m in models] == [SERVED, "qwen3-14b-Q4_K_M.gguf"]
     assert models[0].quantization_level == "Q4_1" and models[0].parameter_size.endswith("M")
     assert models[1].quantization_level == "Q4_K_M" and models[1].size_bytes == 64 and models[1].format == "gguf"
-    assert version == PROPS["build_info"] and healthy and loaded == "load"
+    assert version == PROPS["build_info"] and healthy and loaded == {"load"}  # by its id and by its file name
 
 
 def test_show_reads_a_folder_files_header_and_names_a_damaged_one(tmp_path: Path) -> None:
