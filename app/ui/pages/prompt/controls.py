@@ -222,7 +222,10 @@ class ConsoleControls(QWidget):
         self.level_combo.setEnabled(self.think_on.isChecked())
         if supported is False:
             caps = ", ".join(self._details.capabilities) if self._details else ""
-            self.think_reason.setText(f"Disabled: {self.model()} has no \"thinking\" capability "
+            # A backend that knows why (llama-server: what the chat template lacks) says so in details.
+            why = self._details.details.get("thinking_reason") if self._details else None
+            self.think_reason.setText(f"Disabled: {self.model()}: {why}" if isinstance(why, str) and why else
+                                      f"Disabled: {self.model()} has no \"thinking\" capability "
                                       f"(the server lists: {caps}), so think is not sent.")
         elif supported is None and self.model():
             self.think_reason.setText("Reading the model's capabilities…")

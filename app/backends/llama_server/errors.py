@@ -1,0 +1,183 @@
+"""llama-server's failures as the app's typed errors, decided here and nowhere else.
+
+Whatever way a request to llama-server fails, its error is made in this module:
+- the streaming transport's errors (app.adapters.http.errors) for streamed chats;
+- httpx's, for the plain requests (/props, /v1/models, /health);
+- an error reply's body, `{"error": {"code", "message", "type"}}` (llama.cpp's
+  format_error_response), whose `type` and status pick the class and keep the server's text;
+- an in-band `data: {"error": …}` event, which is how llama-server fails once a stream started.
+
+Choices: `exceed_context_size_error` (400: "request (N tokens) exceeds the available context size
+(M tokens)") is BadRequest whose hint names both numbers; 503 `unavailable_error` "Loading model"
+is ServerError telling the user to wait for /health; a refused connection is OllamaConnectError
+naming the URL; a connection that closes mid-reply, or a stream without its `data: [DONE]`, is
+StreamDropped, as for Ollama.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from app.adapters.http.connection import origin_of
+from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
+                                      ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
+from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaError,
+                             OllamaTimeout, OutOfMemory, QueueFull, ServerError, StreamDropped, StreamError,
+                             StreamOutOfMemory, is_oom_message)
+
+SERVER = "llama-server"
+CONNECT_HINT = "Is llama-server running? Start it on the Server page or check host and port."
+MALFORMED_HINT = "The server sent something that is not llama-server's API; check that host:port is llama-server."
+LOADING_HINT = "llama-server is still loading its model; wait until its /health answers ok, then try again."
+AUTH_HINT = "This llama-server was started with --api-key; ollama-deck does not send one. Start it without."
+STREAM_HINT = "llama-server failed mid-reply; see its log."
+
+
+def connect_failed(url: str, reason: object) -> OllamaConnectError:
+    """Nothing answered at url."""
+    return OllamaConnectError(f"Cannot connect to {SERVER} at {url}: {reason}", hint=CONNECT_HINT)
+
+
+def connect_timed_out(url: str, timeout_s: float) -> OllamaTimeout:
+    """The connection was not accepted in time."""
+    return OllamaTimeout(f"Connecting to {SERVER} at {url} timed out after {timeout_s:g} s")
+
+
+def read_timed_out(url: str, timeout_s: float) -> OllamaTimeout:
+    """A reply fell silent for the read timeout."""
+    return OllamaTimeout(f"{SERVER} at {url} sent nothing for {timeout_s:g} s")
+
+
+def dropped(url: str, replied: bool = True, reason: object = None) -> StreamDropped:
+    """The connection closed before the reply was complete (or before any of it)."""
+    how = "before the reply was complete" if replied else "before replying"
+    return StreamDropped(f"Connection to {SERVER} at {url} closed {how}" + (f": {reason}" if reason else ""),
+                         status=200)
+
+
+def missing_done(url: str) -> StreamDropped:
+    """A stream that ended without llama-server's `data: [DONE]`."""
+    return StreamDropped(f"{SERVER} at {url} ended the reply without its final `data: [DONE]` event", status=200)
+
+
+def malformed(message: str, status: int | None = None) -> MalformedResponse:
+    """The server's bytes are not what llama-server sends."""
+    return MalformedResponse(message, hint=MALFORMED_HINT, status=status)
+
+
+def _context_hint(error: Mapping[str, Any]) -> str:
+    n_prompt, n_ctx = error.get("n_prompt_tokens"), error.get("n_ctx")
+    if isinstance(n_prompt, int) and isinstance(n_ctx, int):
+        return (f"The prompt is {n_prompt} tokens but each slot holds {n_ctx} (context ÷ parallel); shorten the "
+                "prompt or the conversation, or raise the context length / lower parallel on the Server page.")
+    return ("The prompt does not fit in a slot's context (context ÷ parallel); shorten it or raise the context "
+            "length on the Server page.")
+
+
+def error_for_object(status: int, error: Mapping[str, Any]) -> OllamaError:
+    """The typed error for llama-server's `error` object (its code/type/message), keeping its message."""
+    message = str(error.get("message") or "(no message)")
+    kind = str(error.get("type") or "")
+    text = f"{SERVER}: {message}"
+    if kind == "exceed_context_size_error":
+        return BadRequest(text, hint=_context_hint(error), status=status)
+    if kind == "unavailable_error" or (status == 503 and "loading" in message.lower()):
+        return ServerError(text, hint=LOADING_HINT, status=status)
+    if kind == "authentication_error" or status == 401:
+        return BadRequest(text, hint=AUTH_HINT, status=status)
+    if kind == "not_found_error" or status == 404:
+        return ModelNotFound(text, hint="llama-server serves the model it was started with; pick that one or "
+                             "restart it with another model file.", status=status)
+    if is_oom_message(message):
+        return OutOfMemory(text, status=status)
+    if kind in ("invalid_request_error", "not_supported_error", "permission_error") or 400 <= status < 500:
+        return BadRequest(text, status=status)
+    if status == 503:
+        return QueueFull(text, status=status)
+    return ServerError(text, status=status)
+
+
+def error_from_body(status: int, body: bytes, url: str) -> OllamaError:
+    """The typed error for an HTTP error reply, keeping llama-server's `error.message`."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        decoded = None
+    error = decoded.get("error") if isinstance(decoded, dict) else None
+    if isinstance(error, dict):
+        return error_for_object(status, error)
+    if isinstance(error, str):  # some proxies and older builds send a bare string
+        return error_for_object(status, {"message": error})
+    return malformed(f"HTTP {status} from {url} without llama-server's error JSON: {text.strip()[:120]!r}", status)
+
+
+def error_for_event(error: Any) -> StreamError:
+    """The typed error for an in-band `data: {"error": …}` event (the status stayed 200)."""
+    message = str(error.get("message") if isinstance(error, dict) else error)
+    if is_oom_message(message):
+        return StreamOutOfMemory(f"{SERVER}: {message}", status=200)
+    return StreamError(f"{SERVER}: {message}", hint=STREAM_HINT, status=200)
+
+
+def error_for_transport(exc: TransportError) -> OllamaError:
+    """The typed error for a streaming-transport failure."""
+    url = exc.url.rstrip("/")
+    if isinstance(exc, HttpStatusError):
+        return error_from_body(exc.status, exc.body, url)
+    if isinstance(exc, ConnectTimeout):
+        return connect_timed_out(url, exc.timeout_s)
+    if isinstance(exc, ConnectRefused):
+        return connect_failed(url, exc.reason)
+    if isinstance(exc, ReadTimeout):
+        return read_timed_out(url, exc.timeout_s)
+    if isinstance(exc, ConnectionDropped):
+        return dropped(url, exc.replied)
+    if isinstance(exc, UnsupportedUrl):
+        return OllamaConnectError(f"Streaming replies needs plain http:// to a local server; cannot use {url!r}.",
+                                  hint="Give the server's address as http://host:port.")
+    if isinstance(exc, ProtocolViolation):
+        return malformed(f"{SERVER} at {url} did not answer valid HTTP: {exc.message}")
+    return OllamaConnectError(f"HTTP failure talking to {SERVER} at {url}: {exc.message}", hint=CONNECT_HINT)
+
+
+def error_for_httpx(exc: httpx.HTTPError, url: str, connect_timeout_s: float, read_timeout_s: float) -> OllamaError:
+    """The typed error for an httpx failure of a plain request."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return connect_timed_out(url, connect_timeout_s)
+    if isinstance(exc, httpx.ConnectError):
+        return connect_failed(url, exc)
+    if isinstance(exc, httpx.TimeoutException):
+        return read_timed_out(url, read_timeout_s)
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return dropped(url, True, exc)
+    return OllamaConnectError(f"HTTP failure talking to {SERVER} at {url}: {exc}", hint=CONNECT_HINT)
+
+
+def require_streamable(url: str) -> None:
+    """OllamaConnectError now when url cannot carry streamed replies (not plain http://)."""
+    try:
+        origin_of(url)
+    except TransportError as exc:
+        raise error_for_transport(exc) from exc
+
+
+@contextlib.contextmanager
+def translated_errors(url: str, connect_timeout_s: float, read_timeout_s: float) -> Iterator[None]:
+    """Re-raise transport and httpx failures as the project's typed errors (keeping the cause)."""
+    try:
+        yield
+    except TransportError as exc:
+        raise error_for_transport(exc) from exc
+    except httpx.HTTPError as exc:
+        raise error_for_httpx(exc, url, connect_timeout_s, read_timeout_s) from exc
+
+
+__all__ = ["SERVER", "connect_failed", "dropped", "error_for_event", "error_for_httpx", "error_for_object",
+           "error_for_transport", "error_from_body", "malformed", "missing_done", "require_streamable",
+           "translated_errors"]

@@ -1,0 +1,94 @@
+"""The GGUF header reader on real GGUF files written by the gguf package, and on broken ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.adapters.gguf_file import GgufError, GgufNotFound, GgufTruncated, NotGguf, read_gguf
+from app.core.memory.estimator import GpuMemory, LoadSettings, estimate
+from app.core.units import GIB
+from app.core.model_shape import shape_from_show
+from tests.fakes.llama_server.tiny_gguf import (N_CTX, N_EMBD, N_HEAD, N_HEAD_KV, N_LAYER, N_VOCAB,
+                                                QWEN_STYLE_TEMPLATE, write_tiny_gguf)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+
+
+def test_the_header_becomes_the_show_replys_metadata(tiny: Path) -> None:
+    info = read_gguf(tiny)
+    m = info.model_info
+    assert m["general.architecture"] == "llama"
+    assert (m["llama.block_count"], m["llama.embedding_length"], m["llama.attention.head_count"],
+            m["llama.attention.head_count_kv"], m["llama.context_length"]) == (N_LAYER, N_EMBD, N_HEAD, N_HEAD_KV, N_CTX)
+    assert m["tokenizer.ggml.tokens"] is None  # a long array is left out, as Ollama's show leaves it out
+    assert m["general.parameter_count"] == sum(_elements(t["shape"]) for t in info.tensors)
+    assert info.details == {"format": "gguf", "family": "llama", "families": ["llama"],
+                            "parameter_size": info.details["parameter_size"], "quantization_level": "F32"}
+    embd = next(t for t in info.tensors if t["name"] == "token_embd.weight")
+    assert embd == {"name": "token_embd.weight", "type": "F32", "shape": [N_EMBD, N_VOCAB]}  # GGML order
+    assert info.chat_template == QWEN_STYLE_TEMPLATE and info.size_bytes == tiny.stat().st_size
+    assert info.modified_at.endswith("Z")
+
+
+def test_the_estimator_prices_it_from_the_tensor_list(tiny: Path) -> None:
+    info = read_gguf(tiny)
+    shape = shape_from_show(info.show_dict(), info.size_bytes)
+    assert shape.weights.from_tensors and shape.n_vocab == N_VOCAB and not shape.tied_embeddings
+    assert shape.key_length == N_EMBD // N_HEAD
+    # Every weight byte is accounted to a layer, the input table or the output head.
+    data_bytes = sum(_elements(t["shape"]) * 4 for t in info.tensors)
+    assert shape.weights.total_file_weights == data_bytes
+    est = estimate(shape, LoadSettings(num_ctx=1024, parallel=2), GpuMemory(total_bytes=24 * GIB))
+    head_dim = N_EMBD // N_HEAD
+    assert est.n_ctx_total == 2048 and est.kv_bytes == N_LAYER * 2048 * N_HEAD_KV * 2 * head_dim * 2  # f16
+    assert est.verdict == "fits"
+
+
+def _elements(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def test_a_missing_file_and_a_folder_name_the_path(tmp_path: Path) -> None:
+    with pytest.raises(GgufNotFound, match=str(tmp_path / "gone.gguf")):
+        read_gguf(tmp_path / "gone.gguf")
+    with pytest.raises(GgufError, match="is not a file"):
+        read_gguf(tmp_path)
+
+
+@pytest.mark.parametrize("content", [b"PK\x03\x04zip", b"<html>404</html>", b"\x00" * 100, b"GGU_" + b"\x00" * 64])
+def test_a_file_that_is_not_gguf_says_so_with_its_first_bytes(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "model.gguf"
+    path.write_bytes(content)
+    with pytest.raises(NotGguf, match="is not a GGUF file") as caught:
+        read_gguf(path)
+    assert caught.value.path == path and str(path) in caught.value.message
+
+
+def truncation_fails_cleanly(whole: bytes, cut: int, folder: Path) -> None:
+    """Property: a GGUF file cut at `cut` bytes gives GgufTruncated naming the file, nothing else."""
+    path = folder / f"cut-{cut}.gguf"
+    path.write_bytes(whole[:cut])
+    try:
+        with pytest.raises(GgufTruncated) as caught:
+            read_gguf(path)
+        assert str(path) in caught.value.message and caught.value.hint
+    finally:
+        path.unlink()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_file_cut_anywhere_is_truncated_never_a_traceback(tiny: Path, tmp_path: Path, data: st.DataObject) -> None:
+    whole = tiny.read_bytes()
+    cut = data.draw(st.one_of(st.integers(0, 4096), st.integers(0, len(whole) - 1)))
+    truncation_fails_cleanly(whole, cut, tmp_path)
