@@ -87,7 +87,7 @@ LLAMA_SERVER = BackendSpec(
         pull=False,  # GGUF files are the user's; nothing is downloaded through the server
         create=False,  # no variants: flags apply to the whole server
         delete=False,  # the files are the user's to delete
-        lists_loaded=True,  # the one model it serves, from /props and /v1/models
+        lists_loaded=False,  # it names the model it serves, but not how much of it sits in VRAM
         load_unload=False,  # the model is loaded at start and stays until the server stops
         restarts_with_settings=True,  # flags are read when llama-server starts
         reports_slots=True,  # GET /slots (--slots, always on)
@@ -102,6 +102,8 @@ LLAMA_SERVER = BackendSpec(
     tuning=LLAMA_SERVER_TUNING,
     server_telemetry=server_telemetry,  # /metrics and /slots, read once a second while it runs
     missing_reasons={
+        "lists_loaded": ("llama-server names the model it serves but not how much of it sits in VRAM; the "
+                         "dashboard's VRAM graph shows what the server process holds."),
         "pull": NO_PULLS,
         "create": NO_VARIANTS,
         "delete": "llama-server does not delete models: its GGUF files are yours; remove them in your file manager.",

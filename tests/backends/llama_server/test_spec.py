@@ -24,8 +24,9 @@ def test_the_registry_knows_llama_server_by_its_name():
 
 
 def test_capabilities_are_what_llama_server_offers_and_the_rest_says_why():
-    assert LLAMA_SERVER.capabilities.names() == ["lists_loaded", "restarts_with_settings", "reports_slots",
+    assert LLAMA_SERVER.capabilities.names() == ["restarts_with_settings", "reports_slots",
                                                  "server_metrics", "thinking_control"]
+    assert "not how much of it sits in VRAM" in LLAMA_SERVER.why_not("lists_loaded")
     assert LLAMA_SERVER.why_not("pull") == NO_PULLS and "GGUF file on disk" in NO_PULLS
     assert LLAMA_SERVER.why_not("create") == NO_VARIANTS
     assert "GGUF files are yours" in LLAMA_SERVER.why_not("delete")
