@@ -376,3 +376,17 @@ def test_saves_from_several_threads_never_take_the_store_s_own_file_for_a_strang
         notes = list(pool.map(store.save, versions))
     assert notes == [[]] * 40 and sorted(p.name for p in tmp_path.iterdir()) == ["presets.json"]
     assert store.save(loaded.presets) == []
+
+
+def test_duplicate_presets_and_an_empty_entry_all_survive_a_save(tmp_path: Path) -> None:
+    """Found by the long fuzz run: a duplicate key, an override and an empty entry; nothing is lost."""
+    from app.adapters.storage.preset_store import PresetStore
+    from app.core.console.presets import read_user_data
+
+    raw = b'{"":1,"presets":[{"key":"ai-trends-essay-zh"},{"key":"ai-trends-essay-zh","":null},{}]}'
+    (tmp_path / "presets.json").write_bytes(raw)
+    store = PresetStore(tmp_path)
+    store.save(store.load().presets)
+    after = read_user_data(json.loads((tmp_path / "presets.json").read_bytes()))
+    assert sorted(map(json.dumps, after.unread)) == sorted(map(json.dumps, [{"key": "ai-trends-essay-zh"}, {}]))
+    assert after.extras == {"ai-trends-essay-zh": {"": None}} and after.other == {"": 1}
