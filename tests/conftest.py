@@ -12,6 +12,7 @@ pytest_plugins = [
     "tests.fakes.ollama.ollama_fixtures",
     "tests.fakes.ollama.server_fixtures",
     "tests.fakes.gpu_fixtures",
+    "tests.engine_fixtures",
 ]
 
 
