@@ -84,7 +84,7 @@ def test_start_and_stop_a_managed_server(make_supervisor, standin_ollama: Path) 
     assert status.version == "0.12.6" and status.pid is not None
     assert h.statuses.states[-2:] == [ServerState.STARTING, ServerState.RUNNING_MANAGED]
     assert answers(h.supervisor.settings.port) == "Ollama is running"
-    assert any("Listening on 127.0.0.1:" in line for line in h.logs.lines)
+    h.logs.wait_for("Listening on 127.0.0.1:")  # the log is read back from its file, a moment later
     pids = h.supervisor.server_pids()
     assert status.pid in pids and len(pids) == 2  # the server and its runner
 

@@ -42,7 +42,7 @@ def test_with_the_permission_for_0000_it_starts_there(make_supervisor, standin_o
     status = h.run(h.supervisor.start())
 
     assert status.state is ServerState.RUNNING_MANAGED, status.message
-    assert any(f"Listening on 0.0.0.0:{port}" in line for line in h.logs.lines)
+    h.logs.wait_for(f"Listening on 0.0.0.0:{port}")  # the log is read back from its file, a moment later
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=WAIT_S) as reply:
         assert reply.read().decode() == "Ollama is running"
     # Restarting onto another exposed host drops the permission with the host, so it is refused.
