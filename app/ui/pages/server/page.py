@@ -77,9 +77,10 @@ class LogView(QWidget):
 class StatusCard(QFrame):
     """The server's state in words, with details and the reason behind disabled controls."""
 
-    def __init__(self, parent=None, *, program: OptionSpec | None = None) -> None:
+    def __init__(self, parent=None, *, program: OptionSpec | None = None, server_name: str = "the server") -> None:
         super().__init__(parent)
         self._program = program  # the backend's option naming its server program, if it has one
+        self._server_name = server_name  # the backend's own name for its server, e.g. "llama-server"
         self.setObjectName("StatusCard")
         self.setStyleSheet("#StatusCard { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
                            "#StatusCard QLabel { background: transparent; }")
@@ -115,7 +116,9 @@ class StatusCard(QFrame):
         colour = STATE_COLOURS.get(status.state, "#9a9da8")
         self.pill.setText(status.state.value)
         self.pill.setStyleSheet(f"background: {colour};")
-        self.title.setText(_ORPHAN_TITLE if status.orphan else _TITLES.get(status.state, ""))
+        title = _TITLES.get(status.state, "").replace("{server}", self._server_name)
+        title = title[:1].upper() + title[1:]  # "the server is …" starts a sentence
+        self.title.setText(_ORPHAN_TITLE if status.orphan else title)
         self.message.setText(status.message)
         self.message.setVisible(bool(status.message))
         self._details["Address"].setText(settings.base_url)
@@ -135,7 +138,7 @@ class StatusCard(QFrame):
 
 
 _TITLES = {
-    ServerState.NOT_INSTALLED: "Ollama is not installed",
+    ServerState.NOT_INSTALLED: "{server} is not installed",
     ServerState.STOPPED: "No server is running",
     ServerState.STARTING: "Starting the server…",
     ServerState.RUNNING_MANAGED: "Running, managed by ollama-deck",
@@ -198,7 +201,8 @@ class ServerPage(QWidget):
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
         rl.setSpacing(10)
-        self.card = StatusCard(program=next((o for o in mapping.options if o.kind == PROGRAM), None))
+        self.card = StatusCard(program=next((o for o in mapping.options if o.kind == PROGRAM), None),
+                               server_name=mapping.texts.server_name)
         rl.addWidget(self.card)
 
         buttons = QHBoxLayout()
@@ -343,7 +347,8 @@ class ServerPage(QWidget):
         if self._status.stop_disabled_reason and state is ServerState.RUNNING_ATTACHED:
             reasons.append("Stop is disabled: " + self._status.stop_disabled_reason)
         if state is ServerState.NOT_INSTALLED:
-            reasons.append("Start is disabled until the ollama binary is found (install Ollama or set its path).")
+            name = self._mapping.texts.server_name
+            reasons.append(f"Start is disabled until the {name} program is found (install {name} or set its path).")
         if state is ServerState.PORT_CONFLICT:
             reasons.append("Start is disabled: choose another port or free this one.")
         if dirty and valid and state is ServerState.RUNNING_ATTACHED:

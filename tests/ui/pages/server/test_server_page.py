@@ -138,7 +138,7 @@ def test_missing_binary_disables_start_with_reason(qtbot, page_factory):
     controller.probe()
     wait_state(qtbot, page, ServerState.NOT_INSTALLED)
     assert not page.start_button.isEnabled()
-    assert "ollama binary is found" in page.reason_label.text()
+    assert "Ollama program is found" in page.reason_label.text()
     assert "Install Ollama" in page.card.message.text()
 
 
