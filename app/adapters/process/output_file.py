@@ -57,6 +57,14 @@ class OutputReader:
         except TimeoutError:
             self._task.cancel()
 
+    def catch_up(self) -> None:
+        """Pass on every complete line written so far, now (e.g. before saying the server is ready,
+        so its status and its log agree); the follower goes on from there."""
+        if self._handle.closed:
+            return
+        while self._pump():
+            pass
+
     def cancel(self) -> None:
         """Stop following at once (the file is left as it is)."""
         self._task.cancel()

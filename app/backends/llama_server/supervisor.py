@@ -210,6 +210,7 @@ class LlamaServerSupervisor(SupervisorBase):
                 await asyncio.sleep(POLL_INTERVAL_S)
             properties = await probing.props(client, base_url)
         managed.remember_tree()
+        managed.output.catch_up()  # the lines it wrote until now, before it is said to be running
         version = probing.version_of(properties)
         model = probing.served_model(properties) or tuning.model_path(self.settings)
         return self._publish(ServerStatus(

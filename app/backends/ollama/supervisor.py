@@ -258,6 +258,7 @@ class ServerSupervisor(SupervisorBase):
         finally:
             await client.aclose()
         managed.remember_tree()
+        managed.output.catch_up()  # the lines it wrote until now, before it is said to be running
         return self._publish(ServerStatus(
             ServerState.RUNNING_MANAGED,
             f"Ollama {version or '(unknown version)'} is running at {base_url} (started by ollama-deck).",

@@ -64,8 +64,11 @@ class EmbeddedOffer:
     """Watches the first probe on the default backend; when Ollama is not installed, offers the
     embedded engine (or its guided install) once, in the window's banner."""
 
-    def __init__(self, banner: Banner, argv: Sequence[str], quit_app: Callable[[], None]) -> None:
+    def __init__(self, banner: Banner, argv: Sequence[str], quit_app: Callable[[], None],
+                 show: Callable[[str, tuple[str, Callable[[], None]]], None] | None = None) -> None:
         self._banner = banner
+        # Where the offer is shown (the window's one banner, beside any file problems it lists).
+        self._show = show or (lambda text, action: banner.show_message(text, "info", action=action))
         self._argv = list(argv)
         self._quit = quit_app
         self.offered = ""  # "start", "install" or "" (not yet / not needed)
@@ -78,17 +81,17 @@ class EmbeddedOffer:
         engine = engine_status()
         if engine.ready:
             self.offered = "start"
-            self._banner.show_message(
+            self._show(
                 "Ollama is not installed here, and no server answers. ollama-deck can run its embedded engine "
                 "instead — the bundled llama-server with a small model — so every page works now "
-                "(or start it yourself: ollama-deck --demo).", "info",
-                action=("Start the embedded engine", self.start_demo))
+                "(or start it yourself: ollama-deck --demo).",
+                ("Start the embedded engine", self.start_demo))
         else:
             self.offered = "install"
-            self._banner.show_message(
+            self._show(
                 "Ollama is not installed here, and no server answers. The embedded engine (llama-server and a "
-                "small model) is not installed either: " + " ".join(engine.problems), "info",
-                action=("Install the embedded engine…", self.install))
+                "small model) is not installed either: " + " ".join(engine.problems),
+                ("Install the embedded engine…", self.install))
 
     def start_demo(self) -> None:
         """Open a fresh window in demo mode and close this one (or say why it could not be opened)."""

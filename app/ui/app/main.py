@@ -166,7 +166,8 @@ class DeckApp:
         if self.demo:
             self.window.banner.show_message(embedded.DEMO_NOTE.format(model=embedded.demo_model_name()), "info")
         elif self.backend.name == registry.DEFAULT_BACKEND and not getattr(args, "screenshot", None):
-            self.embedded_offer = embedded.EmbeddedOffer(self.window.banner, sys.argv[1:], embedded.quit_application)
+            self.embedded_offer = embedded.EmbeddedOffer(self.window.banner, sys.argv[1:], embedded.quit_application,
+                                                         show=self.store_report.offer)
             self.controller.status_changed.connect(self.embedded_offer.on_status)
         self.window.resize(1440, 900)
         # Where the window was left (not for --screenshot, whose images must not depend on it).

@@ -5,6 +5,7 @@ are added to the same banner, never shown in a second one."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from app.ui.widgets.banner import Banner
 
@@ -20,6 +21,19 @@ class StoreReport:
     def __init__(self, banner: Banner) -> None:
         self._banner = banner
         self._sections: dict[str, list[str]] = {}
+        # One offer beside the problems (e.g. the embedded engine when no server is installed): its
+        # words end the banner and its button stays while problems are added.
+        self._offer = ""
+        self._action: tuple[str, Callable[[], None]] | None = None
+
+    def offer(self, text: str, action: tuple[str, Callable[[], None]]) -> None:
+        """Show text with an action button under the problems (replacing an earlier offer)."""
+        self._offer, self._action = text, action
+        self._show()
+
+    def _show(self) -> None:
+        level = "warning" if self.problems else "info"
+        self._banner.show_message("\n\n".join(t for t in (self.text, self._offer) if t), level, action=self._action)
 
     def add(self, heading: str, problems: list[str]) -> None:
         """Add problems (each naming its file) under heading and show the banner again; none: no change."""
@@ -30,7 +44,7 @@ class StoreReport:
         lines += new
         for problem in new:  # also on stderr: a window started from a terminal, or a screenshot run, shows them
             log.warning("%s", problem)
-        self._banner.show_message(self.text, "warning")
+        self._show()
 
     @property
     def problems(self) -> list[str]:

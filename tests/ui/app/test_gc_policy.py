@@ -48,7 +48,9 @@ def test_without_the_policy_a_worker_thread_collects_gui_garbage():
     finally:
         if not was_enabled:
             gc.disable()
-    assert died_on == ["worker"]
+    # Off the GUI thread: on the worker, or on another thread an earlier test left allocating (the
+    # hazard is the same: Qt objects die on a thread that is not theirs).
+    assert died_on and died_on[0] != threading.current_thread().name, died_on
 
 
 def test_with_the_policy_garbage_dies_on_the_gui_thread(qtbot):
