@@ -135,7 +135,7 @@ class DeckApp:
         self._show_estimate(self.server_page.fit_panel.estimate)
         # The backend's console client: its models, one model's details, streamed chats.
         self.console_page = ConsolePage(self.loop, self.backend.console, self.controller, self.meter,
-                                        PresetStore(self.store.config_dir))
+                                        PresetStore(self.store.config_dir), server_name=self.backend.display_name)
         self.models_page = ModelsPage(self.loop, self.backend, self.controller, self.gpu.info(),
                                       self.gpu.unavailable_reason)
         if self.gpu.info() is None:

@@ -44,8 +44,10 @@ class ConsolePage(QWidget):
     _presets_saved_notice = Signal(str)  # a copy the save kept, named for the user
 
     def __init__(self, loop: Any, client_factory: Callable[[str], Any], server: Any,
-                 meter: TokenMeter | None = None, preset_store: Any = None, parent: QWidget | None = None) -> None:
+                 meter: TokenMeter | None = None, preset_store: Any = None, parent: QWidget | None = None,
+                 *, server_name: str = "Ollama") -> None:
         super().__init__(parent)
+        self._server_name = server_name  # how the status line names the server, e.g. "llama-server"
         self.setStyleSheet(REPLY_STYLE + SEGMENT_STYLE)
         self._loop = loop
         self._server = server
@@ -216,7 +218,7 @@ class ConsolePage(QWidget):
         return MODES[self.mode_group.checkedId()][0]
 
     def _on_status(self, status: Any) -> None:
-        version = f" · Ollama {status.version}" if status.version else ""
+        version = f" · {self._server_name} {status.version}" if status.version else ""
         self.server_label.setText(f"{self.base_url} · {status.state.value}{version}")
         if status.state.is_running and self._models_url != self.base_url:
             self.refresh_models()
