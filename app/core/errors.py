@@ -126,3 +126,30 @@ class EstimateError(DeckError):
     """A VRAM estimate cannot be made from the given model metadata or settings."""
 
     hint = "Check the model metadata and the settings you entered."
+
+
+class TransportWords:
+    """The errors every backend raises when the way to its server fails, in that server's name:
+    nothing answered, the connection or a reply timed out, the connection closed early."""
+
+    def __init__(self, server: str, connect_hint: str | None = None) -> None:
+        self.server = server  # as the user knows it, e.g. "Ollama", "llama-server"
+        self.connect_hint = connect_hint  # None: the generic "is the server running?" hint
+
+    def connect_failed(self, url: str, reason: object) -> OllamaConnectError:
+        """Nothing answered at url."""
+        return OllamaConnectError(f"Cannot connect to {self.server} at {url}: {reason}", hint=self.connect_hint)
+
+    def connect_timed_out(self, url: str, timeout_s: float) -> OllamaTimeout:
+        """The connection was not accepted within timeout_s seconds."""
+        return OllamaTimeout(f"Connecting to {self.server} at {url} timed out after {timeout_s:g} s")
+
+    def read_timed_out(self, url: str, timeout_s: float) -> OllamaTimeout:
+        """A reply fell silent for timeout_s seconds."""
+        return OllamaTimeout(f"{self.server} at {url} sent nothing for {timeout_s:g} s")
+
+    def dropped(self, url: str, replied: bool = True, reason: object = None) -> StreamDropped:
+        """The connection closed before the reply was complete (or before any of it)."""
+        how = "before the reply was complete" if replied else "before replying"
+        return StreamDropped(f"Connection to {self.server} at {url} closed {how}" + (f": {reason}" if reason else ""),
+                             status=200)

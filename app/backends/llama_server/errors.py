@@ -27,8 +27,8 @@ from app.adapters.http.connection import origin_of
 from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
                                       ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
 from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaError,
-                             OllamaTimeout, OutOfMemory, QueueFull, ServerError, StreamDropped, StreamError,
-                             StreamOutOfMemory, is_oom_message)
+                             OutOfMemory, QueueFull, ServerError, StreamDropped, StreamError,
+                             StreamOutOfMemory, TransportWords, is_oom_message)
 
 SERVER = "llama-server"
 CONNECT_HINT = "Is llama-server running? Start it on the Server page or check host and port."
@@ -38,26 +38,12 @@ AUTH_HINT = "This llama-server was started with --api-key; ollama-deck does not 
 STREAM_HINT = "llama-server failed mid-reply; see its log."
 
 
-def connect_failed(url: str, reason: object) -> OllamaConnectError:
-    """Nothing answered at url."""
-    return OllamaConnectError(f"Cannot connect to {SERVER} at {url}: {reason}", hint=CONNECT_HINT)
-
-
-def connect_timed_out(url: str, timeout_s: float) -> OllamaTimeout:
-    """The connection was not accepted in time."""
-    return OllamaTimeout(f"Connecting to {SERVER} at {url} timed out after {timeout_s:g} s")
-
-
-def read_timed_out(url: str, timeout_s: float) -> OllamaTimeout:
-    """A reply fell silent for the read timeout."""
-    return OllamaTimeout(f"{SERVER} at {url} sent nothing for {timeout_s:g} s")
-
-
-def dropped(url: str, replied: bool = True, reason: object = None) -> StreamDropped:
-    """The connection closed before the reply was complete (or before any of it)."""
-    how = "before the reply was complete" if replied else "before replying"
-    return StreamDropped(f"Connection to {SERVER} at {url} closed {how}" + (f": {reason}" if reason else ""),
-                         status=200)
+# llama-server's words for a failed connection, a timeout and a connection closed early.
+_WORDS = TransportWords(SERVER, CONNECT_HINT)
+connect_failed = _WORDS.connect_failed
+connect_timed_out = _WORDS.connect_timed_out
+read_timed_out = _WORDS.read_timed_out
+dropped = _WORDS.dropped
 
 
 def missing_done(url: str) -> StreamDropped:

@@ -24,7 +24,7 @@ import httpx
 from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
                                       ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
 from app.adapters.http.connection import origin_of
-from app.core.errors import (MalformedResponse, OllamaConnectError, OllamaError, OllamaTimeout, StreamDropped,
+from app.core.errors import (MalformedResponse, OllamaConnectError, OllamaError, StreamDropped, TransportWords,
                              error_for_status, error_for_stream_line)
 
 # Headers every streamed request to Ollama carries.
@@ -32,26 +32,12 @@ STREAM_HEADERS = (("User-Agent", "ollama-deck"), ("Accept", "application/x-ndjso
                   ("Content-Type", "application/json"))
 
 
-def connect_failed(url: str, reason: object) -> OllamaConnectError:
-    """Nothing answered at url."""
-    return OllamaConnectError(f"Cannot connect to Ollama at {url}: {reason}")
-
-
-def connect_timed_out(url: str, timeout_s: float) -> OllamaTimeout:
-    """The connection was not accepted in time."""
-    return OllamaTimeout(f"Connecting to Ollama at {url} timed out after {timeout_s:g} s")
-
-
-def read_timed_out(url: str, timeout_s: float) -> OllamaTimeout:
-    """A reply fell silent for the read timeout."""
-    return OllamaTimeout(f"Ollama at {url} sent nothing for {timeout_s:g} s")
-
-
-def dropped(url: str, replied: bool = True, reason: object = None) -> StreamDropped:
-    """The connection closed before the reply was complete (or before any of it)."""
-    how = "before the reply was complete" if replied else "before replying"
-    return StreamDropped(f"Connection to Ollama at {url} closed {how}" + (f": {reason}" if reason else ""),
-                         status=200)
+# Ollama's words for a failed connection, a timeout and a connection closed early.
+_WORDS = TransportWords("Ollama")
+connect_failed = _WORDS.connect_failed
+connect_timed_out = _WORDS.connect_timed_out
+read_timed_out = _WORDS.read_timed_out
+dropped = _WORDS.dropped
 
 
 def missing_final_line(url: str) -> StreamDropped:
