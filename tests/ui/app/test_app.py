@@ -14,7 +14,7 @@ from PySide6.QtGui import QImage
 
 from app.backends.ollama.client import OllamaClient
 from app.core.server.state import ServerState
-from app.ui.app.main import DeckApp, settings_for_url
+from app.ui.app.main import settings_for_url
 from app.core.units import GIB
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -84,23 +84,6 @@ def _args(tmp_path: Path, **kw) -> argparse.Namespace:
     base = dict(config_dir=str(tmp_path / "cfg"), url=None, page="dashboard", screenshot=None)
     base.update(kw)
     return argparse.Namespace(**base)
-
-
-@pytest.fixture
-def deck_factory(qtbot):
-    made: list[DeckApp] = []
-
-    def make(args: argparse.Namespace) -> DeckApp:
-        deck = DeckApp(args)
-        qtbot.addWidget(deck.window)
-        deck.window.show()
-        deck.start()
-        made.append(deck)
-        return deck
-
-    yield make
-    for deck in made:
-        deck.close()
 
 
 def test_attaches_to_running_server_and_header_shows_loaded_model(qtbot, tmp_path, fake_ollama, deck_factory):

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import pytest
 
 from app.backends import registry
 from app.core.server.state import ServerState
-from app.ui.app.main import DeckApp
 from app.ui.app.telemetry_poller import UNAVAILABLE_PREFIX
 from tests.backends.llama_server.recorded_samples import REPORTING_SPEC
 
@@ -18,23 +16,6 @@ def _args(tmp_path: Path, **kw) -> argparse.Namespace:
     base = dict(config_dir=str(tmp_path / "cfg"), url=None, page="dashboard", screenshot=None)
     base.update(kw)
     return argparse.Namespace(**base)
-
-
-@pytest.fixture
-def deck_factory(qtbot):
-    made: list[DeckApp] = []
-
-    def make(args: argparse.Namespace) -> DeckApp:
-        deck = DeckApp(args)
-        qtbot.addWidget(deck.window)
-        deck.window.show()
-        deck.start()
-        made.append(deck)
-        return deck
-
-    yield make
-    for deck in made:
-        deck.close()
 
 
 def test_ollama_gets_no_poller_no_panel_and_no_slots_tab(qtbot, tmp_path, deck_factory) -> None:

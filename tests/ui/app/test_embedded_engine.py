@@ -23,28 +23,10 @@ def _args(tmp_path: Path, **kw) -> argparse.Namespace:
     return argparse.Namespace(**base)
 
 
-@pytest.fixture
-def deck_factory(qtbot):
-    made: list[DeckApp] = []
-
-    def make(args: argparse.Namespace) -> DeckApp:
-        deck = DeckApp(args)
-        qtbot.addWidget(deck.window)
-        deck.window.show()
-        deck.start()
-        made.append(deck)
-        return deck
-
-    yield made, make
-    for deck in made:
-        deck.close()
-
-
 @pytest.mark.engine
 def test_demo_runs_the_bundled_engine_and_stops_it_on_close(qtbot, tmp_path, deck_factory, llama_server_binary,
                                                             bundled_model) -> None:
-    made, make = deck_factory
-    deck = make(_args(tmp_path, demo=True))
+    deck = deck_factory(_args(tmp_path, demo=True))
     assert deck.backend.name == "llama_server"
     qtbot.waitUntil(lambda: deck.controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
     status = deck.controller.status
@@ -59,8 +41,7 @@ def test_demo_runs_the_bundled_engine_and_stops_it_on_close(qtbot, tmp_path, dec
     # Settings applied in demo mode are not written over the user's saved ones.
     deck._save_settings(deck.controller.settings)
     assert not (tmp_path / "cfg" / "settings.json").exists()
-    deck.close()
-    made.remove(deck)
+    deck.close()  # closes once: the fixture's own close later does nothing
     gone, alive = psutil.wait_procs(tree, timeout=30)
     assert not alive, f"left running after close: {alive}"
 
@@ -81,12 +62,11 @@ def _missing_engine():
 
 def test_without_ollama_the_first_probe_offers_the_embedded_engine(qtbot, tmp_path, deck_factory,
                                                                     monkeypatch) -> None:
-    _made, make = deck_factory
     monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))  # no `ollama` anywhere
     launched: list[list[str]] = []
     monkeypatch.setattr(embedded.QProcess, "startDetached",
                         staticmethod(lambda program, args: (launched.append([program, *args]) or True, 1)))
-    deck = make(_args(tmp_path, url="http://127.0.0.1:9"))  # nothing answers there
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))  # nothing answers there
     qtbot.waitUntil(lambda: deck.controller.status.state is ServerState.NOT_INSTALLED, timeout=WAIT_MS)
     offer = deck.embedded_offer
     assert offer is not None
