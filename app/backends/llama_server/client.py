@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from app.adapters.gguf_file import GgufError, GgufNotFound
+from app.adapters.http.server_connections import ServerConnections
 from app.adapters.http.streaming import HttpStreams
 from app.backends.llama_server import catalog
 from app.backends.llama_server.errors import (SERVER, error_from_body, malformed, missing_done, require_streamable,
@@ -58,35 +59,20 @@ class LlamaServerClient:
         self.models_dir = Path(models_dir).expanduser() if models_dir else None
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
-        self._transport = transport
-        self._clock = clock
-        self._httpx: httpx.AsyncClient | None = None
-        self._streams: HttpStreams | None = None
+        self._connections = ServerConnections(self.base_url, connect_timeout_s=connect_timeout_s,
+                                              read_timeout_s=read_timeout_s, stream_headers=STREAM_HEADERS,
+                                              transport=transport, clock=clock)
 
     @property
     def _http(self) -> httpx.AsyncClient:
-        if self._httpx is None:
-            timeout = httpx.Timeout(connect=self.connect_timeout_s, read=self.read_timeout_s,
-                                    write=self.read_timeout_s, pool=self.read_timeout_s)
-            # trust_env=False: a desktop's HTTP(S)_PROXY must not reroute calls to a local server.
-            self._httpx = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=self._transport,
-                                            trust_env=False)
-        return self._httpx
+        return self._connections.http
 
     def _stream_pool(self) -> HttpStreams:
-        if self._streams is None:
-            self._streams = HttpStreams(self.base_url, clock=self._clock, connect_timeout_s=self.connect_timeout_s,
-                                        read_timeout_s=self.read_timeout_s, headers=STREAM_HEADERS)
-        return self._streams
+        return self._connections.streams
 
     async def aclose(self) -> None:
         """Close pooled connections."""
-        if self._streams is not None:
-            self._streams.close()
-            self._streams = None
-        if self._httpx is not None:
-            await self._httpx.aclose()
-            self._httpx = None
+        await self._connections.aclose()
 
     async def __aenter__(self) -> LlamaServerClient:
         return self

@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import httpx
 
+from app.adapters.http.server_connections import ServerConnections
 from app.adapters.http.streaming import HttpStreams
 from app.backends.ollama.stream import (STREAM_HEADERS, StreamDropped, decode_line, missing_final_line,
                                         raise_for_error, require_streamable, translated_errors)
@@ -54,37 +55,20 @@ class OllamaClient:
         self.base_url = base_url.rstrip("/")
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
-        self._transport = transport
-        self._clock = clock
-        self._httpx: httpx.AsyncClient | None = None
-        self._streams: HttpStreams | None = None
+        self._connections = ServerConnections(self.base_url, connect_timeout_s=connect_timeout_s,
+                                              read_timeout_s=read_timeout_s, stream_headers=STREAM_HEADERS,
+                                              transport=transport, clock=clock)
 
     @property
     def _http(self) -> httpx.AsyncClient:
-        # Made on first use: building one costs milliseconds (its TLS context), which a load
-        # generator that only streams never needs to pay.
-        if self._httpx is None:
-            timeout = httpx.Timeout(connect=self.connect_timeout_s, read=self.read_timeout_s,
-                                    write=self.read_timeout_s, pool=self.read_timeout_s)
-            # trust_env=False: a desktop's HTTP(S)_PROXY must not reroute calls to a local server.
-            self._httpx = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=self._transport,
-                                            trust_env=False)
-        return self._httpx
+        return self._connections.http
 
     def _stream_pool(self) -> HttpStreams:
-        if self._streams is None:
-            self._streams = HttpStreams(self.base_url, clock=self._clock, connect_timeout_s=self.connect_timeout_s,
-                                        read_timeout_s=self.read_timeout_s, headers=STREAM_HEADERS)
-        return self._streams
+        return self._connections.streams
 
     async def aclose(self) -> None:
         """Close pooled connections."""
-        if self._streams is not None:
-            self._streams.close()
-            self._streams = None
-        if self._httpx is not None:
-            await self._httpx.aclose()
-            self._httpx = None
+        await self._connections.aclose()
 
     async def __aenter__(self) -> OllamaClient:
         return self
