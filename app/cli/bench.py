@@ -28,9 +28,10 @@ from app.core.bench.stats import LatencyTargets
 from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
+from app.core.server.mapping import MODEL_FILE
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
 from app.core.bench.sweep import PointResult, SweepAxes, SweepPlanError, SweepSpec, parse_int_list
-from app.core.bench.run import TABLE_HEADER, SweepRun, run_to_csv, run_to_json, run_to_markdown, table_rows
+from app.core.bench.run import SweepRun, run_to_csv, run_to_json, run_to_markdown, table_header, table_rows
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 
@@ -119,9 +120,14 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
     from app.adapters.storage.settings_store import SettingsStore
     from app.backends import registry
 
-    settings = SettingsStore(Path(args.config_dir) if args.config_dir else None,
-                             registry.get(chosen_backend(args)).tuning).load().settings
+    tuning = registry.get(chosen_backend(args)).tuning
+    settings = SettingsStore(Path(args.config_dir) if args.config_dir else None, tuning).load().settings
     settings = settings.replace(backend=chosen_backend(args))
+    # A server that serves the one model file it is started with (llama-server's -m): a managed sweep on
+    # --model naming such a file starts the server on it.
+    model_file = next((o.name for o in tuning.options if o.kind == MODEL_FILE), None)
+    if args.managed and model_file is not None and Path(args.model).expanduser().is_file():
+        settings = settings.with_options(**{model_file: str(Path(args.model).expanduser().resolve())})
     base_url = None
     if args.url is not None:
         url = server_url("--url", args.url)
@@ -206,8 +212,9 @@ def build_spec(args: argparse.Namespace, base: ServerSettings) -> SweepSpec:
 
 def render_table(run: SweepRun) -> str:
     """The results as an aligned text table with the recommendation under it."""
-    rows = [list(TABLE_HEADER)] + table_rows(run.results)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER) - 1)]
+    header = table_header(run.results)
+    rows = [list(header)] + table_rows(run.results)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
     lines = []
     rec = run.recommendation.index if run.recommendation else None
     for n, row in enumerate(rows):
@@ -288,7 +295,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                 await require_reply(catalog, base_url)  # a hung server is named in seconds, not after 300 s
         runner = SweepRunner(supervisor, backend.catalog, backend.load_client, base_url=base_url, gpu=gpu,
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
-                             app_version=__version__)
+                             app_version=__version__, server_telemetry=backend.server_telemetry)
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-history")
         run_id: list[concurrent.futures.Future[int]] = []

@@ -147,11 +147,28 @@ def _flag_name(word: str) -> str:
     return word.split("=", 1)[0] if word.startswith("--") else word
 
 
+ALIAS_FLAGS = ("-a", "--alias")
+GGUF_SUFFIX = ".gguf"
+
+
+def model_alias(path: str) -> str:
+    """The name the server is given for its model: the file's name without .gguf."""
+    name = os.path.basename(path)
+    return name[: -len(GGUF_SUFFIX)] if name.lower().endswith(GGUF_SUFFIX) and len(name) > len(GGUF_SUFFIX) else name
+
+
 def arguments(settings: ServerSettings) -> list[str]:
     """The arguments after the program, defaults left out so llama-server decides."""
     args: list[str] = []
+    owned = _owned_spellings()
+    extra = extra_flag_lines(settings.extra_settings)
     if model_path(settings):
-        args += ["-m", os.path.expanduser(model_path(settings))]
+        path = os.path.expanduser(model_path(settings))
+        args += ["-m", path]
+        # Without an alias the server names its model by the whole path; the file's name reads better in
+        # every list and title (a user's own --alias line wins).
+        if not any(words and _flag_name(words[0]) in ALIAS_FLAGS for _n, words in extra):
+            args += ["--alias", model_alias(path)]
     args += ["--host", settings.host, "--port", str(settings.port), "-np", str(settings.num_parallel)]
     if settings.context_length is not None:
         args += ["-c", str(settings.context_length * settings.num_parallel)]  # -c is shared by the slots
@@ -168,8 +185,7 @@ def arguments(settings: ServerSettings) -> list[str]:
     if threads(settings):
         args += ["-t", str(threads(settings))]
     args += ["--metrics", "--slots"]
-    owned = _owned_spellings()
-    for _number, words in extra_flag_lines(settings.extra_settings):
+    for _number, words in extra:
         # A line for a flag the form owns (validation refuses it) must not override the form's value.
         if words and _flag_name(words[0]) not in owned:
             args += words

@@ -11,7 +11,7 @@ from typing import Any
 from collections.abc import Sequence
 
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
-from app.core.bench.sweep import Fingerprint, GpuFigures, PointResult, SweepPoint, SweepSpec
+from app.core.bench.sweep import Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec
 from app.core.bench.recommend import Recommendation, recommend
 
 RUNNING = "running"
@@ -93,6 +93,12 @@ def point_row(r: PointResult) -> dict[str, Any]:
         "estimate_verdict": r.estimate_verdict, "estimate_peak_mib": _num(r.estimate_peak_mib),
         "loaded_size_mib": _num(r.loaded_size_mib), "loaded_vram_mib": _num(r.loaded_vram_mib),
         "loaded_context_length": r.context_length, "elapsed_s": _num(r.elapsed_s, 2),
+        "server_slots_total": r.server.slots_total, "server_slots_busy_max": r.server.slots_busy_max,
+        "server_slots_busy_mean": _num(r.server.slots_busy_mean, 2),
+        "server_requests_deferred_max": r.server.requests_deferred_max,
+        "server_kv_fill_max_pct": _num(r.server.kv_fill_max_pct),
+        "server_generated_tokens": _num(r.server.generated_tokens, 0),
+        "server_generation_tokens_per_s": _num(r.server.generation_tokens_per_s),
     })
     if not r.stats:
         row.setdefault("output_tokens_per_s", None)
@@ -123,7 +129,7 @@ def result_to_json(r: PointResult) -> dict[str, Any]:
     """A point result with its request records (no derived statistics: those are recomputed)."""
     return {"point": r.point.to_json(), "status": r.status, "reason": r.reason,
             "records": [rec.to_json() for rec in r.records], "measured": r.stats is not None,
-            "gpu": r.gpu.to_json(), "estimate_verdict": r.estimate_verdict,
+            "gpu": r.gpu.to_json(), "server": r.server.to_json(), "estimate_verdict": r.estimate_verdict,
             "estimate_peak_mib": r.estimate_peak_mib, "loaded_size_mib": r.loaded_size_mib,
             "loaded_vram_mib": r.loaded_vram_mib, "context_length": r.context_length, "elapsed_s": r.elapsed_s,
             "detail": r.detail}
@@ -135,9 +141,12 @@ def result_from_json(data: dict[str, Any], targets: LatencyTargets) -> PointResu
     stats: PointStats | None = summarize(records, targets) if data.get("measured") else None
     gpu = GpuFigures(**{k: v for k, v in (data.get("gpu") or {}).items() if k in GpuFigures.__dataclass_fields__})
     return PointResult(SweepPoint.from_json(data.get("point") or {}), str(data.get("status", "failed")),
-                       str(data.get("reason", "")), stats, records, gpu, data.get("estimate_verdict"),
-                       data.get("estimate_peak_mib"), data.get("loaded_size_mib"), data.get("loaded_vram_mib"),
-                       data.get("context_length"), float(data.get("elapsed_s") or 0.0), str(data.get("detail", "")))
+                       str(data.get("reason", "")), stats, records, gpu,
+                       server=ServerFigures.from_json(data.get("server")),
+                       estimate_verdict=data.get("estimate_verdict"), estimate_peak_mib=data.get("estimate_peak_mib"),
+                       loaded_size_mib=data.get("loaded_size_mib"), loaded_vram_mib=data.get("loaded_vram_mib"),
+                       context_length=data.get("context_length"), elapsed_s=float(data.get("elapsed_s") or 0.0),
+                       detail=str(data.get("detail", "")))
 
 
 def run_from_json(data: dict[str, Any], run_id: int | None = None) -> SweepRun:
@@ -161,7 +170,9 @@ CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_len
                "wait_ms_mean", "wait_ms_p95", "request_tokens_per_s_mean", "server_decode_tokens_per_s_mean",
                "server_prompt_tokens_per_s_mean", "vram_peak_mib", "gpu_util_mean_pct", "power_mean_w",
                "energy_j", "tokens_per_joule", "estimate_verdict", "loaded_size_mib", "loaded_vram_mib",
-               "elapsed_s")
+               "elapsed_s", "server_slots_total", "server_slots_busy_max", "server_slots_busy_mean",
+               "server_requests_deferred_max", "server_kv_fill_max_pct", "server_generated_tokens",
+               "server_generation_tokens_per_s")
 
 
 def run_to_csv(run: SweepRun) -> str:
@@ -179,9 +190,38 @@ def _cell(x: float | None, fmt: str) -> str:
     return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
 
 
+def reports_server(results: Sequence[PointResult]) -> bool:
+    """True when the server's own readings (slots, waiting requests, its tokens/s) were taken at some point."""
+    return any(r.server.samples for r in results)
+
+
+def slots_cell(r: PointResult) -> str:
+    """The most slots seen busy over the slots there are ("4/4"), or — when the server did not say."""
+    f = r.server
+    if f.slots_busy_max is None:
+        return "—"
+    return f"{f.slots_busy_max}/{f.slots_total}" if f.slots_total is not None else str(f.slots_busy_max)
+
+
+def server_cells(r: PointResult) -> list[str]:
+    """The SERVER_HEADER cells of one point."""
+    f = r.server
+    return [slots_cell(r), _cell(None if f.requests_deferred_max is None else float(f.requests_deferred_max), ".0f"),
+            _cell(f.generation_tokens_per_s, ".1f")]
+
+
+def table_header(results: Sequence[PointResult]) -> tuple[str, ...]:
+    """TABLE_HEADER, with the server's own columns before "Stable?" when it reported them."""
+    if not reports_server(results):
+        return TABLE_HEADER
+    return TABLE_HEADER[:-1] + SERVER_HEADER + TABLE_HEADER[-1:]
+
+
 def table_rows(results: Sequence[PointResult]) -> list[list[str]]:
-    """The articles' table as text cells: setting, tokens/s, TTFT avg/p95, TPOT p95, VRAM, tokens/J, stable?"""
+    """The articles' table as text cells: setting, tokens/s, TTFT avg/p95, TPOT p95, VRAM, tokens/J, stable?
+    (with the server's slots busy, requests waiting and its own tokens/s before "stable?" when it reported them)."""
     rows = []
+    server = reports_server(results)
     for r in results:
         s = r.stats if r.ran else None
         vram = r.gpu.vram_peak_mib
@@ -190,12 +230,15 @@ def table_rows(results: Sequence[PointResult]) -> list[list[str]]:
             _cell(s.output_tokens_per_s if s else None, ".1f"), _cell(s.ttft_ms.mean if s else None, ".0f"),
             _cell(s.ttft_ms.p95 if s else None, ".0f"), _cell(s.tpot_ms.p95 if s else None, ".1f"),
             _cell(None if vram is None else vram / 1024, ".1f"), _cell(r.tokens_per_joule, ".2f"),
-            r.stable_text()])
+            *(server_cells(r) if server else []), r.stable_text()])
     return rows
 
 
 TABLE_HEADER = ("Parallel", "Clients", "Tokens/s", "TTFT avg (ms)", "TTFT p95 (ms)", "TPOT p95 (ms)",
                 "Peak VRAM (GiB)", "Tokens/J", "Stable?")
+# The server's own view, where it reports one: the most slots busy at once (of all), the most requests
+# waiting for a free slot, and its generated-tokens counter over the measured window per second.
+SERVER_HEADER = ("Slots busy", "Waiting", "Server tok/s")
 
 
 def run_to_markdown(run: SweepRun) -> str:
@@ -212,7 +255,8 @@ def run_to_markdown(run: SweepRun) -> str:
              ("Workload", run.spec.workload.describe(per_point_clients=True)), ("Targets", run.spec.targets.describe()),
              ("Status", run.status + (f", {run.started_at} – {run.finished_at}" if run.finished_at else ""))]
     lines += [f"- **{k}:** {v}" for k, v in facts]
-    lines += ["", "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+    header = table_header(run.results)
+    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     rec_index = run.recommendation.index if run.recommendation else None
     for r, cells in zip(run.results, table_rows(run.results)):
         if r.point.index == rec_index:
@@ -228,6 +272,7 @@ def run_to_markdown(run: SweepRun) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CANCELLED", "CSV_COLUMNS", "FINISHED", "INTERRUPTED", "RUNNING", "RUN_STATUSES", "SweepRun",
-           "TABLE_HEADER", "point_row", "result_from_json", "result_to_json", "run_from_json", "run_to_csv",
-           "run_to_json", "run_to_markdown", "table_rows"]
+__all__ = ["CANCELLED", "CSV_COLUMNS", "FINISHED", "INTERRUPTED", "RUNNING", "RUN_STATUSES", "SERVER_HEADER",
+           "SweepRun", "TABLE_HEADER", "point_row", "reports_server", "result_from_json", "result_to_json",
+           "run_from_json", "run_to_csv", "run_to_json", "run_to_markdown", "server_cells", "slots_cell",
+           "table_header", "table_rows"]

@@ -202,6 +202,39 @@ class GpuFigures:
 
 
 @dataclass(frozen=True)
+class ServerFigures:
+    """What the server itself reported over a point's measured window (its /slots and counters, for a
+    backend that has them); None where it did not say. `reason` says why there are none."""
+
+    samples: int = 0  # readings taken in the window
+    slots_total: int | None = None
+    slots_busy_max: int | None = None  # the most slots seen decoding at once
+    slots_busy_mean: float | None = None
+    requests_deferred_max: int | None = None  # the most requests seen waiting for a free slot
+    kv_fill_max_pct: float | None = None
+    generated_tokens: float | None = None  # the server's generated-tokens counter over the window
+    prompt_tokens: float | None = None  # prompt tokens it evaluated over the window (cache hits excluded)
+    window_s: float | None = None  # from the first reading to the last
+    reason: str = ""
+
+    @property
+    def generation_tokens_per_s(self) -> float | None:
+        """The server's own tokens/s over the window (its counter's increase over the window's time)."""
+        if self.generated_tokens is None or not self.window_s or self.window_s <= 0:
+            return None
+        return self.generated_tokens / self.window_s
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> ServerFigures:
+        """Inverse of to_json; unknown keys are ignored, a missing dict gives no figures."""
+        return cls(**{k: v for k, v in (data or {}).items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
 class PointResult:
     """What happened at one point; `stats` is None when nothing was measured."""
 
@@ -211,6 +244,7 @@ class PointResult:
     stats: PointStats | None = None
     records: tuple[RequestRecord, ...] = ()
     gpu: GpuFigures = field(default_factory=GpuFigures)
+    server: ServerFigures = field(default_factory=ServerFigures)
     estimate_verdict: str | None = None  # the estimator's verdict before the point ran
     estimate_peak_mib: float | None = None
     loaded_size_mib: float | None = None  # the server's loaded-model size after the warm-up

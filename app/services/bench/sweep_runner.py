@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from app.services.bench.loadgen import LoadGenerator
 from app.services.bench.sweep_gpu import GpuWindow, figures_from, gpu_facts, gpu_memory_now
+from app.services.bench.sweep_server import ServerWindow
 from app.core.bench.stats import RequestRecord, summarize
 from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
 from app.core.memory.estimator import GpuMemory, VramEstimate
@@ -32,6 +33,7 @@ from app.core.ports.inference import StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
 from app.core.ports.server import ServerControl
+from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.telemetry import GpuBackend
 from app.core.throughput import TokenMeter
 
@@ -91,7 +93,7 @@ class SweepRunner:
                  base_url: str | None = None, gpu: GpuBackend | None = None,
                  server_pids: Callable[[], Sequence[int]] = lambda: [], meter: TokenMeter | None = None,
                  clock: Clock = time.monotonic, sample_interval_s: float = 0.25,
-                 app_version: str = "") -> None:
+                 app_version: str = "", server_telemetry: ServerTelemetryFactory | None = None) -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._load_client = load_client
@@ -102,6 +104,7 @@ class SweepRunner:
         self._clock = clock
         self._sample_interval_s = sample_interval_s
         self._app_version = app_version
+        self._server_telemetry = server_telemetry  # the server's own slots and counters, where it has them
         self._loop: asyncio.AbstractEventLoop | None = None
         self._point_task: asyncio.Task[PointResult] | None = None
         self._cancelled = False
@@ -208,7 +211,9 @@ class SweepRunner:
         model_name = spec.workload.model
         version = await client.version()
         local = await client.tags()
-        entry: LocalModel | None = next((m for m in local if _name_matches(model_name, m.name)), None)
+        # By its name, or by what the name stands for (a served file's path: llama-server names it by alias).
+        entry: LocalModel | None = next((m for m in local if _name_matches(model_name, m.name)
+                                         or model_name == m.model), None)
         if entry is None:
             raise ModelNotFound(f"model '{model_name}' is not on the server at {self.base_url}",
                                 hint="Pull it first, or pick one from the model list.")
@@ -298,6 +303,7 @@ class SweepRunner:
                        report: Callable[[str, str, float], None], facts: PointResult) -> PointResult:
         plan = spec.workload.for_point(point.concurrency)
         window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock)
+        server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s)
         baseline = await window.read()
         done = 0
         measure_start = [self._clock()]
@@ -306,6 +312,7 @@ class SweepRunner:
             if stage == "measuring":
                 measure_start[0] = self._clock()
                 window.start()
+                server_window.start()
             report(stage, "", SETUP_SHARE / 2 if stage == "warm-up" else SETUP_SHARE)
 
         def on_request(record: RequestRecord) -> None:
@@ -328,8 +335,10 @@ class SweepRunner:
                 result = await generator.run(plan, on_request, on_stage)
             finally:
                 await window.stop()
+                server = await server_window.stop()
         stats = summarize(result.records, spec.targets)
-        outcome = replace(facts, stats=stats, records=tuple(result.records), gpu=figures_from(window.samples, baseline))
+        outcome = replace(facts, stats=stats, records=tuple(result.records), gpu=figures_from(window.samples, baseline),
+                          server=server)
         crashed = self._crash_reason()
         if crashed:
             return _ended(outcome, FAILED, "server crashed during the run", crashed)

@@ -53,7 +53,8 @@ def test_a_sweep_agrees_with_the_servers_own_slots_and_queue(make_llama, bundled
         stop = asyncio.Event()
         watcher = asyncio.create_task(watch(telemetry, seen, stop))
         try:
-            return await SweepRunner(h.supervisor, LLAMA_SERVER.catalog, LLAMA_SERVER.load_client).run(spec)
+            return await SweepRunner(h.supervisor, LLAMA_SERVER.catalog, LLAMA_SERVER.load_client,
+                                     server_telemetry=LLAMA_SERVER.server_telemetry, sample_interval_s=0.05).run(spec)
         finally:
             stop.set()
             await watcher
@@ -74,6 +75,14 @@ def test_a_sweep_agrees_with_the_servers_own_slots_and_queue(make_llama, bundled
         assert waiting <= CLIENTS - result.point.parallel
         if result.point.parallel < CLIENTS:
             assert waiting >= 1, f"parallel {result.point.parallel}: no request waited"
+        # The sweep's own record of the server agrees: its slots, and its counter of generated tokens
+        # grew by exactly what the requests received.
+        figures = result.server
+        assert figures.samples >= 2 and figures.slots_total == result.point.parallel, figures
+        assert figures.slots_busy_max == result.point.parallel, figures
+        assert figures.generated_tokens == sum(r.output_tokens for r in result.records), figures
+        assert figures.generation_tokens_per_s is not None and figures.generation_tokens_per_s > 0
+        assert figures.requests_deferred_max is not None and figures.requests_deferred_max <= CLIENTS - result.point.parallel
     # At parallel 1 the three clients beyond the slot wait for whole replies: their first token comes
     # later than a whole decode of another request takes.
     first = run.results[0].records

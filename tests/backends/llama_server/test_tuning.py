@@ -46,14 +46,21 @@ def test_every_flag_the_app_writes_is_a_real_flag(gguf: Path):
                                      model_path=str(gguf), n_gpu_layers=20, threads=2)
     written = [word for word in _args(settings) if word.startswith("-")]
     assert set(written) <= help_flags.known_flags()
-    assert len(written) == 14  # -m --host --port -np -c -ctk -ctv -fa -b -ub -ngl -t --metrics --slots
+    assert len(written) == 15  # -m --alias --host --port -np -c -ctk -ctv -fa -b -ub -ngl -t --metrics --slots
 
 
 def test_the_default_command_line(gguf: Path):
     settings = llama_server_settings(model_path=str(gguf))
-    assert _args(settings) == ["-m", str(gguf), "--host", "127.0.0.1", "--port", "8080", "-np", "1",
-                               "-ngl", "all", "--metrics", "--slots"]
+    assert _args(settings) == ["-m", str(gguf), "--alias", gguf.name[:-len(".gguf")], "--host", "127.0.0.1",
+                               "--port", "8080", "-np", "1", "-ngl", "all", "--metrics", "--slots"]
     assert tuning.command(settings)[0] == tuning.binary(settings)
+
+
+def test_the_served_model_is_named_by_its_file_unless_an_extra_line_names_it(gguf: Path):
+    assert tuning.model_alias("/models/Qwen3-14B-Q4_K_M.gguf") == "Qwen3-14B-Q4_K_M"
+    assert tuning.model_alias("/models/weights.bin") == "weights.bin"
+    own = llama_server_settings(model_path=str(gguf)).replace(extra_settings="-a mine")
+    assert _value_of(_args(own), "-a") == "mine" and "--alias" not in _args(own)
 
 
 def test_context_is_per_slot_so_the_total_is_context_times_parallel(gguf: Path):

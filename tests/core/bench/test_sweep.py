@@ -6,17 +6,18 @@ import csv
 import io
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
 from app.core.bench.stats import Distribution, LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
 from app.core.server.settings import ServerSettings
-from app.core.bench.sweep import (FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, GpuFigures, PointResult, SweepAxes,
-                            SweepPlanError, SweepPoint, SweepSpec, parse_int_list, plan_sweep)
+from app.core.bench.sweep import (FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, GpuFigures, PointResult, ServerFigures,
+                            SweepAxes, SweepPlanError, SweepPoint, SweepSpec, parse_int_list, plan_sweep)
 from app.core.bench.recommend import pareto_front, recommend
-from app.core.bench.run import (CSV_COLUMNS, SweepRun, point_row, run_from_json, run_to_csv, run_to_json,
-                                run_to_markdown)
+from app.core.bench.run import (CSV_COLUMNS, TABLE_HEADER, SweepRun, point_row, run_from_json, run_to_csv,
+                                run_to_json, run_to_markdown, table_header, table_rows)
 
 BASE = ServerSettings(num_parallel=1, context_length=8192)
 TARGETS = LatencyTargets(ttft_p95_ms=1000, tpot_p95_ms=100, min_success=0.99)
@@ -223,3 +224,25 @@ def test_markdown_report_has_the_articles_table_and_the_reasoning():
     assert "## Recommendation" in md and "Recommended: parallel 2" in md
     assert "NVIDIA GeForce RTX 4090" in md and "0.12.6" in md
     assert "- **Server:** ollama 0.12.6, " in md  # which kind of server measured it, and its version
+
+
+def test_the_servers_own_readings_ride_along_in_json_csv_and_the_table():
+    run = make_run()
+    figures = ServerFigures(samples=9, slots_total=2, slots_busy_max=2, slots_busy_mean=1.5, requests_deferred_max=2,
+                            kv_fill_max_pct=12.5, generated_tokens=44.0, prompt_tokens=80.0, window_s=1.1)
+    run = replace(run, results=(replace(run.results[0], server=figures), *run.results[1:]))
+    assert figures.generation_tokens_per_s == pytest.approx(40.0)
+    back = run_from_json(json.loads(json.dumps(run_to_json(run, with_records=True))))
+    assert back.results[0].server == figures and back.results[1].server == ServerFigures()
+    row = point_row(run.results[0])
+    assert (row["server_slots_busy_max"], row["server_requests_deferred_max"], row["server_generation_tokens_per_s"]) \
+        == (2, 2, 40.0)
+    csv_row = next(csv.DictReader(io.StringIO(run_to_csv(run))))
+    assert csv_row["server_slots_busy_max"] == "2" and csv_row["server_slots_total"] == "2"
+    header = table_header(run.results)
+    assert header[-4:] == ("Slots busy", "Waiting", "Server tok/s", "Stable?")
+    rows = table_rows(run.results)
+    assert rows[0][-4:-1] == ["2/2", "2", "40.0"] and rows[1][-4:-1] == ["—", "—", "—"]
+    # A server that reports nothing of its own (Ollama's API) keeps the articles' table as it was.
+    assert table_header(make_run().results) == TABLE_HEADER and len(table_rows(make_run().results)[0]) == len(TABLE_HEADER)
+    assert "| Slots busy | Waiting | Server tok/s | Stable? |" in run_to_markdown(run)

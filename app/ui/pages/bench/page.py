@@ -126,7 +126,8 @@ class BenchPage(QWidget):
         self.backend = backend
         self.sweeps = SweepController(loop, supervisor, backend.catalog, backend.load_client, gpu=gpu,
                                       server_pids=server_pids or controller.server_pids, meter=meter,
-                                      history=self.history, app_version=app_version, parent=self)
+                                      history=self.history, app_version=app_version,
+                                      server_telemetry=backend.server_telemetry, parent=self)
         self.current: SweepRun | None = None
         self._managed = True
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayo
                                QVBoxLayout, QWidget)
 
 from app.core.bench.sweep import CANCELLED, FAILED, OK, SKIPPED, UNSTABLE, PointResult
-from app.core.bench.run import SweepRun, run_to_csv, run_to_json, run_to_markdown
+from app.core.bench.run import SweepRun, reports_server, run_to_csv, run_to_json, run_to_markdown, server_cells
 from app.ui.app import theme
 from app.ui.pages.bench.charts import SweepCharts
 from app.ui.pages.bench.targets import TargetFields
@@ -39,13 +39,16 @@ def shows_clients(results: Sequence[PointResult]) -> bool:
     return any(r.point.parallel is None or r.point.concurrency != r.point.parallel for r in results)
 
 
-def columns_for(varying: Sequence[str], clients: bool = True) -> list[str]:
-    """Table columns: the articles' ones, with the other varied settings after Parallel (and Clients)."""
+def columns_for(varying: Sequence[str], clients: bool = True, server: bool = False) -> list[str]:
+    """Table columns: the articles' ones, with the other varied settings after Parallel (and Clients), and
+    the server's own slots busy, requests waiting and tokens/s before "Stable?" when it reported them."""
     cols = ["Parallel"] + (["Clients"] if clients else [])
     cols += [name for axis, name in (("kv_cache_types", "KV cache"), ("context_lengths", "Context"),
                                      ("flash_attention", "Flash attn")) if axis in varying]
-    return cols + ["Tokens/s", "TTFT avg\n(ms)", "TTFT p95\n(ms)", "TPOT p95\n(ms)", "Peak VRAM\n(GiB)",
-                   "Tokens/J", "Stable?"]
+    cols += ["Tokens/s", "TTFT avg\n(ms)", "TTFT p95\n(ms)", "TPOT p95\n(ms)", "Peak VRAM\n(GiB)", "Tokens/J"]
+    if server:
+        cols += ["Slots\nbusy", "Waiting", "Server\ntok/s"]
+    return cols + ["Stable?"]
 
 
 def compact_stable(r: PointResult) -> str:
@@ -64,7 +67,7 @@ def compact_stable(r: PointResult) -> str:
     return f"✖ {word}"
 
 
-def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True) -> list[str]:
+def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, server: bool = False) -> list[str]:
     """The text of one row."""
     s = r.stats if r.ran else None
     setting = r.point.settings
@@ -80,8 +83,10 @@ def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True) -> l
     vram = r.gpu.vram_peak_mib
     cells += [_fmt(s.output_tokens_per_s if s else None, ".1f"), _fmt(s.ttft_ms.mean if s else None, ".0f"),
               _fmt(s.ttft_ms.p95 if s else None, ".0f"), _fmt(s.tpot_ms.p95 if s else None, ".1f"),
-              _fmt(None if vram is None else vram / 1024, ".1f"), _fmt(r.tokens_per_joule, ".2f"), compact_stable(r)]
-    return cells
+              _fmt(None if vram is None else vram / 1024, ".1f"), _fmt(r.tokens_per_joule, ".2f")]
+    if server:
+        cells += server_cells(r)
+    return cells + [compact_stable(r)]
 
 
 class ResultsTable(QTableWidget):
@@ -105,7 +110,8 @@ class ResultsTable(QTableWidget):
     def set_results(self, results: Sequence[PointResult], varying: Sequence[str], recommended: int | None) -> None:
         """Fill the table."""
         clients = shows_clients(results)
-        columns = columns_for(varying, clients)
+        server = reports_server(results)
+        columns = columns_for(varying, clients, server)
         self.setColumnCount(len(columns))
         self.setHorizontalHeaderLabels(columns)
         self.setRowCount(len(results))
@@ -114,7 +120,7 @@ class ResultsTable(QTableWidget):
         bold.setBold(True)
         for row, r in enumerate(results):
             best = r.point.index == recommended
-            for col, text in enumerate(cells_for(r, varying, clients)):
+            for col, text in enumerate(cells_for(r, varying, clients, server)):
                 item = QTableWidgetItem(("★ " + text) if best and col == 0 else text)
                 last = col == len(columns) - 1
                 item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter | (

@@ -1,0 +1,114 @@
+"""The server's own readings over a benchmark's measured window: slots busy, requests waiting for a
+slot, KV-cache fill, and its generated-tokens counter — for a backend whose server reports them
+(llama-server's /slots and /metrics). They stand next to the client's figures so a reader sees
+whether the server agrees: as many busy slots as the point's parallel, the extra clients waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+
+from app.core.bench.sweep import ServerFigures
+from app.core.errors import DeckError
+from app.core.ports.telemetry import ServerTelemetry, ServerTelemetryFactory
+from app.core.server_telemetry import ServerSample
+
+
+def _generated(sample: ServerSample) -> float | None:
+    """Tokens the server has generated so far: its counter (finished requests) plus what busy slots hold."""
+    if sample.predicted_tokens_total is None:
+        return None
+    return sample.predicted_tokens_total + sum(s.decoded or 0 for s in sample.slots if s.busy)
+
+
+def _increase(first: float | None, last: float | None) -> float | None:
+    return None if first is None or last is None else max(0.0, last - first)
+
+
+def server_figures(samples: Sequence[ServerSample], reason: str = "") -> ServerFigures:
+    """The window's figures from its readings (the first is the baseline, taken as measuring starts)."""
+    if not samples:
+        return ServerFigures(reason=reason or "the server reported nothing during the run")
+    busy = [s.slots_busy for s in samples if s.slots_busy is not None]
+    deferred = [s.requests_deferred for s in samples if s.requests_deferred is not None]
+    kv = [s.kv_cache_fill for s in samples if s.kv_cache_fill is not None and math.isfinite(s.kv_cache_fill)]
+    totals = [s.slots_total for s in samples if s.slots_total is not None]
+    first, last = samples[0], samples[-1]
+    why = "; ".join(x for x in dict.fromkeys((last.slots_reason, last.metrics_reason)) if x)
+    return ServerFigures(
+        samples=len(samples),
+        slots_total=max(totals) if totals else None,
+        slots_busy_max=max(busy) if busy else None,
+        slots_busy_mean=sum(busy) / len(busy) if busy else None,
+        requests_deferred_max=max(deferred) if deferred else None,
+        kv_fill_max_pct=max(kv) * 100.0 if kv else None,
+        generated_tokens=_increase(_generated(first), _generated(last)),
+        prompt_tokens=_increase(first.prompt_tokens_total, last.prompt_tokens_total),
+        window_s=last.at - first.at if len(samples) > 1 else None,
+        reason=reason or why,
+    )
+
+
+class ServerWindow:
+    """Polls the server's own telemetry every interval_s seconds while a workload runs; a failed
+    reading is a gap, never a failed benchmark."""
+
+    def __init__(self, factory: ServerTelemetryFactory | None, base_url: str, interval_s: float = 0.25) -> None:
+        self._factory = factory
+        self._base_url = base_url
+        self._interval_s = interval_s
+        self._reader: ServerTelemetry | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.samples: list[ServerSample] = []
+        self.last_error = ""
+
+    @property
+    def enabled(self) -> bool:
+        """True when the backend's server reports its own work."""
+        return self._factory is not None
+
+    async def read(self) -> ServerSample | None:
+        """One reading now (None without telemetry or when the server did not answer)."""
+        if self._factory is None:
+            return None
+        if self._reader is None:
+            self._reader = self._factory(self._base_url)
+        try:
+            return await self._reader.sample()
+        except DeckError as exc:
+            self.last_error = exc.message
+            return None
+
+    def start(self) -> None:
+        """Begin polling (the first reading, taken at once, is the window's baseline)."""
+        if self.enabled and self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> ServerFigures:
+        """Take a last reading (every request has ended: the counter holds them all), stop, and summarise."""
+        if self._task is None:
+            return ServerFigures(reason="" if self.enabled else "this server does not report its own slots")
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        self._task = None
+        last = await self.read()
+        if last is not None:
+            self.samples.append(last)
+        if self._reader is not None:
+            await self._reader.aclose()
+            self._reader = None
+        return server_figures(self.samples, "" if self.samples else self.last_error)
+
+    async def _run(self) -> None:
+        while True:
+            sample = await self.read()
+            if sample is not None:
+                self.samples.append(sample)
+            await asyncio.sleep(self._interval_s)
+
+
+__all__ = ["ServerWindow", "server_figures"]

@@ -1,0 +1,58 @@
+"""The server's own readings over a point's window: what server_figures makes of a run's samples, and
+what the window says when there is no telemetry or the server does not answer (on a real port)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+from app.backends.llama_server.metrics import server_telemetry
+from app.core.server_telemetry import ServerSample, SlotState
+from app.services.bench.sweep_server import ServerWindow, server_figures
+
+
+def sample(at: float, busy: int, total: int = 4, deferred: int | None = 0, predicted: float | None = 100.0,
+           decoded: int = 0, kv: float | None = 0.1) -> ServerSample:
+    slots = tuple(SlotState(i, i < busy, 4096, 10, 10, 0, decoded if i < busy else 0) for i in range(total))
+    return ServerSample(at=at, slots_total=total, slots_busy=busy, requests_processing=busy, requests_deferred=deferred,
+                        kv_cache_fill=kv, prompt_tokens_per_s=None, generation_tokens_per_s=None,
+                        prompt_tokens_total=50.0 + at, predicted_tokens_total=predicted, slots=slots)
+
+
+def test_the_window_counts_what_the_server_generated_and_the_most_it_had_busy_and_waiting():
+    samples = [sample(0.0, 0), sample(1.0, 4, deferred=3, decoded=5, kv=0.4), sample(2.0, 2, deferred=0, decoded=9,
+                                                                                           predicted=140.0),
+               sample(3.0, 0, predicted=180.0)]
+    f = server_figures(samples)
+    assert (f.samples, f.slots_total, f.slots_busy_max, f.requests_deferred_max) == (4, 4, 4, 3)
+    assert f.slots_busy_mean == 1.5 and f.kv_fill_max_pct == 40.0
+    assert f.generated_tokens == 80.0 and f.window_s == 3.0  # the counter's growth, first to last reading
+    assert f.prompt_tokens == 3.0
+    assert abs(f.generation_tokens_per_s - 80.0 / 3.0) < 1e-9
+
+
+def test_tokens_still_decoding_at_the_first_reading_are_not_counted_twice():
+    # The baseline sees 2 slots with 5 tokens each in flight; they finish into the counter later.
+    f = server_figures([sample(0.0, 2, decoded=5, predicted=100.0), sample(1.0, 0, predicted=130.0)])
+    assert f.generated_tokens == 20.0
+
+
+def test_a_server_without_counters_still_gives_its_slots():
+    f = server_figures([sample(0.0, 1, deferred=None, predicted=None), sample(1.0, 3, deferred=None, predicted=None)])
+    assert f.slots_busy_max == 3 and f.requests_deferred_max is None and f.generated_tokens is None
+    assert f.generation_tokens_per_s is None
+
+
+def test_no_telemetry_and_no_answer_each_say_why():
+    async def run(window: ServerWindow):
+        window.start()
+        await asyncio.sleep(0)  # let the first poll run
+        return await window.stop()
+
+    quiet = asyncio.run(run(ServerWindow(None, "http://127.0.0.1:9")))
+    assert quiet.samples == 0 and "does not report" in quiet.reason
+    with socket.socket() as s:  # a port nothing listens on: the readings fail, the window says so
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = asyncio.run(run(ServerWindow(server_telemetry, f"http://127.0.0.1:{port}")))
+    assert dead.samples == 0 and f"127.0.0.1:{port}" in dead.reason and "did not answer" in dead.reason
