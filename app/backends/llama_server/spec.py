@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.backends.llama_server.metrics import server_telemetry
 from app.backends.llama_server.supervisor import make_supervisor
-from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
+from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING, models_dir
+from app.core.console.reply_words import ReplyWords
 from app.core.ports.backend import BackendSpec, Capabilities
+from app.core.server.settings import ServerSettings
 
 # The client side (chat streaming, the GGUF catalog) lives in app/backends/llama_server/client.py as
 # `LlamaServerClient` (console and catalog) and `load_client`; it is looked up when first used, so
@@ -36,6 +38,15 @@ def _lazy(name: str) -> Callable[..., Any]:
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"{CLIENT_MODULE}.{name}, imported on first use."
     return make
+
+
+def _bind(spec: BackendSpec, settings: Callable[[], ServerSettings]) -> BackendSpec:
+    """The spec whose catalog and console list the models folder of the settings in force."""
+    def client(base_url: str, **kwargs: Any) -> Any:
+        return _client_attribute("LlamaServerClient")(base_url, models_dir=models_dir(settings()) or None, **kwargs)
+
+    client.__name__ = client.__qualname__ = "LlamaServerClient"
+    return replace(spec, catalog=client, console=client, binder=None)
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,13 @@ LLAMA_SERVER = BackendSpec(
     model_rules=LlamaServerModelRules(),
     tuning=LLAMA_SERVER_TUNING,
     server_telemetry=server_telemetry,  # /metrics and /slots, read once a second while it runs
+    binder=_bind,  # the catalog lists the settings' models folder beside the served file
+    reply_words=ReplyWords(
+        output_count="predicted_n", count_header="predicted\ntokens", decode_source="timings.predicted_per_second",
+        total_source="prompt_ms + predicted_ms", stop_field="finish_reason",
+        think_hint=("Sent as chat_template_kwargs.enable_thinking, where the model's template takes it; the trace "
+                    "comes apart as reasoning_content. Thinking tokens count in predicted_n and delay the first "
+                    "answer token.")),
     missing_reasons={
         "lists_loaded": ("llama-server names the model it serves but not how much of it sits in VRAM; the "
                          "dashboard's VRAM graph shows what the server process holds."),

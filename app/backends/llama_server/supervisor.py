@@ -121,7 +121,7 @@ class LlamaServerSupervisor(SupervisorBase):
             ServerState.RUNNING_ATTACHED,
             f"Attached to llama-server {version or '(unknown build)'} at {base_url}{serving}, run by {who}.",
             version=version, pid=self._attached_pid, external_kind=ExternalKind.OTHER,
-            apply_hint=self._apply_hint(), binary=binary,
+            apply_hint=self._apply_hint(), binary=binary, serving=model,
         ))
         self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))
         return status
@@ -216,7 +216,7 @@ class LlamaServerSupervisor(SupervisorBase):
         return self._publish(ServerStatus(
             ServerState.RUNNING_MANAGED,
             f"llama-server {version or '(unknown build)'} is running at {base_url}, serving {model} "
-            "(started by ollama-deck).", version=version, pid=managed.pid, binary=managed.binary))
+            "(started by ollama-deck).", version=version, pid=managed.pid, binary=managed.binary, serving=model))
 
     def _reason(self) -> str:
         return probing.reason_line(tuple(self._log))

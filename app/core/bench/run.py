@@ -11,7 +11,8 @@ from typing import Any
 from collections.abc import Sequence
 
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
-from app.core.bench.sweep import Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec
+from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec,
+                                  server_label)
 from app.core.bench.recommend import Recommendation, recommend
 
 RUNNING = "running"
@@ -250,7 +251,7 @@ def run_to_markdown(run: SweepRun) -> str:
     facts = [("Model", f"{f.model} ({about})" if about else f.model),
              ("GPU", f"{f.gpu_name or 'no NVIDIA GPU readings'}" + (f", driver {f.gpu_driver}" if f.gpu_driver else "")
               + (f", {f.gpu_memory_mib:.0f} MiB" if f.gpu_memory_mib else "")),
-             ("Server", f"{f.backend_kind} {f.server_version or '(unknown version)'}, "
+             ("Server", f"{server_label(f.backend_kind)} {f.server_version or '(unknown version)'}, "
                         + ("managed by ollama-deck (restarted per point)" if f.managed else "attached (server settings fixed)")),
              ("Workload", run.spec.workload.describe(per_point_clients=True)), ("Targets", run.spec.targets.describe()),
              ("Status", run.status + (f", {run.started_at} – {run.finished_at}" if run.finished_at else ""))]

@@ -314,6 +314,11 @@ class Fingerprint:
         """The measuring server's version (held in ollama_version, a name older than other servers)."""
         return self.ollama_version
 
+    @property
+    def server_text(self) -> str:
+        """The measuring server for people, with its version ("llama-server b6123", "Ollama 0.32.15")."""
+        return " ".join(x for x in (server_label(self.backend_kind), self.server_version) if x)
+
     def to_json(self) -> dict[str, Any]:
         """Plain dict."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -322,6 +327,15 @@ class Fingerprint:
     def from_json(cls, data: dict[str, Any]) -> Fingerprint:
         """Inverse of to_json (unknown keys ignored)."""
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+# What people call the servers a history may hold (a kind it does not know is shown as stored).
+SERVER_LABELS = {"ollama": "Ollama", "llama_server": "llama-server"}
+
+
+def server_label(kind: str) -> str:
+    """A server kind as people write it ("llama_server" -> "llama-server")."""
+    return SERVER_LABELS.get(kind, kind)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Sequence
 
+from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.core.replies import FinalFigures, StreamChunk
 
 
@@ -275,14 +276,14 @@ def mode_text(think: bool | str | None) -> str:
     return "Thinking" if think else "Non-thinking"
 
 
-def figures_line(stats: ReplyStats) -> str:
-    """The reply's figures on one line."""
+def figures_line(stats: ReplyStats, words: ReplyWords = OLLAMA_WORDS) -> str:
+    """The reply's figures on one line (the server's counts under its own names)."""
     parts = [f"TTFT {fmt_ms(stats.ttft_ms)}", f"first answer {fmt_ms(stats.first_answer_ms)}",
              f"thinking {fmt_count(stats.thinking_tokens)} · answer {fmt_count(stats.answer_tokens)} tok",
-             f"eval_count {fmt_count(stats.output_tokens)}", f"decode {fmt_rate(stats.decode_tokens_per_s)}",
+             f"{words.output_count} {fmt_count(stats.output_tokens)}", f"decode {fmt_rate(stats.decode_tokens_per_s)}",
              f"prompt {fmt_count(stats.prompt_tokens)} tok @ {fmt_rate(stats.prompt_tokens_per_s)}",
              f"load {fmt_ms(stats.load_ms)}", f"total {fmt_ms(stats.total_ms)}",
-             f"done_reason {stats.done_reason or '—'}"]
+             f"{words.stop_field} {stats.done_reason or '—'}"]
     return "   ·   ".join(parts)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
+from app.core.console.reply_words import ReplyWords
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.inference import ConsoleClientFactory, StreamingClientFactory
 from app.core.ports.server import ServerControl
@@ -117,6 +118,15 @@ class BackendSpec:
     missing_reasons: Mapping[str, str] = field(default_factory=dict)
     # Reads the running server's slots, queue and counters (None: the server reports none of them).
     server_telemetry: ServerTelemetryFactory | None = None
+    # Makes the factories that depend on the settings in force (e.g. a models folder the catalog lists);
+    # None: the factories above need only a URL.
+    binder: Callable[[BackendSpec, Callable[[], ServerSettings]], BackendSpec] | None = None
+    # What the server calls a reply's figures (the Prompt page labels them so).
+    reply_words: ReplyWords = field(default_factory=ReplyWords)
+
+    def bound(self, settings: Callable[[], ServerSettings]) -> BackendSpec:
+        """This spec with factories that read `settings()` (the settings in force) whenever they make a client."""
+        return self if self.binder is None else self.binder(self, settings)
 
     def can(self, capability: str) -> bool:
         """True when the backend has `capability` (a Capabilities field name)."""

@@ -45,6 +45,8 @@ class ServerStatus:
     # RUNNING_MANAGED for a server an earlier run of the app started and left behind, adopted again:
     # it can be stopped, but its log and exit code cannot be read.
     orphan: bool = False
+    # The model file a one-model server serves ('' where the server lists what it has loaded instead).
+    serving: str = ""
 
     @property
     def can_stop(self) -> bool:

@@ -239,7 +239,7 @@ class SweepRunner:
             model_digest=entry.digest, model_quantization=entry.quantization_level,
             model_parameters=entry.parameter_size, managed=spec.managed,
             base_settings=spec.base.to_json() if spec.managed else {}, host=platform.node(),
-            app_version=self._app_version)
+            app_version=self._app_version, backend_kind=spec.base.backend)
         return fingerprint, shape, notes
 
     async def _gpu_memory(self, client: ModelCatalog) -> GpuMemory | None:

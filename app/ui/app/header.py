@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
@@ -36,6 +38,8 @@ class Header(QFrame):
     def __init__(self, server_name: str = "Ollama", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._server_name = server_name  # the backend's display name
+        self._serving = ""  # the model file a one-model server serves
+        self._running: list[RunningModel] = []
         self.setObjectName("Header")
         lay = QHBoxLayout(self)
         lay.setContentsMargins(16, 10, 16, 10)
@@ -61,7 +65,8 @@ class Header(QFrame):
         self.set_gpu(None, "")
 
     def set_status(self, status: ServerStatus) -> None:
-        """Show the server state (colour-coded) and its message as a tooltip."""
+        """Show the server state (colour-coded) and its message as a tooltip, and the model a one-model
+        server serves."""
         colour = STATE_COLOURS.get(status.state, "#9a9da8")
         self.state_pill.setText(status.state.value)
         self.state_pill.setStyleSheet(f"background: {colour};")
@@ -70,9 +75,19 @@ class Header(QFrame):
             self.version_label.setText(f"{self._server_name} {status.version}")
         elif not status.state.is_running:
             self.version_label.setText(f"{self._server_name} —")
+        serving = status.serving if status.state.is_running else ""
+        if serving != self._serving:
+            self._serving = serving
+            self.set_running_models(self._running)
 
     def set_running_models(self, models: list[RunningModel]) -> None:
         """Show what the server reports as loaded."""
+        self._running = list(models)
+        if not models and self._serving:
+            # A one-model server (llama-server) names its file, not how much of it sits in VRAM.
+            self.models_label.setText(f"serving {os.path.basename(self._serving)}")
+            self.models_label.setToolTip(self._serving)
+            return
         if not models:
             self.models_label.setText("no model loaded")
             self.models_label.setToolTip("")

@@ -88,7 +88,8 @@ class DeckApp:
         demo = embedded.demo_settings() if self.demo else None
         # The one place the backend is chosen; pages get the spec and ask its capabilities.
         chosen = embedded.BACKEND if self.demo else getattr(args, "backend", None)
-        self.backend = registry.get(chosen or registry.DEFAULT_BACKEND)
+        # Bound to the settings in force: factories that need more than a URL (a models folder) read them.
+        self.backend = registry.get(chosen or registry.DEFAULT_BACKEND).bound(lambda: self.controller.settings)
         self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None, self.backend.tuning)
         # A settings folder that cannot be written: every store keeps working in memory, and the banner says so.
         self.config_problem = storage_paths.folder_problem(self.store.config_dir)
@@ -135,7 +136,8 @@ class DeckApp:
         self._show_estimate(self.server_page.fit_panel.estimate)
         # The backend's console client: its models, one model's details, streamed chats.
         self.console_page = ConsolePage(self.loop, self.backend.console, self.controller, self.meter,
-                                        PresetStore(self.store.config_dir), server_name=self.backend.display_name)
+                                        PresetStore(self.store.config_dir), server_name=self.backend.display_name,
+                                        words=self.backend.reply_words)
         self.models_page = ModelsPage(self.loop, self.backend, self.controller, self.gpu.info(),
                                       self.gpu.unavailable_reason)
         if self.gpu.info() is None:

@@ -18,6 +18,7 @@ import pytest
 
 from app.adapters.gguf_file import GgufNotFound, GgufTruncated, NotGguf, read_gguf
 from app.backends.llama_server.client import LlamaServerClient, load_client
+from app.backends.llama_server.spec import LLAMA_SERVER
 from app.core.bench.workload import BenchPrompt, LoadPlan
 from app.core.errors import BadRequest, StreamDropped
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate
@@ -152,6 +153,26 @@ def test_the_catalog_lists_the_served_model_and_reads_its_header(server: str, bu
     assert models[0].size_bytes == bundled_model.stat().st_size and models[0].quantization_level == "Q4_1"
     assert details.architecture == "llama" and details.arch_value("block_count") == 30
     assert not thinks and not details.supports_thinking and "enable_thinking" in why
+
+
+def test_the_bound_spec_lists_the_models_folder_of_the_settings_in_force(server: str, tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    (first / "qwen3-14b-Q4_K_M.gguf").write_bytes(b"GGUF")
+    (second / "gemma3-12b-Q8_0.gguf").write_bytes(b"GGUF")
+    current = [ServerSettings().with_options(models_dir=str(first))]
+    spec = LLAMA_SERVER.bound(lambda: current[0])
+
+    async def names() -> list[str]:
+        async with spec.catalog(server) as client:
+            return [m.name for m in await client.tags()][1:]
+
+    assert run(names) == ["qwen3-14b-Q4_K_M.gguf"]
+    current[0] = current[0].with_options(models_dir=str(second))  # the user picked another folder
+    assert run(names) == ["gemma3-12b-Q8_0.gguf"]
+    current[0] = current[0].with_options(models_dir=None)
+    assert run(names) == []
+    assert LLAMA_SERVER.bound(lambda: current[0]).load_client is LLAMA_SERVER.load_client
 
 
 def test_the_gguf_reader_on_the_bundled_model_agrees_with_the_server(server: str, bundled_model: Path) -> None:

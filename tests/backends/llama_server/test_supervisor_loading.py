@@ -60,7 +60,10 @@ def test_the_recorded_health_answers_read_as_loading_and_ready():
     assert not probe.read_health(httpx.Response(503, text="busy")).is_llama_server  # no header, no body
     other = probe.read_health(httpx.Response(200, json={"status": "ok"}, headers={"Server": "nginx"}))
     assert not other.is_llama_server and not other.ready  # many programs answer /health like this
-    assert probe.version_of(RECORDED["props"]) == RECORDED["props"]["build_info"]
+    recorded = RECORDED["props"]["build_info"]
+    assert probe.version_of(RECORDED["props"]) == ("local build" if recorded == probe.UNSTAMPED_BUILD else recorded)
+    assert probe.version_of({"build_info": "b6123-abc1234"}) == "b6123-abc1234"
+    assert probe.version_of({"build_info": "b0-unknown"}) == "local build" and probe.version_of({}) is None
 
 
 def test_loading_is_progress_until_the_model_is_in(supervisor_loop: LoopThread, standin: Path, tmp_path: Path,

@@ -214,7 +214,7 @@ class SweepEditor(QWidget):
         if first or not any(b.isChecked() for b in self.kv_boxes.values()):
             for kv, box in self.kv_boxes.items():
                 box.setChecked(kv == settings.kv_cache_type)
-        self.context.setPlaceholderText(f"current ({settings.context_length or 'Ollama default'})")
+        self.context.setPlaceholderText(f"current ({settings.context_length or 'the server default'})")
         self.fa.setItemText(0, f"Keep the current ({settings.flash_attention})")
         for widget in self._server_widgets:
             widget.setEnabled(managed)

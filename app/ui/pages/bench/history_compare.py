@@ -24,7 +24,7 @@ def differences(a: SweepRun, b: SweepRun) -> list[tuple[str, str, str]]:
     fa, fb = a.fingerprint, b.fingerprint
     rows: list[tuple[str, Any, Any]] = [
         ("GPU", fa.gpu_name or "none", fb.gpu_name or "none"), ("Driver", fa.gpu_driver, fb.gpu_driver),
-        ("Ollama", fa.ollama_version, fb.ollama_version), ("Model", fa.model, fb.model),
+        ("Server", fa.server_text, fb.server_text), ("Model", fa.model, fb.model),
         ("Model digest", fa.model_digest[:12], fb.model_digest[:12]),
         ("Quantization", fa.model_quantization, fb.model_quantization),
         ("Server", "managed" if fa.managed else "attached", "managed" if fb.managed else "attached"),

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QMessageB
 
 from app.adapters.storage.history import UNREADABLE, BenchHistory, RunSummary
 from app.core.bench.run import SweepRun
+from app.core.bench.sweep import server_label
 from app.ui.app import theme
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
@@ -18,7 +19,7 @@ from app.ui.pages.bench.worker import Background
 from app.ui.pages.bench.history_compare import CompareView
 from app.ui.widgets.forms import InlineMessage, left_aligned
 
-COLUMNS = ("Started", "Model", "GPU", "Ollama", "Points", "Best tokens/s", "Recommended", "Status")
+COLUMNS = ("Started", "Model", "GPU", "Server", "Points", "Best tokens/s", "Recommended", "Status")
 STATUS_COLOURS = {"finished": theme.OK, "cancelled": theme.WARNING, "interrupted": theme.ERROR,
                   "running": theme.ACCENT, UNREADABLE: theme.ERROR}
 
@@ -185,7 +186,8 @@ class HistoryView(QWidget):
         for row, s in enumerate(summaries):
             best = "—" if s.best_tokens_per_s is None else f"{s.best_tokens_per_s:.1f}"
             cells = (s.started_at[:16].replace("T", " "), s.model, s.gpu_name or "no GPU readings",
-                     s.ollama_version, f"{s.points_done}/{s.points_planned}", best, s.recommended or "—", s.status)
+                     " ".join(x for x in (server_label(s.backend_kind), s.ollama_version) if x),
+                     f"{s.points_done}/{s.points_planned}", best, s.recommended or "—", s.status)
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if col == len(cells) - 1:

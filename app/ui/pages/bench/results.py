@@ -39,13 +39,31 @@ def shows_clients(results: Sequence[PointResult]) -> bool:
     return any(r.point.parallel is None or r.point.concurrency != r.point.parallel for r in results)
 
 
-def columns_for(varying: Sequence[str], clients: bool = True, server: bool = False) -> list[str]:
+# What the server's own columns mean (header tooltips).
+SERVER_COLUMN_TIPS = {
+    "Slots\nbusy": "The most of the server's slots seen decoding at once during the measured window, of all its "
+                   "slots (its /slots).",
+    "Waiting": "The most requests seen waiting for a free slot (the server's requests-deferred counter).",
+    "Server\ntok/s": "The server's own generated-tokens counter over the measured window, per second — other "
+                     "clients of the server count too.",
+}
+
+
+def shows_gpu(results: Sequence[PointResult]) -> bool:
+    """True unless a sweep's every point went without GPU readings (no NVIDIA GPU): then Peak VRAM and
+    Tokens/J would be columns of dashes (the run's notes say why)."""
+    return not results or any(r.gpu.vram_peak_mib is not None or r.tokens_per_joule is not None for r in results)
+
+
+def columns_for(varying: Sequence[str], clients: bool = True, server: bool = False, gpu: bool = True) -> list[str]:
     """Table columns: the articles' ones, with the other varied settings after Parallel (and Clients), and
     the server's own slots busy, requests waiting and tokens/s before "Stable?" when it reported them."""
     cols = ["Parallel"] + (["Clients"] if clients else [])
     cols += [name for axis, name in (("kv_cache_types", "KV cache"), ("context_lengths", "Context"),
                                      ("flash_attention", "Flash attn")) if axis in varying]
-    cols += ["Tokens/s", "TTFT avg\n(ms)", "TTFT p95\n(ms)", "TPOT p95\n(ms)", "Peak VRAM\n(GiB)", "Tokens/J"]
+    cols += ["Tokens/s", "TTFT avg\n(ms)", "TTFT p95\n(ms)", "TPOT p95\n(ms)"]
+    if gpu:
+        cols += ["Peak VRAM\n(GiB)", "Tokens/J"]
     if server:
         cols += ["Slots\nbusy", "Waiting", "Server\ntok/s"]
     return cols + ["Stable?"]
@@ -67,7 +85,8 @@ def compact_stable(r: PointResult) -> str:
     return f"✖ {word}"
 
 
-def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, server: bool = False) -> list[str]:
+def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, server: bool = False,
+              gpu: bool = True) -> list[str]:
     """The text of one row."""
     s = r.stats if r.ran else None
     setting = r.point.settings
@@ -82,8 +101,9 @@ def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, serv
         cells.append(setting.flash_attention)
     vram = r.gpu.vram_peak_mib
     cells += [_fmt(s.output_tokens_per_s if s else None, ".1f"), _fmt(s.ttft_ms.mean if s else None, ".0f"),
-              _fmt(s.ttft_ms.p95 if s else None, ".0f"), _fmt(s.tpot_ms.p95 if s else None, ".1f"),
-              _fmt(None if vram is None else vram / 1024, ".1f"), _fmt(r.tokens_per_joule, ".2f")]
+              _fmt(s.ttft_ms.p95 if s else None, ".0f"), _fmt(s.tpot_ms.p95 if s else None, ".1f")]
+    if gpu:
+        cells += [_fmt(None if vram is None else vram / 1024, ".1f"), _fmt(r.tokens_per_joule, ".2f")]
     if server:
         cells += server_cells(r)
     return cells + [compact_stable(r)]
@@ -110,17 +130,21 @@ class ResultsTable(QTableWidget):
     def set_results(self, results: Sequence[PointResult], varying: Sequence[str], recommended: int | None) -> None:
         """Fill the table."""
         clients = shows_clients(results)
-        server = reports_server(results)
-        columns = columns_for(varying, clients, server)
+        server, gpu = reports_server(results), shows_gpu(results)
+        columns = columns_for(varying, clients, server, gpu)
         self.setColumnCount(len(columns))
         self.setHorizontalHeaderLabels(columns)
+        for col, name in enumerate(columns):
+            header_item = self.horizontalHeaderItem(col)
+            if header_item is not None and name in SERVER_COLUMN_TIPS:
+                header_item.setToolTip(SERVER_COLUMN_TIPS[name])
         self.setRowCount(len(results))
         self._indexes = [r.point.index for r in results]
         bold = QFont(self.font())
         bold.setBold(True)
         for row, r in enumerate(results):
             best = r.point.index == recommended
-            for col, text in enumerate(cells_for(r, varying, clients, server)):
+            for col, text in enumerate(cells_for(r, varying, clients, server, gpu)):
                 item = QTableWidgetItem(("★ " + text) if best and col == 0 else text)
                 last = col == len(columns) - 1
                 item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter | (
@@ -304,7 +328,7 @@ class RunView(QWidget):
         targets = run.spec.targets.describe()
         if self.measured is not None and run.spec.targets != self.measured.spec.targets:
             targets = f"re-judged: {targets} (ran with {self.measured.spec.targets.describe()})"
-        bits = [f"Ollama {f.ollama_version}" if f.ollama_version else "", f.model_quantization,
+        bits = [f.server_text, f.model_quantization,
                 run.spec.workload.describe(per_point_clients=True), targets]
         if run.status not in ("finished", "running"):
             bits.append(run.status)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
+from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.services.prompts import PromptRequest, ReplyOutcome
 from app.core.console.conversation import TurnRecord
 from app.core.console.reply_stats import ReplyStats, ThinkingCost, fmt_count, fmt_ms, fmt_rate, thinking_cost
@@ -29,7 +30,8 @@ FIGURES = (("ttft", "first token"), ("first_answer", "first answer"), ("thinking
 class AbColumn(QFrame):
     """One side: which mode, the streaming reply, and its six key figures."""
 
-    def __init__(self, title: str, think: bool | str, parent: QWidget | None = None) -> None:
+    def __init__(self, title: str, think: bool | str, parent: QWidget | None = None,
+                 words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
         self.setObjectName("AbColumn")
         self.think = think
@@ -46,6 +48,7 @@ class AbColumn(QFrame):
         grid.setVerticalSpacing(0)
         self.values: dict[str, QLabel] = {}
         for i, (key, caption) in enumerate(FIGURES):
+            caption = words.output_count if key == "eval" else caption
             value = QLabel("—")
             value.setObjectName("AbValue")
             name = QLabel(caption)
@@ -98,11 +101,11 @@ class AbColumn(QFrame):
 class AbView(QWidget):
     """Thinking on the left, non-thinking on the right, the cost of thinking underneath."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
         self.setStyleSheet(AB_STYLE)
-        self.left = AbColumn("With thinking", True)
-        self.right = AbColumn("Without thinking", False)
+        self.left = AbColumn("With thinking", True, words=words)
+        self.right = AbColumn("Without thinking", False, words=words)
         columns = QHBoxLayout()
         columns.setSpacing(10)
         columns.addWidget(self.left, 1)

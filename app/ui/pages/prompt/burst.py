@@ -14,22 +14,32 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
 from app.services.prompts import ReplyOutcome
 from app.core.console.conversation import BurstReply
 from app.core.console.reply_stats import BurstSummary, ReplyStats, fmt_count, fmt_ms, fmt_rate, summarize_burst
+from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.tiles import NO_DATA, TILE_STYLE, StatTile
 
-COLUMNS = ("#", "state", "TTFT", "first\nanswer", "thinking\ntokens", "answer\ntokens", "eval\ncount",
-           "decode", "total", "end")
-COLUMN_TIPS = ("reply number", "waiting, streaming, done, failed or stopped", "time to first token",
-               "time to the first answer token", "thinking tokens (stream)", "answer tokens (stream)",
-               "eval_count (server)", "eval_count / eval_duration", "total_duration (server)",
-               "done_reason, or the server's error")
+def columns(words: ReplyWords = OLLAMA_WORDS) -> tuple[str, ...]:
+    """The table's headers, the server's count under its own name."""
+    return ("#", "state", "TTFT", "first\nanswer", "thinking\ntokens", "answer\ntokens", words.count_header,
+            "decode", "total", "end")
+
+
+def column_tips(words: ReplyWords = OLLAMA_WORDS) -> tuple[str, ...]:
+    """The headers' tooltips: where each figure comes from, in the server's words."""
+    return ("reply number", "waiting, streaming, done, failed or stopped", "time to first token",
+            "time to the first answer token", "thinking tokens (stream)", "answer tokens (stream)",
+            f"{words.output_count} (server)", words.decode_source, f"{words.total_source} (server)",
+            f"{words.stop_field}, or the server's error")
+
+
+COLUMNS = columns()
 WAIT_COLOUR = "#4a4d5a"
 
 
 class BurstView(QWidget):
     """Shows one burst: live while it runs, aggregate figures when it is over."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
         self.setStyleSheet(TILE_STYLE)
         tiles = QHBoxLayout()
@@ -64,7 +74,7 @@ class BurstView(QWidget):
 
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("BurstTable")
-        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setHorizontalHeaderLabels(columns(words))
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -75,7 +85,7 @@ class BurstView(QWidget):
         for col, width in ((0, 40), (1, 84)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
             self.table.setColumnWidth(col, width)
-        for col, tip in enumerate(COLUMN_TIPS):
+        for col, tip in enumerate(column_tips(words)):
             header_item = self.table.horizontalHeaderItem(col)
             if header_item is not None:  # setHorizontalHeaderLabels made one per column
                 header_item.setToolTip(tip)

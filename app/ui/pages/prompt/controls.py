@@ -7,6 +7,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QButtonGroup, QComboBox, QDoubl
                                QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QToolButton, QVBoxLayout,
                                QWidget)
 
+from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.services.prompts import PromptOptions
 from app.core.models import LocalModel, ModelDetails
 from app.ui.widgets.forms import HintLabel, InlineMessage
@@ -45,7 +46,7 @@ class ConsoleControls(QWidget):
     model_changed = Signal(str)
     refresh_requested = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
         self.setStyleSheet(SEGMENT_STYLE)
         self._details: ModelDetails | None = None
@@ -101,8 +102,7 @@ class ConsoleControls(QWidget):
         self.think_reason.setObjectName("Dim")
         self.think_reason.setWordWrap(True)
         tl.addWidget(self.think_reason)
-        tl.addWidget(HintLabel("Sent as the request's think field. Thinking tokens count in eval_count "
-                               "and delay the first answer token."))
+        tl.addWidget(HintLabel(words.think_hint))
 
         self.system_edit = QPlainTextEdit()
         self.system_edit.setObjectName("system")

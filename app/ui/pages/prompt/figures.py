@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QGridLayout, QWidget
 
 from app.core.console.reply_stats import ReplyStats, fmt_count, fmt_ms, fmt_rate
+from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.tiles import NO_DATA, TILE_STYLE, StatTile
 
@@ -22,8 +23,9 @@ def live_decode_rate(stats: ReplyStats) -> float | None:
 class ReplyFigures(QWidget):
     """Eight tiles: first token, first answer, decode rate, total; thinking, answer, prompt, load."""
 
-    def __init__(self, columns: int = 4, parent: QWidget | None = None) -> None:
+    def __init__(self, columns: int = 4, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
+        self._words = words  # the server's names for the figures
         self.setObjectName("ReplyFiguresPanel")
         self.setStyleSheet(TILE_STYLE)
         spec = [
@@ -61,16 +63,18 @@ class ReplyFigures(QWidget):
                                    else "no thinking")
         if live or stats.decode_tokens_per_s is None:
             rate = live_decode_rate(stats)
-            t["decode"].set_text(fmt_rate(rate), LIVE if rate is not None else "eval_count / eval_duration")
+            t["decode"].set_text(fmt_rate(rate), LIVE if rate is not None else self._words.decode_source)
         else:
-            t["decode"].set_text(fmt_rate(stats.decode_tokens_per_s), f"eval_count {fmt_count(stats.output_tokens)}")
+            t["decode"].set_text(fmt_rate(stats.decode_tokens_per_s),
+                                 f"{self._words.output_count} {fmt_count(stats.output_tokens)}")
         if stats.total_ms is not None:
-            t["total"].set_text(fmt_ms(stats.total_ms), f"done_reason: {stats.done_reason or '—'}")
+            t["total"].set_text(fmt_ms(stats.total_ms), f"{self._words.stop_field}: {stats.done_reason or '—'}")
         else:
             t["total"].set_text(fmt_ms(stats.wall_ms), "so far" if live else "not finished")
         t["thinking"].set_text(fmt_count(stats.thinking_tokens), "from the stream")
         t["answer"].set_text(fmt_count(stats.answer_tokens),
-                             f"eval_count {fmt_count(stats.output_tokens)}" if stats.output_tokens is not None
+                             f"{self._words.output_count} {fmt_count(stats.output_tokens)}"
+                             if stats.output_tokens is not None
                              else "from the stream")
         if stats.prompt_tokens is not None:
             t["prompt"].set_text(f"{fmt_count(stats.prompt_tokens)} tok", fmt_rate(stats.prompt_tokens_per_s))

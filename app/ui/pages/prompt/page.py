@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFileDialog, QHBoxLayout
                                QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
+from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.adapters.storage.atomic_json import write_atomic
 from app.services.prompts import MAX_BURST, PromptRequest
 from app.core.console.conversation import (ab_json, ab_markdown, burst_csv, burst_json, conversation_json,
@@ -45,7 +46,7 @@ class ConsolePage(QWidget):
 
     def __init__(self, loop: Any, client_factory: Callable[[str], Any], server: Any,
                  meter: TokenMeter | None = None, preset_store: Any = None, parent: QWidget | None = None,
-                 *, server_name: str = "Ollama") -> None:
+                 *, server_name: str = "Ollama", words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
         self._server_name = server_name  # how the status line names the server, e.g. "llama-server"
         self.setStyleSheet(REPLY_STYLE + SEGMENT_STYLE)
@@ -86,22 +87,22 @@ class ConsolePage(QWidget):
         top.addStretch(1)
         top.addWidget(self.server_label)
 
-        self.controls = ConsoleControls()
+        self.controls = ConsoleControls(words=words)
         controls_scroll = QScrollArea()
         controls_scroll.setWidgetResizable(True)
         controls_scroll.setWidget(self.controls)
         controls_scroll.setMinimumWidth(330)
 
-        self.figures = ReplyFigures()
-        self.conversation = Conversation()
+        self.figures = ReplyFigures(words=words)
+        self.conversation = Conversation(words=words)
         chat = QWidget()
         cl = QVBoxLayout(chat)
         cl.setContentsMargins(0, 0, 0, 0)
         cl.setSpacing(10)
         cl.addWidget(self.figures)
         cl.addWidget(self.conversation, 1)
-        self.burst_view = BurstView()
-        self.ab_view = AbView()
+        self.burst_view = BurstView(words=words)
+        self.ab_view = AbView(words=words)
         self.stack = QStackedWidget()
         for widget in (chat, self.burst_view, self.ab_view):
             self.stack.addWidget(widget)

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePo
 from app.services.prompts import ReplyOutcome
 from app.core.console.conversation import TurnRecord
 from app.core.console.reply_stats import ReplyStats, figures_line, fmt_ms, mode_text
+from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.ui.app import theme
 from app.ui.widgets.forms import InlineMessage
 
@@ -159,9 +160,11 @@ def _tint_code_blocks(document: QTextDocument) -> None:
 class ReplyView(QWidget):
     """One reply: thinking trace, answer, and then its figures, a stop note or the server's error."""
 
-    def __init__(self, show_figures: bool = True, parent: QWidget | None = None) -> None:
+    def __init__(self, show_figures: bool = True, parent: QWidget | None = None,
+                 words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
         self._show_figures = show_figures
+        self._words = words
         self.thinking = ThinkingSection()
         self.answer = GrowingText()
         self.answer.setObjectName("ReplyAnswer")
@@ -239,7 +242,7 @@ class ReplyView(QWidget):
             if outcome is not None and outcome.error is not None:
                 self.answer.hide()
         if self._show_figures and stats is not None and (stats.finished or stats.streamed_tokens):
-            self.figures.setText(figures_line(stats))
+            self.figures.setText(figures_line(stats, self._words))
             self.figures.show()
 
     @property
@@ -264,7 +267,7 @@ class TurnView(QFrame):
     """One turn of the conversation: what was asked (and how), then the reply."""
 
     def __init__(self, prompt: str, model: str, think: bool | str | None, system: str = "",
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
         self.setObjectName("Turn")
         self.prompt, self.model, self.think, self.system = prompt, model, think, system
@@ -287,7 +290,7 @@ class TurnView(QFrame):
         rule = QFrame()
         rule.setFrameShape(QFrame.Shape.HLine)
         rule.setStyleSheet("color: #2c2e36;")
-        self.reply = ReplyView()
+        self.reply = ReplyView(words=words)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 12, 16, 12)
         layout.setSpacing(8)
@@ -311,8 +314,9 @@ def _shorten(prompt: str, limit: int = 600) -> str:
 class Conversation(QScrollArea):
     """The turns, newest at the bottom; follows new text unless the user scrolled up."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
+        self.words = words  # the server's names for a reply's figures
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -347,7 +351,7 @@ class Conversation(QScrollArea):
     def add_turn(self, prompt: str, model: str, think: bool | str | None, system: str = "") -> TurnView:
         """Append a turn and follow it."""
         self.placeholder.hide()
-        turn = TurnView(prompt, model, think, system)
+        turn = TurnView(prompt, model, think, system, words=self.words)
         turn.reply.set_markdown(self._markdown)
         self._layout.insertWidget(self._layout.count() - 1, turn)
         self.turns.append(turn)

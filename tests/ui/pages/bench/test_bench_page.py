@@ -117,7 +117,7 @@ def test_the_history_tab_lists_opens_and_compares_runs(qtbot, page_factory, tmp_
     page.tabs.setCurrentIndex(1)
     view = page.history_view
     qtbot.waitUntil(lambda: view.table.rowCount() == 2, timeout=WAIT_MS)
-    assert view.table.item(0, 3).text() == "0.13.0"  # newest first
+    assert view.table.item(0, 3).text() == "Ollama 0.13.0"  # newest first, the server named
     assert not view.compare_button.isEnabled()
     view.table.selectRow(0)
     with qtbot.waitSignal(view.loaded, timeout=WAIT_MS):

@@ -41,3 +41,31 @@ def test_a_new_run_resets_the_targets_to_its_own(qtbot):
     fresh = make_run(points=2)
     view.set_run(fresh)
     assert view.card.targets.targets() == fresh.spec.targets and view.run is fresh
+
+
+def test_a_run_on_a_server_that_reports_its_slots_shows_them_and_no_empty_gpu_columns(qtbot):
+    from dataclasses import replace
+
+    from app.core.bench.sweep import GpuFigures, ServerFigures
+
+    view = RunView()
+    qtbot.addWidget(view)
+    run = make_run()
+    results = tuple(replace(r, gpu=GpuFigures(), server=ServerFigures(samples=5, slots_total=r.point.parallel,
+                                                                       slots_busy_max=r.point.parallel,
+                                                                       requests_deferred_max=0, generated_tokens=64.0,
+                                                                       window_s=2.0))
+                    for r in run.results)
+    run = replace(run, results=results, fingerprint=replace(run.fingerprint, backend_kind="llama_server",
+                                                            ollama_version="b6123"))
+    view.set_run(run)
+    table = view.table
+    headers = [table.horizontalHeaderItem(i).text() for i in range(table.columnCount())]
+    assert "Peak VRAM\n(GiB)" not in headers and "Tokens/J" not in headers  # no GPU readings anywhere
+    assert headers[-4:] == ["Slots\nbusy", "Waiting", "Server\ntok/s", "Stable?"]
+    busy = headers.index("Slots\nbusy")
+    first = run.results[0]
+    assert table.item(0, busy).text() == f"{first.point.parallel}/{first.point.parallel}"
+    assert table.item(0, headers.index("Server\ntok/s")).text() == "32.0"
+    assert "/slots" in table.horizontalHeaderItem(busy).toolTip()
+    assert view.facts.text().startswith("llama-server b6123")
