@@ -43,11 +43,15 @@ class OllamaEra(str, Enum):
 
 
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+# llama-server's own builds ("b6123-abc1234", or "local build" when none is stamped in) are upstream
+# llama.cpp with --fit: the memory logic of era C.
+_LLAMA_CPP_BUILD_RE = re.compile(r"^(b\d+\b|local build$)")
 
 
 def era_for_version(version: str | None) -> OllamaEra:
-    """Era of an Ollama version string such as "0.11.10" or "v0.30.2-rc1"; None means current."""
-    if version is None:
+    """Era of an Ollama version string such as "0.11.10" or "v0.30.2-rc1" (a llama-server build such as
+    "b6123-abc1234" is era C); None means current."""
+    if version is None or _LLAMA_CPP_BUILD_RE.match(version.strip()):
         return OllamaEra.C
     m = _VERSION_RE.match(version.strip())
     if not m:

@@ -190,7 +190,9 @@ def test_totals_are_sums_of_parts() -> None:
 
 
 @pytest.mark.parametrize(("version", "era"), [("0.6.6", "A"), ("0.11.10", "A"), ("0.11.11", "B"), ("0.12.6", "B"),
-                                              ("0.24.0", "B"), ("0.30.0", "C"), ("v0.33.1-rc1", "C"), (None, "C")])
+                                              ("0.24.0", "B"), ("0.30.0", "C"), ("v0.33.1-rc1", "C"), (None, "C"),
+                                              # llama-server's own builds run llama.cpp's --fit
+                                              ("b6123-abc1234", "C"), ("b11434", "C"), ("local build", "C")])
 def test_era_for_version(version: str | None, era: str) -> None:
     assert era_for_version(version) is OllamaEra(era)
 
@@ -198,6 +200,8 @@ def test_era_for_version(version: str | None, era: str) -> None:
 def test_unreadable_version_is_an_error() -> None:
     with pytest.raises(EstimateError, match="latest"):
         era_for_version("latest")
+    with pytest.raises(EstimateError):
+        era_for_version("build 7")
 
 
 def test_fits_on_a_4090_with_32k_context() -> None:

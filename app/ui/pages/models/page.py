@@ -95,6 +95,11 @@ class ModelsPage(QWidget):
         for button in (self.preload_button, self.unload_button, self.delete_button, self.variant_button):
             actions.addWidget(button)
         actions.addStretch(1)
+        # What this server does not offer, in one line, in place of buttons that could never work.
+        self.not_offered_label = QLabel()
+        self.not_offered_label.setObjectName("Dim")
+        self.not_offered_label.setWordWrap(True)
+        self.not_offered_label.hide()
         self.held_label = QLabel()
         self.held_label.setObjectName("Dim")
         self.held_label.setWordWrap(True)
@@ -108,6 +113,7 @@ class ModelsPage(QWidget):
         ul.addWidget(self.table, 1)
         ul.addWidget(self.verdict_label)
         ul.addLayout(actions)
+        ul.addWidget(self.not_offered_label)
         ul.addWidget(self.held_label)
         ul.addWidget(self.message)
         self.pull_panel = PullPanel(backend.model_rules)
@@ -119,6 +125,7 @@ class ModelsPage(QWidget):
         ll = QHBoxLayout(lower)
         ll.setContentsMargins(0, 0, 0, 0)
         ll.setSpacing(12)
+        self._lower_scrolls: list[QScrollArea] = []
         for panel, why in ((self.pull_panel, self.pull_unavailable), (self.create_panel, self.create_unavailable)):
             holder = QWidget()
             hl = QVBoxLayout(holder)
@@ -132,6 +139,8 @@ class ModelsPage(QWidget):
             scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
             scroll.setWidget(holder)
             ll.addWidget(scroll, 1)
+            self._lower_scrolls.append(scroll)
+        self.lower = lower
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(upper)
         split.addWidget(lower)
@@ -184,18 +193,33 @@ class ModelsPage(QWidget):
         return self._server.settings.base_url
 
     def _offer_capabilities(self) -> None:
-        """Offer pull and create only where the backend can; otherwise say why beside the disabled panel."""
+        """Offer pull, create, delete and load/unload only where the backend can: a form or button the
+        server could never serve is not shown (and stays disabled), and the page says why in its place."""
         for capability, panel, why in (("pull", self.pull_panel, self.pull_unavailable),
                                        ("create", self.create_panel, self.create_unavailable)):
             reason = self.backend.why_not(capability)
             panel.setEnabled(not reason)
+            panel.setVisible(not reason)
             why.setText(reason)
             why.setVisible(bool(reason))
+        # Neither form offered: the lower half holds only the two reasons, so give the table the room.
+        if not self.backend.can("pull") and not self.backend.can("create"):
+            for scroll in self._lower_scrolls:
+                scroll.setMaximumHeight(140)
         self.variant_button.setToolTip(self.backend.why_not("create"))
         self.delete_button.setToolTip(self.backend.why_not("delete"))
         if not self.backend.can("load_unload"):
             self.preload_button.setToolTip(self.backend.why_not("load_unload"))
             self.unload_button.setToolTip(self.backend.why_not("load_unload"))
+        missing = []
+        for capability, buttons in (("load_unload", (self.preload_button, self.unload_button)),
+                                    ("delete", (self.delete_button,)), ("create", (self.variant_button,))):
+            for button in buttons:
+                button.setVisible(self.backend.can(capability))
+            if not self.backend.can(capability) and capability != "create":  # create's reason is shown below
+                missing.append(self.backend.why_not(capability))
+        self.not_offered_label.setText(" ".join(missing))
+        self.not_offered_label.setVisible(bool(missing))
 
     def _on_status(self, status: ServerStatus) -> None:
         if status.state.is_running and self._listed_url != self.base_url:

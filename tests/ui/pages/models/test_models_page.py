@@ -93,6 +93,11 @@ def test_pull_and_create_are_disabled_with_the_reason_where_the_backend_cannot(q
     # Delete is missing too, with the generic reason naming the backend; loading still works.
     assert not m.page.delete_button.isEnabled() and "A fixed-model server" in m.page.delete_button.toolTip()
     assert m.page.preload_button.isEnabled()
+    # What can never work is not shown: the forms and buttons are hidden, their reasons stay in view.
+    assert not m.page.pull_panel.isVisible() and not m.page.create_panel.isVisible()
+    assert not m.page.delete_button.isVisible() and not m.page.variant_button.isVisible()
+    assert m.page.preload_button.isVisible()
+    assert m.page.not_offered_label.isVisible() and "A fixed-model server" in m.page.not_offered_label.text()
 
 
 def test_local_models_with_their_details_and_fit_on_a_4090(qtbot, models):
