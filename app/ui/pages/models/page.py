@@ -140,7 +140,7 @@ class ModelsPage(QWidget):
             scroll.setWidget(holder)
             ll.addWidget(scroll, 1)
             self._lower_scrolls.append(scroll)
-        self.lower = lower
+        self.forms_area = lower
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(upper)
         split.addWidget(lower)
