@@ -73,9 +73,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
 
 TEXTS = MappingTexts(
     server_name="llama-server",
-    context_default="Default (the model's training context, shared by the slots)",
+    context_default="Default (the model's own)",
     context_hint=("Tokens per request slot, e.g. 8192 or 32k. llama-server's -c is the total for all slots, "
-                  "so it gets this × parallel."),
+                  "so it gets this × parallel. Default: the model's training context, shared by the slots."),
     flash_auto="Auto — llama-server decides",
     extra_label="Extra flags",
     extra_hint="llama-server flags the form does not cover, one per line (e.g. --no-warmup); # starts a comment.",

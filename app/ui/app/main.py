@@ -128,6 +128,7 @@ class DeckApp:
             slots_view = SlotsView()
             self.telemetry.sample_ready.connect(slots_view.set_sample)
             self.telemetry.notice_changed.connect(slots_view.set_notice)
+            self.telemetry.stopped.connect(slots_view.clear)
             self.server_page.show_slots(slots_view)
         self.window.add_page("dashboard", "Dashboard", self.dashboard)
         self.window.add_page("server", "Server", self.server_page)

@@ -42,6 +42,7 @@ class ServerTelemetryPoller(QObject):
 
     sample_ready = Signal(object)  # ServerSample
     notice_changed = Signal(str)
+    stopped = Signal(str)  # the server stopped running (its state, e.g. "starting"): earlier readings are stale
 
     def __init__(self, loop: LoopThread, spec: BackendSpec, base_url: Callable[[], str], *,
                  interval_s: float = POLL_INTERVAL_S, parent: QObject | None = None) -> None:
@@ -73,7 +74,10 @@ class ServerTelemetryPoller(QObject):
             if not self.polling:
                 self._future = self._loop.submit(self._poll(self._base_url()))
         else:
+            was_polling = self.polling
             self.stop()
+            if was_polling:
+                self.stopped.emit(status.state.value)
 
     def stop(self) -> None:
         """Stop polling (the reader is closed on the loop thread)."""

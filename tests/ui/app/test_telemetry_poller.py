@@ -89,3 +89,22 @@ def test_dashboard_and_slot_table_follow_the_real_server_under_load(qtbot, loop,
     assert np.isnan(rates[0]) and not np.isnan(rates[1:]).any() and (rates[1:] >= 0).all()
     # The rates drawn add up to exactly what the replies say was generated: nothing lost, nothing twice.
     assert float(np.sum(rates[1:] * np.diff(t))) == pytest.approx(sum(r["timings"]["predicted_n"] for r in replies))
+
+
+def test_a_restart_empties_the_slot_table_until_the_server_runs_again(qtbot, loop) -> None:
+    from tests.backends.llama_server.recorded_samples import recorded_samples
+
+    url = f"http://127.0.0.1:{closed_port()}"
+    poller = ServerTelemetryPoller(loop, REPORTING_SPEC, lambda: url, interval_s=0.05)
+    view = SlotsView()
+    qtbot.addWidget(view)
+    poller.stopped.connect(view.clear)
+    view.set_sample(recorded_samples()[1])  # two busy slots from the last run
+    poller.on_status(RUNNING)
+    qtbot.waitUntil(lambda: poller.polling, timeout=5000)
+    with qtbot.waitSignal(poller.stopped, timeout=5000) as stopped:
+        poller.on_status(ServerStatus(ServerState.STARTING))
+    assert stopped.args == ["starting"]
+    assert view.table.rowCount() == 0 and view.shown is None
+    assert view.summary.text() == "The server is starting: slots are read while it runs."
+    poller.close()

@@ -54,6 +54,13 @@ class SlotsView(QWidget):
         self.notice.setText(text)
         self.notice.setVisible(bool(text))
 
+    def clear(self, state: str = "") -> None:
+        """No slots to show: the server is not running (a restart, a stop); its last readings are gone."""
+        self.shown = None
+        self.table.setRowCount(0)
+        self.bars = []
+        self.summary.setText(f"The server is {state or 'not running'}: slots are read while it runs.")
+
     def set_sample(self, sample: ServerSample) -> None:
         """Show one sample's slots; rows are rebuilt only when the number of slots changes."""
         self.shown = sample
