@@ -14,6 +14,7 @@ from app.core.memory.pricing import others_bytes
 from app.core.ports.catalog import ModelCatalog
 from app.core.units import MIB
 from app.core.telemetry import GpuBackend, GpuInfo, GpuSample
+from app.services.bench.window import PollingWindow
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -66,18 +67,16 @@ async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running
     return GpuMemory(int(sample.memory_total_mib * MIB), used_by_others)
 
 
-class GpuWindow:
+class GpuWindow(PollingWindow[GpuSample]):
     """Samples the GPU every interval_s seconds while a workload runs (NVML calls in a worker thread,
     so a slow driver never stalls the streams' clock)."""
 
     def __init__(self, gpu: GpuBackend | None, server_pids: Callable[[], Sequence[int]],
                  interval_s: float = 0.25, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(interval_s)
         self._gpu = gpu
         self._server_pids = server_pids
-        self._interval_s = interval_s
         self._clock = clock
-        self.samples: list[GpuSample] = []
-        self._task: asyncio.Task[None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -94,31 +93,9 @@ class GpuWindow:
         except Exception:  # noqa: BLE001 - a failed reading is a gap, never a failed benchmark
             return None
 
-    def start(self) -> None:
-        """Begin sampling (a reading is taken at once)."""
-        if self.enabled and self._task is None:
-            self._task = asyncio.ensure_future(self._run())
-
     async def stop(self) -> None:
         """Take a last reading and stop."""
-        if self._task is None:
-            return
-        self._task.cancel()
-        try:
-            await self._task
-        except asyncio.CancelledError:
-            pass
-        self._task = None
-        last = await self.read()
-        if last is not None:
-            self.samples.append(last)
-
-    async def _run(self) -> None:
-        while True:
-            sample = await self.read()
-            if sample is not None:
-                self.samples.append(sample)
-            await asyncio.sleep(self._interval_s)
+        await self.finish()
 
 
 __all__ = ["GpuWindow", "figures_from", "gpu_facts", "gpu_memory_now"]

@@ -5,7 +5,6 @@ whether the server agrees: as many busy slots as the point's parallel, the extra
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 
@@ -13,6 +12,7 @@ from app.core.bench.sweep import ServerFigures
 from app.core.errors import DeckError
 from app.core.ports.telemetry import ServerTelemetry, ServerTelemetryFactory
 from app.core.server_telemetry import ServerSample
+from app.services.bench.window import PollingWindow
 
 
 def _generated(sample: ServerSample) -> float | None:
@@ -50,17 +50,15 @@ def server_figures(samples: Sequence[ServerSample], reason: str = "") -> ServerF
     )
 
 
-class ServerWindow:
+class ServerWindow(PollingWindow[ServerSample]):
     """Polls the server's own telemetry every interval_s seconds while a workload runs; a failed
     reading is a gap, never a failed benchmark."""
 
     def __init__(self, factory: ServerTelemetryFactory | None, base_url: str, interval_s: float = 0.25) -> None:
+        super().__init__(interval_s)
         self._factory = factory
         self._base_url = base_url
-        self._interval_s = interval_s
         self._reader: ServerTelemetry | None = None
-        self._task: asyncio.Task[None] | None = None
-        self.samples: list[ServerSample] = []
         self.last_error = ""
 
     @property
@@ -80,35 +78,16 @@ class ServerWindow:
             self.last_error = exc.message
             return None
 
-    def start(self) -> None:
-        """Begin polling (the first reading, taken at once, is the window's baseline)."""
-        if self.enabled and self._task is None:
-            self._task = asyncio.ensure_future(self._run())
-
     async def stop(self) -> ServerFigures:
-        """Take a last reading (every request has ended: the counter holds them all), stop, and summarise."""
-        if self._task is None:
+        """Take a last reading (every request has ended: the counter holds them all), stop, and summarise.
+        (The first reading, taken as the window starts, is its baseline.)"""
+        if not self.started:
             return ServerFigures(reason="" if self.enabled else "this server does not report its own slots")
-        self._task.cancel()
-        try:
-            await self._task
-        except asyncio.CancelledError:
-            pass
-        self._task = None
-        last = await self.read()
-        if last is not None:
-            self.samples.append(last)
+        await self.finish()
         if self._reader is not None:
             await self._reader.aclose()
             self._reader = None
         return server_figures(self.samples, "" if self.samples else self.last_error)
-
-    async def _run(self) -> None:
-        while True:
-            sample = await self.read()
-            if sample is not None:
-                self.samples.append(sample)
-            await asyncio.sleep(self._interval_s)
 
 
 __all__ = ["ServerWindow", "server_figures"]
