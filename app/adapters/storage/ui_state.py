@@ -27,6 +27,8 @@ UI_STATE_FILE_NAME = "window.json"
 FORMAT_VERSION = 1
 MAX_GEOMETRY_BYTES = 4096  # QWidget.saveGeometry() writes well under 100 bytes
 MAX_PAGE_NAME = 64  # characters; page names are short words such as "server"
+MAX_RECENT_FILES = 10
+MAX_PATH_CHARS = 4096  # a path longer than Linux's PATH_MAX is not one
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +40,11 @@ class UiState:
     page: str | None = None
     geometry: bytes | None = None  # QWidget.saveGeometry(): screen, position, size, maximised
     markdown: bool = True
+    recent_files: tuple[str, ...] = ()  # model files served lately, newest first (the file fields' Recent menu)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["recent_files"] = list(self.recent_files)
         data["geometry"] = base64.b64encode(self.geometry).decode("ascii") if self.geometry else None
         return {"version": FORMAT_VERSION, **data}
 
@@ -63,7 +67,19 @@ class UiState:
             geometry = None
         stored_markdown = data.get("markdown")
         markdown = stored_markdown if isinstance(stored_markdown, bool) else True
-        return cls(page, geometry, markdown)
+        stored_recent = data.get("recent_files")
+        recent = tuple(dict.fromkeys(
+            p for p in (stored_recent if isinstance(stored_recent, list) else [])
+            if isinstance(p, str) and 0 < len(p) <= MAX_PATH_CHARS and "\0" not in p))[:MAX_RECENT_FILES]
+        return cls(page, geometry, markdown, recent)
+
+
+def with_recent(recent: tuple[str, ...], path: str) -> tuple[str, ...]:
+    """`recent` with `path` first (once), at most MAX_RECENT_FILES long; unchanged for an empty path."""
+    path = path.strip()
+    if not path:
+        return recent
+    return (path, *(p for p in recent if p != path))[:MAX_RECENT_FILES]
 
 
 def _shape_problem(data: Any) -> str:

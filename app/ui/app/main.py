@@ -25,7 +25,7 @@ from app.backends import registry
 from app.adapters.storage.preset_store import PresetStore
 from app.adapters.telemetry.sampler import Sampler
 from app.adapters.storage.settings_store import SettingsSaveError, SettingsStore
-from app.adapters.storage.ui_state import UiState, UiStateStore
+from app.adapters.storage.ui_state import UiState, UiStateStore, with_recent
 from app.core.memory.estimator import VramEstimate
 from app.core.memory.pricing import others_bytes
 from app.core.server.settings import ServerSettings
@@ -181,6 +181,10 @@ class DeckApp:
         if self.ui_state.geometry:
             self.window.restoreGeometry(QByteArray(self.ui_state.geometry))
         self.console_page.markdown_check.setChecked(self.ui_state.markdown)
+        # Model files served lately (llama-server's GGUF), offered again on the Server page.
+        self._recent_files = self.ui_state.recent_files
+        self._remember_files(self.controller.settings)
+        self.controller.settings_applied.connect(self._remember_files)
         asked = getattr(args, "page", None)
         self.first_page = asked or (self.ui_state.page if self.ui_state.page in self.window.page_names else None) \
             or "dashboard"
@@ -191,6 +195,12 @@ class DeckApp:
         self._gpu_feed.setInterval(1000)
         self._gpu_feed.timeout.connect(self._feed_fit_panel)
         self._feed_fit_panel()
+
+    def _remember_files(self, settings: ServerSettings) -> None:
+        """Put the model files these settings serve first in the Recent menus."""
+        for path in reversed(self.server_page.form.model_files(settings)):
+            self._recent_files = with_recent(self._recent_files, path)
+        self.server_page.form.set_recent_files(self._recent_files)
 
     def _save_settings(self, settings: ServerSettings) -> None:
         """Save applied settings; with an unwritable settings folder (said in the banner) they stay in memory."""
@@ -249,7 +259,8 @@ class DeckApp:
         if not self._screenshot:
             self.ui_store.save(UiState(page=self.window.current_page_name(),
                                        geometry=bytes(self.window.saveGeometry().data()),
-                                       markdown=self.console_page.markdown_check.isChecked()))
+                                       markdown=self.console_page.markdown_check.isChecked(),
+                                       recent_files=self._recent_files))
         self._gpu_feed.stop()
         self.sampler.stop()
         self.telemetry.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Iterable
 
 from PySide6.QtCore import Qt, Signal
@@ -14,8 +15,10 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QSizePolicy,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -123,10 +126,19 @@ class PathEdit(QWidget):
         self.line_edit.setClearButtonEnabled(True)
         self.browse_button = QPushButton("Browse…", self)
         self.browse_button.setAutoDefault(False)
+        # Files chosen before, newest first (set_recent); hidden until there are some.
+        self.recent_button = QToolButton(self)
+        self.recent_button.setText("Recent")
+        self.recent_button.setToolTip("Files served lately")
+        self.recent_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.recent_menu = QMenu(self.recent_button)
+        self.recent_button.setMenu(self.recent_menu)
+        self.recent_button.hide()
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(6)
         layout.addWidget(self.line_edit, 1)
+        layout.addWidget(self.recent_button)
         layout.addWidget(self.browse_button)
         self.line_edit.textChanged.connect(self.text_changed)
         self.browse_button.clicked.connect(self._browse)
@@ -140,6 +152,21 @@ class PathEdit(QWidget):
     def text(self) -> str:
         """The path as typed, trimmed."""
         return self.line_edit.text().strip()
+
+    def set_recent(self, paths: Iterable[str]) -> None:
+        """Offer these paths (newest first) in the Recent menu; a path no longer on disk is shown disabled."""
+        self.recent_menu.clear()
+        for path in paths:
+            action = self.recent_menu.addAction(path)
+            exists = os.path.exists(path)
+            action.setEnabled(exists)
+            action.setToolTip("" if exists else f"{path} is no longer there")
+            action.triggered.connect(lambda _checked=False, chosen=path: self.line_edit.setText(chosen))
+        self.recent_button.setVisible(not self.recent_menu.isEmpty())
+
+    def recent(self) -> list[str]:
+        """The paths the Recent menu offers, newest first."""
+        return [action.text() for action in self.recent_menu.actions()]
 
     def set_text(self, text: str) -> None:
         """Replace the path."""

@@ -33,3 +33,21 @@ def test_a_folder_that_cannot_be_written_is_reported_not_raised(tmp_path) -> Non
     blocker = tmp_path / "cfg"
     blocker.write_text("a file where the folder should be")
     assert UiStateStore(blocker).save(UiState(page="server")) is False
+
+
+def test_recent_files_survive_and_bad_entries_are_dropped_one_by_one(tmp_path) -> None:
+    from app.adapters.storage.ui_state import MAX_RECENT_FILES, with_recent
+
+    store = UiStateStore(tmp_path)
+    state = UiState(recent_files=("/models/a.gguf", "/models/b.gguf"))
+    assert store.save(state) and store.load() == state
+    store.path.write_text(json.dumps({"recent_files": ["/m/ok.gguf", 7, "", "x" * 5000, "/m/ok.gguf", "a\0b",
+                                                       "/m/two.gguf"]}))
+    assert store.load().recent_files == ("/m/ok.gguf", "/m/two.gguf")
+    store.path.write_text(json.dumps({"recent_files": "/not/a/list.gguf", "page": "server"}))
+    assert store.load() == UiState(page="server")
+    recent: tuple[str, ...] = ()
+    for n in range(MAX_RECENT_FILES + 3):
+        recent = with_recent(recent, f"/m/{n}.gguf")
+    assert len(recent) == MAX_RECENT_FILES and recent[0] == f"/m/{MAX_RECENT_FILES + 2}.gguf"
+    assert with_recent(recent, "/m/5.gguf")[:2] == ("/m/5.gguf", recent[0]) and with_recent(recent, " ") == recent

@@ -291,3 +291,25 @@ def test_a_screenshot_neither_reads_nor_writes_where_the_window_was_left(tmp_pat
     assert result.returncode == 0, result.stderr
     assert (QImage(str(out)).width(), QImage(str(out)).height()) == (1440, 900)
     assert json.loads((cfg / "window.json").read_text())["page"] == "models"  # untouched
+
+
+def test_a_served_model_file_is_offered_again_under_recent_after_a_restart(qtbot, tmp_path, deck_factory):
+    from app.ui.widgets.forms import PathEdit
+
+    gguf = tmp_path / "qwen3-14b-Q4_K_M.gguf"
+    gguf.write_bytes(b"GGUF")
+    gone = tmp_path / "deleted-Q8_0.gguf"
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", backend="llama_server"))
+    field = deck.server_page.form.findChild(PathEdit, "model_path")
+    assert field is not None and not field.recent_button.isVisibleTo(field)  # nothing served yet
+    for path in (gone, gguf):
+        deck.controller.settings_applied.emit(deck.controller.settings.with_options(model_path=str(path)))
+    assert field.recent() == [str(gguf), str(gone)] and field.recent_button.isVisibleTo(field)
+    deck.close()
+    again = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", backend="llama_server"))
+    field = again.server_page.form.findChild(PathEdit, "model_path")
+    assert field.recent() == [str(gguf), str(gone)]
+    first, second = field.recent_menu.actions()
+    assert first.isEnabled() and not second.isEnabled() and "no longer there" in second.toolTip()
+    first.trigger()
+    assert field.text() == str(gguf)

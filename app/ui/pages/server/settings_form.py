@@ -11,6 +11,8 @@ edit; each one's inline message is `<name>_message` (host and port share `host_m
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QFontDatabase, QShowEvent
 from PySide6.QtWidgets import (
@@ -26,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.server.exposure import exposure_of
-from app.core.server.mapping import NeutralTuning, TuningMapping
+from app.core.server.mapping import MODEL_FILE, NeutralTuning, TuningMapping
 from app.core.server.settings import MAX_BATCH, ServerSettings, Validation
 from app.ui.pages.server import settings_fields as texts
 from app.ui.pages.server.settings_editors import (
@@ -287,6 +289,19 @@ class SettingsForm(QWidget):
         for name, editor in self._option_editors.items():
             editors[name] = editor.line_edit if isinstance(editor, PathEdit) else editor
         return editors
+
+    def set_recent_files(self, paths: Iterable[str]) -> None:
+        """Offer these files (newest first) in the Recent menu of every model-file field."""
+        chosen = list(paths)
+        for spec in self._mapping.options:
+            editor = self._option_editors[spec.name]
+            if spec.kind == MODEL_FILE and isinstance(editor, PathEdit):
+                editor.set_recent(chosen)
+
+    def model_files(self, settings: ServerSettings) -> list[str]:
+        """The model files `settings` name (their model-file options that are set)."""
+        return [str(spec.value_in(settings)) for spec in self._mapping.options
+                if spec.kind == MODEL_FILE and str(spec.value_in(settings)).strip()]
 
     def _option_rows(self, group: FieldGroup, where: str) -> None:
         for spec in self._mapping.options:
