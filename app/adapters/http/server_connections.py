@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Self
 
 import httpx
 
@@ -56,4 +57,38 @@ class ServerConnections:
             self._httpx = None
 
 
-__all__ = ["ServerConnections"]
+class ConnectedClient:
+    """What every backend's client shares: its base URL and timeouts (seconds), its ServerConnections,
+    and closing them (also as an async context manager)."""
+
+    STREAM_HEADERS: tuple[tuple[str, str], ...] = ()  # extra headers on every streamed request
+
+    def __init__(self, base_url: str, *, connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0,
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.connect_timeout_s = connect_timeout_s
+        self.read_timeout_s = read_timeout_s
+        self._connections = ServerConnections(self.base_url, connect_timeout_s=connect_timeout_s,
+                                              read_timeout_s=read_timeout_s, stream_headers=self.STREAM_HEADERS,
+                                              transport=transport, clock=clock)
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        return self._connections.http
+
+    def _stream_pool(self) -> HttpStreams:
+        return self._connections.streams
+
+    async def aclose(self) -> None:
+        """Close pooled connections."""
+        await self._connections.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+__all__ = ["ConnectedClient", "ServerConnections"]

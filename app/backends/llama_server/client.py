@@ -26,8 +26,7 @@ from typing import Any
 import httpx
 
 from app.adapters.gguf_file import GgufError, GgufNotFound
-from app.adapters.http.server_connections import ServerConnections
-from app.adapters.http.streaming import HttpStreams
+from app.adapters.http.server_connections import ConnectedClient
 from app.backends.llama_server import catalog
 from app.backends.llama_server.errors import (SERVER, error_from_body, malformed, missing_done, require_streamable,
                                               translated_errors)
@@ -47,38 +46,19 @@ ONE_MODEL_HINT = ("llama-server serves the one model it was started with; to use
                   "the model on the Server page and restart the server.")
 
 
-class LlamaServerClient:
+class LlamaServerClient(ConnectedClient):
     """One llama-server base URL: pooled streaming connections and an httpx.AsyncClient, both made
     on first use (short connect, long read timeout in s; times on `clock`). `models_dir`: a folder
     of GGUF files listed beside the served model (the settings' "models_dir" option)."""
 
+    STREAM_HEADERS = STREAM_HEADERS
+
     def __init__(self, base_url: str, *, models_dir: str | Path | None = None, connect_timeout_s: float = 3.0,
                  read_timeout_s: float = 300.0, transport: httpx.AsyncBaseTransport | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.base_url = base_url.rstrip("/")
+        super().__init__(base_url, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
+                         transport=transport, clock=clock)
         self.models_dir = Path(models_dir).expanduser() if models_dir else None
-        self.connect_timeout_s = connect_timeout_s
-        self.read_timeout_s = read_timeout_s
-        self._connections = ServerConnections(self.base_url, connect_timeout_s=connect_timeout_s,
-                                              read_timeout_s=read_timeout_s, stream_headers=STREAM_HEADERS,
-                                              transport=transport, clock=clock)
-
-    @property
-    def _http(self) -> httpx.AsyncClient:
-        return self._connections.http
-
-    def _stream_pool(self) -> HttpStreams:
-        return self._connections.streams
-
-    async def aclose(self) -> None:
-        """Close pooled connections."""
-        await self._connections.aclose()
-
-    async def __aenter__(self) -> LlamaServerClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def _errors(self) -> AbstractContextManager[None]:
         return translated_errors(self.base_url, self.connect_timeout_s, self.read_timeout_s)

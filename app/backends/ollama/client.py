@@ -21,8 +21,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import httpx
 
-from app.adapters.http.server_connections import ServerConnections
-from app.adapters.http.streaming import HttpStreams
+from app.adapters.http.server_connections import ConnectedClient
 from app.backends.ollama.stream import (STREAM_HEADERS, StreamDropped, decode_line, missing_final_line,
                                         raise_for_error, require_streamable, translated_errors)
 from app.backends.ollama.wire import (chat_body, parse_chat_line, parse_final, parse_generate_line, parse_ps, parse_pull_line,
@@ -45,36 +44,11 @@ def _drop_none(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-class OllamaClient:
+class OllamaClient(ConnectedClient):
     """One Ollama base URL: pooled streaming connections and an httpx.AsyncClient, both made on
     first use (short connect, long read timeout; times on `clock`, seconds)."""
 
-    def __init__(self, base_url: str, *, connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0,
-                 transport: httpx.AsyncBaseTransport | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.connect_timeout_s = connect_timeout_s
-        self.read_timeout_s = read_timeout_s
-        self._connections = ServerConnections(self.base_url, connect_timeout_s=connect_timeout_s,
-                                              read_timeout_s=read_timeout_s, stream_headers=STREAM_HEADERS,
-                                              transport=transport, clock=clock)
-
-    @property
-    def _http(self) -> httpx.AsyncClient:
-        return self._connections.http
-
-    def _stream_pool(self) -> HttpStreams:
-        return self._connections.streams
-
-    async def aclose(self) -> None:
-        """Close pooled connections."""
-        await self._connections.aclose()
-
-    async def __aenter__(self) -> OllamaClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+    STREAM_HEADERS = STREAM_HEADERS
 
     def _errors(self) -> AbstractContextManager[None]:
         return translated_errors(self.base_url, self.connect_timeout_s, self.read_timeout_s)
