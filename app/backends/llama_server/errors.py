@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 
 from app.adapters.http.connection import origin_of
-from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
-                                      ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
+from app.adapters.http import translate
+from app.adapters.http.errors import (TransportError)
 from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaError,
                              OutOfMemory, QueueFull, ServerError, StreamDropped, StreamError,
                              StreamOutOfMemory, TransportWords, is_oom_message)
@@ -113,23 +113,7 @@ def error_for_event(error: Any) -> StreamError:
 
 def error_for_transport(exc: TransportError) -> OllamaError:
     """The typed error for a streaming-transport failure."""
-    url = exc.url.rstrip("/")
-    if isinstance(exc, HttpStatusError):
-        return error_from_body(exc.status, exc.body, url)
-    if isinstance(exc, ConnectTimeout):
-        return connect_timed_out(url, exc.timeout_s)
-    if isinstance(exc, ConnectRefused):
-        return connect_failed(url, exc.reason)
-    if isinstance(exc, ReadTimeout):
-        return read_timed_out(url, exc.timeout_s)
-    if isinstance(exc, ConnectionDropped):
-        return dropped(url, exc.replied)
-    if isinstance(exc, UnsupportedUrl):
-        return OllamaConnectError(f"Streaming replies needs plain http:// to a local server; cannot use {url!r}.",
-                                  hint="Give the server's address as http://host:port.")
-    if isinstance(exc, ProtocolViolation):
-        return malformed(f"{SERVER} at {url} did not answer valid HTTP: {exc.message}")
-    return OllamaConnectError(f"HTTP failure talking to {SERVER} at {url}: {exc.message}", hint=CONNECT_HINT)
+    return translate.error_for_transport(exc, _WORDS, error_from_body, malformed)
 
 
 def error_for_httpx(exc: httpx.HTTPError, url: str, connect_timeout_s: float, read_timeout_s: float) -> OllamaError:

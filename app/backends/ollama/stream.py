@@ -21,8 +21,8 @@ from collections.abc import Iterator
 
 import httpx
 
-from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
-                                      ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
+from app.adapters.http import translate
+from app.adapters.http.errors import (TransportError)
 from app.adapters.http.connection import origin_of
 from app.core.errors import (MalformedResponse, OllamaConnectError, OllamaError, StreamDropped, TransportWords,
                              error_for_status, error_for_stream_line)
@@ -47,23 +47,7 @@ def missing_final_line(url: str) -> StreamDropped:
 
 def error_for_transport(exc: TransportError) -> OllamaError:
     """The typed error for a streaming-transport failure."""
-    url = exc.url.rstrip("/")
-    if isinstance(exc, HttpStatusError):
-        return error_from_body(exc.status, exc.body, url)
-    if isinstance(exc, ConnectTimeout):
-        return connect_timed_out(url, exc.timeout_s)
-    if isinstance(exc, ConnectRefused):
-        return connect_failed(url, exc.reason)
-    if isinstance(exc, ReadTimeout):
-        return read_timed_out(url, exc.timeout_s)
-    if isinstance(exc, ConnectionDropped):
-        return dropped(url, exc.replied)
-    if isinstance(exc, UnsupportedUrl):
-        return OllamaConnectError(f"Streaming replies needs plain http:// to a local server; cannot use {url!r}.",
-                                  hint="Give the server's address as http://host:port.")
-    if isinstance(exc, ProtocolViolation):
-        return MalformedResponse(f"Ollama at {url} did not answer valid HTTP: {exc.message}")
-    return OllamaConnectError(f"HTTP failure talking to Ollama at {url}: {exc.message}")
+    return translate.error_for_transport(exc, _WORDS, error_from_body)
 
 
 def require_streamable(url: str) -> None:
