@@ -41,6 +41,20 @@ def _addresses_overlap(listen_ip: str, host: str) -> bool:
     return listen_ip == host
 
 
+async def port_accepts(host: str, port: int, timeout_s: float) -> bool:
+    """True when something accepts TCP connections on host:port within timeout_s seconds."""
+    try:
+        _reader, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), port), timeout_s)
+    except (TimeoutError, OSError):
+        return False
+    writer.close()
+    try:
+        await writer.wait_closed()
+    except OSError:
+        pass
+    return True
+
+
 def find_listener(host: str, port: int) -> Listener | None:
     """The process listening on host:port, None when no listening socket is visible."""
     host = _normalise_host(host)

@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from app.adapters.process import procs
+
 PROBE_TIMEOUT_S = 2.0
 SERVER_HEADER = "llama.cpp"
 
@@ -54,16 +56,7 @@ def find_binary(path: str) -> tuple[str | None, str]:
 
 async def port_accepts(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """True when something accepts TCP connections on host:port (timeout in seconds)."""
-    try:
-        _reader, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), port), timeout_s)
-    except (TimeoutError, OSError):
-        return False
-    writer.close()
-    try:
-        await writer.wait_closed()
-    except OSError:
-        pass
-    return True
+    return await procs.port_accepts(host, port, timeout_s)
 
 
 def _error_message(body: Any) -> str:

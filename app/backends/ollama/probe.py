@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from app.adapters.process import procs
 from app.backends.ollama.client import OllamaClient
 from app.core.errors import OllamaError
 
@@ -41,16 +42,7 @@ def find_binary(configured: str, which: Callable[[str], str | None]) -> tuple[st
 async def port_accepts(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """True when something accepts TCP connections at the URL's host:port (timeout in seconds)."""
     parts = urlsplit(base_url)
-    try:
-        _reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), timeout_s)
-    except (TimeoutError, OSError):
-        return False
-    writer.close()
-    try:
-        await writer.wait_closed()
-    except OSError:
-        pass
-    return True
+    return await procs.port_accepts(parts.hostname or "", parts.port or 0, timeout_s)
 
 
 async def identify(client: OllamaClient, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[bool, str | None]:
