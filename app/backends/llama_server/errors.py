@@ -16,17 +16,13 @@ StreamDropped, as for Ollama.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import httpx
 
-from app.adapters.http.connection import origin_of
 from app.adapters.http import translate
-from app.adapters.http.errors import (TransportError)
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaError,
+from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaError,
                              OutOfMemory, QueueFull, ServerError, StreamDropped, StreamError,
                              StreamOutOfMemory, TransportWords, is_oom_message)
 
@@ -111,41 +107,12 @@ def error_for_event(error: Any) -> StreamError:
     return StreamError(f"{SERVER}: {message}", hint=STREAM_HINT, status=200)
 
 
-def error_for_transport(exc: TransportError) -> OllamaError:
-    """The typed error for a streaming-transport failure."""
-    return translate.error_for_transport(exc, _WORDS, error_from_body, malformed)
-
-
-def error_for_httpx(exc: httpx.HTTPError, url: str, connect_timeout_s: float, read_timeout_s: float) -> OllamaError:
-    """The typed error for an httpx failure of a plain request."""
-    if isinstance(exc, httpx.ConnectTimeout):
-        return connect_timed_out(url, connect_timeout_s)
-    if isinstance(exc, httpx.ConnectError):
-        return connect_failed(url, exc)
-    if isinstance(exc, httpx.TimeoutException):
-        return read_timed_out(url, read_timeout_s)
-    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
-        return dropped(url, True, exc)
-    return OllamaConnectError(f"HTTP failure talking to {SERVER} at {url}: {exc}", hint=CONNECT_HINT)
-
-
-def require_streamable(url: str) -> None:
-    """OllamaConnectError now when url cannot carry streamed replies (not plain http://)."""
-    try:
-        origin_of(url)
-    except TransportError as exc:
-        raise error_for_transport(exc) from exc
-
-
-@contextlib.contextmanager
-def translated_errors(url: str, connect_timeout_s: float, read_timeout_s: float) -> Iterator[None]:
-    """Re-raise transport and httpx failures as the project's typed errors (keeping the cause)."""
-    try:
-        yield
-    except TransportError as exc:
-        raise error_for_transport(exc) from exc
-    except httpx.HTTPError as exc:
-        raise error_for_httpx(exc, url, connect_timeout_s, read_timeout_s) from exc
+# Every way a request to llama-server fails, as the app's errors (see adapters/http/translate.py).
+_TRANSLATE = translate.ErrorTranslator(_WORDS, error_from_body, malformed)
+error_for_transport = _TRANSLATE.for_transport
+error_for_httpx = _TRANSLATE.for_httpx
+require_streamable = _TRANSLATE.require_streamable
+translated_errors = _TRANSLATE.translated
 
 
 __all__ = ["SERVER", "connect_failed", "dropped", "error_for_event", "error_for_httpx", "error_for_object",

@@ -14,17 +14,13 @@ callers that handle mid-reply failures get both the in-band and the dropped kind
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
-from collections.abc import Iterator
 
 import httpx
 
 from app.adapters.http import translate
-from app.adapters.http.errors import (TransportError)
-from app.adapters.http.connection import origin_of
-from app.core.errors import (MalformedResponse, OllamaConnectError, OllamaError, StreamDropped, TransportWords,
+from app.core.errors import (MalformedResponse, OllamaError, StreamDropped, TransportWords,
                              error_for_status, error_for_stream_line)
 
 # Headers every streamed request to Ollama carries.
@@ -45,41 +41,6 @@ def missing_final_line(url: str) -> StreamDropped:
     return StreamDropped(f"Ollama at {url} ended the reply without its final line", status=200)
 
 
-def error_for_transport(exc: TransportError) -> OllamaError:
-    """The typed error for a streaming-transport failure."""
-    return translate.error_for_transport(exc, _WORDS, error_from_body)
-
-
-def require_streamable(url: str) -> None:
-    """OllamaConnectError now when url cannot carry streamed replies (not plain http://)."""
-    try:
-        origin_of(url)
-    except TransportError as exc:
-        raise error_for_transport(exc) from exc
-
-
-def error_for_httpx(exc: httpx.HTTPError, url: str, connect_timeout_s: float, read_timeout_s: float) -> OllamaError:
-    """The typed error for an httpx failure of a plain request."""
-    if isinstance(exc, httpx.ConnectTimeout):
-        return connect_timed_out(url, connect_timeout_s)
-    if isinstance(exc, httpx.ConnectError):
-        return connect_failed(url, exc)
-    if isinstance(exc, httpx.TimeoutException):
-        return read_timed_out(url, read_timeout_s)
-    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
-        return dropped(url, True, exc)
-    return OllamaConnectError(f"HTTP failure talking to Ollama at {url}: {exc}")
-
-
-@contextlib.contextmanager
-def translated_errors(url: str, connect_timeout_s: float, read_timeout_s: float) -> Iterator[None]:
-    """Re-raise transport and httpx failures as the project's typed errors (keeping the cause)."""
-    try:
-        yield
-    except TransportError as exc:
-        raise error_for_transport(exc) from exc
-    except httpx.HTTPError as exc:
-        raise error_for_httpx(exc, url, connect_timeout_s, read_timeout_s) from exc
 
 
 def error_from_body(status: int, body: bytes, url: str) -> OllamaError:
@@ -116,6 +77,13 @@ async def raise_for_error(response: httpx.Response, url: str) -> None:
         body = await response.aread()
         raise error_from_body(response.status_code, body, url)
 
+
+# Every way a request to Ollama fails, as the app's errors (see adapters/http/translate.py).
+_TRANSLATE = translate.ErrorTranslator(_WORDS, error_from_body)
+error_for_transport = _TRANSLATE.for_transport
+error_for_httpx = _TRANSLATE.for_httpx
+require_streamable = _TRANSLATE.require_streamable
+translated_errors = _TRANSLATE.translated
 
 __all__ = ["STREAM_HEADERS", "StreamDropped", "connect_failed", "connect_timed_out", "decode_line", "dropped",
            "error_for_httpx", "error_for_transport", "error_from_body", "missing_final_line", "raise_for_error",
