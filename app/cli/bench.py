@@ -41,7 +41,12 @@ if TYPE_CHECKING:  # the runner (and httpx under it) loads only when a sweep run
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Fill the `bench` parser."""
-    parser.add_argument("--model", required=True, help="model to load, e.g. qwen3:14b")
+    parser.add_argument("--model", help="model to load, e.g. qwen3:14b (a GGUF file for llama-server); needed "
+                                         "unless --demo")
+    parser.add_argument("--demo", action="store_true",
+                        help="measure the embedded engine: the bundled llama-server on the bundled model (from "
+                             "ollama-deck[engine]), started and restarted per point by ollama-deck on a free port "
+                             "(implies --backend llama_server and --managed; your saved settings are not used)")
     parser.add_argument("--url", help="server address (default: host and port from the saved settings)")
     add_backend_argument(parser)
     s = parser.add_argument_group("server settings (need --managed: each value restarts the server)")
@@ -115,13 +120,34 @@ def _values(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str,
     return values
 
 
+def _demo(args: argparse.Namespace) -> ServerSettings:
+    """--demo: the embedded engine's settings, with --managed and the bundled model filled in."""
+    from app.backends.llama_server.engine import embedded_settings, engine_status, find_bundled_model
+
+    if args.backend not in (None, "llama_server"):
+        raise InputError(f"--demo runs the embedded llama-server; it cannot measure --backend {args.backend}")
+    status = engine_status()
+    if not status.ready:
+        raise InputError("--demo needs the embedded engine: " + " ".join([*status.problems, *status.commands]))
+    args.backend, args.managed = "llama_server", True
+    if args.model is None:
+        args.model = str(find_bundled_model())
+    return ServerSettings(**embedded_settings())  # type: ignore[arg-type]  # the keys are ServerSettings fields
+
+
 def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
-    """The saved settings with --url's host and port, and the base URL to measure (None: the settings')."""
+    """The saved settings with --url's host and port, and the base URL to measure (None: the settings');
+    with --demo the embedded engine's instead of the saved ones."""
     from app.adapters.storage.settings_store import SettingsStore
     from app.backends import registry
 
+    if args.model is None and not args.demo:
+        raise InputError("--model is needed: the model to load, e.g. --model qwen3:14b (or --demo to measure the "
+                         "embedded engine on its bundled model)")
+    demo = _demo(args) if args.demo else None
+
     tuning = registry.get(chosen_backend(args)).tuning
-    settings = SettingsStore(Path(args.config_dir) if args.config_dir else None, tuning).load().settings
+    settings = demo or SettingsStore(Path(args.config_dir) if args.config_dir else None, tuning).load().settings
     settings = settings.replace(backend=chosen_backend(args))
     # A server that serves the one model file it is started with (llama-server's -m): a managed sweep on
     # --model naming such a file starts the server on it.

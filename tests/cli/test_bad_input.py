@@ -295,3 +295,10 @@ def test_prompt_sends_every_request_under_the_urls_path() -> None:
         thread.join(10)
     assert code == 0 and out == "ok\n", err
     assert _RecordingHandler.targets == ["/ollama/api/version", "/ollama/api/chat"]
+
+
+def test_bench_without_a_model_or_demo_says_what_to_give(tmp_path: Path, closed_url: str) -> None:
+    one_line_exit_2(["bench", "--url", closed_url, "--config-dir", str(tmp_path), "--no-history"],
+                    "--model is needed", "--demo")
+    one_line_exit_2(["bench", "--demo", "--backend", "ollama", "--config-dir", str(tmp_path), "--no-history"],
+                    "--demo runs the embedded llama-server; it cannot measure --backend ollama")
