@@ -39,11 +39,11 @@ def waiting_reason(base_url: str, state: ChildState) -> str:
             "Models page")
 
 
-def source_text(state: ChildState) -> str:
+def source_text(state: ChildState, base_url: str) -> str:
     """Which child the slots come from, for the Slots tab."""
     command = state.command
     if command is None:
-        return ""
+        return f"Ollama at {base_url}: no llama-server child known"
     where = f"{command.host}:{command.port}"
     if state.gone:
         return f"Ollama's last llama-server ({where}) has exited · {command.summary()}"
@@ -78,7 +78,7 @@ class OllamaChildTelemetry:
 
     def _without_slots(self, state: ChildState, reason: str) -> ServerSample:
         reading = ServerReading(at=self._clock(), slots=None, slots_reason=reason, metrics_reason=NO_METRICS)
-        return replace(self._rates.sample(reading), source=source_text(state),
+        return replace(self._rates.sample(reading), source=source_text(state, self.base_url),
                        server_command=state.command.text if state.command else "")
 
     async def sample(self) -> ServerSample:
@@ -114,7 +114,8 @@ class OllamaChildTelemetry:
         self._answered = True
         reading = ServerReading(at=self._clock(), slots=slots, slots_reason=why, metrics_reason=NO_METRICS,
                                 skipped_lines=skipped)
-        return replace(self._rates.sample(reading), source=source_text(state), server_command=command.text)
+        return replace(self._rates.sample(reading), source=source_text(state, self.base_url),
+                       server_command=command.text)
 
     async def aclose(self) -> None:
         """Close the pooled connection to the child."""

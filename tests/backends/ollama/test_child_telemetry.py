@@ -58,7 +58,7 @@ def test_without_any_of_its_log_the_reader_says_whose_log_it_needs() -> None:
     assert not sample.reports_slots and sample.slots_reason == no_log_reason(OLLAMA_URL)
     assert "only for an Ollama whose log ollama-deck reads" in sample.slots_reason
     assert sample.metrics_reason == NO_METRICS and "without --metrics" in NO_METRICS
-    assert sample.source == "" and sample.server_command == ""
+    assert sample.source == f"Ollama at {OLLAMA_URL}: no llama-server child known" and sample.server_command == ""
 
 
 def test_a_log_without_a_child_says_when_slots_will_show() -> None:
