@@ -2,8 +2,9 @@
 
 Ollama starts llama-server on a random local port whenever it loads a model and logs the command
 line (`msg="starting llama-server" cmd="…/llama-server --model … --port 44117 … -c 2048 -np 2 …"`),
-then `msg="llama-server started in 1.78 seconds"`. It logs nothing at INFO when the child exits
-(unload, keep-alive, crash): that is seen when the port stops answering. These lines are the only
+then `msg="llama-server started in 1.78 seconds"`. A load that fails is logged as
+`msg="llama-server terminated" error="exit status 1"`; an unload, a keep-alive running out or a
+running child killed is not logged at all: that is seen when the port stops answering. These lines are the only
 way to find the child's port, so a ChildWatch per Ollama address is fed every log line the
 supervisor reads (a managed server's output file, or an attached server's journal or log file),
 and the slot reader (child_telemetry.py) asks it where the child is now.
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from app.adapters.process.attached_log import MARK
 
 STARTING = "starting llama-server"
+TERMINATED = "llama-server terminated"  # logged at ERROR when a load fails (not when a running child is killed)
 _STARTED = re.compile(r"^llama-server started in ([0-9.]+) seconds$")
 _LISTENING = re.compile(r"^Listening on (\S+) \(version ([^)]+)\)$")
 FIRST_CHILD_VERSION = (0, 30)  # from 0.30 Ollama runs llama.cpp's own llama-server (ollama-facts.md, era C)
@@ -210,7 +212,8 @@ def parse_command(cmd: str) -> ChildCommand | None:
 
 @dataclass(frozen=True)
 class LogEvent:
-    """One line of Ollama's log that tells about its child: "starting", "started" or "listening"."""
+    """One line of Ollama's log that tells about its child: "starting", "started", "terminated" or
+    "listening"."""
 
     kind: str
     logged_at: str = ""  # the line's own time= (Ollama's clock, RFC 3339)
@@ -218,6 +221,7 @@ class LogEvent:
     seconds: float | None = None  # started: how long the load took
     address: str = ""  # listening: Ollama's own host:port
     version: str = ""  # listening: Ollama's version
+    error: str = ""  # terminated: how it ended, e.g. "exit status 1"
 
 
 def parse_log_line(line: str) -> LogEvent | None:
@@ -229,6 +233,8 @@ def parse_log_line(line: str) -> LogEvent | None:
     if msg == STARTING:
         command = parse_command(fields.get("cmd", ""))
         return LogEvent("starting", at, command=command) if command is not None else None
+    if msg == TERMINATED:
+        return LogEvent("terminated", at, error=fields.get("error", ""))
     started = _STARTED.match(msg)
     if started:
         return LogEvent("started", at, seconds=float(started.group(1)))
@@ -285,6 +291,10 @@ class ChildWatch:
                             generation=s.generation + 1, gone="", seen_at=time.monotonic())
             elif event is not None and event.kind == "started" and s.command is not None and s.load_s is None:
                 s = replace(s, load_s=event.seconds)
+            elif event is not None and event.kind == "terminated" and s.command is not None and not s.gone:
+                s = replace(s, gone=f"llama-server on port {s.command.port} terminated ({event.error or 'no detail'}) "
+                            f"at {event.logged_at}, as Ollama's log says: its load failed or it crashed; the Server "
+                            "log shows llama.cpp's own reason just before, and the next load starts a new one")
             elif event is not None and event.kind == "listening":
                 # A new `ollama serve`: whatever child the old one had is gone with it.
                 s = ChildState(generation=s.generation + 1, version=event.version, server_lines=s.server_lines)

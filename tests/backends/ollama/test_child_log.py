@@ -23,19 +23,20 @@ def events(lines: list[str]) -> list:
     return [e for e in map(parse_log_line, lines) if e is not None]
 
 
-def test_the_recorded_log_holds_two_servers_each_with_one_child() -> None:
+def test_the_recorded_log_holds_three_servers_each_with_one_child() -> None:
     found = events(LOG)
-    assert [e.kind for e in found] == ["listening", "starting", "started", "started"] * 2
+    assert [e.kind for e in found] == ["listening", "starting", "started", "started"] * 2 + \
+        ["listening", "starting", "terminated"]
     first, second = found[1].command, found[5].command
     assert found[0].version == "0.32.15" and found[0].address.startswith("127.0.0.1:")
-    assert found[1].logged_at == "2026-12-01T13:35:53.403Z" and found[2].seconds == 1.78
+    assert found[1].logged_at == "2026-12-01T13:58:06.073Z" and found[2].seconds == 5.68
     assert first.program == "/tmp/real-ollama/lib/ollama/llama-server"
-    assert first.port == 44117 and first.host == "127.0.0.1" and first.base_url == "http://127.0.0.1:44117"
+    assert first.port == 35195 and first.host == "127.0.0.1" and first.base_url == "http://127.0.0.1:35195"
     assert (first.context_total, first.parallel, first.context_per_slot) == (2048, 2, 1024)
     assert (first.batch, first.ubatch, first.flash_attn, first.cache_types) == (512, 512, "auto", ("f16", "f16"))
     assert first.model.endswith("/models/blobs/sha256-941f309b54caaad6747569ba43712bcde44a2be3bae16c3282ff499c37c54af5")
     assert first.summary() == "-np 2 · -c 2048 (1024 per slot) · -b 512 -ub 512 · flash-attn auto · KV f16"
-    assert (second.port, second.parallel, second.context_total) == (40207, 3, 3072)
+    assert (second.port, second.parallel, second.context_total) == (32937, 3, 3072)
     assert second.cache_types == ("q8_0", "q8_0") and second.flash_attn == "on"
     assert "--no-webui" in second.argv and second.options["--no-webui"] is None and second.options["--keep"] == "4"
 
@@ -47,19 +48,30 @@ def test_the_command_text_is_the_logged_one_word_for_word() -> None:
 
 def test_the_watch_follows_the_newest_child_and_a_new_server_forgets_the_old_one() -> None:
     watch = ChildWatch()
-    second_server = [i for i, line in enumerate(LOG) if "Listening on" in line][1]
+    second_server, third_server = [i for i, line in enumerate(LOG) if "Listening on" in line][1:]
     for line in LOG[:second_server]:
         watch.feed(line)
     state = watch.state
-    assert state.command.port == 44117 and state.load_s == 1.78 and state.version == "0.32.15"
+    assert state.command.port == 35195 and state.load_s == 5.68 and state.version == "0.32.15"
     assert state.server_lines == second_server
     watch.mark_gone(state.generation, "it stopped answering")
-    assert watch.state.gone == "it stopped answering" and watch.state.command.port == 44117
+    assert watch.state.gone == "it stopped answering" and watch.state.command.port == 35195
     watch.feed(LOG[second_server])  # `Listening on …`: another `ollama serve`
     assert watch.state.command is None and watch.state.gone == "" and watch.state.generation > state.generation
-    for line in LOG[second_server + 1:]:
+    for line in LOG[second_server + 1:third_server]:
         watch.feed(line)
-    assert watch.state.command.port == 40207 and watch.state.load_s == 4.55
+    assert watch.state.command.port == 32937 and watch.state.load_s == 2.07
+
+
+def test_a_load_that_fails_is_logged_and_the_child_is_gone_at_once() -> None:
+    watch = ChildWatch()
+    third_server = [i for i, line in enumerate(LOG) if "Listening on" in line][2]
+    for line in LOG[third_server:]:  # q8_0 KV with flash attention off: llama.cpp refuses, the child exits
+        watch.feed(line)
+    state = watch.state
+    assert state.command.port == 43703 and state.command.flash_attn == "off" and state.load_s is None
+    assert state.gone.startswith("llama-server on port 43703 terminated (exit status 1) at 2026-12-01T13:59:31.769Z")
+    assert "its load failed or it crashed" in state.gone
 
 
 def test_a_stale_report_of_an_old_child_does_not_mark_the_new_one_gone() -> None:
@@ -69,7 +81,7 @@ def test_a_stale_report_of_an_old_child_does_not_mark_the_new_one_gone() -> None
     old = watch.state.generation
     watch.feed(starts[1])
     watch.mark_gone(old, "the old child went away")
-    assert watch.state.gone == "" and watch.state.command.port == 40207
+    assert watch.state.gone == "" and watch.state.command.port == 32937
 
 
 def test_llama_server_lines_the_apps_own_notes_and_request_lines_are_not_events() -> None:
@@ -94,7 +106,7 @@ def test_a_model_path_with_spaces_stays_whole_and_short_flags_are_read() -> None
 
 
 def test_a_starting_line_without_a_port_is_not_a_serving_child() -> None:
-    line = 'time=2026-12-01T13:35:53.403Z level=INFO source=x.go:1 msg="starting llama-server" cmd="/x/llama-server --list-devices"'
+    line = 'time=2026-12-01T13:58:06.073Z level=INFO source=x.go:1 msg="starting llama-server" cmd="/x/llama-server --list-devices"'
     assert parse_log_line(line) is None
     assert parse_command("") is None and parse_command("--port 3") is None
 
@@ -118,14 +130,14 @@ def test_the_childs_recorded_slots_read_as_busy_then_idle() -> None:
     assert [s.busy for s in idle] == [False, False] and all(s.n_ctx == 1024 for s in idle) and skipped == 0
     assert [s.busy for s in busy] == [False, True]
     slot = busy[1]
-    assert (slot.prompt_tokens, slot.prompt_processed, slot.cached_tokens) == (27, 18, 0) and slot.decoded >= 8
+    assert (slot.prompt_tokens, slot.prompt_processed, slot.cached_tokens) == (26, 18, 0) and slot.decoded >= 8
     assert not any(s.busy for s in after)
 
 
 def line_never_breaks_the_parser(line: str) -> None:
     """The property: any text is either an event or None, and feeding it never raises."""
     event = parse_log_line(line)
-    assert event is None or event.kind in ("starting", "started", "listening")
+    assert event is None or event.kind in ("starting", "started", "terminated", "listening")
     ChildWatch().feed(line)
 
 

@@ -7,7 +7,8 @@ Two runs of `ollama serve` on free 127.0.0.1 ports, each with its own HOME and O
 temporary folder and the proxy variables pointing at a closed port (nothing leaves the machine):
   1. parallel 2, context 1024: load, /slots idle, /slots while a reply is being decoded, /slots
      after it, then keep_alive 0 (the child exits; Ollama logs nothing about it at INFO);
-  2. parallel 3, q8_0 KV cache, flash attention on: load once.
+  2. parallel 3, q8_0 KV cache, flash attention on: load once;
+  3. q8_0 KV cache with flash attention off: the load fails (`llama-server terminated`).
 Only Ollama's own log lines are kept (`time=… level=…` and `[GIN] …`); llama-server's own verbose
 lines are left out, except the first few of each run, so the parser is seen skipping them."""
 
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -147,6 +149,16 @@ def main(ollama: str) -> int:
     finally:
         second.stop()
     lines += kept_lines(second.log)
+    third = Serve(ollama, root, {"OLLAMA_CONTEXT_LENGTH": "1024", "OLLAMA_KV_CACHE_TYPE": "q8_0",
+                                 "OLLAMA_FLASH_ATTENTION": "0"})
+    try:
+        try:
+            http(third.base + "/api/generate", {"model": "smollm2"})
+        except urllib.error.HTTPError as exc:  # 500: a quantized V cache needs flash attention
+            assert exc.code == 500, exc
+    finally:
+        third.stop()
+    lines += kept_lines(third.log)
     LOG_FILE.write_text("\n".join(lines) + "\n")
     print(f"wrote {LOG_FILE} ({len(lines)} lines) and {', '.join(p.name for p in SLOTS_FILES.values())}")
     return 0

@@ -54,15 +54,15 @@ def test_the_childs_slots_show_busy_then_idle_with_where_they_come_from(qtbot) -
     view.set_sample(busy)
     assert view.summary.text() == "1 of 2 slots busy"  # no queue length: the child has no /metrics
     decoded = busy.slots[1].decoded
-    assert [view.cell_text(1, c) for c in range(6)] == ["1", "busy", "18", "0", str(decoded), "27 / 1,024 tokens"]
+    assert [view.cell_text(1, c) for c in range(6)] == ["1", "busy", "18", "0", str(decoded), "26 / 1,024 tokens"]
     assert not view.source.isHidden()
-    assert view.source.text() == ("Ollama's llama-server at 127.0.0.1:44117 · -np 2 · -c 2048 (1024 per slot) · "
-                                  "-b 512 -ub 512 · flash-attn auto · KV f16 · loaded in 1.78 s")
+    assert view.source.text() == ("Ollama's llama-server at 127.0.0.1:35195 · -np 2 · -c 2048 (1024 per slot) · "
+                                  "-b 512 -ub 512 · flash-attn auto · KV f16 · loaded in 5.68 s")
     view.set_sample(child_sample("after", watch, at=1.0))
     assert view.summary.text() == "0 of 2 slots busy"
     assert [view.cell_text(r, 1) for r in range(2)] == ["idle", "idle"]
     assert commands == [watch.state.command.text]  # said once, not once a sample
-    assert "--port 44117" in commands[0] and "-np 2" in commands[0]
+    assert "--port 35195" in commands[0] and "-np 2" in commands[0]
 
 
 def test_a_child_that_exited_is_named_and_its_slots_are_gone(qtbot) -> None:
@@ -70,13 +70,13 @@ def test_a_child_that_exited_is_named_and_its_slots_are_gone(qtbot) -> None:
     qtbot.addWidget(view)
     watch = recorded_child()
     view.set_sample(child_sample("busy", watch))
-    watch.mark_gone(watch.state.generation, "llama-server on port 44117 no longer answers")
+    watch.mark_gone(watch.state.generation, "llama-server on port 35195 no longer answers")
     state = watch.state
     gone = replace(RateTracker().sample(ServerReading(at=2.0, slots=None, slots_reason=state.gone)),
                    source=source_text(state, OLLAMA_URL), server_command=state.command.text)
     view.set_sample(gone)
     assert view.table.rowCount() == 0 and view.summary.text() == "No slots to show now"
-    assert view.source.text().startswith("Ollama's last llama-server (127.0.0.1:44117) has exited")
+    assert view.source.text().startswith("Ollama's last llama-server (127.0.0.1:35195) has exited")
 
 
 def test_the_server_page_shows_the_command_as_logged_and_when_its_run_ended(qtbot) -> None:
