@@ -7,7 +7,9 @@ then `msg="llama-server started in 1.78 seconds"`. A load that fails is logged a
 running child killed is not logged at all: that is seen when the port stops answering. These lines are the only
 way to find the child's port, so a ChildWatch per Ollama address is fed every log line the
 supervisor reads (a managed server's output file, or an attached server's journal or log file),
-and the slot reader (child_telemetry.py) asks it where the child is now.
+and the slot reader (child_telemetry.py) asks it where the child is now. For an attached server the
+process table is read too (child_processes.py): the child's own command line names its port where
+the log is out of reach.
 
 The parsers never raise on what a log holds: a line that is not one of these is None."""
 
@@ -18,7 +20,7 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from app.adapters.process.attached_log import MARK
@@ -27,6 +29,7 @@ STARTING = "starting llama-server"
 TERMINATED = "llama-server terminated"  # logged at ERROR when a load fails (not when a running child is killed)
 _STARTED = re.compile(r"^llama-server started in ([0-9.]+) seconds$")
 _LISTENING = re.compile(r"^Listening on (\S+) \(version ([^)]+)\)$")
+LOG_GRACE_S = 10.0  # a child the log just named may not be in the process table yet
 FIRST_CHILD_VERSION = (0, 30)  # from 0.30 Ollama runs llama.cpp's own llama-server (ollama-facts.md, era C)
 
 # llama-server's flags that matter here, every spelling -> the long name kept.
@@ -192,9 +195,18 @@ def parse_command(cmd: str) -> ChildCommand | None:
     first_flag = next((i for i, w in enumerate(words) if _FLAG.match(w)), len(words))
     if first_flag == 0:
         return None
-    argv = [" ".join(words[:first_flag])]
+    return _command(" ".join(words[:first_flag]), words[first_flag:])
+
+
+def command_from_argv(argv: Sequence[str]) -> ChildCommand | None:
+    """A running llama-server's own argv (from the process table, each word whole) as a ChildCommand."""
+    return _command(argv[0], list(argv[1:])) if argv else None
+
+
+def _command(program: str, words: list[str]) -> ChildCommand | None:
+    argv = [program]
     options: dict[str, str | None] = {}
-    i = first_flag
+    i = 0
     while i < len(words):
         flag = words[i]
         j = i + 1
@@ -264,6 +276,8 @@ class ChildState:
     version: str = ""  # Ollama's, from its Listening line
     server_lines: int = 0  # lines of the server's own read so far (0: its log is not read at all)
     seen_at: float | None = None  # monotonic s when the starting line was read
+    pid: int | None = None  # the child's, where the process table showed it
+    scanned: bool = False  # the server's child processes are looked at (an attached server whose pid is known)
 
 
 @dataclass
@@ -307,6 +321,30 @@ class ChildWatch:
             if self._state.generation == generation and not self._state.gone:
                 self._state = replace(self._state, gone=reason)
 
+    def saw_processes(self, children: Sequence[tuple[int, ChildCommand]]) -> None:
+        """What the process table shows now: the server's llama-server children (pid, command), oldest
+        first. A known child among them stays; otherwise the newest is the current child; a known child
+        no longer there has exited (one the log named a moment ago may not have started yet)."""
+        with self._lock:
+            s = replace(self._state, scanned=True)
+            current = s.command
+            pids = {command.port: pid for pid, command in children}
+            just_logged = bool(s.logged_at) and s.seen_at is not None and time.monotonic() - s.seen_at < LOG_GRACE_S
+            if current is not None and not s.gone and current.port in pids:
+                s = replace(s, pid=pids[current.port])
+            elif current is not None and not s.gone and just_logged:
+                pass
+            elif children:
+                pid, command = children[-1]
+                s = replace(s, command=command, logged_at="", load_s=None, generation=s.generation + 1, gone="",
+                            seen_at=time.monotonic(), pid=pid)
+            elif current is not None and not s.gone:
+                who = f"pid {s.pid}, " if s.pid else ""
+                s = replace(s, gone=f"llama-server ({who}port {current.port}) is no longer among Ollama's "
+                            "processes: Ollama unloaded the model or the child exited; its slots show again "
+                            "when Ollama next loads a model")
+            self._state = s
+
     def reset(self) -> None:
         """Forget everything (the server stopped, or another one is attached at this address)."""
         with self._lock:
@@ -331,4 +369,4 @@ class ChildWatches:
 CHILDREN = ChildWatches()  # the app's: one supervisor and one telemetry poller per address
 
 __all__ = ["CHILDREN", "ChildCommand", "ChildState", "ChildWatch", "ChildWatches", "LogEvent", "STARTING",
-           "parse_command", "parse_log_line", "runs_llama_server", "slog_fields"]
+           "command_from_argv", "parse_command", "parse_log_line", "runs_llama_server", "slog_fields"]

@@ -1,5 +1,6 @@
 """Ollama's server telemetry: the live slots of the llama-server it runs as its child (Ollama 0.30
-and later), found through Ollama's log (child.py) and read from that child's own `GET /slots`.
+and later), found through Ollama's log (child.py) or, for an attached server, its processes
+(child_processes.py), and read from that child's own `GET /slots`.
 
 Ollama itself reports no slots, and it starts its llama-server without --metrics, so there are no
 server-wide counters or queue length: slots only, and every sample says so. Each sample names the
@@ -23,10 +24,10 @@ NO_METRICS = ("Ollama starts its llama-server without --metrics, so only the chi
 
 
 def no_log_reason(base_url: str) -> str:
-    """Why no child is known when none of the server's log could be read."""
+    """Why no child is known when neither the server's log nor its processes can be read."""
     return (f"no llama-server of the Ollama at {base_url} is known: slots are shown only for an Ollama whose log "
-            "ollama-deck reads (one it started, or a systemd service or desktop app whose log it can read), "
-            "because only that log names the llama-server's port")
+            "ollama-deck reads (one it started, or a systemd service or desktop app whose log it can read) or "
+            "whose processes it can see on this machine, because only they name the llama-server's port")
 
 
 def waiting_reason(base_url: str, state: ChildState) -> str:
@@ -34,6 +35,9 @@ def waiting_reason(base_url: str, state: ChildState) -> str:
     if state.version and runs_llama_server(state.version) is False:
         return (f"Ollama {state.version} at {base_url} runs models in its own runner, which reports no slots; "
                 "live slots need Ollama 0.30 or later (it runs llama-server as its child)")
+    if not state.server_lines:  # only its processes are seen
+        return (f"Ollama at {base_url} runs no llama-server now (none among its processes): no model is loaded, "
+                "or this Ollama is older than 0.30; slots show once it loads a model — send a prompt")
     return (f"Ollama at {base_url} has not started a llama-server in the {state.server_lines} log lines read so far "
             "(no model loaded since): slots show once it loads a model — send a prompt, or load one on the "
             "Models page")
@@ -44,7 +48,7 @@ def source_text(state: ChildState, base_url: str) -> str:
     command = state.command
     if command is None:
         return f"Ollama at {base_url}: no llama-server child known"
-    where = f"{command.host}:{command.port}"
+    where = f"{command.host}:{command.port}" + (f", pid {state.pid}" if state.pid else "")
     if state.gone:
         return f"Ollama's last llama-server ({where}) has exited · {command.summary()}"
     loaded = f" · loaded in {state.load_s:.2f} s" if state.load_s is not None else " · loading"
@@ -85,7 +89,8 @@ class OllamaChildTelemetry:
         """The child's slots now, or a sample without slots that says why there are none."""
         state = self._watch.state
         if state.command is None:
-            reason = waiting_reason(self.base_url, state) if state.server_lines else no_log_reason(self.base_url)
+            known = state.server_lines or state.scanned
+            reason = waiting_reason(self.base_url, state) if known else no_log_reason(self.base_url)
             return self._without_slots(state, reason)
         if state.gone:
             return self._without_slots(state, state.gone)  # not asked again until the log names a new child

@@ -18,6 +18,7 @@ from app.adapters.process import procs as procs
 from app.adapters.process.managed import ManagedServer
 from app.adapters.process.supervision import SupervisorBase
 from app.backends.ollama.child import CHILDREN, ChildWatches
+from app.backends.ollama.child_processes import follow_child_processes
 from app.backends.ollama.client import OLLAMA_BANNER, OllamaClient
 from app.core.errors import OllamaError
 from app.core.server.exposure import exposure_of
@@ -84,6 +85,7 @@ class ServerSupervisor(SupervisorBase):
         self._log_follower_for = log_follower_for
         self._follow_task: asyncio.Task | None = None  # the attached server's own log, where it can be read
         self._follow_key: tuple[int | None, ExternalKind] | None = None
+        self._scan_task: asyncio.Task | None = None  # its llama-server child, found in the process table
 
     # ----------------------------------------------------------------- what SupervisorBase asks
 
@@ -168,21 +170,26 @@ class ServerSupervisor(SupervisorBase):
     def _follow_attached_log(self, pid: int | None, kind: ExternalKind) -> None:
         """Follow the attached server's own log (journal or desktop-app file) into on_log; a probe
         that finds the same server again keeps the follower it has."""
-        running = self._follow_task is not None and not self._follow_task.done()
+        running = any(task is not None and not task.done() for task in (self._follow_task, self._scan_task))
         if running and self._follow_key == (pid, kind):
             return
         self._stop_following()
-        self._children.watch(self.settings.base_url).reset()  # another server: what was seen of a child is not its
+        watch = self._children.watch(self.settings.base_url)
+        watch.reset()  # another server: what was seen of a child is not its
+        self._follow_key = (pid, kind)
+        loop = asyncio.get_running_loop()
+        if pid is not None:  # its child's command line is readable even where its log is not
+            self._scan_task = loop.create_task(follow_child_processes(pid, watch))
         follower = self._log_follower_for(kind)
         if follower is None:
             return
-        self._follow_key = (pid, kind)
-        self._follow_task = asyncio.get_running_loop().create_task(follower(self._on_log))
+        self._follow_task = loop.create_task(follower(self._on_log))
 
     def _stop_following(self) -> None:
-        if self._follow_task is not None:
-            self._follow_task.cancel()
-            self._follow_task = None
+        for task in (self._follow_task, self._scan_task):
+            if task is not None:
+                task.cancel()
+        self._follow_task = self._scan_task = None
         self._follow_key = None
 
     async def _watch_attached(self, base_url: str) -> None:

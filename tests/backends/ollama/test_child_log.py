@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from app.adapters.http.llama_slots import parse_slots
 from app.adapters.process.attached_log import MARK
-from app.backends.ollama.child import (ChildWatch, ChildWatches, parse_command, parse_log_line, runs_llama_server,
-                                       slog_fields)
+from app.backends.ollama.child import (ChildWatch, ChildWatches, command_from_argv, parse_command, parse_log_line,
+                                       runs_llama_server, slog_fields)
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "ollama"
 LOG = (DATA / "log_starting_llama_server.txt").read_text().splitlines()
@@ -147,3 +147,32 @@ def line_never_breaks_the_parser(line: str) -> None:
                            st.text(max_size=200))))
 def test_fuzzed_lines_never_break_the_parser(line: str) -> None:
     line_never_breaks_the_parser(line)
+
+
+def test_the_process_table_names_the_child_where_the_log_does_not() -> None:
+    watch = ChildWatch()
+    old = command_from_argv(["/usr/lib/ollama/llama-server", "--model", "/m/a b.gguf", "--port", "41001", "-np", "2"])
+    new = command_from_argv(["/usr/lib/ollama/llama-server", "--model", "/m/a b.gguf", "--port", "41002", "-np", "4"])
+    assert old.model == "/m/a b.gguf" and old.text.startswith("/usr/lib/ollama/llama-server --model '/m/a b.gguf'")
+    watch.saw_processes([])
+    assert watch.state.scanned and watch.state.command is None and watch.state.gone == ""
+    watch.saw_processes([(101, old), (102, new)])  # two children (two models): the newest is followed
+    first = watch.state
+    assert (first.command.port, first.pid, first.logged_at) == (41002, 102, "")
+    watch.saw_processes([(101, old), (102, new)])
+    assert watch.state.generation == first.generation  # the same child: its counters go on
+    watch.saw_processes([(101, old)])  # the newest is gone: the other one is now the child
+    assert (watch.state.command.port, watch.state.pid) == (41001, 101) and watch.state.generation > first.generation
+    watch.saw_processes([])
+    assert watch.state.gone.startswith("llama-server (pid 101, port 41001) is no longer among Ollama's processes")
+
+
+def test_a_child_the_log_just_named_is_not_replaced_before_its_process_shows() -> None:
+    watch = ChildWatch()
+    watch.feed(next(line for line in LOG if 'msg="starting llama-server"' in line))
+    stale = command_from_argv(["/x/llama-server", "--port", "41001"])
+    watch.saw_processes([(101, stale)])  # a scan an instant before the new child's process exists
+    assert watch.state.command.port == 35195 and watch.state.gone == ""
+    logged = watch.state.command
+    watch.saw_processes([(101, stale), (202, logged)])
+    assert (watch.state.command.port, watch.state.pid) == (35195, 202)  # the logged child, now with its pid

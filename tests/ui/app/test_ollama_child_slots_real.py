@@ -64,6 +64,16 @@ def post(url: str, body: dict, timeout_s: float = 300.0) -> dict:
         return json.loads(reply.read())
 
 
+def answers_on(port: int) -> bool:
+    """True once GET / on 127.0.0.1:port answers (the server is up)."""
+    try:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(f"http://127.0.0.1:{port}/",
+                                                                             timeout=2) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
 def children_on(port: int) -> list[psutil.Process]:
     """llama-server processes started with --port `port`."""
     found = []
@@ -140,3 +150,45 @@ def test_a_prompt_busies_a_slot_and_a_restart_is_followed_to_the_new_child(
             poller.close()
             loop.run(supervisor.close(), 60)
     assert not [p for port in child_ports for p in children_on(port)]  # no child outlives its server
+
+
+def test_an_attached_ollama_whose_log_is_not_read_has_its_child_found_among_its_processes(
+        qtbot, tmp_path: Path, real_ollama: Path, bundled_model: Path) -> None:
+    port = closed_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, **PROXY, "HOME": str(tmp_path / "home"), "OLLAMA_MODELS": str(tmp_path / "models"),
+           "OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_NUM_PARALLEL": "2", "OLLAMA_CONTEXT_LENGTH": "1024"}
+    with open(tmp_path / "serve.log", "wb") as log:  # its log goes where the app does not look (a terminal's)
+        server = subprocess.Popen([str(real_ollama), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        qtbot.waitUntil(lambda: server.poll() is None and answers_on(port), timeout=30_000)
+        (tmp_path / "Modelfile").write_text(f"FROM {bundled_model}\n")
+        subprocess.run([str(real_ollama), "create", "smollm2", "-f", str(tmp_path / "Modelfile")], check=True,
+                       capture_output=True, env=env)
+        post(f"{base}/api/generate", {"model": "smollm2"})  # loaded before the app attaches
+        with LoopThread() as loop:
+            supervisor = ServerSupervisor(ServerSettings(port=port), which=lambda _name: str(real_ollama))
+            poller = ServerTelemetryPoller(loop, OLLAMA, lambda: base, interval_s=0.25)
+            view = SlotsView()
+            qtbot.addWidget(view)
+            poller.sample_ready.connect(view.set_sample)
+            poller.notice_changed.connect(view.set_notice)
+            try:
+                attached = loop.run(supervisor.probe(), 30)
+                assert attached.state is ServerState.RUNNING_ATTACHED and attached.pid == server.pid
+                poller.on_status(attached)
+                qtbot.waitUntil(lambda: view.summary.text() == "0 of 2 slots busy", timeout=LOAD_WAIT_MS)
+                (child,) = [p for p in psutil.Process(server.pid).children(recursive=True)
+                            if p.name().startswith("llama-server")]
+                assert f", pid {child.pid} · -np 2 · -c 2048 (1024 per slot)" in view.source.text()
+                assert view.logged_command == " ".join(child.cmdline())  # its argv, word for word
+                post(f"{base}/api/generate", {"model": "smollm2", "keep_alive": 0})  # unload: the child exits
+                qtbot.waitUntil(lambda: "has exited" in view.source.text(), timeout=60_000)
+                assert view.summary.text() == "No slots to show now"
+            finally:
+                poller.close()
+                loop.run(supervisor.close(), 60)
+        assert server.poll() is None  # an attached server is never stopped
+    finally:
+        server.terminate()
+        server.wait(30)
