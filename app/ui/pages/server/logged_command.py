@@ -1,5 +1,6 @@
 """The Server page's "command as logged": the command line the engine really runs, as the server's
-own log gave it (Ollama 0.30+ logs the llama-server it starts), beside the form's prediction."""
+own log gave it (Ollama 0.30+ logs the llama-server it starts) or as the engine's process shows it,
+beside the form's prediction."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 
 class LoggedCommand(QFrame):
-    """The command line the engine really runs, as the server's log gave it (Ollama's llama-server
-    child); hidden until one is known. The form's own preview is what the settings predict."""
+    """The command line the engine really runs, as the server's log or the engine's process gave it
+    (Ollama's llama-server child); hidden until one is known. The form's own preview is what the
+    settings predict."""
 
-    TITLE = "Command as logged — what the engine runs now"
-    ENDED_TITLE = "Command as logged — that run has ended"
+    TITLE = "Command as run — from the server's log or the process table"
+    ENDED_TITLE = "Command as run — that run has ended"
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -51,10 +53,11 @@ class LoggedCommand(QFrame):
         self.show()
 
     def set_running(self, running: bool) -> None:
-        """The server's state: a command logged by a run that has ended is said to be from that run."""
+        """The server's state: a command logged by a run that has ended is said to be from that run (a
+        server that runs again shows its own child's command once one is known, not this one)."""
         self._running = running
-        if self.text.text():
-            self.title.setText(self.TITLE if running else self.ENDED_TITLE)
+        if not running and self.text.text():
+            self.title.setText(self.ENDED_TITLE)
 
 
 __all__ = ["LoggedCommand"]

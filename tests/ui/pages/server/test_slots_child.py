@@ -95,6 +95,10 @@ def test_the_server_page_shows_the_command_as_logged_and_when_its_run_ended(qtbo
         assert box.text.text() == watch.state.command.text
         page.set_status(ServerStatus(ServerState.STOPPED, "stopped"))
         assert box.title.text() == LoggedCommand.ENDED_TITLE and box.text.text() == watch.state.command.text
+        box.set_running(True)  # started again: the old command stays marked as the ended run's
+        assert box.title.text() == LoggedCommand.ENDED_TITLE
+        view.set_sample(replace(child_sample("idle", watch), server_command=""))  # no child of the new run yet
+        assert box.title.text() == LoggedCommand.ENDED_TITLE and not box.isHidden()
         controller.shutdown()
 
 
