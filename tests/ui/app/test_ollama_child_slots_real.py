@@ -35,9 +35,11 @@ PROXY = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"
 
 
 def find_assemble() -> Path | None:
-    """../shared/ollama/assemble.sh beside the checkout (or above a worktree's folder)."""
-    here = Path(__file__).resolve()
-    for folder in here.parents:
+    """assemble.sh in $DECK_OLLAMA_KIT, else ../shared/ollama beside the checkout (or above a worktree's folder)."""
+    given = os.environ.get("DECK_OLLAMA_KIT", "").strip()
+    if given:
+        return Path(given) / ASSEMBLE.name if (Path(given) / ASSEMBLE.name).is_file() else None
+    for folder in Path(__file__).resolve().parents:
         if (folder / ASSEMBLE).is_file():
             return folder / ASSEMBLE
     return None
@@ -48,7 +50,8 @@ def real_ollama(tmp_path_factory, llama_server_binary: Path) -> Path:
     """The real `ollama` program laid out with the installed engine's llama-server beside it."""
     script = find_assemble()
     if script is None:
-        missing("the real Ollama is not here: ../shared/ollama/assemble.sh was not found above the checkout")
+        missing("the real Ollama kit is missing: no ../shared/ollama/assemble.sh above the checkout (set "
+                "DECK_OLLAMA_KIT to the folder holding assemble.sh and ollama-0.32.15-linux-amd64.gz)")
     assert script is not None
     dest = tmp_path_factory.mktemp("real-ollama")
     run = subprocess.run(["bash", str(script), str(dest), sys.executable],
