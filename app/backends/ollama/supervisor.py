@@ -178,7 +178,9 @@ class ServerSupervisor(SupervisorBase):
         watch.reset()  # another server: what was seen of a child is not its
         self._follow_key = (pid, kind)
         loop = asyncio.get_running_loop()
-        if pid is not None:  # its child's command line is readable even where its log is not
+        # Its child's command line is readable even where its log is not. The app's own process is no
+        # Ollama (a server answering from inside it is a stand-in): its children are not Ollama's.
+        if pid is not None and pid != os.getpid():
             self._scan_task = loop.create_task(follow_child_processes(pid, watch))
         follower = self._log_follower_for(kind)
         if follower is None:
