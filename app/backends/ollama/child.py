@@ -266,7 +266,8 @@ def runs_llama_server(version: str) -> bool | None:
 
 @dataclass(frozen=True)
 class ChildState:
-    """What the log said so far about one Ollama's current llama-server."""
+    """What the log (and, for an attached server, the process table) said so far about one Ollama's
+    current llama-server."""
 
     command: ChildCommand | None = None  # from the newest starting line
     logged_at: str = ""  # that line's time=
@@ -282,7 +283,8 @@ class ChildState:
 
 @dataclass
 class ChildWatch:
-    """Follows one Ollama's log for its child; fed on the loop thread, read by the slot reader."""
+    """Follows one Ollama's child through its log lines and process scans; fed on the loop thread,
+    read by the slot reader."""
 
     _state: ChildState = field(default_factory=ChildState)
     _lock: threading.Lock = field(default_factory=threading.Lock)
