@@ -70,6 +70,8 @@ class ServerSample:
     slots_reason: str = ""
     metrics_reason: str = ""
     skipped_lines: int = 0
+    source: str = ""  # which server these figures come from, where the backend reads another one (a child)
+    server_command: str = ""  # that server's command line, as logged or as its process shows it ("" if unknown)
 
     @property
     def reports_slots(self) -> bool:

@@ -25,9 +25,12 @@ def test_ollamas_capabilities_are_what_the_real_server_offers():
     assert OLLAMA.display_name == "Ollama" and OLLAMA.tuning.delivery == "environment"
     assert OLLAMA.tuning.kind == OLLAMA.name  # the settings file keeps its options under the backend's name
     assert OLLAMA.capabilities.names() == ["pull", "create", "delete", "lists_loaded", "load_unload",
-                                           "restarts_with_settings", "thinking_control"]
-    assert not OLLAMA.can("reports_slots") and "per-slot" in OLLAMA.why_not("reports_slots")
+                                           "restarts_with_settings", "reports_slots", "thinking_control"]
+    # Slots: those of the llama-server child Ollama 0.30+ runs, at the port its log names.
+    assert OLLAMA.can("reports_slots") and OLLAMA.why_not("reports_slots") == ""
+    assert OLLAMA.server_telemetry is not None
     assert not OLLAMA.can("server_metrics") and "/metrics" in OLLAMA.why_not("server_metrics")
+    assert "without --metrics" in OLLAMA.why_not("server_metrics")
     assert OLLAMA.why_not("pull") == ""
 
 

@@ -1,5 +1,6 @@
 """llama-server's own telemetry: `GET /metrics` (Prometheus text, with --metrics) and `GET /slots`
-(JSON per slot, on by default, off with --no-slots), read into the neutral ServerSample.
+(JSON per slot, on by default, off with --no-slots; read by app/adapters/http/llama_slots.py, which
+Ollama's child llama-server shares), read into the neutral ServerSample.
 
 The parsers never raise on what a server sends: an unreadable metric line is skipped and counted,
 a slot entry of an unknown shape is skipped, a missing metric is None. Field names follow the
@@ -8,23 +9,20 @@ llama-server that was recorded (tests/data/llama_server/), with the older shapes
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
+from app.adapters.http import llama_slots
+from app.adapters.http.llama_slots import error_text, parse_slots
 from app.core.server_telemetry import RateTracker, ServerReading, ServerSample, SlotState, TelemetryUnavailable
 
 PREFIX = "llamacpp:"
 # What llama-server answers on an endpoint it was started without (HTTP 501).
 NOT_SUPPORTED_STATUS = 501
-CONNECT_TIMEOUT_S = 1.0
-READ_TIMEOUT_S = 2.0  # a poll once a second must not pile up behind a stuck server
-MAX_BODY_CHARS = 4_000_000  # a /slots answer of a few hundred slots is far below this
 
 
 @dataclass(frozen=True)
@@ -123,68 +121,6 @@ def parse_metrics(text: str) -> Metrics:
     return Metrics(values, skipped)
 
 
-def _int(value: Any) -> int | None:
-    """An int from a JSON number (bool excluded); None for anything else."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return int(value)
-
-
-def _busy(entry: Mapping[str, Any]) -> bool | None:
-    """Whether a slot works on a task: `is_processing` (newer servers) or `state` != 0 (older)."""
-    flag = entry.get("is_processing")
-    if isinstance(flag, bool):
-        return flag
-    state = _int(entry.get("state"))
-    return None if state is None else state != 0
-
-
-def _decoded(entry: Mapping[str, Any]) -> int | None:
-    """Tokens generated so far: `next_token[0].n_decoded`, `next_token.n_decoded` or `n_decoded`."""
-    nxt = entry.get("next_token")
-    if isinstance(nxt, list):
-        nxt = nxt[0] if nxt else None
-    if isinstance(nxt, Mapping) and "n_decoded" in nxt:
-        return _int(nxt.get("n_decoded"))
-    return _int(entry.get("n_decoded"))
-
-
-def parse_slots(decoded: Any) -> tuple[tuple[SlotState, ...], int]:
-    """/slots JSON as SlotStates sorted by id, and the count of entries skipped as unreadable."""
-    if not isinstance(decoded, list):
-        return (), 1
-    slots: list[SlotState] = []
-    skipped = 0
-    for entry in decoded:
-        slot_id = _int(entry.get("id")) if isinstance(entry, Mapping) else None
-        busy = _busy(entry) if isinstance(entry, Mapping) else None
-        if slot_id is None or busy is None:
-            skipped += 1
-            continue
-        prompt = entry.get("n_prompt_tokens", entry.get("n_past"))
-        slots.append(SlotState(
-            id=slot_id, busy=busy, n_ctx=_int(entry.get("n_ctx")),
-            prompt_tokens=_int(prompt) if busy else None,
-            prompt_processed=_int(entry.get("n_prompt_tokens_processed")) if busy else None,
-            cached_tokens=_int(entry.get("n_prompt_tokens_cache", entry.get("n_cached"))) if busy else None,
-            decoded=_decoded(entry) if busy else None))
-    return tuple(sorted(slots, key=lambda s: s.id)), skipped
-
-
-def error_text(status: int, body: str) -> str:
-    """llama-server's own words for a failed request (`{"error": {"message"}}`), else the status."""
-    try:
-        decoded = json.loads(body)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, Mapping):
-        err = decoded.get("error")
-        message = err.get("message") if isinstance(err, Mapping) else err
-        if isinstance(message, str) and message.strip():
-            return f"HTTP {status}: {message.strip()}"
-    return f"HTTP {status}" + (f": {body.strip()[:120]}" if body.strip() else "")
-
-
 def reading_from(metrics: Metrics | None, slots: tuple[SlotState, ...] | None, *, at: float,
                  metrics_reason: str = "", slots_reason: str = "", skipped_slots: int = 0) -> ServerReading:
     """The neutral reading of one poll's parsed /metrics and /slots (either may be missing)."""
@@ -221,23 +157,12 @@ class LlamaServerTelemetry:
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            timeout = httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=READ_TIMEOUT_S, write=READ_TIMEOUT_S,
-                                    pool=READ_TIMEOUT_S)
-            # trust_env=False: a desktop's HTTP(S)_PROXY must not reroute calls to a local server.
-            self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=self._transport,
-                                           trust_env=False)
+            self._http = llama_slots.local_client(self.base_url, self._transport)
         return self._http
 
     async def _get(self, path: str) -> tuple[str | None, str]:
         """(body, "") on 200, else (None, why) in the server's words or the transport's."""
-        try:
-            response = await self._client().get(path)
-        except httpx.HTTPError as exc:
-            return None, f"{path} at {self.base_url} did not answer ({type(exc).__name__}: {exc or 'no detail'})"
-        text = response.text[:MAX_BODY_CHARS]
-        if response.status_code != 200:
-            return None, f"{path} at {self.base_url}: {error_text(response.status_code, text)}"
-        return text, ""
+        return await llama_slots.fetch_text(self._client(), path, self.base_url)
 
     async def sample(self) -> ServerSample:
         """Read /metrics and /slots now; TelemetryUnavailable when neither answered."""
@@ -248,10 +173,8 @@ class LlamaServerTelemetry:
         slots: tuple[SlotState, ...] | None = None
         skipped_slots = 0
         if slots_text is not None:
-            try:
-                slots, skipped_slots = parse_slots(json.loads(slots_text))
-            except ValueError:
-                slots_reason = f"/slots at {self.base_url} did not answer JSON: {slots_text.strip()[:80]!r}"
+            slots, skipped_slots, why = llama_slots.slots_from_text(slots_text, self.base_url)
+            slots_reason = why or slots_reason
         if metrics is None and slots is None:
             raise TelemetryUnavailable(f"{metrics_reason}; {slots_reason}")
         reading = reading_from(metrics, slots, at=at, metrics_reason=metrics_reason, slots_reason=slots_reason,

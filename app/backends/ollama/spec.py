@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from app.backends.ollama import pull_hints, variant
+from app.backends.ollama.child_telemetry import server_telemetry
 from app.backends.ollama.client import OllamaClient, load_client
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.backends.ollama.tuning import OLLAMA_TUNING
@@ -53,8 +54,8 @@ OLLAMA = BackendSpec(
         lists_loaded=True,  # GET /api/ps with size and size_vram
         load_unload=True,  # an empty /api/generate loads; keep_alive 0 unloads
         restarts_with_settings=True,  # OLLAMA_* variables are read when `ollama serve` starts
-        reports_slots=False,  # Ollama exposes no per-slot state
-        server_metrics=False,  # nor a /metrics endpoint
+        reports_slots=True,  # from 0.30: its llama-server child's /slots, at the port its log names
+        server_metrics=False,  # no /metrics, and the child is started without --metrics
         thinking_control=True,  # `think` on /api/chat and /api/generate
     ),
     catalog=OllamaClient,
@@ -63,9 +64,10 @@ OLLAMA = BackendSpec(
     server=ServerSupervisor,
     model_rules=OllamaModelRules(),
     tuning=OLLAMA_TUNING,
+    server_telemetry=server_telemetry,  # the child's /slots, read once a second while Ollama runs
     missing_reasons={
-        "reports_slots": "Ollama does not report per-slot state; requests in flight are counted by ollama-deck.",
-        "server_metrics": "Ollama has no /metrics endpoint; throughput is measured from the replies.",
+        "server_metrics": ("Ollama has no /metrics endpoint and starts its llama-server without --metrics; "
+                           "throughput is measured from the replies to ollama-deck's own requests."),
     },
 )
 

@@ -17,6 +17,8 @@ from app.backends.ollama import tuning
 from app.adapters.process import procs as procs
 from app.adapters.process.managed import ManagedServer
 from app.adapters.process.supervision import SupervisorBase
+from app.backends.ollama.child import CHILDREN, ChildWatches
+from app.backends.ollama.child_processes import follow_child_processes
 from app.backends.ollama.client import OLLAMA_BANNER, OllamaClient
 from app.core.errors import OllamaError
 from app.core.server.exposure import exposure_of
@@ -34,6 +36,9 @@ _INHERITED_KNOBS_DROPPED = (
     "OLLAMA_NUM_PARALLEL", "OLLAMA_CONTEXT_LENGTH", "OLLAMA_KV_CACHE_TYPE", "OLLAMA_FLASH_ATTENTION",
     "OLLAMA_KEEP_ALIVE", "OLLAMA_MAX_LOADED_MODELS", "OLLAMA_MAX_QUEUE", "OLLAMA_GPU_OVERHEAD",
 )
+
+
+_NO_SERVER = (ServerState.STOPPED, ServerState.CRASHED, ServerState.PORT_CONFLICT, ServerState.NOT_INSTALLED)
 
 
 def _ignore_status(_status: ServerStatus) -> None:
@@ -66,8 +71,13 @@ class ServerSupervisor(SupervisorBase):
         log_follower_for: Callable[[ExternalKind], attached_log.Follower | None] = attached_log.follower_for,
         runtime_dir: Path | None = None,
         die_with_app: bool = True,
+        children: ChildWatches = CHILDREN,
     ) -> None:
-        super().__init__(settings, on_status=on_status, on_log=on_log, stop_grace_s=stop_grace_s,
+        # Every line of the server's log also goes to the watch of its llama-server child, which the
+        # slot reader of the same address asks for the child's port (child.py).
+        self._children = children
+        super().__init__(settings, on_status=on_status, on_log=self._feeding_children(on_log),
+                         stop_grace_s=stop_grace_s,
                          health_interval_s=health_interval_s, runtime_dir=runtime_dir, die_with_app=die_with_app)
         self.start_timeout_s = start_timeout_s
         self._which = which
@@ -75,6 +85,7 @@ class ServerSupervisor(SupervisorBase):
         self._log_follower_for = log_follower_for
         self._follow_task: asyncio.Task | None = None  # the attached server's own log, where it can be read
         self._follow_key: tuple[int | None, ExternalKind] | None = None
+        self._scan_task: asyncio.Task | None = None  # its llama-server child, found in the process table
 
     # ----------------------------------------------------------------- what SupervisorBase asks
 
@@ -88,6 +99,15 @@ class ServerSupervisor(SupervisorBase):
     def _published(self, status: ServerStatus) -> None:
         if status.state is not ServerState.RUNNING_ATTACHED:
             self._stop_following()
+        if status.state in _NO_SERVER:  # its child went with it; the next server's log starts afresh
+            self._children.watch(self.settings.base_url).reset()
+
+    def _feeding_children(self, on_log: Callable[[str], None]) -> Callable[[str], None]:
+        def read(line: str) -> None:
+            self._children.watch(self.settings.base_url).feed(line)
+            on_log(line)
+
+        return read
 
     def _closing(self) -> None:
         self._stop_following()
@@ -150,20 +170,28 @@ class ServerSupervisor(SupervisorBase):
     def _follow_attached_log(self, pid: int | None, kind: ExternalKind) -> None:
         """Follow the attached server's own log (journal or desktop-app file) into on_log; a probe
         that finds the same server again keeps the follower it has."""
-        running = self._follow_task is not None and not self._follow_task.done()
+        running = any(task is not None and not task.done() for task in (self._follow_task, self._scan_task))
         if running and self._follow_key == (pid, kind):
             return
         self._stop_following()
+        watch = self._children.watch(self.settings.base_url)
+        watch.reset()  # another server: what was seen of a child is not its
+        self._follow_key = (pid, kind)
+        loop = asyncio.get_running_loop()
+        # Its child's command line is readable even where its log is not. The app's own process is no
+        # Ollama (a server answering from inside it is a stand-in): its children are not Ollama's.
+        if pid is not None and pid != os.getpid():
+            self._scan_task = loop.create_task(follow_child_processes(pid, watch))
         follower = self._log_follower_for(kind)
         if follower is None:
             return
-        self._follow_key = (pid, kind)
-        self._follow_task = asyncio.get_running_loop().create_task(follower(self._on_log))
+        self._follow_task = loop.create_task(follower(self._on_log))
 
     def _stop_following(self) -> None:
-        if self._follow_task is not None:
-            self._follow_task.cancel()
-            self._follow_task = None
+        for task in (self._follow_task, self._scan_task):
+            if task is not None:
+                task.cancel()
+        self._follow_task = self._scan_task = None
         self._follow_key = None
 
     async def _watch_attached(self, base_url: str) -> None:

@@ -4,6 +4,7 @@ port, and a backend without the capability."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +47,8 @@ def test_a_closed_port_is_said_once_however_many_polls_fail(qtbot, loop) -> None
 
 
 def test_a_backend_without_the_capability_is_never_polled(qtbot, loop) -> None:
-    poller = ServerTelemetryPoller(loop, OLLAMA, lambda: "http://127.0.0.1:11434")
+    no_slots = replace(OLLAMA, capabilities=replace(OLLAMA.capabilities, reports_slots=False))
+    poller = ServerTelemetryPoller(loop, no_slots, lambda: "http://127.0.0.1:11434")
     assert not poller.enabled
     poller.on_status(RUNNING)
     assert not poller.polling and len(poller.ring) == 0

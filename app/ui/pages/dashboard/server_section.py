@@ -29,6 +29,8 @@ class ServerSection:
         reports = backend is not None and (backend.can("reports_slots") or backend.can("server_metrics"))
         if backend is not None and not reports:
             self.reason = backend.why_not("reports_slots")
+        elif backend is not None and not backend.can("server_metrics"):
+            self.reason = backend.why_not("server_metrics")  # slots, but the throughput counts this app's requests
         if ring is None or not reports:
             return
         assert backend is not None

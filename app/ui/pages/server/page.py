@@ -27,7 +27,9 @@ from app.ui.widgets.banner import Banner
 from app.ui.app.header import STATE_COLOURS
 from app.ui.pages.server.fit_panel import FitPanel
 from app.ui.pages.server.settings_fields import exposure_notice
+from app.ui.pages.server.logged_command import LoggedCommand
 from app.ui.pages.server.settings_form import SettingsForm
+from app.ui.pages.server.slots_view import SlotsView
 from app.core.units import GIB
 
 LOG_MAX_LINES = 5000
@@ -222,6 +224,8 @@ class ServerPage(QWidget):
         self.reason_label.setObjectName("Dim")
         self.reason_label.setWordWrap(True)
         rl.addWidget(self.reason_label)
+        self.logged_command = LoggedCommand()
+        rl.addWidget(self.logged_command)
 
 
         self.banner = Banner()
@@ -299,6 +303,8 @@ class ServerPage(QWidget):
         """Add the per-slot progress as a tab (only for a backend that reports slots)."""
         self.slots_view = view
         self.tabs.insertTab(1, view, "Slots")
+        if isinstance(view, SlotsView):  # its samples carry the command line the server's log gave
+            view.command_logged.connect(self.logged_command.set_command)
 
     # --- reactions ------------------------------------------------------------------------
     def set_status(self, status: ServerStatus) -> None:
@@ -319,6 +325,7 @@ class ServerPage(QWidget):
         self.tabs.setTabVisible(self.hint_tab_index, attached)
         self.log_view.text.setPlaceholderText(log_placeholder(status))
         self.hint_text.setText(status.apply_hint)
+        self.logged_command.set_running(status.state.is_running)
         self._refresh()
 
     def _on_applied(self, settings: ServerSettings) -> None:

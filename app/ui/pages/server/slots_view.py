@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHeaderView, QLabel, QProgressBar, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
@@ -19,7 +19,11 @@ def _count(value: int | None) -> str:
 
 class SlotsView(QWidget):
     """A compact table of the server's slots (busy/idle, prompt tokens processed and cached, tokens
-    decoded, context used as a bar), with a summary line and the reason when slots are not reported."""
+    decoded, context used as a bar), with a summary line and the reason when slots are not reported.
+    Where the slots come from another server than the one at the app's address (Ollama's llama-server
+    child), a line names it, and `command_logged` carries that server's command line when it changes."""
+
+    command_logged = Signal(str)  # the command line as the server's log gave it ("" when none is known)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -29,6 +33,12 @@ class SlotsView(QWidget):
         self.summary = QLabel("Waiting for the server's first slot report.")
         self.summary.setObjectName("SlotsSummary")
         self.summary.setStyleSheet("font-weight: 600;")
+        self.source = QLabel()
+        self.source.setObjectName("SlotsSource")
+        self.source.setWordWrap(True)
+        self.source.setStyleSheet("color: #9a9da8;")
+        self.source.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.source.hide()
         self.notice = QLabel()
         self.notice.setObjectName("SlotsNotice")
         self.notice.setWordWrap(True)
@@ -44,10 +54,12 @@ class SlotsView(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
         layout.addWidget(self.summary)
+        layout.addWidget(self.source)
         layout.addWidget(self.notice)
         layout.addWidget(self.table, 1)
         self.bars: list[QProgressBar] = []
         self.shown: ServerSample | None = None
+        self.logged_command = ""
 
     def set_notice(self, text: str) -> None:
         """Say why the server's report is incomplete ("" hides it)."""
@@ -64,10 +76,17 @@ class SlotsView(QWidget):
     def set_sample(self, sample: ServerSample) -> None:
         """Show one sample's slots; rows are rebuilt only when the number of slots changes."""
         self.shown = sample
+        self.source.setText(sample.source)
+        self.source.setVisible(bool(sample.source))
+        if sample.server_command != self.logged_command:
+            self.logged_command = sample.server_command
+            self.command_logged.emit(sample.server_command)
         waiting = "" if sample.requests_deferred is None else \
             f" · {sample.requests_deferred} request{'s' if sample.requests_deferred != 1 else ''} waiting"
         if not sample.reports_slots:
-            self.summary.setText("The server does not report its slots" + waiting)
+            # A named source that has no slots now (no child yet, or it exited) is not a server without slots.
+            self.summary.setText(("No slots to show now" if sample.source else "The server does not report its slots")
+                                 + waiting)
             self.table.setRowCount(0)
             self.bars = []
             return

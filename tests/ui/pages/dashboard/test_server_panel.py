@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -14,6 +15,10 @@ from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.pages.dashboard.server_plots import SERVER_WIDE_TITLE
 from tests.backends.llama_server.recorded_samples import REPORTING_SPEC, recorded_samples
 from tests.fakes.scripted_gpu import RTX_4090
+
+# A server that reports neither slots nor metrics (as Ollama before 0.30, whose runner had no /slots).
+NO_SLOTS = replace(OLLAMA, capabilities=replace(OLLAMA.capabilities, reports_slots=False), server_telemetry=None,
+                   missing_reasons={"reports_slots": "This server does not report per-slot state."})
 
 
 def host_row(tokens_per_s: float = 0.0) -> list[float]:
@@ -80,13 +85,30 @@ def test_a_failing_endpoint_is_said_once_on_the_panel(qtbot) -> None:
     assert not page.server.notice.isVisible()
 
 
-def test_ollama_shows_no_slots_panel_and_keeps_its_own_throughput(qtbot) -> None:
-    page = make(qtbot, OLLAMA, ServerTelemetryRing(), RTX_4090)
+def test_a_backend_without_slots_shows_no_slots_panel_and_keeps_its_own_throughput(qtbot) -> None:
+    page = make(qtbot, NO_SLOTS, ServerTelemetryRing(), RTX_4090)
     assert page.server.slots_plot is None and "server_slots" not in page.plots and "slots" not in page.tiles
-    assert page.server.reason == OLLAMA.why_not("reports_slots")
-    assert page.tiles["tokens"].toolTip() == OLLAMA.why_not("reports_slots")
+    assert page.server.reason == NO_SLOTS.why_not("reports_slots")
+    assert page.tiles["tokens"].toolTip() == NO_SLOTS.why_not("reports_slots")
     assert "Throughput of ollama-deck's requests" in page.time_plots["tokens"].item.titleLabel.text
     page._buffers.append_row(time.monotonic(), host_row(tokens_per_s=12.0))
     page.redraw_now()
     assert page.tiles["tokens"].value == "12 tok/s"
     assert page.tiles["tokens"].detail == "0 requests from this app in flight"
+
+
+def test_ollama_shows_its_childs_slots_and_keeps_its_own_throughput(qtbot) -> None:
+    ring = ServerTelemetryRing(interval_s=1.0)
+    page = make(qtbot, OLLAMA, ring, RTX_4090)
+    assert page.server.slots_plot is not None and "server_slots" in page.plots and "slots" in page.tiles
+    assert page.server.tokens_plot is None  # no server-wide counters: the child runs without --metrics
+    assert page.server.reason == OLLAMA.why_not("server_metrics")
+    assert page.tiles["tokens"].toolTip() == OLLAMA.why_not("server_metrics")
+    assert "Throughput of ollama-deck's requests" in page.time_plots["tokens"].item.titleLabel.text
+    now = time.monotonic()
+    for sample in recorded_samples(start_s=now - 2.0):
+        ring.append(sample)
+    page._buffers.append_row(now, host_row(tokens_per_s=12.0))
+    page.redraw_now()
+    assert page.tiles["tokens"].value == "12 tok/s"
+    assert page.tiles["slots"].value == "0 / 2 busy"
