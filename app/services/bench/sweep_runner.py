@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from collections.abc import Callable, Sequence
 
 from app.services.bench.loadgen import LoadGenerator
-from app.services.bench.sweep_gpu import GpuWindow, figures_from, gpu_facts, gpu_memory_now
+from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, figures_from, gpu_facts, gpu_memory_now,
+                                          runs_without_gpu, spill_words)
 from app.services.bench.sweep_server import ServerWindow
 from app.core.bench.stats import RequestRecord, summarize
 from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
@@ -293,14 +294,15 @@ class SweepRunner:
         facts = replace(priced, loaded_size_mib=loaded.size_bytes / MIB if loaded else None,
                         loaded_vram_mib=loaded.size_vram_bytes / MIB if loaded else None,
                         context_length=loaded.context_length if loaded else None)
-        if loaded is not None and loaded.size_vram_bytes < loaded.size_bytes:
-            return _ended(facts, FAILED, f"spilled to CPU ({loaded.processor})",
+        if loaded is not None and (spilled := spill_words(self._gpu, loaded)):
+            return _ended(facts, FAILED, f"spilled to CPU ({spilled})",
                           f"The server reports {loaded.size_vram_bytes / MIB:.0f} of {loaded.size_bytes / MIB:.0f} MiB "
                           "on the GPU; the rest runs on the CPU, many times slower.")
-        return await self._measure(client, spec, point, report, facts)
+        return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded))
 
     async def _measure(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint,
-                       report: Callable[[str, str, float], None], facts: PointResult) -> PointResult:
+                       report: Callable[[str, str, float], None], facts: PointResult,
+                       on_cpu: bool = False) -> PointResult:
         plan = spec.workload.for_point(point.concurrency)
         window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock)
         server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s)
@@ -346,8 +348,8 @@ class SweepRunner:
             loaded = await self._loaded(client, spec.workload.model)
         except OllamaError:
             loaded = None
-        if loaded is not None and loaded.size_vram_bytes < loaded.size_bytes:
-            return _ended(outcome, FAILED, f"spilled to CPU during the run ({loaded.processor})")
+        if loaded is not None and (spilled := spill_words(self._gpu, loaded)):
+            return _ended(outcome, FAILED, f"spilled to CPU during the run ({spilled})")
         if stats.requests_ok == 0:
             kind = next(iter(stats.errors), "other")
             return _ended(outcome, FAILED, f"every request failed ({ERROR_WORDS.get(kind, kind)})",
@@ -356,7 +358,9 @@ class SweepRunner:
             failures = ", ".join(f"{ERROR_WORDS.get(k, k)} ×{n}" for k, n in sorted(stats.errors.items()))
             return _ended(outcome, UNSTABLE, f"{stats.requests_failed} of {stats.requests} failed ({failures})",
                           stats.first_error)
-        return _ended(outcome, OK)
+        return _ended(outcome, OK, ON_CPU_REASON if on_cpu else "",
+                      "The server has no GPU (none can be read here and it holds nothing in VRAM), so it runs on the "
+                      "CPU by design; this point was measured there." if on_cpu else "")
 
     @staticmethod
     async def _loaded(client: ModelCatalog, model: str) -> RunningModel | None:

@@ -174,3 +174,30 @@ def test_an_unknown_model_fails_before_anything_restarts(make_supervisor, env):
     with pytest.raises(ModelNotFound, match="nope:1b"):
         h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (2,), plan=workload("nope:1b"))))
     assert h.supervisor.status.pid == pid and parallel_started(h.logs.lines) == [1]
+
+
+def test_a_server_without_a_gpu_is_measured_on_the_cpu_not_failed_as_a_spill(make_supervisor, env):
+    env(FAKE_OLLAMA_GPU_MIB="0")  # /api/ps size_vram 0, as the real Ollama reports on a machine without a GPU
+    base = ServerSettings(port=free_port())
+    h = make_supervisor(base)
+    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (1, 2))), timeout=60)
+    assert [r.status for r in run.results] == [OK, OK]
+    for r in run.results:
+        assert r.ran and r.stats.requests_ok == 4 and r.output_tokens_per_s > 0
+        assert r.loaded_vram_mib == 0 and r.loaded_size_mib > 0
+        assert r.reason == "on the CPU (no GPU)" and r.stable_text() == "✓ on the CPU (no GPU)"
+        assert "runs on the CPU by design" in r.detail
+    assert run.recommendation is not None and run.recommendation.index is not None
+
+
+def test_nothing_in_vram_on_a_machine_with_a_gpu_is_still_a_spill(make_supervisor, env):
+    env(FAKE_OLLAMA_GPU_MIB="0")
+    base = ServerSettings(port=free_port())
+    reading = GpuReading(memory_used_mib=500.0, utilization_pct=0.0, power_w=30.0, temperature_c=40.0,
+                         server_memory_mib=0.0)
+    h = make_supervisor(base)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=ScriptedGpuBackend(script=[reading]),
+                         server_pids=h.supervisor.server_pids, sample_interval_s=0.05)
+    run = h.run(runner.run(spec(base, (1,), force=True)), timeout=60)
+    (only,) = run.results
+    assert only.status == FAILED and only.reason == "spilled to CPU (100% CPU)" and only.stats is None
