@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import EstimateError
-from app.core.memory.estimator import GpuMemory, VramEstimate
+from app.core.memory.estimator import GpuMemory, OllamaEra, VramEstimate, era_for_version
 from app.core.memory.host import HostMemory
 from app.core.memory.ollama_launch import LaunchPlan
 from app.core.model_shape import ModelShape
@@ -291,7 +291,9 @@ class FitPanel(QFrame):
         self.host_label.setText(_host_text(est))
         gpu = self.gpu_memory()
         plan = launch_plan_for(self._settings, shape, gpu, self._version)
-        lines = self._command_builder(plan) if self._command_builder is not None else []
+        # before 0.30 Ollama ran its own runner, not llama-server: there is no such command to show
+        known = self._command_builder is not None and era_for_version(self._version) is OllamaEra.C
+        lines = self._command_builder(plan) if known and self._command_builder is not None else []
         self.command_label.setText("\n".join(lines))
         self.command_label.setVisible(bool(lines))
         load = load_settings_for(self._settings, shape, self._gpu_total or None, self._version)
