@@ -301,7 +301,8 @@ class FitPanel(QFrame):
         grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host)
         self.heat_title.setText("What fits: parallel requests × context per request "
                                 + ("(GiB of RAM, no GPU)" if est.cpu_only else "(GiB on the GPU)"))
-        self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx)
+        self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx,
+                              "of RAM" if est.cpu_only else "on the GPU")
 
     def _show_cpu_bar(self, est: VramEstimate) -> None:
         """No GPU: the bar is the computer's RAM and what the load puts there."""
