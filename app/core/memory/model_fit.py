@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core.errors import EstimateError
-from app.core.memory.estimator import GpuMemory, LoadSettings, OllamaEra, VramEstimate, era_for_version, estimate
+from app.core.memory.estimator import GpuMemory, LoadSettings, VramEstimate, era_for_version, estimate
 from app.core.memory.verdict import verdict_label
 from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
@@ -117,11 +117,11 @@ def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings,
                           f"{num_ctx} × {settings.num_parallel} parallel ({source}).")
     num_batch = _int_param(params.get("num_batch"))
     parallel_settings = settings
-    if era_for_version(version) is OllamaEra.C:
-        # Ollama ≥ 0.30 picks the batch (and, for some architectures, one slot) itself. ollama_launch
-        # builds on this module's context rule, so it is imported here, not at the top.
-        from app.core.memory.ollama_launch import OllamaGpus, plan_launch  # noqa: PLC0415
+    # Ollama ≥ 0.30 picks the batch (and, for some architectures, one slot) itself. ollama_launch
+    # builds on this module's context rule, so it is imported here, not at the top.
+    from app.core.memory.ollama_launch import OllamaGpus, ollama_plans_launch, plan_launch  # noqa: PLC0415
 
+    if ollama_plans_launch(settings, version):
         plan = plan_launch(settings, shape, OllamaGpus(gpu_total_bytes, gpu_total_bytes), version,
                            file_bytes=size_bytes, model_num_ctx=num_ctx, model_num_batch=num_batch)
         num_batch, parallel_settings = plan.num_batch, settings.replace(num_parallel=plan.parallel)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.core.memory.estimator import OllamaEra, era_for_version
 from app.core.memory.model_fit import context_for
 from app.core.model_shape import ModelShape
 from app.core.server.settings import ServerSettings
@@ -82,6 +83,12 @@ class LaunchPlan:
     def ctx_total(self) -> int:
         """-c: the context over all slots (tokens)."""
         return self.num_ctx * self.parallel
+
+
+def ollama_plans_launch(settings: ServerSettings, version: str | None) -> bool:
+    """True when Ollama itself plans the llama-server launch: an Ollama server (not llama-server run
+    directly, whose flags are the settings' own) of 0.30 or later (None: the current one)."""
+    return settings.backend == "ollama" and era_for_version(version) is OllamaEra.C
 
 
 def predicted_vram_bytes(file_bytes: int, shape: ModelShape, ctx_total: int) -> int:
@@ -176,4 +183,5 @@ def plan_launch(settings: ServerSettings, shape: ModelShape, gpus: OllamaGpus, v
 
 
 __all__ = ["BATCH_DEFAULT", "BATCH_LARGE", "BATCH_MEDIUM", "LaunchPlan", "OllamaGpus", "SINGLE_SLOT_ARCHITECTURES",
-           "automatic_batch", "batch_for_context", "flash_attention_flag", "plan_launch", "predicted_vram_bytes"]
+           "automatic_batch", "batch_for_context", "flash_attention_flag", "ollama_plans_launch", "plan_launch",
+           "predicted_vram_bytes"]

@@ -12,7 +12,7 @@ from app.core.memory import model_fit
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, LoadSettings, OllamaEra, VramEstimate, era_for_version, estimate
 from app.core.memory.host import HostMemory
-from app.core.memory.ollama_launch import LaunchPlan, OllamaGpus, plan_launch
+from app.core.memory.ollama_launch import LaunchPlan, OllamaGpus, ollama_plans_launch, plan_launch
 from app.core.model_shape import ModelShape
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
@@ -42,9 +42,9 @@ def load_settings_for(settings: ServerSettings, shape: ModelShape, gpu_total_byt
 
     A context above the model's training context is clamped, as Ollama does; flash attention
     'auto' counts as on (Ollama enables it for the architectures it supports). From 0.30 the batch
-    is Ollama's automatic one unless num_batch is given; before, Ollama's default of 512."""
+    is Ollama's automatic one unless num_batch is given; before (and for other servers), 512."""
     ctx, _source = model_fit.context_for(settings, None, version, gpu_total_bytes, shape.context_length)
-    if num_batch is None and era_for_version(version) is OllamaEra.C:
+    if num_batch is None and ollama_plans_launch(settings, version):
         total = gpu_total_bytes or 0
         gpus = OllamaGpus(total, total if gpu_free_bytes is None else gpu_free_bytes) if total else OllamaGpus.none()
         plan = plan_launch(settings, shape, gpus, version)

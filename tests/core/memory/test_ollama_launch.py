@@ -106,3 +106,15 @@ def launch_batch_is_one_of_ollamas_and_never_grows_with_less_vram(ctx: int, free
 @given(st.integers(256, 131072), st.floats(1.0, 200.0), st.integers(1, 16))
 def test_property_batch_never_grows_with_less_vram(ctx, free_gib, parallel):
     launch_batch_is_one_of_ollamas_and_never_grows_with_less_vram(ctx, free_gib, parallel)
+
+
+def test_only_an_ollama_of_0_30_or_later_plans_the_launch_itself():
+    from app.core.memory.ollama_launch import ollama_plans_launch
+    from app.core.memory.pricing import load_settings_for
+
+    assert ollama_plans_launch(ServerSettings(), "0.32.15") and ollama_plans_launch(ServerSettings(), None)
+    assert not ollama_plans_launch(ServerSettings(), "0.20.0")
+    llama = ServerSettings(backend="llama_server")
+    assert not ollama_plans_launch(llama, "b6123-abc1234")  # llama-server run directly gets the settings' flags
+    assert load_settings_for(ServerSettings(), QWEN, H200.total_bytes, "0.32.15").num_batch == 2048
+    assert load_settings_for(llama, QWEN, H200.total_bytes, "b6123-abc1234").num_batch == 512

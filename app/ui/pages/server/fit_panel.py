@@ -16,9 +16,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import EstimateError
-from app.core.memory.estimator import GpuMemory, OllamaEra, VramEstimate, era_for_version
+from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.memory.host import HostMemory
-from app.core.memory.ollama_launch import LaunchPlan
+from app.core.memory.ollama_launch import LaunchPlan, ollama_plans_launch
 from app.core.model_shape import ModelShape
 from app.core.memory.model_fit import ollama_default_context_length
 from app.core.memory.pricing import fit_grid, launch_plan_for, load_settings_for, price
@@ -292,7 +292,7 @@ class FitPanel(QFrame):
         gpu = self.gpu_memory()
         plan = launch_plan_for(self._settings, shape, gpu, self._version)
         # before 0.30 Ollama ran its own runner, not llama-server: there is no such command to show
-        known = self._command_builder is not None and era_for_version(self._version) is OllamaEra.C
+        known = self._command_builder is not None and ollama_plans_launch(self._settings, self._version)
         lines = self._command_builder(plan) if known and self._command_builder is not None else []
         self.command_label.setText("\n".join(lines))
         self.command_label.setVisible(bool(lines))
