@@ -271,7 +271,8 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
     return replace(est, explanation=explain(est, settings.num_ctx, settings.flash_attention))
 
 
-def _estimate_cpu_only(shape: ModelShape, settings: LoadSettings, era: OllamaEra, host: HostMemory | None) -> VramEstimate:
+def _estimate_cpu_only(shape: ModelShape, settings: LoadSettings, era: OllamaEra,
+                       host: HostMemory | None) -> VramEstimate:
     """No GPU: llama-server keeps every buffer in host memory, so only the host's RAM decides."""
     kv_type = settings.kv_cache_type if settings.flash_attention else "f16"
     plan = plan_context(shape, settings.num_ctx, settings.parallel, settings.ubatch)

@@ -281,7 +281,8 @@ class FitPanel(QFrame):
         colour = VERDICT_COLOURS[est.verdict]
         self.verdict_label.setStyleSheet(f"font-size: 14pt; font-weight: 700; color: {_bright(colour)};")
         if est.cpu_only:
-            self.verdict_label.setText(f"{verdict_label(est.verdict)} — {_gib(est.host_bytes)} of RAM · {est.processor}")
+            self.verdict_label.setText(
+                f"{verdict_label(est.verdict)} — {_gib(est.host_bytes)} of RAM · {est.processor}")
         else:
             self.verdict_label.setText(
                 f"{verdict_label(est.verdict)} — {_gib(est.total_gpu_bytes)} at load, peak {_gib(est.peak_gpu_bytes)}, "
