@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from app.backends.ollama.launch import predicted_lines
+from app.core.memory.ollama_launch import LaunchPlan
 from app.core.server.exposure import exposure_of
 from app.core.server.mapping import COUNT, DIRECTORY, MEBIBYTES, PROGRAM, MappingTexts, OptionSpec
 from app.core.server.settings import FIELD_LABELS, ServerSettings, Validation, validate
@@ -313,6 +315,11 @@ class OllamaTuning:
     def mapping_text(self, settings: ServerSettings) -> list[str]:
         """The environment lines, e.g. OLLAMA_NUM_PARALLEL=4."""
         return mapping_text(settings)
+
+    def launch_lines(self, plan: LaunchPlan) -> list[str]:
+        """The llama-server command Ollama will run for a model's launch plan, with where its numbers
+        come from (the fit panel shows it before the server loads the model)."""
+        return predicted_lines(plan)
 
     def label(self, name: str) -> str:
         """The form's label of a field or option."""

@@ -279,7 +279,7 @@ class PointResult:
     def stable_text(self) -> str:
         """The "stable?" column: ✓, or why not."""
         if self.status == OK:
-            return "✓"
+            return f"✓ {self.reason}" if self.reason else "✓"  # e.g. measured on the CPU of a server without a GPU
         reason = self.reason.replace("out of memory", "OOM")
         if self.status == UNSTABLE:
             return f"⚠ {reason}" if reason else "⚠ unstable"

@@ -1,8 +1,10 @@
 """Price a load setting in GPU memory before it is applied: fits, tight, spills or won't load.
 
-`estimate(shape, settings, gpu, era)` models what llama.cpp (the engine inside Ollama) really
+`estimate(shape, settings, gpu, era, host)` models what llama.cpp (the engine inside Ollama) really
 allocates — weights per layer, KV cache, compute buffers, the CUDA runtime — places layers the
-way the given Ollama era does, and explains the verdict in one sentence. All sizes are bytes.
+way the given Ollama era does, prices the CPU side against the host's RAM, and explains the
+verdict in one sentence. `gpu=None` is a machine without a GPU: everything runs on the CPU. All
+sizes are bytes.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from app.core.errors import EstimateError
+from app.core.memory.host import (CPU_RUNTIME_OVERHEAD_BYTES, HostMemory, cpu_only_text, cpu_weights_bytes,
+                                  host_verdict, out_of_memory_text, output_buffer_bytes)
 from app.core.memory.legacy import LegacyEstimate, legacy_estimate
 from app.core.memory.llama_cpp import (
     KV_TYPES,
@@ -128,9 +132,18 @@ class VramEstimate:
     notes: tuple[str, ...] = field(default_factory=tuple)
     full_offload_gpu_bytes: int = 0  # total at load if every layer were on the GPU
     forced_layers: bool = False  # True when num_gpu fixed the placement
+    cpu_only: bool = False  # no GPU: every buffer is in host memory
+    host_bytes: int = 0  # host RAM the load needs: CPU-side weights, KV, compute and output buffers, runtime
+    host_available_bytes: int | None = None  # the host's available RAM (None: not known)
+    host_verdict: str = ""  # fits | tight | wont_load for host memory alone ("" when not known)
+
+    @property
+    def host_headroom_bytes(self) -> int | None:
+        """Host RAM left after the load (None when the host's memory is not known)."""
+        return None if self.host_available_bytes is None else self.host_available_bytes - self.host_bytes
 
 
-def validate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory) -> None:
+def validate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None) -> None:
     """Raise EstimateError naming the first setting that makes no sense for this model or GPU."""
     checks = [
         (settings.num_ctx >= 1, f"context length must be at least 1 token, got {settings.num_ctx}"),
@@ -145,15 +158,22 @@ def validate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory) -> None:
          f"micro-batch {settings.ubatch} is larger than batch {settings.num_batch}"),
         (settings.num_gpu is None or settings.num_gpu >= 0, f"num_gpu must not be negative, got {settings.num_gpu}"),
         (settings.gpu_overhead_bytes >= 0, f"GPU overhead must not be negative, got {settings.gpu_overhead_bytes}"),
+    ]
+    if gpu is not None:
+        checks += _gpu_checks(gpu)
+    for ok, message in checks:
+        if not ok:
+            raise EstimateError(message)
+
+
+def _gpu_checks(gpu: GpuMemory) -> list[tuple[bool, str]]:
+    return [
         (gpu.total_bytes > 0, f"GPU memory must be positive, got {gpu.total_bytes}"),
         (gpu.used_by_others_bytes >= 0, f"memory used by others must not be negative, got {gpu.used_by_others_bytes}"),
         (gpu.used_by_others_bytes <= gpu.total_bytes,
          f"memory used by others ({gpu.used_by_others_bytes}) exceeds the GPU's {gpu.total_bytes}"),
         (gpu.runtime_overhead_bytes >= 0, f"runtime overhead must not be negative, got {gpu.runtime_overhead_bytes}"),
     ]
-    for ok, message in checks:
-        if not ok:
-            raise EstimateError(message)
 
 
 @dataclass(frozen=True)
@@ -184,10 +204,12 @@ def _place(shape: ModelShape, n_gpu: int, kv: list[int], compute: int, overhead:
     return _Placement(weights_gpu, weights_cpu, kv_gpu, compute + staging, overhead)
 
 
-def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory,
-             era: OllamaEra = OllamaEra.C) -> VramEstimate:
-    """Predict GPU memory and placement for `settings` on `gpu` under Ollama `era`."""
+def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
+             era: OllamaEra = OllamaEra.C, host: HostMemory | None = None) -> VramEstimate:
+    """Predict GPU and host memory and placement for `settings` on `gpu` (None: no GPU) under Ollama `era`."""
     validate(shape, settings, gpu)
+    if gpu is None:
+        return _estimate_cpu_only(shape, settings, era, host)
     notes: list[str] = []
     kv_type = effective_kv_type(settings.kv_cache_type, settings.flash_attention)
     if kv_type != settings.kv_cache_type:
@@ -221,27 +243,60 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory,
     full = _place(shape, layers_total, kv, compute, gpu.runtime_overhead_bytes).total_gpu
     peak = placed.total_gpu + (extra if n_gpu > 0 else 0)
     kv_cpu = sum(kv) - placed.kv_gpu
-    host = host_compute_bytes(shape, plan, settings.flash_attention)
+    host_compute = host_compute_bytes(shape, plan, settings.flash_attention)
     processor = processor_string(legacy, n_gpu, layers_total,
                                  gpu_buffers=placed.total_gpu - placed.overhead,
-                                 cpu_buffers=placed.weights_cpu + kv_cpu + host)
+                                 cpu_buffers=placed.weights_cpu + kv_cpu + host_compute)
     verdict = verdict_for(n_gpu, layers_total, placed.total_gpu, peak, available, gpu.total_bytes)
+    host_need = (placed.weights_cpu + kv_cpu + host_compute + output_buffer_bytes(shape, settings.parallel)
+                 + CPU_RUNTIME_OVERHEAD_BYTES)
+    on_host = host_verdict(host_need, host)
     est = VramEstimate(
         era=era, kv_cache_type=kv_type, n_ctx_total=plan.n_ctx_total,
         weights_gpu_bytes=placed.weights_gpu, weights_cpu_bytes=placed.weights_cpu,
         kv_bytes=sum(kv), kv_gpu_bytes=placed.kv_gpu, compute_bytes=placed.compute_gpu,
-        compute_flash_on_bytes=compute_on, compute_flash_off_bytes=compute_off, host_compute_bytes=host,
+        compute_flash_on_bytes=compute_on, compute_flash_off_bytes=compute_off, host_compute_bytes=host_compute,
         peak_extra_bytes=peak - placed.total_gpu, overhead_bytes=placed.overhead,
         total_gpu_bytes=placed.total_gpu, peak_gpu_bytes=peak, free_bytes=gpu.free_bytes,
         available_bytes=available, headroom_bytes=available - peak, layers_on_gpu=n_gpu,
         layers_total=layers_total, processor=processor, verdict=verdict, explanation="",
         legacy=legacy, notes=tuple(notes), full_offload_gpu_bytes=full,
-        forced_layers=settings.num_gpu is not None,
+        forced_layers=settings.num_gpu is not None, host_bytes=host_need,
+        host_available_bytes=host.available_bytes if host else None, host_verdict=on_host,
     )
+    if host is not None and on_host == "wont_load" and verdict != "wont_load":
+        on_gpu = f"{n_gpu} of {layers_total} layers go on the GPU and "
+        return replace(est, verdict="wont_load",
+                       explanation=out_of_memory_text(host_need, host, placed.weights_cpu, kv_cpu, on_gpu))
     return replace(est, explanation=explain(est, settings.num_ctx, settings.flash_attention))
 
 
+def _estimate_cpu_only(shape: ModelShape, settings: LoadSettings, era: OllamaEra,
+                       host: HostMemory | None) -> VramEstimate:
+    """No GPU: llama-server keeps every buffer in host memory, so only the host's RAM decides."""
+    kv_type = settings.kv_cache_type if settings.flash_attention else "f16"
+    plan = plan_context(shape, settings.num_ctx, settings.parallel, settings.ubatch)
+    kv = sum(kv_layer_bytes(shape, plan, kv_type))
+    compute = compute_bytes(shape, plan, kv_type, settings.flash_attention)
+    weights = cpu_weights_bytes(shape)
+    need = weights + kv + compute + output_buffer_bytes(shape, settings.parallel) + CPU_RUNTIME_OVERHEAD_BYTES
+    on_host = host_verdict(need, host)
+    verdict = on_host or "fits"
+    headroom = host.available_bytes - need if host else 0
+    return VramEstimate(
+        era=era, kv_cache_type=kv_type, n_ctx_total=plan.n_ctx_total, weights_gpu_bytes=0,
+        weights_cpu_bytes=weights, kv_bytes=kv, kv_gpu_bytes=0, compute_bytes=0,
+        compute_flash_on_bytes=compute_bytes(shape, plan, settings.kv_cache_type, True),
+        compute_flash_off_bytes=compute_bytes(shape, plan, "f16", False), host_compute_bytes=compute,
+        peak_extra_bytes=0, overhead_bytes=0, total_gpu_bytes=0, peak_gpu_bytes=0, free_bytes=0,
+        available_bytes=0, headroom_bytes=headroom, layers_on_gpu=0, layers_total=shape.n_layer + 1,
+        processor="100% CPU", verdict=verdict,
+        explanation=cpu_only_text(verdict, need, host, weights, kv, compute),
+        cpu_only=True, host_bytes=need, host_available_bytes=host.available_bytes if host else None,
+        host_verdict=on_host)
+
+
 __all__ = [
-    "DEFAULT_RUNTIME_OVERHEAD_BYTES", "FIT_TARGET_MARGIN_BYTES", "GpuMemory", "LoadSettings",
+    "DEFAULT_RUNTIME_OVERHEAD_BYTES", "FIT_TARGET_MARGIN_BYTES", "GpuMemory", "HostMemory", "LoadSettings",
     "OllamaEra", "VramEstimate", "era_for_version", "estimate", "validate",
 ]

@@ -115,8 +115,18 @@ def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings,
         return FitVerdict("unknown", num_ctx, source,
                           f"GPU unknown ({why}), so there is no verdict; it would load with num_ctx "
                           f"{num_ctx} × {settings.num_parallel} parallel ({source}).")
+    num_batch = _int_param(params.get("num_batch"))
+    parallel_settings = settings
+    # Ollama ≥ 0.30 picks the batch (and, for some architectures, one slot) itself. ollama_launch
+    # builds on this module's context rule, so it is imported here, not at the top.
+    from app.core.memory.ollama_launch import OllamaGpus, ollama_plans_launch, plan_launch  # noqa: PLC0415
+
+    if ollama_plans_launch(settings, version):
+        plan = plan_launch(settings, shape, OllamaGpus(gpu_total_bytes, gpu_total_bytes), version,
+                           file_bytes=size_bytes, model_num_ctx=num_ctx, model_num_batch=num_batch)
+        num_batch, parallel_settings = plan.num_batch, settings.replace(num_parallel=plan.parallel)
     try:
-        est = estimate(shape, load_settings(settings, num_ctx, _int_param(params.get("num_batch"))),
+        est = estimate(shape, load_settings(parallel_settings, num_ctx, num_batch),
                        GpuMemory(total_bytes=gpu_total_bytes), era_for_version(version))
     except EstimateError as exc:
         return FitVerdict("unknown", num_ctx, source, f"Cannot estimate this model: {exc.user_text()}")

@@ -68,7 +68,8 @@ def judge(predicted: VramEstimate | None, obs: ApplyObservation) -> ApplyJudgeme
     if obs.ps_size_bytes is None or obs.ps_size_vram_bytes is None:
         return verdict(True, "The server runs with the new settings; no model was loaded to check memory.")
     on_cpu = obs.ps_size_bytes - obs.ps_size_vram_bytes
-    expected_full = predicted is None or predicted.verdict in ("fits", "tight")
+    # priced for a machine without a GPU: all on the CPU is what was predicted, not a spill
+    expected_full = predicted is None or (predicted.verdict in ("fits", "tight") and not predicted.cpu_only)
     if on_cpu > 0 and expected_full:
         share = round(on_cpu / obs.ps_size_bytes * 100)
         return verdict(False, (

@@ -1,4 +1,5 @@
-"""GPU readings over a benchmark's measured window: peak VRAM, mean utilisation and power, energy."""
+"""GPU readings over a benchmark's measured window: peak VRAM, mean utilisation and power, energy;
+and whether a loaded model that is not on the GPU spilled there or runs on a machine without one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from app.core.bench.sweep import GpuFigures
 from app.core.errors import OllamaError
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.pricing import others_bytes
+from app.core.models import RunningModel
 from app.core.ports.catalog import ModelCatalog
 from app.core.units import MIB
 from app.core.telemetry import GpuBackend, GpuInfo, GpuSample
@@ -50,6 +52,25 @@ def gpu_facts(gpu: GpuBackend | None) -> tuple[GpuInfo | None, str]:
     if gpu.available:
         return gpu.info(), ""
     return None, gpu.unavailable_reason
+
+
+# The label of a point measured on a server without a GPU (it is not a spill: there is nowhere else).
+ON_CPU_REASON = "on the CPU (no GPU)"
+
+
+def runs_without_gpu(gpu: GpuBackend | None, loaded: RunningModel | None) -> bool:
+    """True when the server has no GPU at all: none can be read here and it holds nothing in VRAM
+    (/api/ps size_vram 0). Such a server runs on the CPU by design and is measured there."""
+    no_gpu_here = gpu is None or not gpu.available
+    return no_gpu_here and loaded is not None and loaded.size_vram_bytes == 0
+
+
+def spill_words(gpu: GpuBackend | None, loaded: RunningModel | None) -> str:
+    """The server's own word for a model partly or wholly off its GPU ("100% CPU"), "" when it is all
+    on the GPU, or runs on a machine without one."""
+    if loaded is None or loaded.size_vram_bytes >= loaded.size_bytes or runs_without_gpu(gpu, loaded):
+        return ""
+    return loaded.processor
 
 
 async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running: bool) -> GpuMemory | None:
@@ -98,4 +119,5 @@ class GpuWindow(PollingWindow[GpuSample]):
         await self.finish()
 
 
-__all__ = ["GpuWindow", "figures_from", "gpu_facts", "gpu_memory_now"]
+__all__ = ["ON_CPU_REASON", "GpuWindow", "figures_from", "gpu_facts", "gpu_memory_now", "runs_without_gpu",
+           "spill_words"]

@@ -16,11 +16,14 @@ from dataclasses import dataclass, replace
 from collections.abc import Callable, Sequence
 
 from app.services.bench.loadgen import LoadGenerator
-from app.services.bench.sweep_gpu import GpuWindow, figures_from, gpu_facts, gpu_memory_now
+from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, figures_from, gpu_facts, gpu_memory_now,
+                                          runs_without_gpu, spill_words)
 from app.services.bench.sweep_server import ServerWindow
+from app.services.bench.sweep_words import load_failure, skip_reason
 from app.core.bench.stats import RequestRecord, summarize
 from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
-from app.core.memory.estimator import GpuMemory, VramEstimate
+from app.core.memory.estimator import GpuMemory
+from app.core.memory.host import HostMemory
 from app.core.model_shape import ModelShape, shape_from_show
 from app.core.models import LocalModel, RunningModel
 from app.core.memory.pricing import price
@@ -67,14 +70,6 @@ def now_iso() -> str:
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def _skip_reason(estimate: VramEstimate) -> str:
-    """Short words for a point the estimate rules out."""
-    if estimate.verdict == "spills":
-        return f"predicted to spill to CPU ({estimate.layers_on_gpu}/{estimate.layers_total} layers on GPU)"
-    need, have = estimate.total_gpu_bytes / MIB / 1024, estimate.available_bytes / MIB / 1024
-    return f"predicted not to load ({need:.1f} GiB needed, {have:.1f} GiB free)"
-
-
 def _ended(known: PointResult, status: str, reason: str = "", detail: str = "") -> PointResult:
     """The point's outcome: what was measured so far, with its status and the reason in words."""
     return replace(known, status=status, reason=reason, detail=detail)
@@ -93,7 +88,8 @@ class SweepRunner:
                  base_url: str | None = None, gpu: GpuBackend | None = None,
                  server_pids: Callable[[], Sequence[int]] = lambda: [], meter: TokenMeter | None = None,
                  clock: Clock = time.monotonic, sample_interval_s: float = 0.25,
-                 app_version: str = "", server_telemetry: ServerTelemetryFactory | None = None) -> None:
+                 app_version: str = "", server_telemetry: ServerTelemetryFactory | None = None,
+                 host_memory: Callable[[], HostMemory | None] = lambda: None) -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._load_client = load_client
@@ -105,6 +101,7 @@ class SweepRunner:
         self._sample_interval_s = sample_interval_s
         self._app_version = app_version
         self._server_telemetry = server_telemetry  # the server's own slots and counters, where it has them
+        self._host_memory = host_memory  # the RAM a point's load can have (None: not known, not priced)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._point_task: asyncio.Task[PointResult] | None = None
         self._cancelled = False
@@ -266,14 +263,14 @@ class SweepRunner:
             gpu = await self._gpu_memory(client)
             if gpu is not None:
                 try:
-                    estimate = price(point.settings, shape, gpu, version)
+                    estimate = price(point.settings, shape, gpu, version, await asyncio.to_thread(self._host_memory))
                 except EstimateError as exc:
                     return PointResult(point, SKIPPED, "invalid for this model", detail=exc.message)
         # What is known so far rides along on every outcome; each return sets status and reason.
         priced = PointResult(point, OK, estimate_verdict=estimate.verdict if estimate else None,
                              estimate_peak_mib=estimate.peak_gpu_bytes / MIB if estimate else None)
         if estimate is not None and estimate.verdict in SKIPPED_VERDICTS and not spec.force:
-            return _ended(priced, SKIPPED, _skip_reason(estimate), f"{estimate.explanation} The point was "
+            return _ended(priced, SKIPPED, skip_reason(estimate), f"{estimate.explanation} The point was "
                           "not run; tick Force (--force) to run it anyway.")
         if spec.managed and self._supervisor is not None:
             report("restarting", f"parallel {point.settings.num_parallel}", 0.02)
@@ -287,20 +284,19 @@ class SweepRunner:
         except OutOfMemory as exc:
             return _ended(priced, FAILED, "out of memory at load", exc.message)
         except OllamaError as exc:
-            crashed = self._crash_reason()
-            return _ended(priced, FAILED, "server crashed at load" if crashed else "model did not load",
-                          crashed or exc.message)
+            return _ended(priced, FAILED, *load_failure(exc.message, self._crash_reason()))
         facts = replace(priced, loaded_size_mib=loaded.size_bytes / MIB if loaded else None,
                         loaded_vram_mib=loaded.size_vram_bytes / MIB if loaded else None,
                         context_length=loaded.context_length if loaded else None)
-        if loaded is not None and loaded.size_vram_bytes < loaded.size_bytes:
-            return _ended(facts, FAILED, f"spilled to CPU ({loaded.processor})",
+        if loaded is not None and (spilled := spill_words(self._gpu, loaded)):
+            return _ended(facts, FAILED, f"spilled to CPU ({spilled})",
                           f"The server reports {loaded.size_vram_bytes / MIB:.0f} of {loaded.size_bytes / MIB:.0f} MiB "
                           "on the GPU; the rest runs on the CPU, many times slower.")
-        return await self._measure(client, spec, point, report, facts)
+        return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded))
 
     async def _measure(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint,
-                       report: Callable[[str, str, float], None], facts: PointResult) -> PointResult:
+                       report: Callable[[str, str, float], None], facts: PointResult,
+                       on_cpu: bool = False) -> PointResult:
         plan = spec.workload.for_point(point.concurrency)
         window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock)
         server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s)
@@ -346,8 +342,8 @@ class SweepRunner:
             loaded = await self._loaded(client, spec.workload.model)
         except OllamaError:
             loaded = None
-        if loaded is not None and loaded.size_vram_bytes < loaded.size_bytes:
-            return _ended(outcome, FAILED, f"spilled to CPU during the run ({loaded.processor})")
+        if loaded is not None and (spilled := spill_words(self._gpu, loaded)):
+            return _ended(outcome, FAILED, f"spilled to CPU during the run ({spilled})")
         if stats.requests_ok == 0:
             kind = next(iter(stats.errors), "other")
             return _ended(outcome, FAILED, f"every request failed ({ERROR_WORDS.get(kind, kind)})",
@@ -356,7 +352,9 @@ class SweepRunner:
             failures = ", ".join(f"{ERROR_WORDS.get(k, k)} ×{n}" for k, n in sorted(stats.errors.items()))
             return _ended(outcome, UNSTABLE, f"{stats.requests_failed} of {stats.requests} failed ({failures})",
                           stats.first_error)
-        return _ended(outcome, OK)
+        return _ended(outcome, OK, ON_CPU_REASON if on_cpu else "",
+                      "The server has no GPU (none can be read here and it holds nothing in VRAM), so it runs on the "
+                      "CPU by design; this point was measured there." if on_cpu else "")
 
     @staticmethod
     async def _loaded(client: ModelCatalog, model: str) -> RunningModel | None:

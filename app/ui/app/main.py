@@ -28,6 +28,7 @@ from app.adapters.storage.settings_store import SettingsSaveError, SettingsStore
 from app.adapters.storage.ui_state import UiState, UiStateStore, with_recent
 from app.core.memory.estimator import VramEstimate
 from app.core.memory.pricing import others_bytes
+from app.core.memory.host import HostMemory, host_memory_from
 from app.core.server.settings import ServerSettings
 from app.core.server.url import parse_server_url
 from app.core.telemetry import GpuBackend, GpuInfo, Sample
@@ -216,6 +217,11 @@ class DeckApp:
     def _feed_fit_panel(self) -> None:
         """Give the fit panel the GPU's size and what other processes use (64 MiB steps: no churn)."""
         sample = self.sampler.latest
+        if sample is not None:
+            host = sample.host
+            step = 64 * MIB
+            ram = host_memory_from(host.ram_total_mib, host.ram_used_mib, host.server_rss_mib)
+            self.server_page.fit_panel.set_host(HostMemory(ram.available_bytes // step * step, ram.total_bytes))
         gpu = sample.gpu if sample is not None else None
         if gpu is None:
             info = self.gpu.info()
@@ -233,6 +239,9 @@ class DeckApp:
 
     def _price_models_on_chosen_card(self) -> None:
         gib = int(self.server_page.fit_panel.card_combo.currentData())
+        if gib <= 0:
+            self.models_page.set_gpu(None, "no GPU chosen on the Server page: the server runs on the CPU")
+            return
         self.models_page.set_gpu(GpuInfo(name=f"a {gib} GiB card (chosen on the Server page; no NVIDIA GPU here)",
                                          driver="", memory_total_mib=gib * 1024.0))
 

@@ -59,3 +59,13 @@ def test_unknown_gpu_gives_no_verdict_and_says_why() -> None:
 def test_a_model_the_estimator_cannot_read_is_unknown_not_an_error() -> None:
     verdict = fit_verdict({"model_info": {"general.architecture": "mamba"}}, 1000, ServerSettings(), None, RTX_4090)
     assert verdict.verdict == "unknown" and "unsupported architecture" in verdict.explanation
+
+
+def test_from_ollama_0_30_the_verdict_prices_the_batch_ollama_picks() -> None:
+    h200 = 143771 * MIB
+    new = fit_verdict(QWEN_SHOW, QWEN_SIZE, ServerSettings(), "0.32.15", h200)
+    old = fit_verdict(QWEN_SHOW, QWEN_SIZE, ServerSettings(), "0.20.0", h200)
+    assert new.num_ctx == old.num_ctx == 40960  # the VRAM default, clamped to the training context
+    assert new.estimate is not None and old.estimate is not None
+    # -b/-ub 2048 (Ollama's automatic batch on a big card) against the fixed 512 of older versions
+    assert new.estimate.compute_bytes > old.estimate.compute_bytes + 300 * MIB

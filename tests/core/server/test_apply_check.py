@@ -59,3 +59,11 @@ def test_good_apply_reports_predicted_against_measured(fits):
     assert j.keep and "+2%" in j.reason and "context 8192" in j.reason
     assert j.measured_vram_bytes == int(measured_mib * MIB)
     assert j.predicted_vram_bytes == fits.total_gpu_bytes
+
+
+def test_all_on_the_cpu_is_kept_when_it_was_priced_for_a_machine_without_a_gpu():
+    shape = shape_from_show(json.loads((DATA / "show_smollm2_135m.json").read_text()), 98_362_745)
+    cpu = price(ServerSettings(num_parallel=2), shape, None, "0.32.15")
+    assert cpu.cpu_only and cpu.verdict == "fits"
+    j = judge(cpu, ApplyObservation(True, model="smollm2", ps_size_bytes=310 * MIB, ps_size_vram_bytes=0))
+    assert j.keep and "on the CPU as predicted" in j.reason

@@ -174,3 +174,63 @@ def test_an_unknown_model_fails_before_anything_restarts(make_supervisor, env):
     with pytest.raises(ModelNotFound, match="nope:1b"):
         h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (2,), plan=workload("nope:1b"))))
     assert h.supervisor.status.pid == pid and parallel_started(h.logs.lines) == [1]
+
+
+def test_a_server_without_a_gpu_is_measured_on_the_cpu_not_failed_as_a_spill(make_supervisor, env):
+    env(FAKE_OLLAMA_GPU_MIB="0")  # /api/ps size_vram 0, as the real Ollama reports on a machine without a GPU
+    base = ServerSettings(port=free_port())
+    h = make_supervisor(base)
+    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (1, 2))), timeout=60)
+    assert [r.status for r in run.results] == [OK, OK]
+    for r in run.results:
+        assert r.ran and r.stats.requests_ok == 4 and r.output_tokens_per_s > 0
+        assert r.loaded_vram_mib == 0 and r.loaded_size_mib > 0
+        assert r.reason == "on the CPU (no GPU)" and r.stable_text() == "✓ on the CPU (no GPU)"
+        assert "runs on the CPU by design" in r.detail
+    assert run.recommendation is not None and run.recommendation.index is not None
+
+
+def test_nothing_in_vram_on_a_machine_with_a_gpu_is_still_a_spill(make_supervisor, env):
+    env(FAKE_OLLAMA_GPU_MIB="0")
+    base = ServerSettings(port=free_port())
+    reading = GpuReading(memory_used_mib=500.0, utilization_pct=0.0, power_w=30.0, temperature_c=40.0,
+                         server_memory_mib=0.0)
+    h = make_supervisor(base)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=ScriptedGpuBackend(script=[reading]),
+                         server_pids=h.supervisor.server_pids, sample_interval_s=0.05)
+    run = h.run(runner.run(spec(base, (1,), force=True)), timeout=60)
+    (only,) = run.results
+    assert only.status == FAILED and only.reason == "spilled to CPU (100% CPU)" and only.stats is None
+
+
+def test_a_point_whose_cpu_side_outgrows_the_hosts_ram_is_skipped_as_running_out_of_memory(make_supervisor, env):
+    from app.core.memory.host import HostMemory
+    from app.core.units import GIB
+
+    env()
+    base = ServerSettings(port=free_port(), context_length=32768)
+    reading = GpuReading(memory_used_mib=11_000.0, utilization_pct=95.0, power_w=300.0, temperature_c=60.0,
+                         server_memory_mib=10_400.0)
+    h = make_supervisor(base)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=ScriptedGpuBackend(script=[reading]),
+                         server_pids=h.supervisor.server_pids, sample_interval_s=0.05,
+                         host_memory=lambda: HostMemory(16 * GIB, 32 * GIB))
+    run = h.run(runner.run(spec(base, (1, 16), plan=workload("qwen3:14b"))), timeout=60)
+    one, sixteen = run.results
+    assert one.status == OK
+    # 16 slots x 32768 tokens: the layers llama.cpp's fit leaves on the CPU bring ~60 GiB of KV cache to RAM
+    assert sixteen.status == SKIPPED and sixteen.estimate_verdict == "wont_load"
+    assert sixteen.reason.startswith("predicted to run the computer out of memory (")
+    assert "GiB of RAM needed, 16.0 GiB available" in sixteen.reason
+    assert "The computer runs out of memory" in sixteen.detail and "Force" in sixteen.detail
+
+
+def test_a_runner_killed_by_the_kernel_is_named_as_the_computer_running_out_of_memory():
+    from app.services.bench.sweep_words import load_failure
+
+    killed = "llama-server process has terminated: signal: killed"
+    reason, detail = load_failure(killed, "")
+    assert reason == "the computer ran out of memory at load" and detail.startswith(killed)
+    assert "outgrew the computer's RAM" in detail
+    assert load_failure("model 'x' not found", "") == ("model did not load", "model 'x' not found")
+    assert load_failure(killed, "the server crashed: exit 2") == ("server crashed at load", "the server crashed: exit 2")

@@ -1,6 +1,9 @@
-"""The fit panel: what the settings in the form cost in VRAM, and what else would fit."""
+"""The fit panel: what the settings in the form cost in VRAM and host RAM, what else would fit, and
+the llama-server command the server will run for them."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -14,9 +17,11 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, VramEstimate
+from app.core.memory.host import HostMemory
+from app.core.memory.ollama_launch import LaunchPlan, ollama_plans_launch
 from app.core.model_shape import ModelShape
 from app.core.memory.model_fit import ollama_default_context_length
-from app.core.memory.pricing import fit_grid, load_settings_for, price
+from app.core.memory.pricing import fit_grid, launch_plan_for, load_settings_for, price
 from app.core.memory.verdict import verdict_label
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
@@ -26,6 +31,8 @@ DEBOUNCE_MS = 150
 # Card sizes offered when no NVIDIA GPU can be read here (pricing for a card elsewhere).
 PRICING_CARDS_GIB = (8, 12, 16, 24, 32, 48, 80)
 DEFAULT_PRICING_CARD_GIB = 24
+# The card list's last entry: a machine without a GPU (a laptop), priced against its RAM.
+NO_GPU_CARD = 0
 
 
 def _gib(n: int) -> str:
@@ -51,6 +58,8 @@ class FitPanel(QFrame):
         self._gpu_total = DEFAULT_PRICING_CARD_GIB * GIB
         self._gpu_others = 0
         self._gpu_measured = False
+        self._host: HostMemory | None = None
+        self._command_builder: Callable[[LaunchPlan], list[str]] | None = None
         self._estimate: VramEstimate | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -76,6 +85,7 @@ class FitPanel(QFrame):
         self.card_combo.setObjectName("fit_card")
         for g in PRICING_CARDS_GIB:
             self.card_combo.addItem(f"{g} GiB card", g)
+        self.card_combo.addItem("No GPU (CPU only)", NO_GPU_CARD)
         self.card_combo.setCurrentIndex(PRICING_CARDS_GIB.index(DEFAULT_PRICING_CARD_GIB))
         self.card_combo.currentIndexChanged.connect(self._card_changed)
         pick.addWidget(self.card_combo)
@@ -118,8 +128,19 @@ class FitPanel(QFrame):
         self.explanation.setWordWrap(True)
         self.explanation.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.explanation)
+        self.host_label = QLabel()
+        self.host_label.setObjectName("fit_host")
+        self.host_label.setWordWrap(True)
+        lay.addWidget(self.host_label)
+        self.command_label = QLabel()
+        self.command_label.setObjectName("fit_command")
+        self.command_label.setWordWrap(True)
+        self.command_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.command_label.setStyleSheet("font-family: monospace; color: #c9cbd3;")
+        self.command_label.setVisible(False)
+        lay.addWidget(self.command_label)
 
-        heat_title = QLabel("What fits: parallel requests × context per request (GiB on the GPU)")
+        self.heat_title = heat_title = QLabel()
         heat_title.setStyleSheet("font-weight: 600; margin-top: 6px;")
         heat_title.setWordWrap(True)
         lay.addWidget(heat_title)
@@ -173,6 +194,18 @@ class FitPanel(QFrame):
         self._shape_error = error
         self.recompute()
 
+    def set_host(self, host: HostMemory | None) -> None:
+        """The computer's RAM a load can have (None: not known, not checked)."""
+        if host == self._host:
+            return
+        self._host = host
+        self._timer.start()
+
+    def set_command_builder(self, builder: Callable[[LaunchPlan], list[str]] | None) -> None:
+        """How the server's backend writes the command it will run (None: the panel shows none)."""
+        self._command_builder = builder
+        self._timer.start()
+
     def set_gpu(self, total_bytes: int | None, used_by_others_bytes: int = 0) -> None:
         """The GPU's real size and what other processes use; None: no GPU readable here."""
         self._gpu_measured = total_bytes is not None
@@ -197,7 +230,10 @@ class FitPanel(QFrame):
     def model_name(self) -> str:
         return self.model_combo.currentText()
 
-    def gpu_memory(self) -> GpuMemory:
+    def gpu_memory(self) -> GpuMemory | None:
+        """The GPU priced against; None when the chosen card is "No GPU" (the server runs on the CPU)."""
+        if self._gpu_total <= 0:
+            return None
         return GpuMemory(total_bytes=self._gpu_total, used_by_others_bytes=self._gpu_others)
 
     def recompute(self) -> None:
@@ -210,7 +246,7 @@ class FitPanel(QFrame):
                                                    "Prices appear once the server lists its local models."))
         else:
             try:
-                est = price(self._settings, self._shape, self.gpu_memory(), self._version)
+                est = price(self._settings, self._shape, self.gpu_memory(), self._version, self._host)
             except EstimateError as exc:
                 self._show_empty(exc.user_text())
             else:
@@ -220,6 +256,8 @@ class FitPanel(QFrame):
             self.estimate_changed.emit(est)
 
     def _show_empty(self, text: str) -> None:
+        self.host_label.setText("")
+        self.command_label.setVisible(False)
         self.bar.set_parts(self._gpu_total, [("others", self._gpu_others)], None)
         for v in self.legend_values.values():
             v.setText("—")
@@ -229,25 +267,55 @@ class FitPanel(QFrame):
         self.heatmap.set_grid([], None, None)
 
     def _show_estimate(self, est: VramEstimate, shape: ModelShape) -> None:
-        kv_gpu = est.kv_gpu_bytes
-        used = est.weights_gpu_bytes + kv_gpu + est.compute_bytes + est.overhead_bytes + self._gpu_others
-        parts = [("weights", est.weights_gpu_bytes), ("kv", kv_gpu), ("compute", est.compute_bytes),
-                 ("overhead", est.overhead_bytes), ("others", self._gpu_others)]
-        self.bar.set_parts(self._gpu_total, parts, est.peak_gpu_bytes + self._gpu_others)
-        values = dict(parts, free=max(0, self._gpu_total - used))
-        for key, label in self.legend_values.items():
-            label.setText(_gib(values[key]))
+        if est.cpu_only:
+            self._show_cpu_bar(est)
+        else:
+            kv_gpu = est.kv_gpu_bytes
+            used = est.weights_gpu_bytes + kv_gpu + est.compute_bytes + est.overhead_bytes + self._gpu_others
+            parts = [("weights", est.weights_gpu_bytes), ("kv", kv_gpu), ("compute", est.compute_bytes),
+                     ("overhead", est.overhead_bytes), ("others", self._gpu_others)]
+            self.bar.set_parts(self._gpu_total, parts, est.peak_gpu_bytes + self._gpu_others)
+            values = dict(parts, free=max(0, self._gpu_total - used))
+            for key, label in self.legend_values.items():
+                label.setText(_gib(values[key]))
         colour = VERDICT_COLOURS[est.verdict]
         self.verdict_label.setStyleSheet(f"font-size: 14pt; font-weight: 700; color: {_bright(colour)};")
-        self.verdict_label.setText(
-            f"{verdict_label(est.verdict)} — {_gib(est.total_gpu_bytes)} at load, peak {_gib(est.peak_gpu_bytes)}, "
-            f"headroom {_gib(est.headroom_bytes)} · {est.processor}")
+        if est.cpu_only:
+            self.verdict_label.setText(
+                f"{verdict_label(est.verdict)} — {_gib(est.host_bytes)} of RAM · {est.processor}")
+        else:
+            self.verdict_label.setText(
+                f"{verdict_label(est.verdict)} — {_gib(est.total_gpu_bytes)} at load, peak {_gib(est.peak_gpu_bytes)}, "
+                f"headroom {_gib(est.headroom_bytes)} · {est.processor}")
         notes = " ".join(est.notes)
         self.explanation.setText(est.explanation + (f" {notes}" if notes else ""))
-        load = load_settings_for(self._settings, shape, self._gpu_total, self._version)
+        self.host_label.setText(_host_text(est))
+        gpu = self.gpu_memory()
+        plan = launch_plan_for(self._settings, shape, gpu, self._version)
+        # before 0.30 Ollama ran its own runner, not llama-server: there is no such command to show
+        known = self._command_builder is not None and ollama_plans_launch(self._settings, self._version)
+        lines = self._command_builder(plan) if known and self._command_builder is not None else []
+        self.command_label.setText("\n".join(lines))
+        self.command_label.setVisible(bool(lines))
+        load = load_settings_for(self._settings, shape, self._gpu_total or None, self._version)
         default_ctx = ollama_default_context_length(self._version, self._gpu_total, self._settings.gpu_overhead_mib * MIB)
-        grid = fit_grid(self._settings, shape, self.gpu_memory(), self._version)
-        self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx)
+        grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host)
+        self.heat_title.setText("What fits: parallel requests × context per request "
+                                + ("(GiB of RAM, no GPU)" if est.cpu_only else "(GiB on the GPU)"))
+        self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx,
+                              "of RAM" if est.cpu_only else "on the GPU")
+
+    def _show_cpu_bar(self, est: VramEstimate) -> None:
+        """No GPU: the bar is the computer's RAM and what the load puts there."""
+        host = self._host
+        total = host.total_bytes if host and host.total_bytes else max(est.host_bytes, 1)
+        others = max(0, total - host.available_bytes) if host else 0
+        parts = [("weights", est.weights_cpu_bytes), ("kv", est.kv_bytes), ("compute", est.host_compute_bytes),
+                 ("overhead", 0), ("others", others)]
+        self.bar.set_parts(total, parts, est.host_bytes + others)
+        values = dict(parts, free=max(0, total - others - est.host_bytes))
+        for key, label in self.legend_values.items():
+            label.setText(_gib(values[key]))
 
     # --- internals ------------------------------------------------------------------------
     def _model_changed(self, name: str) -> None:
@@ -262,13 +330,29 @@ class FitPanel(QFrame):
             self.set_gpu(None)
 
     def _show_gpu_line(self) -> None:
-        if self._gpu_measured:
+        self.heat_title.setText("What fits: parallel requests × context per request (GiB on the GPU)")
+        if not self._gpu_measured and self._gpu_total <= 0:
+            self.gpu_label.setText("No GPU: pricing a server that runs on the CPU, against this computer's RAM.")
+        elif self._gpu_measured:
             self.gpu_label.setText(
                 f"Priced against this GPU: {_gib(self._gpu_total)}, of which other processes use "
                 f"{_gib(self._gpu_others)}.")
         else:
             self.gpu_label.setText(
                 "No NVIDIA GPU can be read here: pricing for the card chosen on the right.")
+
+
+def _host_text(est: VramEstimate) -> str:
+    """Host RAM needed against available, and what happens when it is not there."""
+    need = f"Host RAM: {_gib(est.host_bytes)} needed"
+    if est.host_available_bytes is None:
+        return need + " (the computer's free memory is not known here, so it is not checked)."
+    text = f"{need} of {_gib(est.host_available_bytes)} available"
+    if est.host_verdict == "wont_load":
+        return text + " — the computer runs out of memory."
+    if est.host_verdict == "tight":
+        return text + f" — tight: under {_gib(1 << 30)} would be left."
+    return text + "."
 
 
 def _bright(colour: str) -> str:

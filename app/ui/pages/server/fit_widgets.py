@@ -95,6 +95,7 @@ class FitHeatmap(QWidget):
         self._grid: list[list[FitCell]] = []
         self._current: tuple[int, int] | None = None
         self._highlight_context: int | None = None
+        self._where = "on the GPU"
         self.setMinimumHeight(190)
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
@@ -103,8 +104,10 @@ class FitHeatmap(QWidget):
         return QSize(520, 300)
 
     def set_grid(self, grid: list[list[FitCell]], current: tuple[int, int] | None,
-                 default_context: int | None) -> None:
-        """Show a grid; `current` is (parallel, context) of the form; the default context is starred."""
+                 default_context: int | None, where: str = "on the GPU") -> None:
+        """Show a grid; `current` is (parallel, context) of the form; the default context is starred;
+        `where` says where the cells' GiB are ("of RAM" for a server without a GPU)."""
+        self._where = where
         self._grid = grid
         self._current = current
         self._highlight_context = default_context
@@ -143,7 +146,7 @@ class FitHeatmap(QWidget):
     def mouseMoveEvent(self, event) -> None:  # noqa: N802
         c = self._cell_under(event)
         if c is not None:
-            detail = c.reason or f"{c.total_gpu_bytes / GIB:.1f} GiB on the GPU"
+            detail = c.reason or f"{c.total_gpu_bytes / GIB:.1f} GiB {self._where}"
             self.setToolTip(f"{c.parallel} parallel × {c.context} tokens: {VERDICT_WORDS[c.verdict]} ({detail})"
                             "\nClick to use this combination.")
 

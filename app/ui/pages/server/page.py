@@ -231,6 +231,8 @@ class ServerPage(QWidget):
         self.banner = Banner()
         rl.addWidget(self.banner)
         self.fit_panel = FitPanel()
+        # a backend that starts llama-server itself can say the command it will run
+        self.fit_panel.set_command_builder(getattr(mapping, "launch_lines", None))
         self.fit_panel.set_settings(settings)
         self.log_view = LogView()
         self.tabs = QTabWidget()

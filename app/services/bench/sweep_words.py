@@ -1,0 +1,36 @@
+"""The sweep's words for points it did not measure: ruled out by the estimate, or failed at load."""
+
+from __future__ import annotations
+
+from app.core.memory.estimator import VramEstimate
+from app.core.units import GIB
+
+# Ollama ≥ 0.30's error when the kernel's out-of-memory killer ended the llama-server it started
+# ("llama-server process has terminated: signal: killed").
+KILLED_WORDS = "signal: killed"
+
+
+def skip_reason(estimate: VramEstimate) -> str:
+    """Short words for a point the estimate rules out."""
+    if estimate.verdict == "spills":
+        return f"predicted to spill to CPU ({estimate.layers_on_gpu}/{estimate.layers_total} layers on GPU)"
+    if estimate.host_verdict == "wont_load" and estimate.host_available_bytes is not None:
+        return (f"predicted to run the computer out of memory ({estimate.host_bytes / GIB:.1f} GiB of RAM needed, "
+                f"{estimate.host_available_bytes / GIB:.1f} GiB available)")
+    need, have = estimate.total_gpu_bytes / GIB, estimate.available_bytes / GIB
+    return f"predicted not to load ({need:.1f} GiB needed, {have:.1f} GiB free)"
+
+
+def load_failure(message: str, crashed: str) -> tuple[str, str]:
+    """(reason, detail) for a model that did not load: the server crashed, the kernel killed the model's
+    runner for memory, or the server's own words."""
+    if crashed:
+        return "server crashed at load", crashed
+    if KILLED_WORDS in message:
+        return ("the computer ran out of memory at load",
+                f"{message} — the kernel killed llama-server, most likely because its CPU side (weights and KV "
+                "cache of the layers left on the CPU) outgrew the computer's RAM.")
+    return "model did not load", message
+
+
+__all__ = ["KILLED_WORDS", "load_failure", "skip_reason"]

@@ -1,0 +1,86 @@
+"""The fit panel on its own: a machine without a GPU priced against its RAM, the host-memory line and
+its out-of-memory verdict, and the llama-server command Ollama will run for the form's settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.backends.ollama.tuning import OLLAMA_TUNING
+from app.core.memory.host import HostMemory
+from app.core.model_shape import shape_from_show
+from app.core.server.settings import ServerSettings
+from app.core.units import GIB, MIB
+from app.ui.pages.server.fit_panel import NO_GPU_CARD, FitPanel
+
+ROOT = Path(__file__).resolve().parents[4]
+SMOL = shape_from_show(json.loads((ROOT / "tests/data/show_smollm2_135m.json").read_text()), 98_362_745)
+QWEN = shape_from_show(json.loads((ROOT / "tests/data/show_qwen3_14b.json").read_text()), 9_000_210_784)
+WAIT_MS = 5_000
+
+
+@pytest.fixture
+def panel(qtbot):
+    p = FitPanel()
+    qtbot.addWidget(p)
+    p.set_command_builder(OLLAMA_TUNING.launch_lines)
+    p.set_version("0.32.15")
+    return p
+
+
+def _pick(panel: FitPanel, name: str, shape) -> None:
+    panel.set_models([name])
+    panel.set_model_shape(name, shape)
+
+
+def test_no_gpu_prices_the_server_on_the_cpu_against_the_computers_ram(qtbot, panel):
+    panel.set_gpu(None)  # no NVIDIA GPU can be read here
+    panel.card_combo.setCurrentIndex(panel.card_combo.findData(NO_GPU_CARD))
+    panel.set_host(HostMemory(16 * GIB, 32 * GIB))
+    panel.set_settings(ServerSettings(num_parallel=2))
+    _pick(panel, "smollm2", SMOL)
+    qtbot.waitUntil(lambda: panel.estimate is not None and panel.estimate.cpu_only and panel.estimate.n_ctx_total == 8192,
+                    timeout=WAIT_MS)
+    assert panel.gpu_memory() is None and "runs on the CPU" in panel.gpu_label.text()
+    assert panel.verdict_label.text().startswith("Fits —") and "100% CPU" in panel.verdict_label.text()
+    assert panel.host_label.text().startswith("Host RAM: 0.3 GiB needed of 16.0 GiB available")
+    command = panel.command_label.text()
+    assert panel.command_label.isVisibleTo(panel)
+    assert "-c 8192 -np 2" in command and "--load-mode none" in command and "-b 1024 -ub 1024" in command
+    assert "GiB of RAM" in panel.heat_title.text()
+
+
+def test_too_little_ram_says_the_computer_runs_out_of_memory(qtbot, panel):
+    panel.set_gpu(None)
+    panel.card_combo.setCurrentIndex(panel.card_combo.findData(NO_GPU_CARD))
+    panel.set_host(HostMemory(200 * MIB, 4 * GIB))
+    panel.set_settings(ServerSettings(num_parallel=4))
+    _pick(panel, "smollm2", SMOL)
+    qtbot.waitUntil(lambda: panel.estimate is not None and panel.estimate.verdict == "wont_load", timeout=WAIT_MS)
+    assert panel.host_label.text().endswith("— the computer runs out of memory.")
+    assert "The computer runs out of memory" in panel.explanation.text()
+    assert panel.verdict_label.text().startswith("Won't load")
+
+
+def test_on_a_big_gpu_the_command_has_ollamas_automatic_batch_and_the_training_context(qtbot, panel):
+    panel.set_gpu(143771 * MIB, 0)
+    panel.set_host(HostMemory(100 * GIB, 128 * GIB))
+    panel.set_settings(ServerSettings())
+    _pick(panel, "qwen3:14b", QWEN)
+    qtbot.waitUntil(lambda: panel.estimate is not None and not panel.estimate.cpu_only, timeout=WAIT_MS)
+    command = panel.command_label.text()
+    assert "-c 40960 -np 1" in command and "-b 2048 -ub 2048" in command
+    assert "clamped to the model's 40960" in command
+    assert panel.host_label.text().startswith("Host RAM:") and panel.host_label.text().endswith("available.")
+    assert panel.estimate.total_gpu_bytes / MIB == pytest.approx(15882, rel=0.01)
+
+
+def test_an_ollama_before_0_30_gets_no_llama_server_command(qtbot, panel):
+    panel.set_version("0.12.6")
+    panel.set_gpu(24 * GIB, 0)
+    _pick(panel, "qwen3:14b", QWEN)
+    qtbot.waitUntil(lambda: panel.estimate is not None, timeout=WAIT_MS)
+    assert not panel.command_label.isVisibleTo(panel) and panel.command_label.text() == ""
+    assert "not known here" in panel.host_label.text()
