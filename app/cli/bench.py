@@ -144,10 +144,7 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
     from app.adapters.storage.settings_store import SettingsStore
     from app.backends import registry
 
-    if args.model is None and not args.demo:
-        raise InputError("--model is needed: the model to load, e.g. --model qwen3:14b (or --demo to measure the "
-                         "embedded engine on its bundled model)")
-    demo = _demo(args) if args.demo else None
+    demo = _demo(args) if getattr(args, "demo", False) else None
 
     tuning = registry.get(chosen_backend(args)).tuning
     settings = demo or SettingsStore(Path(args.config_dir) if args.config_dir else None, tuning).load().settings
@@ -155,7 +152,8 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
     # A server that serves the one model file it is started with (llama-server's -m): a managed sweep on
     # --model naming such a file starts the server on it.
     model_file = next((o.name for o in tuning.options if o.kind == MODEL_FILE), None)
-    if args.managed and model_file is not None and Path(args.model).expanduser().is_file():
+    model = getattr(args, "model", None)
+    if args.managed and model_file is not None and model and Path(model).expanduser().is_file():
         settings = settings.with_options(**{model_file: str(Path(args.model).expanduser().resolve())})
     base_url = None
     if args.url is not None:
@@ -390,6 +388,9 @@ def _open_history(args: argparse.Namespace) -> SweepRecorder | None:
 def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck bench`."""
     try:
+        if args.model is None and not args.demo:
+            raise InputError("--model is needed: the model to load, e.g. --model qwen3:14b (or --demo to measure "
+                             "the embedded engine on its bundled model)")
         base, url = _settings(args)
         warning = _exposure_warning(base) if args.managed else ""  # before the plan, whose checks say less
         spec = build_spec(args, base)

@@ -223,7 +223,7 @@ def test_markdown_report_has_the_articles_table_and_the_reasoning():
     assert "✖ OOM at load" in md
     assert "## Recommendation" in md and "Recommended: parallel 2" in md
     assert "NVIDIA GeForce RTX 4090" in md and "0.12.6" in md
-    assert "- **Server:** ollama 0.12.6, " in md  # which kind of server measured it, and its version
+    assert "- **Server:** Ollama 0.12.6, " in md  # which kind of server measured it (as people write it), its version
 
 
 def test_the_servers_own_readings_ride_along_in_json_csv_and_the_table():
