@@ -1,5 +1,6 @@
-"""Fixtures of the end-to-end tests on the real Ollama: the kit and servers (tests/ollama_real_fixtures.py)
-and the app's own supervisor driving it from a loop thread, as the GUI and the CLI do."""
+"""Fixtures of the end-to-end tests on the real Ollama: the app's own supervisor driving it from a loop
+thread, as the GUI and the CLI do (the kit and servers are tests/ollama_real_fixtures.py, registered in
+tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.server.settings import ServerSettings
 from tests.fakes.ollama.server_fixtures import LogRecorder, StatusRecorder, SupervisorHarness, free_port
 from tests.ui.app.conftest import deck_factory  # noqa: F401 - the GUI composition root's fixture
-from tests.ollama_real_fixtures import (  # noqa: F401 - fixtures, found by name
-    OllamaKit, make_real_ollama, ollama_kit, real_ollama_on_path, smollm2_models,
-)
+from tests.ollama_real_fixtures import OllamaKit
 
 START_TIMEOUT_S = 60.0  # a real start and a first load on a busy 2-core machine
 
