@@ -118,8 +118,9 @@ def record_default(rec: Recorder) -> None:
     rec.exchange("chat_think_false", "POST", "/api/chat", {**CHAT, "stream": True, "think": False})
     rec.exchange("chat_no_stream", "POST", "/api/chat", {**CHAT, "stream": False})
     rec.exchange("chat_stop", "POST", "/api/chat", {"model": MODEL_NAME, "stream": True,
-                                                    "messages": [{"role": "user", "content": "Reply with one word: yes"}],
-                                                    "options": {"num_predict": 64, "seed": 1, "temperature": 0}})
+                                                    "messages": [{"role": "user", "content": "Hi"}],
+                                                    "options": {"num_predict": 64, "seed": 1, "temperature": 0,
+                                                                "stop": ["."]}})
     rec.exchange("generate_stream", "POST", "/api/generate",
                  {"model": MODEL_NAME, "prompt": "Say hello.", "stream": True, "options": CHAT["options"]})
     rec.exchange("chat_think_true", "POST", "/api/chat", {**CHAT, "stream": True, "think": True})

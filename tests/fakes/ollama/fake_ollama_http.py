@@ -147,8 +147,11 @@ class HttpMixin:
         if raw:
             try:
                 body = json.loads(raw)
-            except ValueError:
-                parse_error = f"invalid character '{raw[:1].decode(errors='replace')}' looking for beginning of value"
+            except ValueError as exc:
+                # Go's decoder: a body cut short is "unexpected EOF" (recorded), anything else names the character.
+                cut_short = isinstance(exc, json.JSONDecodeError) and exc.pos >= len(raw.rstrip())
+                parse_error = "unexpected EOF" if cut_short else (
+                    f"invalid character '{raw[:1].decode(errors='replace')}' looking for beginning of value")
         record = RecordedRequest(method, path, body, time.monotonic(), dict(handler.headers.items()))
         with self._lock:
             self.requests.append(record)
@@ -177,11 +180,12 @@ class HttpMixin:
 
     def _route(self, ex: Exchange, method: str, path: str, raw: bytes, body: Any, parse_error: str | None) -> None:
         allowed = ROUTES.get(path)
+        # Gin's own 404 and 405 replies: plain text without a charset (recorded from 0.32.15).
         if allowed is None:
-            ex.send_text(404, "404 page not found")
+            ex.send_body(404, b"404 page not found", "text/plain")
             return
         if method not in allowed:
-            ex.send_text(405, "405 method not allowed")
+            ex.send_body(405, b"405 method not allowed", "text/plain", extra=(("Allow", ", ".join(allowed)),))
             return
         head = method == "HEAD"
         if path == "/":

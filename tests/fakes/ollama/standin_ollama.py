@@ -25,11 +25,19 @@ from collections.abc import Mapping
 from app.core.units import GIB, KIB, MIB
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_VERSION = "0.12.6"
+if __name__ == "__main__":  # run as a program: the project's modules below need the project on the path
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from tests.fakes.ollama.fake_ollama_loadlog import runs_llama_server  # noqa: E402
+from tests.fakes.ollama.recorded import real_version, recorded_log  # noqa: E402
+
+DEFAULT_VERSION = real_version()  # what the real server reported (tests/data/ollama/real/)
 ORPHAN_LINGER_S = 30.0
 
 FAILURE_VARIABLES: dict[str, str] = {
-    "FAKE_OLLAMA_VERSION": "version reported by --version, GET /api/version and the log (default 0.12.6)",
+    "FAKE_OLLAMA_VERSION": "version reported by --version, GET /api/version and the log (default: the recorded "
+                           "real one, 0.32.15); before 0.30 the log and a quantized KV cache are 0.12's",
+    "FAKE_OLLAMA_OFFLINE": "1: no registry can be reached: pulls fail with the real server's offline error",
     "FAKE_OLLAMA_START_DELAY_S": "seconds to wait before listening (slow start)",
     "FAKE_OLLAMA_HANG_ON_START": "1: never listen (start hangs in GPU discovery)",
     "FAKE_OLLAMA_CRASH_AFTER_S": "crash this many seconds after the process started",
@@ -155,9 +163,28 @@ def go_duration(text: str) -> str:
     return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
-def server_config_line(env: Mapping[str, str], host: str, port: int) -> str:
-    """The `msg="server config"` line with the environment the server really got."""
-    config = dict(_CONFIG_DEFAULTS)
+def _recorded_config_defaults() -> dict[str, str]:
+    """The variables (with their defaults) of the real 0.32.15's "server config" line, as recorded."""
+    line = next(line for line in recorded_log("default") if 'msg="server config"' in line)
+    body = re.search(r'env="map\[(.*)\]"', line)
+    assert body is not None, line
+    text = body.group(1)
+    names = list(re.finditer(r"(?:(?<=^)|(?<= ))([A-Z][A-Z0-9_]*|http_proxy|https_proxy|no_proxy):", text))
+    config = {}
+    for index, found in enumerate(names):
+        end = names[index + 1].start() - 1 if index + 1 < len(names) else len(text)
+        config[found.group(1)] = text[found.end():end]
+    # What the recording machine's environment gave, not a default.
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "OLLAMA_HOST"):
+        config[name] = ""
+    config["OLLAMA_MODELS"] = str(Path.home() / ".ollama" / "models")
+    return config
+
+
+def server_config_line(env: Mapping[str, str], host: str, port: int, version: str = DEFAULT_VERSION) -> str:
+    """The `msg="server config"` line with the environment the server really got (0.32's variables
+    from 0.30 on, 0.12's before)."""
+    config = _recorded_config_defaults() if runs_llama_server(version) else dict(_CONFIG_DEFAULTS)
     for key in config:
         if key in env and key not in ("OLLAMA_KEEP_ALIVE", "OLLAMA_FLASH_ATTENTION"):
             config[key] = env[key]
@@ -277,7 +304,7 @@ def run_serve(env: Mapping[str, str]) -> int:
         timer = threading.Timer(float(crash_after), _crash, args=(env,))
         timer.daemon = True
         timer.start()
-    emit(server_config_line(env, host, port))
+    emit(server_config_line(env, host, port, version))
     emit(slog_line("INFO", "images.go:522", "total blobs: 6"))
     emit(slog_line("INFO", "images.go:529", "total unused blobs removed: 0"))
     runner = _spawn_runner()
@@ -291,8 +318,10 @@ def run_serve(env: Mapping[str, str]) -> int:
             return 0
         try:
             gpu_mib = env.get("FAKE_OLLAMA_GPU_MIB")
-            extra = {"gpu_memory_bytes": int(float(gpu_mib) * MIB)} if gpu_mib else {}
+            extra: dict[str, object] = {"gpu_memory_bytes": int(float(gpu_mib) * MIB)} if gpu_mib else {}
             extra.update(pacing_from_env(env))
+            if env.get("FAKE_OLLAMA_OFFLINE") == "1":
+                extra["offline"] = True
             fake = FakeOllama.from_env(env, version=version, **extra)
         except OSError:
             emit(f"Error: listen tcp {host}:{port}: bind: address already in use")
@@ -308,6 +337,9 @@ def run_serve(env: Mapping[str, str]) -> int:
             emit(slog_line("INFO", "runner.go:80", "discovering available GPUs..."))
             for line in gpu_lines():
                 emit(line)
+            if runs_llama_server(version):
+                emit(slog_line("INFO", "routes.go:2058", "vram-based default context", total_vram="24.0 GiB",
+                               default_num_ctx=fake.default_context_length()))
             stop.wait()
         finally:
             fake.stop()
@@ -404,7 +436,9 @@ def _oom_when(fake: object, fire: Callable[[object, int], bool]) -> None:
 
 
 def gpu_lines() -> list[str]:
-    """What 0.12.x logs after GPU discovery on a headless RTX 4090."""
+    """What Ollama logs after GPU discovery on a headless RTX 4090 (the same fields in 0.12 and 0.32;
+    the recording, from a machine without a GPU, has `id=cpu library=cpu`: the stand-in plays the
+    card its tests price for)."""
     return [slog_line(
         "INFO", "types.go:42", "inference compute",
         id="GPU-3f5c2a91-7d4e-4b2a-9c61-0e8f1d2b7a44", library="CUDA", compute="8.9", name="CUDA0",
@@ -429,5 +463,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(PROJECT_ROOT))
     sys.exit(main())
