@@ -27,6 +27,7 @@ from tests.fakes.ollama.server_fixtures import LogRecorder, free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KIT_VARIABLE = "DECK_OLLAMA_KIT"  # a folder holding assemble.sh and the program, instead of ../shared/ollama
+LAYOUT_VARIABLE = "DECK_OLLAMA_LAYOUT"  # where to lay the kit out (.ci/run's), instead of a session temp folder
 MODEL_NAME = "smollm2"
 START_TIMEOUT_S = 60.0  # GPU discovery and the blob scan take a second or two; more on a loaded 2-core box
 STOP_TIMEOUT_S = 15.0
@@ -210,8 +211,10 @@ class RealOllama:
 
 @pytest.fixture(scope="session")
 def ollama_kit(tmp_path_factory: pytest.TempPathFactory) -> OllamaKit:
-    """The real Ollama laid out in a session temp folder (bin/ollama, lib/ollama/llama-server…)."""
-    kit = lay_out_kit(tmp_path_factory.mktemp("ollama-kit"))
+    """The real Ollama laid out once per session (bin/ollama, lib/ollama/llama-server…): in a temp folder,
+    or where $DECK_OLLAMA_LAYOUT says (assemble.sh is idempotent, so an earlier layout there is fine)."""
+    given = os.environ.get(LAYOUT_VARIABLE, "").strip()
+    kit = lay_out_kit(Path(given) if given else tmp_path_factory.mktemp("ollama-kit"))
     if isinstance(kit, str):
         missing(kit)
     assert isinstance(kit, OllamaKit)
