@@ -187,11 +187,12 @@ class RealOllama:
         if done.returncode != 0:
             raise RuntimeError(f"ollama create {name} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
 
-    def stop(self) -> None:
-        """SIGTERM and wait (Ollama stops its llama-server children itself); kill the tree if it lingers."""
+    def stop(self) -> list[int]:
+        """SIGTERM and wait (Ollama stops its llama-server children itself); the pids of what outlived it
+        by STOP_TIMEOUT_S, which are then killed."""
         process = self.process
         if process is None or process.poll() is not None:
-            return
+            return []
         try:
             tree = psutil.Process(process.pid).children(recursive=True)
         except psutil.NoSuchProcess:
@@ -202,11 +203,16 @@ class RealOllama:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(STOP_TIMEOUT_S)
-        for proc in tree:
+        _, alive = psutil.wait_procs(tree, timeout=STOP_TIMEOUT_S)
+        left = []
+        for proc in alive:
             try:
-                proc.kill()  # normally gone already: Ollama stops its runners on SIGTERM
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    left.append(proc.pid)
+                proc.kill()
             except psutil.NoSuchProcess:
                 pass
+        return left
 
 
 @pytest.fixture(scope="session")
@@ -249,12 +255,8 @@ def make_real_ollama(ollama_kit: OllamaKit, smollm2_models: Path,
         return server.start()
 
     yield make
-    left = []
-    for server in started:
-        runners = server.runners()
-        server.stop()
-        left += [p.pid for p in runners if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert not left, f"llama-server processes {left} outlived their ollama serve"
+    left = [pid for server in started for pid in server.stop()]
+    assert not left, f"processes {left} outlived their ollama serve by {STOP_TIMEOUT_S:g} s"
 
 
 @pytest.fixture

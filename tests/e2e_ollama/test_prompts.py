@@ -79,5 +79,5 @@ def test_a_burst_of_copies_all_finish_with_their_own_final_records(make_real_oll
     for outcome in outcomes:
         assert outcome.stats.finished and outcome.stats.output_tokens == NUM_PREDICT
         assert outcome.stats.answer_tokens == NUM_PREDICT and outcome.content
-    assert sum('| 200 |' in line and '"/api/chat"' in line for line in server.logs.lines) == 4
+    assert len(server.logs.wait_for_all(("| 200 |", '"/api/chat"'), 4)) == 4
     assert '-np 2' in server.logs.wait_for('msg="starting llama-server"')  # two served at once, two waited

@@ -19,6 +19,9 @@ from tests.fakes.ollama.fake_ollama_store import (handle_create, handle_delete, 
                                            show_reply, tags_reply)
 from tests.fakes.ollama.fake_ollama_wire import Exchange, gin_log_line, slog_line
 
+# Not recorded: the recording machine has no GPU to run out of. This is the CUDA text of Ollama's own
+# runner (before 0.30); from 0.30 llama.cpp's fit moves layers to the CPU instead, and a host that runs
+# out of RAM gets "llama-server process has terminated: signal: killed" (seen on the H200 machine).
 OOM_MESSAGE = "llama runner process has terminated: cudaMalloc failed: out of memory"
 FAIL_STATUS = {"not_found": 404, "oom": 500, "server_error": 500, "queue_full": 503, "bad_request": 400}
 FAIL_DEFAULT_TEXT = {

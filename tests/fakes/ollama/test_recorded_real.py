@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.ollama import fast_ollama, standin_ollama
 from tests.fakes.ollama.fake_ollama import FakeOllama
 from tests.fakes.ollama.recorded import exchanges, kv_needs_flash_message, real_version, recorded_log, smollm2
 from tests.fakes.ollama.standin_ollama import server_config_line
@@ -143,8 +144,9 @@ def burst(fake: FakeOllama, name: str, real: dict[str, Any]) -> list[str]:
     return found
 
 
-def test_the_recording_is_of_the_version_the_stand_in_reports():
-    assert real_version() == "0.32.15" and FakeOllama.__init__.__defaults__ is not None
+def test_every_stand_in_reports_the_recorded_version(make_fake_ollama):
+    assert real_version() == "0.32.15"
+    assert make_fake_ollama().version == standin_ollama.DEFAULT_VERSION == fast_ollama.VERSION == real_version()
     assert kv_needs_flash_message().startswith("llama-server process has terminated: exit status 1: ")
 
 
