@@ -11,6 +11,8 @@ import pytest
 
 from app.adapters.storage.apply_history import ApplyHistory
 from app.backends.ollama.client import OllamaClient
+from app.core.memory.pricing import price
+from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
 from app.services.guarded_apply import GuardedApplier
@@ -50,12 +52,25 @@ def managed(real_supervisor, tmp_path):
     return make
 
 
+def priced_without_a_gpu(harness, settings):
+    """The estimate the Server page passes to the apply on this machine: the model's shape from the real
+    server (show and its size on disk, as the GUI reads them), priced for no GPU."""
+    async def shape():
+        async with OllamaClient(harness.supervisor.settings.base_url) as client:
+            details = await client.show(f"{MODEL_NAME}:latest", verbose=True)
+            sizes = {m.name: m.size_bytes for m in await client.tags()}
+        return shape_from_show(details.show_dict(), sizes[f"{MODEL_NAME}:latest"])
+
+    return price(settings, harness.run(shape(), timeout=60), None, harness.supervisor.status.version)
+
+
 def test_apply_restarts_with_the_new_settings_and_checks_them_on_the_real_server(managed):
     harness, applier, history = managed(num_parallel=1, context_length=1024)
     good = harness.supervisor.settings
     new = good.replace(num_parallel=2, context_length=2048)
+    predicted = priced_without_a_gpu(harness, new)
     before = len(harness.logs.lines)
-    report = harness.run(applier.apply(new, good, MODEL_NAME, None), timeout=180)
+    report = harness.run(applier.apply(new, good, MODEL_NAME, predicted), timeout=180)
 
     assert harness.supervisor.status.state is ServerState.RUNNING_MANAGED
     assert report.observation.server_running and report.observation.load_error is None
@@ -64,7 +79,7 @@ def test_apply_restarts_with_the_new_settings_and_checks_them_on_the_real_server
     flags = llama_server_flags(harness.logs.lines[before:])
     assert flags["-np"] == "2" and flags["-c"] == str(2 * 2048)  # the runner's context is per slot x parallel
     assert "OLLAMA_NUM_PARALLEL:2" in harness.logs.wait_for('msg="server config"', after=before)
-    # A machine without a GPU runs everything on the CPU; that is no spill, so the settings stay.
+    # A machine without a GPU runs everything on the CPU, as priced; that is no spill, so the settings stay.
     assert report.judgement.keep, report.judgement.reason
     assert harness.supervisor.settings == new
     assert history.recent()[0]["kept"] is True
