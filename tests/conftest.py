@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.fakes.ollama.server_fixtures",
     "tests.fakes.gpu_fixtures",
     "tests.engine_fixtures",
+    "tests.ollama_real_fixtures",
 ]
 
 

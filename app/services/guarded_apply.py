@@ -95,7 +95,9 @@ class GuardedApplier:
                 oom = isinstance(exc, OutOfMemory) or is_oom_message(exc.message)
                 return ApplyObservation(server_running=running or oom, server_message=self._supervisor.status.message,
                                         model=model, load_error=exc.message, load_error_is_oom=oom)
-            loaded = [m for m in await client.ps() if m.name == model or m.model == model]
+            # /api/ps names a model in full ("smollm2:latest") however it was asked for ("smollm2").
+            full = model if ":" in model.rsplit("/", 1)[-1] else f"{model}:latest"
+            loaded = [m for m in await client.ps() if m.name in (model, full) or m.model in (model, full)]
         sample = (await asyncio.to_thread(self._gpu.sample, time.monotonic(), list(self._supervisor.server_pids()))
                   if self._gpu.available else None)
         entry = loaded[0] if loaded else None

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from app.adapters.storage.history import BenchHistory
 from tests.fakes.ollama.server_fixtures import free_port
+from tests.fakes.ollama.recorded import real_version
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 FAST = {"FAKE_OLLAMA_TOKENS_PER_S": "1000", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "100000",
@@ -44,7 +45,7 @@ def test_managed_sweep_prints_the_table_writes_json_and_csv_and_keeps_history(tm
     assert points[0]["requests_ok"] == 4 and points[0]["vram_peak_mib"] is None  # no NVML here: null, not 0
     assert points[2]["status"] == "failed" and points[2]["output_tokens_per_s"] is None
     assert data["recommendation"]["point"]["parallel"] == 2
-    assert data["fingerprint"]["ollama_version"] == "0.12.6"
+    assert data["fingerprint"]["ollama_version"] == real_version()
     rows = list(csv.DictReader(table.open()))
     assert [r["status"] for r in rows] == ["ok", "ok", "failed"]
     runs = BenchHistory(tmp_path / "history.sqlite3").list_runs()

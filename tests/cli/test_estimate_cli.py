@@ -90,7 +90,8 @@ def test_invalid_choice_is_refused_by_argparse(capsys: pytest.CaptureFixture[str
     assert exc.value.code == 2 and "q5_0" in capsys.readouterr().err
 
 
-def test_model_from_a_live_server(fake_ollama, capsys: pytest.CaptureFixture[str]) -> None:
+def test_model_from_a_live_server(make_fake_ollama, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_ollama = make_fake_ollama(version="0.12.6")
     assert main(["estimate", "--model", "qwen3:14b", "--url", fake_ollama.url, "--ctx", "8192", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["era"] == "B"  # the stand-in reports version 0.12.6

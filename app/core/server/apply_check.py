@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from app.core.memory.estimator import VramEstimate
 from app.core.units import GIB, MIB
 
+# Ollama's words when the process it started for the model exited: "llama-server process has
+# terminated: …" (>= 0.30), "llama runner process has terminated: …" (before).
+RUNNER_TERMINATED = "process has terminated"
+
 
 @dataclass(frozen=True)
 class ApplyObservation:
@@ -64,6 +68,11 @@ def judge(predicted: VramEstimate | None, obs: ApplyObservation) -> ApplyJudgeme
         if obs.load_error_is_oom:
             want = f" (predicted {_gib(pred)} on the GPU)" if pred is not None else ""
             return verdict(False, f"Loading {obs.model} ran out of memory{want}: {obs.load_error}")
+        if RUNNER_TERMINATED in obs.load_error:
+            # Ollama >= 0.30 runs the model in a llama-server it starts with these settings; when that
+            # process exits (a quantized KV cache without flash attention), every request fails alike.
+            return verdict(False, f"The server runs, but the model runner it started for {obs.model} with these "
+                                  f"settings exited, so every request would fail: {obs.load_error}")
         return verdict(True, f"The server runs, but loading {obs.model} failed: {obs.load_error}")
     if obs.ps_size_bytes is None or obs.ps_size_vram_bytes is None:
         return verdict(True, "The server runs with the new settings; no model was loaded to check memory.")

@@ -22,6 +22,7 @@ from app.core.replies import StreamChunk
 from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE, FakeOllama
 from app.core.units import GIB
 from tests.fakes.raw_http import read_request, serving
+from tests.fakes.ollama.recorded import real_version
 
 DATA = Path(__file__).parent.parent.parent / "data" / "ollama"
 QUICK = {"tokens_per_s": 5000.0, "prompt_tokens_per_s": 1e6}
@@ -67,7 +68,7 @@ def test_probe_version_tags_show(quick: FakeOllama) -> None:
     async def body(c: OllamaClient):
         return await c.root_text(), await c.is_ollama(), await c.version(), await c.tags(), await c.show("qwen3:14b")
     text, is_ollama, version, tags, details = with_client(quick.url, body)
-    assert (text, is_ollama, version) == ("Ollama is running", True, "0.12.6")
+    assert (text, is_ollama, version) == ("Ollama is running", True, real_version())
     assert [m.name for m in tags] == ["qwen3:14b", "qwen3:0.6b", "llama3.2:3b", "gemma3:4b"]
     assert (tags[0].size_bytes, tags[0].parameter_size, tags[0].quantization_level) == (9_276_198_565, "14.8B", "Q4_K_M")
     assert details.supports_thinking and details.arch_value("attention.head_count_kv") == 8

@@ -14,6 +14,7 @@ import pytest
 from app.core.errors import is_oom_message
 from tests.fakes.ollama.server_fixtures import WAIT_S, free_port, is_gone
 from tests.fakes.ollama.standin_ollama import go_duration, parse_host
+from tests.fakes.ollama.recorded import real_version
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,7 @@ def test_version_without_a_server_warns_like_the_real_client(standin_ollama: Pat
     assert done.returncode == 0
     assert done.stdout.splitlines() == [
         "Warning: could not connect to a running Ollama instance",
-        "Warning: client version is 0.12.6",
+        f"Warning: client version is {real_version()}",
     ]
 
 
@@ -53,11 +54,13 @@ def test_version_with_a_server_asks_it(standin_ollama: Path, external_standin) -
 
     done = run_ollama(standin_ollama, "-v", OLLAMA_HOST=f"127.0.0.1:{ext.port}")
 
-    assert done.stdout.splitlines() == ["ollama version is 0.12.6"]
+    assert done.stdout.splitlines() == [f"ollama version is {real_version()}"]
 
 
 def test_serve_logs_its_config_and_gpu_like_ollama(external_standin) -> None:
-    ext = external_standin(OLLAMA_NUM_PARALLEL="3", OLLAMA_KEEP_ALIVE="-1", OLLAMA_FLASH_ATTENTION="1")
+    # Ollama 0.12's configuration line (0.32's: test_serve_logs_the_config_line_recorded_from_0_32).
+    ext = external_standin(OLLAMA_NUM_PARALLEL="3", OLLAMA_KEEP_ALIVE="-1", OLLAMA_FLASH_ATTENTION="1",
+                           FAKE_OLLAMA_VERSION="0.12.6")
 
     config = next(line for line in ext.lines if 'msg="server config"' in line)
     assert config.startswith("time=") and " level=INFO source=routes.go:" in config
@@ -73,7 +76,8 @@ def test_serve_logs_its_config_and_gpu_like_ollama(external_standin) -> None:
 
 
 def test_model_load_logs_offload_lines(external_standin) -> None:
-    ext = external_standin(OLLAMA_NUM_PARALLEL="2")
+    # The lines of Ollama 0.12's own engine (0.32's llama-server: test_model_load_logs_the_llama_server_command).
+    ext = external_standin(OLLAMA_NUM_PARALLEL="2", FAKE_OLLAMA_VERSION="0.12.6")
 
     status, body = post(ext.port, "/api/generate", {"model": "qwen3:14b"})
 

@@ -14,6 +14,7 @@ import pytest
 from app.core.server.state import ExternalKind, ServerState
 from app.core.server.settings import ServerSettings
 from tests.fakes.ollama.server_fixtures import WAIT_S, free_port, is_gone
+from tests.fakes.ollama.recorded import real_version
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +82,7 @@ def test_start_and_stop_a_managed_server(make_supervisor, standin_ollama: Path) 
     status = h.run(h.supervisor.start())
 
     assert status.state is ServerState.RUNNING_MANAGED
-    assert status.version == "0.12.6" and status.pid is not None
+    assert status.version == real_version() and status.pid is not None
     assert h.statuses.states[-2:] == [ServerState.STARTING, ServerState.RUNNING_MANAGED]
     assert answers(h.supervisor.settings.port) == "Ollama is running"
     h.logs.wait_for("Listening on 127.0.0.1:")  # the log is read back from its file, a moment later
@@ -96,7 +97,9 @@ def test_start_and_stop_a_managed_server(make_supervisor, standin_ollama: Path) 
     assert h.supervisor.server_pids() == []
 
 
-def test_restart_gives_the_server_the_new_settings(make_supervisor, standin_ollama: Path) -> None:
+def test_restart_gives_the_server_the_new_settings(make_supervisor, standin_ollama: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_OLLAMA_VERSION", "0.12.6")  # its runner line names parallel (0.32's: tests/e2e_ollama)
     h = make_supervisor(ServerSettings(port=free_port(), num_parallel=1))
     first = h.run(h.supervisor.start())
     old_pids = h.supervisor.server_pids()
@@ -121,6 +124,7 @@ def test_inherited_tuning_variables_do_not_override_settings(
 ) -> None:
     monkeypatch.setenv("OLLAMA_CONTEXT_LENGTH", "8192")
     monkeypatch.setenv("OLLAMA_NUM_PARALLEL", "9")
+    monkeypatch.setenv("FAKE_OLLAMA_VERSION", "0.12.6")  # whose config line shows its default context, 4096
     h = make_supervisor(ServerSettings(port=free_port(), num_parallel=2))
 
     assert h.run(h.supervisor.start()).state is ServerState.RUNNING_MANAGED
@@ -281,7 +285,7 @@ def test_attaches_to_a_running_ollama_and_never_stops_it(
     status = h.run(h.supervisor.probe())
 
     assert status.state is ServerState.RUNNING_ATTACHED
-    assert status.version == "0.12.6"
+    assert status.version == real_version()
     assert status.pid == ext.pid
     assert status.external_kind is ExternalKind.OTHER
     assert "Stop that server" in status.apply_hint

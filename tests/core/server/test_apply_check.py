@@ -39,6 +39,14 @@ def test_other_load_error_keeps_the_settings(fits):
     assert j.keep and "not found" in j.reason
 
 
+def test_a_runner_that_exits_on_load_rolls_back_with_the_servers_words(fits):
+    # Recorded from Ollama 0.32.15 (tests/data/ollama/real/exchanges.json, "q8_fa_off_chat").
+    text = ("llama-server process has terminated: exit status 1: llama_init_from_model: quantized V cache "
+            "requires flash_attn to be enabled")
+    j = judge(fits, ApplyObservation(True, model="smollm2", load_error=text))
+    assert j.rollback and "every request would fail" in j.reason and text in j.reason
+
+
 def test_cpu_spill_against_a_fits_verdict_rolls_back(fits):
     j = judge(fits, ApplyObservation(True, model="qwen3:14b", ps_size_bytes=12 * GIB, ps_size_vram_bytes=9 * GIB))
     assert j.rollback and "25% of qwen3:14b" in j.reason and "CPU" in j.reason

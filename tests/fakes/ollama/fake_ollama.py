@@ -1,14 +1,18 @@
 """A protocol-faithful stand-in Ollama server for tests (stdlib only).
 
-It speaks Ollama 0.12's HTTP API on a real socket: the same paths, fields, status codes, error
-texts and NDJSON stream shape (see /work/shared/ollama-facts.md), paces tokens on a drift-free
-schedule so measured rates match the configuration, queues requests beyond `num_parallel`, and
-can be told to fail in each way the real server does (`fail_next`).
+It speaks Ollama's HTTP API on a real socket: the same paths, fields, status codes, error texts and
+NDJSON stream shape as the real 0.32.15 was recorded answering (tests/data/ollama/real/, compared by
+tests/fakes/ollama/test_recorded_real.py), paces tokens on a drift-free schedule so measured rates
+match the configuration, queues requests beyond `num_parallel`, and can be told to fail in each way
+the real server does (`fail_next`). It reports the recorded version unless told another; where eras
+differ (a quantized KV cache without flash attention: f16 before 0.30, a failing llama-server from
+0.30) it follows the version it reports.
 
 Semantics worth knowing: decode slots are shared by all models; the default context is 4096
-(Ollama before 0.15.5) unless `context_length` says otherwise; `/api/show` always carries
-`tensors` (as 0.12 does) and `verbose` only fills the long tokenizer arrays; an unknown model on
-chat/generate is 404 `model 'x' not found`, the text 0.12's handlers send.
+(Ollama before 0.15.5, and a machine without a GPU after) unless `context_length` says otherwise;
+`/api/show` always carries `tensors` and `verbose` only fills the long tokenizer arrays; an unknown
+model on chat/generate is 404 `model 'x' not found`; OLLAMA_MAX_QUEUE bounds only the requests that
+wait for a model to load (a loaded model's requests wait in its runner, unbounded).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from tests.fakes.ollama.fake_ollama_http import OOM_MESSAGE, HttpMixin, Recorded
 from tests.fakes.ollama.fake_ollama_models import FakeModel, default_models, default_registry
 from tests.fakes.ollama.fake_ollama_sched import QUEUE_FULL_MESSAGE, SchedulerMixin
 from tests.fakes.ollama.fake_ollama_wire import parse_keep_alive, rfc3339_local, slog_line
+from tests.fakes.ollama.recorded import real_version
 
 __all__ = ["FakeModel", "FakeOllama", "RecordedRequest", "QUEUE_FULL_MESSAGE", "OOM_MESSAGE"]
 
@@ -49,15 +54,17 @@ class FakeOllama(HttpMixin, SchedulerMixin):
     """A stand-in `ollama serve`: start() on a background thread or serve_forever() in front."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, models: list[FakeModel] | None = None,
-                 version: str = "0.12.6", tokens_per_s: float = 200.0, prompt_tokens_per_s: float = 2000.0,
+                 version: str | None = None, tokens_per_s: float = 200.0, prompt_tokens_per_s: float = 2000.0,
                  load_s: float = 0.0, thinking_tokens: int = 20, answer_tokens: int = 30,
                  num_parallel: int = 1, max_queue: int = 512, context_length: int | None = None,
                  kv_cache_type: str = "f16", flash_attention: bool | None = None,
                  log: Callable[[str], None] | None = None, keep_alive: str | float = "5m",
                  registry: list[FakeModel] | None = None, pull_s: float = 0.0,
                  gpu_memory_bytes: int | None = None, decode_slowdown: float = 0.0,
-                 answer_text: str | None = None) -> None:
-        self.version = version
+                 answer_text: str | None = None, offline: bool = False) -> None:
+        self.version = version or real_version()
+        # No registry to reach: pulls fail as the real server's did with the network closed.
+        self.offline = offline
         # A scripted answer, streamed a word (with its leading whitespace) per token; None: filler words.
         self.answer_text = answer_text
         # Per-token time grows by this fraction for every other slot decoding at once (0: none).
@@ -85,6 +92,7 @@ class FakeOllama(HttpMixin, SchedulerMixin):
         self._load_lock = threading.Lock()
         self._slot_cv = threading.Condition()
         self._active = 0
+        self._loading = 0
         self._queue: deque[object] = deque()
         self._rules: list[FailRule] = []
         self._stopping = threading.Event()

@@ -19,6 +19,9 @@ from tests.fakes.ollama.fake_ollama_store import (handle_create, handle_delete, 
                                            show_reply, tags_reply)
 from tests.fakes.ollama.fake_ollama_wire import Exchange, gin_log_line, slog_line
 
+# Not recorded: the recording machine has no GPU to run out of. This is the CUDA text of Ollama's own
+# runner (before 0.30); from 0.30 llama.cpp's fit moves layers to the CPU instead, and a host that runs
+# out of RAM gets "llama-server process has terminated: signal: killed" (seen on the H200 machine).
 OOM_MESSAGE = "llama runner process has terminated: cudaMalloc failed: out of memory"
 FAIL_STATUS = {"not_found": 404, "oom": 500, "server_error": 500, "queue_full": 503, "bad_request": 400}
 FAIL_DEFAULT_TEXT = {
@@ -147,8 +150,11 @@ class HttpMixin:
         if raw:
             try:
                 body = json.loads(raw)
-            except ValueError:
-                parse_error = f"invalid character '{raw[:1].decode(errors='replace')}' looking for beginning of value"
+            except ValueError as exc:
+                # Go's decoder: a body cut short is "unexpected EOF" (recorded), anything else names the character.
+                cut_short = isinstance(exc, json.JSONDecodeError) and exc.pos >= len(raw.rstrip())
+                parse_error = "unexpected EOF" if cut_short else (
+                    f"invalid character '{raw[:1].decode(errors='replace')}' looking for beginning of value")
         record = RecordedRequest(method, path, body, time.monotonic(), dict(handler.headers.items()))
         with self._lock:
             self.requests.append(record)
@@ -177,11 +183,12 @@ class HttpMixin:
 
     def _route(self, ex: Exchange, method: str, path: str, raw: bytes, body: Any, parse_error: str | None) -> None:
         allowed = ROUTES.get(path)
+        # Gin's own 404 and 405 replies: plain text without a charset (recorded from 0.32.15).
         if allowed is None:
-            ex.send_text(404, "404 page not found")
+            ex.send_body(404, b"404 page not found", "text/plain")
             return
         if method not in allowed:
-            ex.send_text(405, "405 method not allowed")
+            ex.send_body(405, b"405 method not allowed", "text/plain", extra=(("Allow", ", ".join(allowed)),))
             return
         head = method == "HEAD"
         if path == "/":

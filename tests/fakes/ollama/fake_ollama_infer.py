@@ -1,5 +1,5 @@
-"""`/api/chat` and `/api/generate` of the stand-in Ollama server: validation, queueing, load,
-paced token streams and final statistics, in the order Ollama 0.12's handlers apply them."""
+"""`/api/chat` and `/api/generate` of the stand-in Ollama server: validation, load, queueing,
+paced token streams and final statistics, in the order Ollama's handlers apply them."""
 
 from __future__ import annotations
 
@@ -40,18 +40,20 @@ def count_prompt_tokens(texts: list[str]) -> int:
     return sum(math.ceil(len(t) / 4) + 4 for t in texts) + 3
 
 
-def _think_setting(model: FakeModel, think: Any, last_user_text: str) -> float:
-    """How much the model thinks (0 = not at all); raises Refused where Ollama answers 400."""
+def _think_setting(model: FakeModel, think: Any, last_user_text: str, asked_as: str) -> float:
+    """How much the model thinks (0 = not at all); raises Refused where Ollama answers 400. The real
+    server names the model as the request did ("smollm2", not "smollm2:latest"), and refuses a level
+    on a model without thinking as it refuses true (both recorded from 0.32.15)."""
     if think is not None and not isinstance(think, (bool, str)):
         raise Refused(400, 'think must be a boolean or string ("high", "medium", "low", true, or false)')
     if isinstance(think, str) and think not in THINK_LEVELS:
         raise Refused(400, f'invalid think value: "{think}" (must be "high", "medium", "low", true, or false)')
-    if isinstance(think, str) and not model.think_levels:
-        raise Refused(400, f'think value "{think}" is not supported for this model')
     if "thinking" not in model.capabilities:
         if think is True or isinstance(think, str):
-            raise Refused(400, f'"{model.name}" does not support thinking')
+            raise Refused(400, f'"{asked_as}" does not support thinking')
         return 0.0
+    if isinstance(think, str) and not model.think_levels:
+        raise Refused(400, f'think value "{think}" is not supported for this model')
     if think is False:
         return 0.0
     if isinstance(think, str):
@@ -72,6 +74,7 @@ def handle_inference(server: FakeOllama, ex: Exchange, body: dict[str, Any], end
     model = server.find_model(name)
     if model is None:
         raise Refused(404, f"model '{name}' not found")
+    # Replies name the model as the request did ("smollm2", not "smollm2:latest"), as recorded.
     try:
         keep_alive_s = parse_keep_alive(body["keep_alive"]) if body.get("keep_alive") is not None else None
     except ValueError as exc:
@@ -92,10 +95,10 @@ def handle_inference(server: FakeOllama, ex: Exchange, body: dict[str, Any], end
 
     if empty and keep_alive_s == 0:
         server.unload(model.name)
-        ex.send_json(200, _final(model.name, is_chat, "unload", None))
+        ex.send_json(200, _final(name, is_chat, "unload", None))
         return
 
-    think_factor = _think_setting(model, body.get("think"), last_user)
+    think_factor = _think_setting(model, body.get("think"), last_user, name)
     if is_chat and body.get("tools") and "tools" not in model.capabilities:
         raise Refused(400, f"registry.ollama.ai/library/{model.name} does not support tools")
     options = body.get("options") or {}
@@ -106,6 +109,9 @@ def handle_inference(server: FakeOllama, ex: Exchange, body: dict[str, Any], end
         # modelOptions fails inside scheduleRunner, whose fallback status is 500.
         raise Refused(500, 'option "num_ctx" must be of type integer')
 
+    # Ollama's scheduler first finds (or loads) the model, then hands the request to its runner,
+    # whose slots it waits for: OLLAMA_MAX_QUEUE bounds only the wait for a load.
+    server.ensure_loaded(ex, model, num_ctx, keep_alive_s)
     server.acquire_slot(ex)
     released = False
 
@@ -119,11 +125,10 @@ def handle_inference(server: FakeOllama, ex: Exchange, body: dict[str, Any], end
             server.touch(model.name, keep_alive_s)
 
     try:
-        server.ensure_loaded(ex, model, num_ctx, keep_alive_s)
         loaded_at = time.monotonic()
         if empty:
             release()
-            ex.send_json(200, _final(model.name, is_chat, "load", None))
+            ex.send_json(200, _final(name, is_chat, "load", None))
             return
         _generate(server, ex, model, body, is_chat, texts, think_factor, options, started, loaded_at, release)
     finally:
@@ -198,7 +203,7 @@ def _generate(server: FakeOllama, ex: Exchange, model: FakeModel, body: dict[str
         last_token_at = time.monotonic()
         (thinking_text if is_thinking else content_text).append(text)
         if stream:
-            ex.stream_line(_chunk(model.name, is_chat, text, is_thinking))
+            ex.stream_line(_chunk(body["model"], is_chat, text, is_thinking))
     if rule is not None and rule.after_chunks >= len(pieces) and _inject(ex, rule, stream):
         return
 
@@ -213,7 +218,7 @@ def _generate(server: FakeOllama, ex: Exchange, model: FakeModel, body: dict[str
     }
     # A non-streamed reply is the final line carrying the whole text.
     whole = ("", "") if stream else ("".join(content_text), "".join(thinking_text))
-    final = _final(model.name, is_chat, reason, None, *whole)
+    final = _final(body["model"], is_chat, reason, None, *whole)
     if not is_chat:
         final["context"] = list(range(1, min(prompt_tokens + len(pieces), 64) + 1))
     final.update(stats)

@@ -137,6 +137,8 @@ class FakeModel:
     parameters: dict = field(default_factory=lambda: dict(QWEN3_PARAMETERS))
     template: str = QWEN3_TEMPLATE
     modified_at: str = "2025-10-14T09:12:41.529384012+02:00"
+    license: str | None = None  # None: the family's usual licence text; "" none (as SmolLM2's GGUF)
+    parent: str = ""  # the model a created variant came from (details.parent_model)
 
     def __post_init__(self) -> None:
         if not self.digest:
@@ -149,7 +151,7 @@ class FakeModel:
 
     def details(self) -> dict[str, Any]:
         """The `details` object shared by /api/tags, /api/ps and /api/show."""
-        return {"parent_model": "", "format": "gguf", "family": self.family,
+        return {"parent_model": self.parent, "format": "gguf", "family": self.family,
                 "families": self.families, "parameter_size": self.parameter_size,
                 "quantization_level": self.quantization_level}
 

@@ -1,5 +1,7 @@
-"""Scheduler of the stand-in Ollama server: decode slots with a bounded FIFO queue, model loads
-(context length, KV type, offload) and keep-alive expiry, as a mixin of FakeOllama."""
+"""Scheduler of the stand-in Ollama server: model loads with a bounded queue of requests waiting for
+them (OLLAMA_MAX_QUEUE), decode slots with an unbounded FIFO queue (a loaded model's requests wait in
+its runner, as the real 0.32.15 was recorded doing), the load's log lines for the version reported,
+and keep-alive expiry, as a mixin of FakeOllama."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from typing import Any
 from collections.abc import Callable
 
 from tests.fakes.ollama.fake_ollama_infer import ClientGone, Refused
+from tests.fakes.ollama.fake_ollama_loadlog import (fail_quantized_kv_without_flash, log_loaded, log_start,
+                                                    runs_llama_server)
 from tests.fakes.ollama.fake_ollama_models import GRAPH_BYTES_FLASH, FakeModel
 from tests.fakes.ollama.fake_ollama_wire import FOREVER_S, Exchange, rfc3339_local, slog_line
 from app.core.units import GIB
@@ -39,17 +43,17 @@ class SchedulerMixin:
     _load_lock: threading.Lock
     _slot_cv: threading.Condition
     _active: int
+    _loading: int  # requests in ensure_loaded's slow path: the one loading and those waiting for it
     _queue: deque
     log: Callable[[str], None]
 
     def acquire_slot(self, ex: Exchange) -> None:
-        """Wait (FIFO) for one of num_parallel decode slots; 503 beyond max_queue waiting."""
+        """Wait (FIFO) for one of num_parallel decode slots. No 503 here: the real server passes a
+        loaded model's requests to its llama-server, which queues them without a bound."""
         with self._slot_cv:
             if self._active < self.num_parallel and not self._queue:
                 self._active += 1
                 return
-            if len(self._queue) >= self.max_queue:
-                raise Refused(503, QUEUE_FULL_MESSAGE)
             ticket = object()
             self._queue.append(ticket)
             self._slot_cv.notify_all()  # wakes wait_for_queue observers
@@ -93,9 +97,28 @@ class SchedulerMixin:
         return self.kv_cache_type
 
     def ensure_loaded(self, ex: Exchange, model: FakeModel, num_ctx: Any, keep_alive_s: float | None) -> None:
-        """Load `model` (taking load_s) unless it is loaded with the same context already."""
+        """Load `model` (taking load_s) unless it is loaded with the same context already. One request
+        loads and up to max_queue wait for it; more are refused with 503, as the real scheduler does."""
         wanted = int(num_ctx) if num_ctx else int(model.parameters.get("num_ctx") or self.default_context_length())
         ctx = min(max(wanted, 4), model.context_length)
+        self._purge_expired()
+        with self._lock:
+            entry = self.loaded.get(model.name)
+            if entry is not None and entry["context_length"] == ctx:
+                return
+        with self._slot_cv:
+            if self._loading >= 1 + self.max_queue:
+                raise Refused(503, QUEUE_FULL_MESSAGE)
+            self._loading += 1
+            self._slot_cv.notify_all()  # wakes wait_for_queue observers
+        try:
+            self._load(ex, model, wanted, ctx, keep_alive_s)
+        finally:
+            with self._slot_cv:
+                self._loading -= 1
+                self._slot_cv.notify_all()
+
+    def _load(self, ex: Exchange, model: FakeModel, wanted: int, ctx: int, keep_alive_s: float | None) -> None:
         with self._load_lock:
             self._purge_expired()
             entry = self.loaded.get(model.name)
@@ -104,28 +127,41 @@ class SchedulerMixin:
             if ctx < wanted:
                 self.log(slog_line("WARN", "server.go:165", "requested context size too large for model",
                                    num_ctx=wanted, n_ctx_train=model.context_length))
+            upstream = runs_llama_server(self.version)
+            if upstream and self.kv_cache_type != "f16" and self.flash_attention is False:
+                fail_quantized_kv_without_flash(self, model, ctx)
             kv_type = self.effective_kv_type()
-            if kv_type != self.kv_cache_type:
+            if kv_type != self.kv_cache_type:  # before 0.30: Ollama fell back to an f16 cache
                 self.log(slog_line("WARN", "server.go:211", "quantized kv cache requested but flash attention disabled",
                                    type=self.kv_cache_type))
             layers = int(model.model_info.get(f"{model.family}.block_count") or 32) + 1
-            self.log(slog_line("INFO", "server.go:400", "starting runner", model=model.name,
-                               num_ctx=ctx * self.num_parallel, parallel=self.num_parallel))
+            if upstream:
+                log_start(self, model, ctx)
+            else:
+                self.log(slog_line("INFO", "server.go:400", "starting runner", model=model.name,
+                                   num_ctx=ctx * self.num_parallel, parallel=self.num_parallel))
             ex.wait_until(time.monotonic() + self.load_s)
             size = model.loaded_bytes(ctx * self.num_parallel, kv_type)
             others = sum(e["size_vram"] for n, e in self.loaded.items() if n != model.name)
             size_vram = size if self.gpu_memory_bytes is None else max(0, min(size, self.gpu_memory_bytes - others))
             kv = size - model.size - (0 if model.vram_bytes is not None else GRAPH_BYTES_FLASH)
-            self.log(slog_line("INFO", "ggml.go:487", "offloading", **{"layers.offload": round(layers * size_vram / size),
-                                                                        "layers.model": layers}))
-            self.log(slog_line("INFO", "device.go:212", "kv cache", device="CUDA0", size=_human_gib(max(kv, 0))))
-            self.log(slog_line("INFO", "device.go:217", "total memory", size=_human_gib(size)))
-            self.log(slog_line("INFO", "server.go:1289", f"llama runner started in {self.load_s:.2f} seconds"))
+            if upstream:
+                log_loaded(self, model, layers, size, size_vram, max(kv, 0), self.load_s)
+            else:
+                self._log_go_engine_load(layers, size, size_vram, kv)
             with self._lock:
                 self.loaded[model.name] = {
                     "name": model.name, "model": model.name, "size": size, "digest": model.digest,
                     "details": model.details(), "expires_at": "", "size_vram": size_vram, "context_length": ctx}
             self.touch(model.name, keep_alive_s, unload_on_zero=False)
+
+    def _log_go_engine_load(self, layers: int, size: int, size_vram: int, kv: int) -> None:
+        """The lines Ollama's own Go engine (0.12 to 0.2x) printed for a load."""
+        self.log(slog_line("INFO", "ggml.go:487", "offloading", **{"layers.offload": round(layers * size_vram / size),
+                                                                    "layers.model": layers}))
+        self.log(slog_line("INFO", "device.go:212", "kv cache", device="CUDA0", size=_human_gib(max(kv, 0))))
+        self.log(slog_line("INFO", "device.go:217", "total memory", size=_human_gib(size)))
+        self.log(slog_line("INFO", "server.go:1289", f"llama runner started in {self.load_s:.2f} seconds"))
 
     def touch(self, name: str, keep_alive_s: float | None, unload_on_zero: bool = True) -> None:
         """Restart a loaded model's keep-alive timer (0 unloads it once the request is done)."""
@@ -165,11 +201,11 @@ class SchedulerMixin:
 
     @property
     def queued(self) -> int:
-        """Requests waiting for a decode slot now."""
+        """Requests waiting now: for a decode slot, or for a model another request is loading."""
         with self._slot_cv:
-            return len(self._queue)
+            return len(self._queue) + max(0, self._loading - 1)
 
     def wait_for_queue(self, count: int, timeout: float = 5.0) -> bool:
-        """Block until at least `count` requests wait for a slot; False on timeout."""
+        """Block until at least `count` requests wait (for a slot or a load); False on timeout."""
         with self._slot_cv:
-            return self._slot_cv.wait_for(lambda: len(self._queue) >= count, timeout)
+            return self._slot_cv.wait_for(lambda: len(self._queue) + max(0, self._loading - 1) >= count, timeout)

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from tests.fakes.ollama.fake_ollama_infer import Refused
 from tests.fakes.ollama.fake_ollama_models import FakeModel, stable_digest
-from tests.fakes.ollama.fake_ollama_wire import Exchange, rfc3339_local
+from tests.fakes.ollama.fake_ollama_wire import Exchange, go_json, rfc3339_local
+from tests.fakes.ollama.recorded import offline_pull_message
 
 if TYPE_CHECKING:
     from tests.fakes.ollama.fake_ollama import FakeOllama
@@ -21,10 +22,17 @@ TOKENS_SAMPLE = ["!", '"', "#", "$", "%", "&", "'", "("]
 
 
 def tags_reply(server: FakeOllama) -> dict[str, Any]:
-    """`GET /api/tags`: every local model, most recently modified first."""
+    """`GET /api/tags`: every local model, most recently modified first; since 0.30 (recorded from
+    0.32.15) each entry's details add the context and embedding lengths, and the entry its capabilities."""
     models = sorted(server.models.values(), key=lambda m: m.modified_at, reverse=True)
-    return {"models": [{"name": m.name, "model": m.name, "modified_at": m.modified_at, "size": m.size,
-                        "digest": m.digest, "details": m.details()} for m in models]}
+    return {"models": [_tags_entry(m) for m in models]}
+
+
+def _tags_entry(model: FakeModel) -> dict[str, Any]:
+    details = model.details()
+    details.update(context_length=model.context_length, embedding_length=int(model._arch_key("embedding_length") or 0))
+    return {"name": model.name, "model": model.name, "modified_at": model.modified_at, "size": model.size,
+            "digest": model.digest, "details": details, "capabilities": list(model.capabilities)}
 
 
 def ps_reply(server: FakeOllama) -> dict[str, Any]:
@@ -36,11 +44,12 @@ def ps_reply(server: FakeOllama) -> dict[str, Any]:
 
 def layers_of(model: FakeModel) -> list[tuple[str, int]]:
     """(digest, size) of each blob a pull downloads: weights, template, license, params, config."""
-    return [(f"sha256:{stable_digest(model.name + '/model')}", model.size),
-            (f"sha256:{stable_digest(model.template)}", len(model.template.encode())),
-            (f"sha256:{stable_digest(model.family + '/license')}", 11_338),
-            (f"sha256:{stable_digest(model.parameters_text())}", len(model.parameters_text()) + 40),
-            (f"sha256:{stable_digest(model.name + '/config')}", 561)]
+    blobs = [(f"sha256:{stable_digest(model.name + '/model')}", model.size),
+             (f"sha256:{stable_digest(model.template)}", len(model.template.encode())),
+             (f"sha256:{stable_digest(model.family + '/license')}", 11_338),
+             (f"sha256:{stable_digest(model.parameters_text())}", len(model.parameters_text()) + 40),
+             (f"sha256:{stable_digest(model.name + '/config')}", 561)]
+    return [blob for index, blob in enumerate(blobs) if index != 2 or model.license != ""]  # no licence, no blob
 
 
 def show_reply(server: FakeOllama, body: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +59,7 @@ def show_reply(server: FakeOllama, body: dict[str, Any]) -> dict[str, Any]:
         raise Refused(400, "model is required")
     model = server.find_model(name)
     if model is None:
-        raise Refused(404, f"model '{name}' not found")
+        raise Refused(404, f"model '{server.full_name(name)}' not found")  # /api/show adds the tag (recorded)
     verbose = bool(body.get("verbose"))
     info = {k: (list(TOKENS_SAMPLE) if verbose else []) if v is None else v
             for k, v in model.model_info.items()}
@@ -61,7 +70,9 @@ def show_reply(server: FakeOllama, body: dict[str, Any]) -> dict[str, Any]:
                  f'TEMPLATE """{model.template}"""\n'
                  + "".join(f"PARAMETER {line.split(None, 1)[0]} {line.split(None, 1)[1]}\n"
                            for line in model.parameters_text().splitlines()))
-    reply: dict[str, Any] = {"license": LICENSES.get(model.family, ""), "modelfile": modelfile}
+    license_text = LICENSES.get(model.family, "") if model.license is None else model.license
+    reply: dict[str, Any] = {"license": license_text} if license_text else {}
+    reply["modelfile"] = modelfile
     if model.parameters:
         reply["parameters"] = model.parameters_text()
     reply.update({"template": model.template, "details": model.details(), "model_info": info,
@@ -77,7 +88,7 @@ def handle_delete(server: FakeOllama, ex: Exchange, body: dict[str, Any]) -> Non
         raise Refused(400, f'name "{name}" is invalid')
     if not server.remove_model(name):
         raise Refused(404, f"model '{name}' not found")
-    ex.send_body(200, b"", "text/plain; charset=utf-8")
+    ex.send_body(200, b"", "")  # a bare 200: no body, no content type (recorded from 0.32.15)
 
 
 class _Progress:
@@ -94,10 +105,12 @@ class _Progress:
             self.ex.stream_line(line)
         self.last = line
 
-    def fail(self, message: str, status: int = 500) -> None:
+    def fail(self, message: str, status: int = 500, content_type: str = "") -> None:
         if self.stream:
             self.ex.stream_error(message, status)
             self.ex.end_stream()
+        elif content_type:
+            self.ex.send_body(status, go_json({"error": message}), content_type)
         else:
             self.ex.send_error(status, message)
 
@@ -130,6 +143,11 @@ def handle_pull(server: FakeOllama, ex: Exchange, body: dict[str, Any]) -> None:
         raise Refused(400, "model is required")
     progress = _Progress(ex, body.get("stream", True) is not False)
     progress.emit("pulling manifest")
+    if server.offline:
+        # Recorded: streamed, a 200 with this line after "pulling manifest"; not streamed, a 500
+        # whose content type has no charset.
+        progress.fail(offline_pull_message(name), content_type="application/json")
+        return
     model = server.registry_model(name)
     if model is None:
         progress.fail(PULL_MISSING)
@@ -166,7 +184,7 @@ def handle_create(server: FakeOllama, ex: Exchange, body: dict[str, Any]) -> Non
         progress.fail(QUANTIZE_ONLY_FLOAT)
         return
     layers = layers_of(base)
-    changes: dict[str, Any] = {"modified_at": rfc3339_local(time.time())}
+    changes: dict[str, Any] = {"modified_at": rfc3339_local(time.time()), "parent": base.name}
     if quantize:
         total = base.size
         for k in (1, 2, 3, 4):
@@ -176,7 +194,8 @@ def handle_create(server: FakeOllama, ex: Exchange, body: dict[str, Any]) -> Non
         progress.emit(f"creating new layer sha256:{stable_digest(name + '/model')}")
     else:
         progress.emit(f"using existing layer {layers[0][0]}")
-    for digest, _ in layers[1:3]:
+    *kept, params_layer = layers[1:-1]  # the template and any licence are kept; the parameters may change
+    for digest, _ in kept:
         progress.emit(f"using existing layer {digest}")
     parameters = dict(base.parameters)
     if body.get("parameters"):
@@ -184,7 +203,7 @@ def handle_create(server: FakeOllama, ex: Exchange, body: dict[str, Any]) -> Non
         changes["parameters"] = parameters
         progress.emit(f"creating new layer sha256:{stable_digest(name + repr(sorted(parameters.items())))}")
     else:
-        progress.emit(f"using existing layer {layers[3][0]}")
+        progress.emit(f"using existing layer {params_layer[0]}")
     if body.get("system"):
         progress.emit(f"creating new layer sha256:{stable_digest(str(body['system']))}")
     progress.emit("writing manifest")

@@ -162,19 +162,25 @@ class Exchange:
         except OSError as exc:
             raise ClientGone(str(exc)) from exc
 
-    def _headers(self, status: int, content_type: str, length: int | None) -> bytes:
+    def _headers(self, status: int, content_type: str, length: int | None,
+                 extra: tuple[tuple[str, str], ...] = ()) -> bytes:
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
                   499: "Client Closed Request", 500: "Internal Server Error",
                   503: "Service Unavailable"}.get(status, "Status")
         date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())
-        lines = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {content_type}", f"Date: {date}"]
+        lines = [f"HTTP/1.1 {status} {reason}"]
+        lines += [f"{name}: {value}" for name, value in extra]
+        if content_type:  # Gin sends none for a bare status (the 200 of /api/delete)
+            lines.append(f"Content-Type: {content_type}")
+        lines.append(f"Date: {date}")
         lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
         self.status = status
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    def send_body(self, status: int, body: bytes, content_type: str, head_only: bool = False) -> None:
-        """A complete reply with a Content-Length."""
-        self._send(self._headers(status, content_type, len(body)) + (b"" if head_only else body))
+    def send_body(self, status: int, body: bytes, content_type: str, head_only: bool = False,
+                  extra: tuple[tuple[str, str], ...] = ()) -> None:
+        """A complete reply with a Content-Length (content_type "" sends none; extra: more headers)."""
+        self._send(self._headers(status, content_type, len(body), extra) + (b"" if head_only else body))
 
     def send_json(self, status: int, obj: Any, head_only: bool = False) -> None:
         """A `c.JSON` reply."""

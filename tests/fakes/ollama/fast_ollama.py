@@ -26,8 +26,10 @@ import signal
 import sys
 import time
 
+from tests.fakes.ollama.recorded import real_version
+
 DEFAULT_TOKENS = 128
-VERSION = "0.12.6"
+VERSION = real_version()  # the real server's, as recorded (tests/data/ollama/real/exchanges.json)
 WORDS = [" local", " inference", " is", " bound", " by", " memory", " bandwidth", "."]
 
 

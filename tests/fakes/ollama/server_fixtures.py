@@ -154,6 +154,17 @@ class LogRecorder:
                 raise AssertionError(f"no log line with {text!r} within {timeout} s")
             return found() or ""
 
+    def wait_for_all(self, texts: tuple[str, ...], count: int, timeout: float = WAIT_S) -> list[str]:
+        """At least `count` lines containing every one of texts (a server logs a request after its
+        reply has gone out); fails after timeout seconds."""
+        with self._changed:
+            def found() -> list[str]:
+                return [line for line in self.lines if all(text in line for text in texts)]
+
+            if not self._changed.wait_for(lambda: len(found()) >= count, timeout):
+                raise AssertionError(f"{len(found())} log lines with {texts!r} within {timeout} s, not {count}")
+            return found()
+
 
 @pytest.fixture
 def supervisor_loop() -> Iterator[LoopThread]:

@@ -8,7 +8,6 @@ stopping that runner. Failure modes are chosen with FAKE_OLLAMA_* variables (see
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import re
@@ -25,11 +24,20 @@ from collections.abc import Mapping
 from app.core.units import GIB, KIB, MIB
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_VERSION = "0.12.6"
+if __name__ == "__main__":  # run as a program: the project's modules below need the project on the path
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from tests.fakes.ollama.fake_ollama_loadlog import runs_llama_server  # noqa: E402
+from tests.fakes.ollama.recorded import real_version  # noqa: E402
+from tests.fakes.ollama.standin_log import go_duration, server_config_line, slog_line  # noqa: E402, F401 - go_duration: re-exported
+
+DEFAULT_VERSION = real_version()  # what the real server reported (tests/data/ollama/real/)
 ORPHAN_LINGER_S = 30.0
 
 FAILURE_VARIABLES: dict[str, str] = {
-    "FAKE_OLLAMA_VERSION": "version reported by --version, GET /api/version and the log (default 0.12.6)",
+    "FAKE_OLLAMA_VERSION": "version reported by --version, GET /api/version and the log (default: the recorded "
+                           "real one, 0.32.15); before 0.30 the log and a quantized KV cache are 0.12's",
+    "FAKE_OLLAMA_OFFLINE": "1: no registry can be reached: pulls fail with the real server's offline error",
     "FAKE_OLLAMA_START_DELAY_S": "seconds to wait before listening (slow start)",
     "FAKE_OLLAMA_HANG_ON_START": "1: never listen (start hangs in GPU discovery)",
     "FAKE_OLLAMA_CRASH_AFTER_S": "crash this many seconds after the process started",
@@ -75,41 +83,7 @@ _GO_PANIC = (
     "\tgithub.com/ollama/ollama/server/sched.go:117 +0x105",
 )
 
-# What the real server prints in its "server config" line besides the variables it was given.
-_CONFIG_DEFAULTS: dict[str, str] = {
-    "CUDA_VISIBLE_DEVICES": "", "GPU_DEVICE_ORDINAL": "", "HIP_VISIBLE_DEVICES": "",
-    "HSA_OVERRIDE_GFX_VERSION": "", "HTTPS_PROXY": "", "HTTP_PROXY": "", "NO_PROXY": "",
-    "OLLAMA_CONTEXT_LENGTH": "4096", "OLLAMA_DEBUG": "INFO", "OLLAMA_FLASH_ATTENTION": "false",
-    "OLLAMA_GPU_OVERHEAD": "0", "OLLAMA_KEEP_ALIVE": "5m0s", "OLLAMA_KV_CACHE_TYPE": "",
-    "OLLAMA_LLM_LIBRARY": "", "OLLAMA_LOAD_TIMEOUT": "5m0s", "OLLAMA_MAX_LOADED_MODELS": "0",
-    "OLLAMA_MAX_QUEUE": "512", "OLLAMA_MODELS": str(Path.home() / ".ollama" / "models"),
-    "OLLAMA_MULTIUSER_CACHE": "false", "OLLAMA_NEW_ENGINE": "false", "OLLAMA_NOHISTORY": "false",
-    "OLLAMA_NOPRUNE": "false", "OLLAMA_NUM_PARALLEL": "1",
-    "OLLAMA_ORIGINS": "[http://localhost https://localhost http://localhost:* https://localhost:* "
-                      "http://127.0.0.1 https://127.0.0.1 http://127.0.0.1:* https://127.0.0.1:* "
-                      "http://0.0.0.0 https://0.0.0.0 http://0.0.0.0:* https://0.0.0.0:* app://* "
-                      "file://* tauri://* vscode-webview://* vscode-file://*]",
-    "OLLAMA_REMOTES": "[ollama.com]", "OLLAMA_SCHED_SPREAD": "false", "OLLAMA_VULKAN": "false",
-    "ROCR_VISIBLE_DEVICES": "", "http_proxy": "", "https_proxy": "", "no_proxy": "",
-}
-
 _write_lock = threading.Lock()
-
-
-def _now() -> str:
-    stamp = datetime.datetime.now().astimezone().isoformat(timespec="milliseconds")
-    return stamp.replace("+00:00", "Z")
-
-
-def _quote(value: str) -> str:
-    return json.dumps(value) if (not value or re.search(r'[\s"=]', value)) else value
-
-
-def slog_line(level: str, source: str, msg: str, **attrs: object) -> str:
-    """One line in the format of Go's slog text handler, as `ollama serve` writes it."""
-    parts = [f"time={_now()}", f"level={level}", f"source={source}", f"msg={_quote(msg)}"]
-    parts += [f"{key}={_quote(str(value))}" for key, value in attrs.items()]
-    return " ".join(parts)
 
 
 def emit(line: str) -> None:
@@ -133,41 +107,6 @@ def _die_of_sigpipe() -> None:
         os.kill(os.getpid(), signal.SIGPIPE)
     finally:
         os._exit(128 + signal.SIGPIPE)  # where libc could not be reached, as a shell reports it
-
-
-def go_duration(text: str) -> str:
-    """A keep-alive value as Go prints a time.Duration ('5m' -> '5m0s', '-1' -> forever)."""
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    t = text.strip()
-    if re.fullmatch(r"-?\d+", t):
-        seconds = float(t)
-    else:
-        found = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", t)
-        if not found:
-            return "5m0s"
-        seconds = sum(float(n) * units[u] for n, u in found) * (-1 if t.startswith("-") else 1)
-    if seconds < 0:
-        return "2562047h47m16.854775807s"  # Ollama turns a negative keep-alive into "forever"
-    hours, rest = divmod(int(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
-
-
-def server_config_line(env: Mapping[str, str], host: str, port: int) -> str:
-    """The `msg="server config"` line with the environment the server really got."""
-    config = dict(_CONFIG_DEFAULTS)
-    for key in config:
-        if key in env and key not in ("OLLAMA_KEEP_ALIVE", "OLLAMA_FLASH_ATTENTION"):
-            config[key] = env[key]
-    if "OLLAMA_KEEP_ALIVE" in env:
-        config["OLLAMA_KEEP_ALIVE"] = go_duration(env["OLLAMA_KEEP_ALIVE"])
-    if env.get("OLLAMA_FLASH_ATTENTION", "").lower() in ("1", "true"):
-        config["OLLAMA_FLASH_ATTENTION"] = "true"
-    config["OLLAMA_HOST"] = f"http://{host}:{port}"
-    body = " ".join(f"{key}:{config[key]}" for key in sorted(config))
-    return slog_line("INFO", "routes.go:1511", "server config", env=f"map[{body}]")
 
 
 def parse_host(value: str | None) -> tuple[str, int]:
@@ -277,7 +216,7 @@ def run_serve(env: Mapping[str, str]) -> int:
         timer = threading.Timer(float(crash_after), _crash, args=(env,))
         timer.daemon = True
         timer.start()
-    emit(server_config_line(env, host, port))
+    emit(server_config_line(env, host, port, version))
     emit(slog_line("INFO", "images.go:522", "total blobs: 6"))
     emit(slog_line("INFO", "images.go:529", "total unused blobs removed: 0"))
     runner = _spawn_runner()
@@ -291,8 +230,10 @@ def run_serve(env: Mapping[str, str]) -> int:
             return 0
         try:
             gpu_mib = env.get("FAKE_OLLAMA_GPU_MIB")
-            extra = {"gpu_memory_bytes": int(float(gpu_mib) * MIB)} if gpu_mib else {}
+            extra: dict[str, object] = {"gpu_memory_bytes": int(float(gpu_mib) * MIB)} if gpu_mib else {}
             extra.update(pacing_from_env(env))
+            if env.get("FAKE_OLLAMA_OFFLINE") == "1":
+                extra["offline"] = True
             fake = FakeOllama.from_env(env, version=version, **extra)
         except OSError:
             emit(f"Error: listen tcp {host}:{port}: bind: address already in use")
@@ -308,6 +249,9 @@ def run_serve(env: Mapping[str, str]) -> int:
             emit(slog_line("INFO", "runner.go:80", "discovering available GPUs..."))
             for line in gpu_lines():
                 emit(line)
+            if runs_llama_server(version):
+                emit(slog_line("INFO", "routes.go:2058", "vram-based default context", total_vram="24.0 GiB",
+                               default_num_ctx=fake.default_context_length()))
             stop.wait()
         finally:
             fake.stop()
@@ -404,7 +348,9 @@ def _oom_when(fake: object, fire: Callable[[object, int], bool]) -> None:
 
 
 def gpu_lines() -> list[str]:
-    """What 0.12.x logs after GPU discovery on a headless RTX 4090."""
+    """What Ollama logs after GPU discovery on a headless RTX 4090 (the same fields in 0.12 and 0.32;
+    the recording, from a machine without a GPU, has `id=cpu library=cpu`: the stand-in plays the
+    card its tests price for)."""
     return [slog_line(
         "INFO", "types.go:42", "inference compute",
         id="GPU-3f5c2a91-7d4e-4b2a-9c61-0e8f1d2b7a44", library="CUDA", compute="8.9", name="CUDA0",
@@ -429,5 +375,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(PROJECT_ROOT))
     sys.exit(main())

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE, FakeModel, FakeOllama
+from tests.fakes.ollama.recorded import real_version
 from tests.fakes.ollama.fake_ollama_wire import go_duration, parse_keep_alive
 from app.core.units import GIB
 
@@ -65,7 +66,7 @@ def test_banner_version_and_routing(quick: FakeOllama) -> None:
     assert call(quick, "GET", "/")[::2] == (200, b"Ollama is running")
     status, headers, body = call(quick, "HEAD", "/")
     assert (status, body, headers["content-length"]) == (200, b"", "17")
-    assert json.loads(call(quick, "GET", "/api/version")[2]) == {"version": "0.12.6"}
+    assert json.loads(call(quick, "GET", "/api/version")[2]) == {"version": real_version()}  # 0.32.15, recorded
     assert call(quick, "GET", "/api/nothing")[::2] == (404, b"404 page not found")
     assert call(quick, "GET", "/api/chat")[::2] == (405, b"405 method not allowed")
     assert json.loads(call(quick, "POST", "/api/chat", None)[2]) == {"error": "missing request body"}
@@ -75,10 +76,12 @@ def test_tags_lists_models_with_details(quick: FakeOllama) -> None:
     models = json.loads(call(quick, "GET", "/api/tags")[2])["models"]
     assert [m["name"] for m in models] == ["qwen3:14b", "qwen3:0.6b", "llama3.2:3b", "gemma3:4b"]
     first = models[0]
-    assert set(first) == {"name", "model", "modified_at", "size", "digest", "details"}
+    assert set(first) == {"name", "model", "modified_at", "size", "digest", "details", "capabilities"}
     assert first["size"] == 9_276_198_565 and len(first["digest"]) == 64
     assert first["details"] == {"parent_model": "", "format": "gguf", "family": "qwen3", "families": ["qwen3"],
-                                "parameter_size": "14.8B", "quantization_level": "Q4_K_M"}
+                                "parameter_size": "14.8B", "quantization_level": "Q4_K_M",
+                                "context_length": 40960, "embedding_length": 5120}  # since 0.30 (recorded)
+    assert first["capabilities"] == ["completion", "tools", "thinking"]
 
 
 def test_show_matches_reference_metadata(quick: FakeOllama) -> None:
@@ -263,14 +266,17 @@ def test_fail_next_stream_kinds_after_chunks(quick: FakeOllama) -> None:
 
 
 def test_queue_beyond_parallel_then_503_beyond_max_queue(make_fake_ollama) -> None:
-    fake = make_fake_ollama(num_parallel=1, max_queue=1, tokens_per_s=200.0, answer_tokens=100, thinking_tokens=0)
+    # OLLAMA_MAX_QUEUE bounds the requests waiting for a model to load (recorded from 0.32.15), so the
+    # model is cold here: one request loads it, one waits for the load, the third is refused.
+    fake = make_fake_ollama(num_parallel=1, max_queue=1, tokens_per_s=200.0, answer_tokens=100, thinking_tokens=0,
+                            load_s=1.0)
     body = {"model": "qwen3:0.6b", "messages": [{"role": "user", "content": "hi"}], "stream": False}
     results: list[tuple[int, dict[str, str], bytes]] = []
     threads = [threading.Thread(target=lambda: results.append(call(fake, "POST", "/api/chat", body)))
                for _ in range(2)]
     for thread in threads:
         thread.start()
-    assert fake.wait_for_queue(1)  # one decodes, one waits
+    assert fake.wait_for_queue(1)  # one loads (and then decodes), one waits
     status, _, raw = call(fake, "POST", "/api/chat", body)
     assert (status, json.loads(raw)) == (503, {"error": QUEUE_FULL_MESSAGE})
     for thread in threads:
@@ -278,6 +284,23 @@ def test_queue_beyond_parallel_then_503_beyond_max_queue(make_fake_ollama) -> No
     served, queued = sorted((json.loads(r[2]) for r in results), key=lambda r: r["load_duration"])
     # The queued request's load_duration includes its wait, as Ollama's does.
     assert queued["load_duration"] >= 0.9 * served["eval_duration"]
+
+
+def test_a_loaded_model_queues_beyond_max_queue_without_refusing(make_fake_ollama) -> None:
+    # Recorded from 0.32.15 with OLLAMA_MAX_QUEUE=1: once the model is loaded, four at once all get 200
+    # (they wait in its llama-server), where the same four on a cold model got two 503s.
+    fake = make_fake_ollama(num_parallel=1, max_queue=1, tokens_per_s=400.0, answer_tokens=20, thinking_tokens=0)
+    body = {"model": "qwen3:0.6b", "messages": [{"role": "user", "content": "hi"}], "stream": False}
+    assert call(fake, "POST", "/api/generate", {"model": "qwen3:0.6b"})[0] == 200  # loaded
+    results: list[int] = []
+    threads = [threading.Thread(target=lambda: results.append(call(fake, "POST", "/api/chat", body)[0]))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    assert fake.wait_for_queue(3)  # one decodes, three wait: more than max_queue
+    for thread in threads:
+        thread.join(10)
+    assert results == [200, 200, 200, 200]
 
 
 def test_client_gone_is_seen_during_decode(make_fake_ollama) -> None:
@@ -297,7 +320,7 @@ def test_log_lines_look_like_ollama(make_fake_ollama) -> None:
     fake = make_fake_ollama(log=logged.append, **QUICK)
     call(fake, "GET", "/api/tags")
     assert fake.requests[-1].finished.wait(5)  # the access line is written once the reply is done
-    assert any("Listening on 127.0.0.1:" in line and "(version 0.12.6)" in line for line in logged)
+    assert any("Listening on 127.0.0.1:" in line and f"(version {real_version()})" in line for line in logged)
     gin = [line for line in logged if line.startswith("[GIN]")]
     assert gin and gin[-1].endswith('| GET     "/api/tags"') and "| 200 |" in gin[-1]
 

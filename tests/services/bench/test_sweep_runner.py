@@ -19,6 +19,7 @@ from app.core.server.settings import ServerSettings
 from app.core.bench.sweep import FAILED, OK, SKIPPED, SweepAxes, SweepSpec
 from tests.fakes.scripted_gpu import GpuReading, ScriptedGpuBackend
 from tests.fakes.ollama.server_fixtures import WAIT_S, free_port
+from tests.fakes.ollama.recorded import real_version
 
 FAST = {"FAKE_OLLAMA_TOKENS_PER_S": "1000", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "100000",
         "FAKE_OLLAMA_ANSWER_TOKENS": "10", "FAKE_OLLAMA_DECODE_SLOWDOWN": "0.5"}
@@ -69,7 +70,7 @@ def test_each_point_restarts_the_server_and_the_settings_come_back(make_supervis
     for phase in ("preparing", "restarting", "loading", "warm-up", "measuring", "restoring", "done"):
         assert phase in phases
     assert any(p.eta_s is not None for p in progress if p.point == 1)  # known once a point has finished
-    assert run.fingerprint.ollama_version == "0.12.6" and run.fingerprint.model == SMALL
+    assert run.fingerprint.ollama_version == real_version() and run.fingerprint.model == SMALL
     assert len(run.fingerprint.model_digest) == 64 and run.fingerprint.base_settings["num_parallel"] == 1
 
 

@@ -16,6 +16,7 @@ from app.backends.ollama.client import OllamaClient
 from app.core.server.state import ServerState
 from app.ui.app.main import settings_for_url
 from app.core.units import GIB
+from tests.fakes.ollama.recorded import real_version
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -90,7 +91,7 @@ def test_attaches_to_running_server_and_header_shows_loaded_model(qtbot, tmp_pat
     deck = deck_factory(_args(tmp_path, url=fake_ollama.url))
     header = deck.window.header
     qtbot.waitUntil(lambda: header.state_pill.text() == ServerState.RUNNING_ATTACHED.value, timeout=10_000)
-    qtbot.waitUntil(lambda: header.version_label.text() == "Ollama 0.12.6", timeout=10_000)
+    qtbot.waitUntil(lambda: header.version_label.text() == f"Ollama {real_version()}", timeout=10_000)
     assert not deck.server_page.stop_button.isEnabled()
 
     async def load() -> None:

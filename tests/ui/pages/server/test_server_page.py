@@ -20,6 +20,7 @@ from app.ui.app.header import Header
 from app.ui.pages.server.page import ServerPage
 from tests.fakes.scripted_gpu import ScriptedGpuBackend
 from tests.fakes.ollama.server_fixtures import free_port, is_gone
+from tests.fakes.ollama.recorded import real_version
 from app.core.units import GIB
 
 WAIT_MS = 10_000
@@ -72,7 +73,7 @@ def test_start_stop_managed_server_streams_its_log(qtbot, page_factory):
     qtbot.waitUntil(lambda: page.stop_button.isEnabled(), timeout=WAIT_MS)
     assert not page.start_button.isEnabled()
     assert "managed by ollama-deck" in page.card._details["Process"].text()
-    assert page.card._details["Version"].text() == "0.12.6"
+    assert page.card._details["Version"].text() == real_version()
 
     qtbot.mouseClick(page.stop_button, Qt.LeftButton)
     wait_state(qtbot, page, ServerState.STOPPED)
@@ -178,7 +179,7 @@ def test_header_follows_status(qtbot, page_factory):
     controller.status_changed.connect(header.set_status)
     controller.start()
     qtbot.waitUntil(lambda: header.state_pill.text() == ServerState.RUNNING_MANAGED.value, timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: header.version_label.text() == "Ollama 0.12.6", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: header.version_label.text() == f"Ollama {real_version()}", timeout=WAIT_MS)
 
 
 def _running_with_prices(qtbot, page_factory, settings=None):
