@@ -38,25 +38,32 @@ def envelope_indices(values: np.ndarray, starts: np.ndarray) -> list[np.ndarray]
         every = np.arange(n)
         return [every for _ in range(channels)]
     grid = _bin_grid(starts, n)
-    cube = values.reshape(n, channels)[grid]  # bins x longest bin x channels
+    columns = values.reshape(n, channels).T  # one channel at a time: a contiguous gather is cheaper
+    return [_envelope_of(np.ascontiguousarray(column), grid, starts) for column in columns]
+
+
+def _envelope_of(y: np.ndarray, grid: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The ascending rows envelope_indices keeps for one channel `y`."""
+    n = len(y)
+    cube = y[grid]  # bins x longest bin
     missing = np.isnan(cube)
-    lows = np.where(missing, np.inf, cube).argmin(axis=1)
-    highs = np.where(missing, -np.inf, cube).argmax(axis=1)
-    # A bin without a NaN repeats its low pick in the NaN's place; the repeat is dropped below.
-    gaps = np.where(missing.any(axis=1), missing.argmax(axis=1), lows)
-    picks = np.stack((lows, highs, gaps), axis=1)  # bins x 3 x channels, positions inside each bin
+    if missing.any():
+        lows = np.where(missing, np.inf, cube).argmin(axis=1)
+        highs = np.where(missing, -np.inf, cube).argmax(axis=1)
+        # A bin without a NaN repeats its low pick in the NaN's place; the repeat is dropped below.
+        gaps = np.where(missing.any(axis=1), missing.argmax(axis=1), lows)
+        picks = np.stack((lows, highs, gaps), axis=1)
+    else:
+        picks = np.stack((cube.argmin(axis=1), cube.argmax(axis=1)), axis=1)
     picks.sort(axis=1)
     # argmin, argmax and the first NaN are first occurrences, so never a padding repeat: start +
     # position is a row of the bin itself, and the rows ascend bin after bin.
-    picks += starts[:, None, None]
-    out = []
-    for c in range(channels):
-        rows = np.concatenate(([0], picks[:, :, c].ravel(), [n - 1]))
-        keep = np.empty(len(rows), dtype=bool)
-        keep[0] = True
-        np.greater(rows[1:], rows[:-1], out=keep[1:])
-        out.append(rows[keep])
-    return out
+    picks += starts[:, None]
+    rows = np.concatenate(([0], picks.ravel(), [n - 1]))
+    keep = np.empty(len(rows), dtype=bool)
+    keep[0] = True
+    np.greater(rows[1:], rows[:-1], out=keep[1:])
+    return rows[keep]
 
 
 def _bin_grid(starts: np.ndarray, n: int) -> np.ndarray:

@@ -149,7 +149,8 @@ class LiveCurve(pg.GraphicsObject):
         self.xData = np.zeros(0)
         self.yData = np.zeros(0)
         self._bounds = QRectF()
-        self._segments = PrimitiveArray(QLineF, 4)
+        self._data_segments = np.zeros((0, 4))  # (x0, y0, x1, y1) per segment, data units
+        self._segments = PrimitiveArray(QLineF, 4)  # the same in device pixels, handed to Qt without copies
         # Dashes drawn as three 1 px passes (the cosmetic stroker's fast path) one pixel apart: as
         # thick as the 2 px pen, dash lengths in the same pixels, without the slow wide-dash stroker.
         self._thin = QPen(curve_pen)
@@ -162,7 +163,17 @@ class LiveCurve(pg.GraphicsObject):
         if len(x) == len(self.xData) and np.array_equal(x, self.xData) and np.array_equal(y, self.yData,
                                                                                           equal_nan=True):
             return False
+        blank = not np.isfinite(self.yData).any() and not np.isfinite(y).any()
         self.xData, self.yData = x, y
+        if blank:  # all N/A before and after: nothing was drawn and nothing will be
+            return False
+        # The segments between neighbouring finite points, found once per data change rather than per paint.
+        finite = np.isfinite(x) & np.isfinite(y)
+        joined = finite[:-1] & finite[1:]
+        segments = np.empty((int(np.count_nonzero(joined)), 4))
+        segments[:, 0], segments[:, 1] = x[:-1][joined], y[:-1][joined]
+        segments[:, 2], segments[:, 3] = x[1:][joined], y[1:][joined]
+        self._data_segments = segments
         self.update()
         return True
 
@@ -184,37 +195,36 @@ class LiveCurve(pg.GraphicsObject):
 
     def paint(self, painter: QPainter, *_: object) -> None:
         """Map the points to device pixels and stroke them with an untransformed pen."""
-        x, y = self.xData, self.yData
-        if len(x) < 2:
+        if len(self.xData) < 2:
             return
         t = painter.transform()
-        px = t.m11() * x + t.m21() * y + t.m31()
-        py = t.m12() * x + t.m22() * y + t.m32()
-        painter.save()
         painter.resetTransform()
         if self._thin.style() == Qt.PenStyle.SolidLine:
-            self._stroke_segments(painter, px, py)
+            self._stroke_segments(painter, t)
         else:
+            px = t.m11() * self.xData + t.m21() * self.yData + t.m31()
+            py = t.m12() * self.xData + t.m22() * self.yData + t.m32()
             path = pg.arrayToQPath(px, py, connect="finite")
             painter.setPen(self._thin)
             for dx, dy in ((0.0, 0.0), (1.0, 0.0), (0.0, 1.0)):
                 painter.setTransform(QTransform.fromTranslate(dx, dy))
                 painter.drawPath(path)
-        painter.restore()
+        painter.setTransform(t)
 
-    def _stroke_segments(self, painter: QPainter, px: np.ndarray, py: np.ndarray) -> None:
-        """One drawLines call for every pair of neighbouring finite points (pixels)."""
-        finite = np.isfinite(px) & np.isfinite(py)
-        joined = finite[:-1] & finite[1:]
-        count = int(np.count_nonzero(joined))
-        if not count:
+    def _stroke_segments(self, painter: QPainter, t: QTransform) -> None:
+        """One drawLines call for every pair of neighbouring finite points, mapped to pixels by `t`."""
+        data = self._data_segments
+        if not len(data):
             return
-        self._segments.resize(count)
+        self._segments.resize(len(data))
         lines = self._segments.ndarray()
-        lines[:, 0] = px[:-1][joined]
-        lines[:, 1] = py[:-1][joined]
-        lines[:, 2] = px[1:][joined]
-        lines[:, 3] = py[1:][joined]
+        if t.isRotating():  # a time plot never is; kept general all the same
+            xs, ys = data[:, 0::2], data[:, 1::2]
+            lines[:, 0::2] = t.m11() * xs + t.m21() * ys + t.m31()
+            lines[:, 1::2] = t.m12() * xs + t.m22() * ys + t.m32()
+        else:
+            np.multiply(data, (t.m11(), t.m22(), t.m11(), t.m22()), out=lines)
+            lines += (t.m31(), t.m32(), t.m31(), t.m32())
         painter.setPen(self.opts["pen"])
         painter.drawLines(*self._segments.drawargs())
 
@@ -234,6 +244,8 @@ class TickGrid(pg.GraphicsObject):
         self._xs: list[float] = []
         self._ys: list[float] = []
         self._bounds = QRectF()
+        self._mapped: list[QLineF] = []
+        self._mapped_for: object = None
         self.setZValue(-100)
         item.addItem(self, ignoreBounds=True)
         item.getViewBox().sigResized.connect(self.refresh)
@@ -255,6 +267,7 @@ class TickGrid(pg.GraphicsObject):
         self.prepareGeometryChange()
         self._bounds = vb.viewRect()
         self._xs, self._ys = found
+        self._mapped_for = None
         self.update()
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
@@ -264,13 +277,15 @@ class TickGrid(pg.GraphicsObject):
     def paint(self, painter: QPainter, *_: object) -> None:
         """Every grid line, mapped to device pixels, in one drawLines call."""
         t = painter.transform()
-        r = self._bounds
-        lines = [t.map(QLineF(x, r.top(), x, r.bottom())) for x in self._xs]
-        lines += [t.map(QLineF(r.left(), y, r.right(), y)) for y in self._ys]
-        if not lines:
+        key = (t, self._bounds, len(self._xs), len(self._ys))
+        if key != self._mapped_for:  # the lines move only when the range or the size changes
+            r = self._bounds
+            lines = [t.map(QLineF(x, r.top(), x, r.bottom())) for x in self._xs]
+            self._mapped = lines + [t.map(QLineF(r.left(), y, r.right(), y)) for y in self._ys]
+            self._mapped_for = key
+        if not self._mapped:
             return
-        painter.save()
         painter.resetTransform()
         painter.setPen(self._pen)
-        painter.drawLines(lines)
-        painter.restore()
+        painter.drawLines(self._mapped)
+        painter.setTransform(t)
