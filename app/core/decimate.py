@@ -70,7 +70,8 @@ def _bin_grid(starts: np.ndarray, n: int) -> np.ndarray:
     """Row indices of each bin padded to the longest bin by repeating its last row (bins x width)."""
     lengths = np.diff(np.append(starts, n))
     width = int(lengths.max())
-    return starts[:, None] + np.minimum(np.arange(width), (lengths - 1)[:, None])
+    grid: np.ndarray = starts[:, None] + np.minimum(np.arange(width), (lengths - 1)[:, None])
+    return grid
 
 
 __all__ = ["bin_starts", "envelope_indices"]
