@@ -10,6 +10,8 @@ peak does not flicker from frame to frame.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
@@ -26,20 +28,23 @@ def bin_starts(t: np.ndarray, bin_s: float) -> np.ndarray:
     return np.flatnonzero(changed)
 
 
-def envelope_indices(values: np.ndarray, starts: np.ndarray) -> list[np.ndarray]:
-    """For each column of `values` (n samples x c channels, NaN = no reading), the sorted row
-    indices to draw: per bin the minimum, the maximum and the first NaN (so a gap stays a gap),
-    plus the first and the last row. With about as many bins as samples, every row is kept."""
-    n = values.shape[0]
-    channels = values.shape[1] if values.ndim == 2 else 1
+def envelope_indices(values: np.ndarray, starts: np.ndarray,
+                     columns: Sequence[int] | None = None) -> list[np.ndarray]:
+    """For each of `columns` of `values` (n samples x channels, NaN = no reading; all columns by
+    default), the sorted row indices to draw: per bin the minimum, the maximum and the first NaN
+    (so a gap stays a gap), plus the first and the last row. With about as many bins as samples,
+    every row is kept."""
+    table = values if values.ndim == 2 else values[:, None]
+    n = table.shape[0]
+    wanted = range(table.shape[1]) if columns is None else columns
     if n == 0:
-        return [np.zeros(0, dtype=np.intp) for _ in range(channels)]
+        return [np.zeros(0, dtype=np.intp) for _ in wanted]
     if 2 * len(starts) >= n:
         every = np.arange(n)
-        return [every for _ in range(channels)]
+        return [every for _ in wanted]
     grid = _bin_grid(starts, n)
-    columns = values.reshape(n, channels).T  # one channel at a time: a contiguous gather is cheaper
-    return [_envelope_of(np.ascontiguousarray(column), grid, starts) for column in columns]
+    # One channel at a time: gathering a column through the bin grid is cheaper than a 3-D gather.
+    return [_envelope_of(table[:, c], grid, starts) for c in wanted]
 
 
 def _envelope_of(y: np.ndarray, grid: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -135,8 +135,7 @@ class TimePlot:
         top = self.y_floor_max
         if not self.series:
             return top
-        channels = [s.channel for s in self.series]
-        picks = envelope_indices(data.rows[:, channels], data.starts(self.bin_s()))
+        picks = envelope_indices(data.rows, data.starts(self.bin_s()), [s.channel for s in self.series])
         for s, keep in zip(self.series, picks):
             y = data.rows[keep, s.channel] * s.scale
             s.curve.setData(data.x[keep], y)
