@@ -56,7 +56,7 @@ class TimeSeriesRing:
 
     def _since(self, parts: list[tuple[int, int]], since: float) -> list[tuple[int, int]]:
         """The (start, stop) slices of `parts` (time order) left after dropping rows with t < since."""
-        kept = []
+        kept: list[tuple[int, int]] = []
         for a, b in parts:
             if b <= a:
                 continue
