@@ -202,8 +202,11 @@ class LiveCurve(pg.GraphicsObject):
         if self._thin.style() == Qt.PenStyle.SolidLine:
             self._stroke_segments(painter, t)
         else:
-            px = t.m11() * self.xData + t.m21() * self.yData + t.m31()
-            py = t.m12() * self.xData + t.m22() * self.yData + t.m32()
+            x, y = self.xData, self.yData
+            if t.isRotating():  # a time plot never is; kept general all the same
+                px, py = t.m11() * x + t.m21() * y + t.m31(), t.m12() * x + t.m22() * y + t.m32()
+            else:
+                px, py = t.m11() * x + t.m31(), t.m22() * y + t.m32()
             path = pg.arrayToQPath(px, py, connect="finite")
             painter.setPen(self._thin)
             for dx, dy in ((0.0, 0.0), (1.0, 0.0), (0.0, 1.0)):
