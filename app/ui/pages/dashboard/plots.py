@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from app.adapters.telemetry.sampler import Channel
 from app.core.decimate import bin_starts, envelope_indices
@@ -104,6 +104,8 @@ class TimePlot:
         """A dashed horizontal line at the newest value of `channel` (a capacity, say)."""
         line = pg.InfiniteLine(angle=0, movable=False, pen=pen(color, dashed=True))
         line.setZValue(10)
+        # Cached as a pixmap: a dashed 2 px stroke under the view's scaling is slow, and the value seldom changes.
+        line.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         line.hide()
         self.item.addItem(line, ignoreBounds=True)
         self.limits.append((line, channel, scale))
@@ -267,6 +269,8 @@ def estimate_line() -> pg.InfiniteLine:
     font.setBold(True)
     line.label.setFont(font)
     line.setZValue(20)
+    for item in (line, line.label, line.label.textItem):  # redrawn only when the estimate changes
+        item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     line.hide()
     return line
 
