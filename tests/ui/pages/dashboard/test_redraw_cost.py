@@ -1,5 +1,6 @@
 """What the cheap redraw must not lose: a one-sample VRAM spike in a 15-minute window reaches the
-drawn curve and its pixels, and plots scrolled out of view skip frames but catch up when shown."""
+drawn curve and its pixels, plots scrolled out of view skip frames but catch up when shown, and a
+tile that repaints only itself leaves no old text behind."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QScrollArea
+from PySide6.QtWidgets import QHBoxLayout, QScrollArea, QWidget
 
 from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
 from app.ui.pages.dashboard.page import DashboardPage
+from app.ui.pages.dashboard.tiles import TILE_BACKGROUND, TILE_STYLE, StatTile
 from app.ui.widgets import plots
 from tests.fakes.scripted_gpu import RTX_4090
 
@@ -104,3 +106,29 @@ def test_plots_scrolled_out_of_view_skip_frames_and_catch_up_when_shown(qtbot) -
     holder.verticalScrollBar().setValue(holder.verticalScrollBar().maximum())
     qtbot.waitUntil(lambda: len(below.series[0].curve.xData) > 0, timeout=3000)  # the redraw timer catches up
     assert below.series[0].curve.xData[0] == -439 * STEP_S and below.series[0].curve.xData[-1] == 0.0
+
+
+def test_a_tile_repaints_its_own_background_under_shorter_text(qtbot) -> None:
+    holder = QWidget()
+    holder.setStyleSheet(TILE_STYLE)
+    tile = StatTile("VRAM used", plots.VRAM_USED_COLOR)
+    QHBoxLayout(holder).addWidget(tile)
+    qtbot.addWidget(holder)
+    holder.resize(400, 150)
+    holder.show()
+    qtbot.waitExposed(holder)
+    box = tile.value_label.geometry().translated(tile.pos())
+    background = QColor(TILE_BACKGROUND).rgb()
+
+    def inked(image, left: int, right: int) -> int:  # pixels of text on the value line's middle row
+        return sum(image.pixel(x, box.center().y()) != background for x in range(left, right))
+
+    tile.set_text("14.8 / 24.0 GiB", "server 14.2 GiB")
+    qtbot.waitUntil(lambda: inked(holder.screen().grabWindow(holder.winId()).toImage(), box.left() + 120,
+                                  box.right()) > 0, timeout=2000)
+    tile.set_text("1 GiB", "server 1 GiB")
+    # What the window shows (its backing store): the old, longer text is gone right of the new one.
+    qtbot.waitUntil(lambda: inked(holder.screen().grabWindow(holder.winId()).toImage(), box.left() + 120,
+                                  box.right()) == 0, timeout=2000)
+    assert inked(holder.screen().grabWindow(holder.winId()).toImage(), box.left(), box.left() + 120) > 0
+    assert tile.value == "1 GiB" and tile.detail == "server 1 GiB"
