@@ -10,7 +10,7 @@ machine includes waiting for a core. Target: median app frame < 8 ms, p95 < 12 m
 The machine (CPU model, cores, load average before and after) is printed with the figures; the
 script only uses the page's public API, so the same file measures an older checkout too.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/bench_dashboard_redraw.py [--frames 200] [--window 1 5 15]
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_dashboard_redraw.py [--frames 200] [--window 1 5 15] [--live-values]
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_dashboard_redraw.py --screenshot /tmp/dashboard.png
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_dashboard_redraw.py --no-gpu --no-server --screenshot /tmp/d.png
 """
@@ -102,18 +102,23 @@ def build(no_gpu: bool, with_server: bool, interval_s: float, history_s: float, 
 
 
 def bench(page: DashboardPage, buffers: TelemetryBuffers, ring: ServerTelemetryRing | None, frames: int,
-          app: QApplication) -> dict[str, list[float]]:
+          app: QApplication, live_values: bool = False) -> dict[str, list[float]]:
     """Per-frame milliseconds, wall and GUI-thread CPU, for three levels of work:
     the data update alone, a frame as the app paints it (the dirty regions, through the event
-    loop) and a forced repaint of the whole page (the worst case, e.g. the window uncovered)."""
+    loop) and a forced repaint of the whole page (the worst case, e.g. the window uncovered).
+    Each new host row repeats the newest one, or with `live_values` replays the history's rows in
+    turn, so every tile's text changes every frame too."""
     last_t, row = buffers.last()
+    _, history = buffers.view()
+    frame_no = 0
     next_server_t = ring.latest.at + ring.interval_s if ring is not None and ring.latest else math.inf
     history_start = END_T - 900.0
 
     def advance() -> None:
-        nonlocal last_t, next_server_t
+        nonlocal last_t, next_server_t, frame_no
         last_t += buffers.interval_s
-        buffers.append_row(last_t, row)
+        frame_no += 1
+        buffers.append_row(last_t, history[frame_no % len(history)] if live_values else row)
         if ring is not None and last_t >= next_server_t:
             ring.append(server_sample(next_server_t, history_start))
             next_server_t += ring.interval_s
@@ -189,6 +194,8 @@ def main() -> int:
     parser.add_argument("--size", default="1600x1000", help="page size WIDTHxHEIGHT in px")
     parser.add_argument("--no-gpu", action="store_true", help="the page as it looks without NVML")
     parser.add_argument("--no-server", action="store_true", help="a backend without slots or server metrics")
+    parser.add_argument("--live-values", action="store_true",
+                        help="replay the history's rows instead of repeating the newest: every tile changes every frame")
     parser.add_argument("--screenshot", metavar="PNG", help="save a picture of the page (5 min of data) and exit")
     parser.add_argument("--estimate-mib", type=float, default=15_800.0, help="predicted VRAM line for the screenshot")
     args = parser.parse_args()
@@ -223,12 +230,13 @@ def main() -> int:
     print(f"page: {width}x{height} offscreen, {plots} plots / {curves} curves live "
           f"({'no GPU' if args.no_gpu else 'GPU'}, {'no server telemetry' if args.no_server else 'server telemetry'}), "
           f"history {len(buffers)} host samples at {args.interval:g} s"
-          f"{f' + {len(ring)} server samples at 1 s' if ring is not None else ''}, {args.frames} frames per window")
+          f"{f' + {len(ring)} server samples at 1 s' if ring is not None else ''}, {args.frames} frames per window, "
+          f"{'rows replayed (tiles change every frame)' if args.live_values else 'newest row repeated'}")
     verdicts = []
     for minutes in args.window:
         page.set_window_s(minutes * 60)
         QApplication.processEvents()
-        ms = bench(page, buffers, ring, args.frames, app)
+        ms = bench(page, buffers, ring, args.frames, app, args.live_values)
         print(f"{minutes}-min window:")
         print(summary("data + tiles (redraw_now)", ms["update"]))
         print(summary("app frame, wall", ms["frame"]))
