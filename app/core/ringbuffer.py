@@ -44,16 +44,26 @@ class TimeSeriesRing:
         """Copies of (t, values) in time order, optionally only rows with t >= since."""
         with self._lock:
             if self._count < self.capacity:
-                t = self._t[: self._count].copy()
-                v = self._v[: self._count].copy()
-            else:
-                order = np.r_[self._next : self.capacity, 0 : self._next]
-                t = self._t[order]
-                v = self._v[order]
-        if since is not None and len(t):
-            start = int(np.searchsorted(t, since, side="left"))
-            t, v = t[start:], v[start:]
+                parts = [(0, self._count)]
+            else:  # the oldest rows sit after the write position
+                parts = [(self._next, self.capacity), (0, self._next)]
+            if since is not None:
+                parts = self._since(parts, since)
+            # Slices joined by concatenate copy at memcpy speed; a fancy index gathers row by row.
+            t = np.concatenate([self._t[a:b] for a, b in parts]) if parts else self._t[:0].copy()
+            v = np.concatenate([self._v[a:b] for a, b in parts]) if parts else self._v[:0].copy()
         return t, v
+
+    def _since(self, parts: list[tuple[int, int]], since: float) -> list[tuple[int, int]]:
+        """The (start, stop) slices of `parts` (time order) left after dropping rows with t < since."""
+        kept: list[tuple[int, int]] = []
+        for a, b in parts:
+            if b <= a:
+                continue
+            if kept or self._t[b - 1] >= since:
+                start = a if kept else a + int(np.searchsorted(self._t[a:b], since, side="left"))
+                kept.append((start, b))
+        return kept
 
     def last(self) -> tuple[float, np.ndarray] | None:
         """The newest row, or None when empty."""

@@ -4,6 +4,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.core.ringbuffer import TimeSeriesRing
 
@@ -94,3 +96,22 @@ def test_reader_always_sees_a_consistent_ordered_window():
     reader.join(30)
     assert not problems
     assert ring.view()[0][-1] == 19_999.0
+
+
+def check_view_matches_history(capacity: int, appended: int, since: float | None) -> None:
+    """The property: view(since) is the newest `capacity` rows, in order, from the first with t >= since."""
+    ring = TimeSeriesRing(capacity, 2)
+    for i in range(appended):
+        ring.append(i * 0.5, [i, -i])
+    history = np.arange(max(0, appended - capacity), appended)
+    if since is not None:
+        history = history[history * 0.5 >= since]
+    t, v = ring.view(since)
+    assert t.tolist() == (history * 0.5).tolist()
+    assert v.shape == (len(history), 2) and v[:, 0].tolist() == history.tolist() and v[:, 1].tolist() == (-history).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(2, 12), st.integers(0, 40), st.one_of(st.none(), st.floats(-2.0, 25.0, allow_nan=False)))
+def test_views_since_any_time_across_the_wrap(capacity: int, appended: int, since: float | None) -> None:
+    check_view_matches_history(capacity, appended, since)

@@ -7,9 +7,12 @@ dashed is a prediction.
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QPen
+from pyqtgraph.Qt.internals import PrimitiveArray
+from PySide6.QtCore import QLineF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPen, QTransform
+from PySide6.QtWidgets import QGraphicsItem
 
 # Surfaces and text
 PLOT_BACKGROUND = "#1e1f24"
@@ -78,6 +81,9 @@ def style_axis(axis: pg.AxisItem, label: str) -> None:
     axis.setLabel(label, color=AXIS_TEXT, **{"font-size": f"{AXIS_FONT_PT}pt"})
     if axis.orientation in ("left", "right"):
         axis.setWidth(AXIS_WIDTH_PX)
+    # An axis reaches a few pixels into the view (its ticks), so every curve update used to
+    # repaint it; cached as a pixmap it is redrawn only when its ticks or size change.
+    axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
 
 def title_with_legend(title: str, entries: list[tuple[str, str, bool]]) -> str:
@@ -123,55 +129,166 @@ def make_time_plot(title: str, y_label: str, x_label: str = "time (s, 0 = now)")
     return widget
 
 
-def add_series(widget: pg.PlotWidget, color: str, dashed: bool = False) -> pg.PlotDataItem:
-    """A curve on the plot's main axes; NaN values draw as gaps."""
-    curve = widget.getPlotItem().plot([], [], pen=pen(color, dashed=dashed), connect="finite")
-    style_curve(curve)
+def add_series(widget: pg.PlotWidget, color: str, dashed: bool = False) -> LiveCurve:
+    """A live curve on the plot's main axes; NaN values draw as gaps."""
+    curve = LiveCurve(pen(color, dashed=dashed))
+    widget.getPlotItem().addItem(curve, ignoreBounds=True)
     return curve
 
 
-def style_curve(curve: pg.PlotDataItem) -> None:
-    """Draw only what is in view, about one point per pixel column (the min and max of every
-    two columns, so spikes survive): a 15-minute history costs little more than a 1-minute one.
-    Wide pens are stroked point by point, so points drawn are what a frame costs."""
-    curve.setClipToView(True)
-    curve.opts["autoDownsampleFactor"] = 0.5
-    curve.setDownsampling(auto=True, method="peak")
+class LiveCurve(pg.GraphicsObject):
+    """A curve for data that changes every frame, drawn cheaply: the points are mapped to pixels
+    with numpy and stroked without the painter's scaling, because Qt strokes a 2 px pen under a
+    scaling transform several times slower. It draws exactly the points it is given (the caller
+    decimates, see app.core.decimate); NaN breaks the line, like pyqtgraph's connect="finite".
+    Its bounds are the view it lives in, which clips it anyway."""
+
+    def __init__(self, curve_pen: QPen) -> None:
+        super().__init__()
+        self.opts = {"connect": "finite", "pen": curve_pen}
+        self.xData = np.zeros(0)
+        self.yData = np.zeros(0)
+        self._bounds = QRectF()
+        self._data_segments = np.zeros((0, 4))  # (x0, y0, x1, y1) per segment, data units
+        self._segments = PrimitiveArray(QLineF, 4)  # the same in device pixels, handed to Qt without copies
+        # Dashes drawn as three 1 px passes (the cosmetic stroker's fast path) one pixel apart: as
+        # thick as the 2 px pen, dash lengths in the same pixels, without the slow wide-dash stroker.
+        self._thin = QPen(curve_pen)
+        self._thin.setWidthF(1.0)
+        if curve_pen.style() != Qt.PenStyle.SolidLine:
+            self._thin.setDashPattern([d * curve_pen.widthF() for d in curve_pen.dashPattern()])
+
+    def setData(self, x: np.ndarray, y: np.ndarray) -> bool:  # noqa: N802 - pyqtgraph's spelling
+        """Draw these points (x, y in data units); returns False when they equal what is drawn."""
+        if len(x) == len(self.xData) and np.array_equal(x, self.xData) and np.array_equal(y, self.yData,
+                                                                                          equal_nan=True):
+            return False
+        blank = not np.isfinite(self.yData).any() and not np.isfinite(y).any()
+        self.xData, self.yData = x, y
+        if blank:  # all N/A before and after: nothing was drawn and nothing will be
+            return False
+        # The segments between neighbouring finite points, found once per data change rather than per paint.
+        finite = np.isfinite(x) & np.isfinite(y)
+        joined = finite[:-1] & finite[1:]
+        segments = np.empty((int(np.count_nonzero(joined)), 4))
+        segments[:, 0], segments[:, 1] = x[:-1][joined], y[:-1][joined]
+        segments[:, 2], segments[:, 3] = x[1:][joined], y[1:][joined]
+        self._data_segments = segments
+        self.update()
+        return True
+
+    def getData(self) -> tuple[np.ndarray, np.ndarray]:  # noqa: N802 - pyqtgraph's spelling
+        """The points drawn (data units)."""
+        return self.xData, self.yData
+
+    def viewRangeChanged(self) -> None:  # noqa: N802 - pyqtgraph hook
+        """Follow the view's rect, the bounds of this curve."""
+        view = self.getViewBox()
+        rect = view.viewRect() if view is not None else QRectF()
+        if rect != self._bounds:
+            self.prepareGeometryChange()
+            self._bounds = rect
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        """The view's rect in data units (set when the view range changes)."""
+        return self._bounds
+
+    def paint(self, painter: QPainter, *_: object) -> None:
+        """Map the points to device pixels and stroke them with an untransformed pen."""
+        if len(self.xData) < 2:
+            return
+        t = painter.transform()
+        painter.resetTransform()
+        if self._thin.style() == Qt.PenStyle.SolidLine:
+            self._stroke_segments(painter, t)
+        else:
+            x, y = self.xData, self.yData
+            if t.isRotating():  # a time plot never is; kept general all the same
+                px, py = t.m11() * x + t.m21() * y + t.m31(), t.m12() * x + t.m22() * y + t.m32()
+            else:
+                px, py = t.m11() * x + t.m31(), t.m22() * y + t.m32()
+            path = pg.arrayToQPath(px, py, connect="finite")
+            painter.setPen(self._thin)
+            for dx, dy in ((0.0, 0.0), (1.0, 0.0), (0.0, 1.0)):
+                painter.setTransform(QTransform.fromTranslate(dx, dy))
+                painter.drawPath(path)
+        painter.setTransform(t)
+
+    def _stroke_segments(self, painter: QPainter, t: QTransform) -> None:
+        """One drawLines call for every pair of neighbouring finite points, mapped to pixels by `t`."""
+        data = self._data_segments
+        if not len(data):
+            return
+        self._segments.resize(len(data))
+        lines = self._segments.ndarray()
+        if t.isRotating():  # a time plot never is; kept general all the same
+            xs, ys = data[:, 0::2], data[:, 1::2]
+            lines[:, 0::2] = t.m11() * xs + t.m21() * ys + t.m31()
+            lines[:, 1::2] = t.m12() * xs + t.m22() * ys + t.m32()
+        else:
+            np.multiply(data, (t.m11(), t.m22(), t.m11(), t.m22()), out=lines)
+            lines += (t.m31(), t.m32(), t.m31(), t.m32())
+        painter.setPen(self.opts["pen"])
+        painter.drawLines(*self._segments.drawargs())
 
 
-class TickGrid:
-    """Grid lines at the major ticks of a plot's axes, drawn as plain lines in the view.
+class TickGrid(pg.GraphicsObject):
+    """Grid lines at the major ticks of a plot's axes, all drawn by one item in one call.
 
     pyqtgraph's own grid is painted by the axis items over the whole view, so every curve
-    update repaints the axes and their text too; these lines cost one stroke each.
+    update repaints the axes and their text too; one line item per tick costs a Python paint
+    call each. This item strokes every line at once with a 1 px pen in device pixels.
     """
 
-    def __init__(self, item: pg.PlotItem, lines_per_axis: int = 12) -> None:
+    def __init__(self, item: pg.PlotItem) -> None:
+        super().__init__()
         self._item = item
-        self._pools: dict[str, list[pg.InfiniteLine]] = {}
-        grid_pen = pen(GRID_LINE, 1.0)
-        for axis, angle in (("left", 0), ("bottom", 90)):
-            pool = []
-            for _ in range(lines_per_axis):
-                line = pg.InfiniteLine(angle=angle, movable=False, pen=grid_pen)
-                line.setZValue(-100)
-                line.hide()
-                item.addItem(line, ignoreBounds=True)
-                pool.append(line)
-            self._pools[axis] = pool
+        self._pen = pen(GRID_LINE, 1.0)
+        self._xs: list[float] = []
+        self._ys: list[float] = []
+        self._bounds = QRectF()
+        self._mapped: list[QLineF] = []
+        self._mapped_for: object = None
+        self.setZValue(-100)
+        item.addItem(self, ignoreBounds=True)
         item.getViewBox().sigResized.connect(self.refresh)
         item.getViewBox().sigRangeChanged.connect(self.refresh)
+
+    @property
+    def values(self) -> tuple[list[float], list[float]]:
+        """(x values of the vertical lines, y values of the horizontal lines), data units."""
+        return self._xs, self._ys
 
     def refresh(self, *_: object) -> None:
         """Move the lines to the axes' current major ticks."""
         vb = self._item.getViewBox()
         (x0, x1), (y0, y1) = vb.viewRange()
-        for axis, lo, hi, size in (("left", y0, y1, vb.height()), ("bottom", x0, x1, vb.width())):
+        found = []
+        for axis, lo, hi, size in (("bottom", x0, x1, vb.width()), ("left", y0, y1, vb.height())):
             ticks = self._item.getAxis(axis).tickValues(lo, hi, max(size, 1.0))
-            values = list(ticks[0][1]) if ticks else []
-            for i, line in enumerate(self._pools[axis]):
-                if i < len(values):
-                    line.setValue(values[i])
-                    line.show()
-                else:
-                    line.hide()
+            found.append([float(v) for v in ticks[0][1]] if ticks else [])
+        self.prepareGeometryChange()
+        self._bounds = vb.viewRect()
+        self._xs, self._ys = found
+        self._mapped_for = None
+        self.update()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        """The view's rect in data units."""
+        return self._bounds
+
+    def paint(self, painter: QPainter, *_: object) -> None:
+        """Every grid line, mapped to device pixels, in one drawLines call."""
+        t = painter.transform()
+        key = (t, self._bounds, len(self._xs), len(self._ys))
+        if key != self._mapped_for:  # the lines move only when the range or the size changes
+            r = self._bounds
+            lines = [t.map(QLineF(x, r.top(), x, r.bottom())) for x in self._xs]
+            self._mapped = lines + [t.map(QLineF(r.left(), y, r.right(), y)) for y in self._ys]
+            self._mapped_for = key
+        if not self._mapped:
+            return
+        painter.resetTransform()
+        painter.setPen(self._pen)
+        painter.drawLines(self._mapped)
+        painter.setTransform(t)

@@ -24,7 +24,7 @@ from app.core.ports.backend import BackendSpec
 from app.core.server_telemetry import ServerTelemetryRing
 from app.core.telemetry import GpuInfo
 from app.ui.widgets import plots
-from app.ui.pages.dashboard.plots import TimePlot, build_gpu_plots, build_host_plots, estimate_line
+from app.ui.pages.dashboard.plots import TimePlot, WindowRows, build_gpu_plots, build_host_plots, estimate_line, on_screen
 from app.ui.pages.dashboard.server_section import ServerSection
 from app.core.units import MIB_PER_GIB
 from app.ui.pages.dashboard.tiles import (
@@ -186,27 +186,30 @@ class DashboardPage(QWidget):
 
     def redraw_now(self) -> None:
         """Repaint tiles and visible plots from the buffers at once (also for tests and screenshots)."""
-        version = self._buffers.version
-        self._drawn = (version, self._window_s, self.server.version)
+        state = self._state()
+        self._drawn = state
         self.redraw_count += 1
         last = self._buffers.last()
         server_now = self.server.newest_t()
         if last is None:
             self._show_empty_tiles()
             if server_now is not None:  # the server reports before the first host sample
-                self.server.redraw(server_now, self._window_s)
+                self.server.redraw(server_now, self._window_s, state)
                 self.server.update_tiles(self.tiles["tokens"])
             return
         now, row = last
         # One x axis for both sources (the same monotonic clock): the newer of the two is "now".
         now = max(now, server_now) if server_now is not None else now
-        t, rows = self._buffers.view(since=now - self._window_s - self._buffers.interval_s)
-        x = self._x[: len(t)]
-        np.subtract(t, now, out=x)
-        for p in self.time_plots.values():
-            if p.widget.isVisible():
-                p.update(x, rows)
-        self.server.redraw(now, self._window_s)
+        shown = [p for p in self.time_plots.values() if on_screen(p.widget)]  # none is drawn for nobody
+        if shown:
+            t, rows = self._buffers.view(since=now - self._window_s - self._buffers.interval_s)
+            x = self._x[: len(t)]
+            np.subtract(t, now, out=x)
+            data = WindowRows(t, x, rows)
+            for p in shown:
+                p.update(data)
+                p.drawn = state
+        self.server.redraw(now, self._window_s, state)
         self._update_tiles(row)
         self.server.update_tiles(self.tiles["tokens"])
 
@@ -220,10 +223,18 @@ class DashboardPage(QWidget):
         self._reflow_tiles(event.size().width())
 
     # --- internals ------------------------------------------------------------------------
+    def _state(self) -> tuple[int, int, int]:
+        """What a frame draws from: (buffers version, window, server version)."""
+        return (self._buffers.version, self._window_s, self.server.version)
+
     def _redraw_if_changed(self) -> None:
         if not self.isVisible():
             return
-        if self._drawn == (self._buffers.version, self._window_s, self.server.version):
+        state = self._state()
+        # A plot skipped while scrolled out of view catches up as soon as part of it shows again.
+        stale = any(p.drawn != state and on_screen(p.widget) for p in self.time_plots.values())
+        stale = stale or any(p.drawn != state and on_screen(p.widget) for p in self.server.plots)
+        if self._drawn == state and not stale:
             return
         self.redraw_now()
 

@@ -2,27 +2,48 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from app.adapters.telemetry.sampler import Channel
+from app.core.decimate import bin_starts, envelope_indices
 from app.ui.widgets import plots
-from app.ui.widgets.plots import add_series, make_time_plot, pen, title_with_legend
+from app.ui.widgets.plots import LiveCurve, add_series, make_time_plot, pen, title_with_legend
 from app.core.units import MIB_PER_GIB
+
+PX_PER_BIN = 2  # one min/max pair per this many pixel columns: about one point per column, peaks kept
 
 
 @dataclass(eq=False)
 class Series:
-    """One curve fed from one channel, scaled into the plot's unit, through a preallocated buffer."""
+    """One curve fed from one channel, scaled into the plot's unit."""
 
-    curve: pg.PlotDataItem
+    curve: LiveCurve
     channel: int
     scale: float
-    out: np.ndarray  # capacity-sized scratch, so a frame allocates nothing for scaling
+
+
+@dataclass(eq=False)
+class WindowRows:
+    """One frame's rows of one source, shared by the plots that draw it: absolute times `t` (s),
+    `x` the same in seconds before now, and the rows; bins are made once per bin width."""
+
+    t: np.ndarray
+    x: np.ndarray
+    rows: np.ndarray
+    _starts: dict[float, np.ndarray] = field(default_factory=dict)
+
+    def starts(self, bin_s: float) -> np.ndarray:
+        """First row of every `bin_s`-second bin (aligned to absolute time)."""
+        found = self._starts.get(bin_s)
+        if found is None:
+            found = self._starts[bin_s] = bin_starts(self.t, bin_s)
+        return found
 
 
 class TimePlot:
@@ -39,15 +60,17 @@ class TimePlot:
         self.limits: list[tuple[pg.InfiniteLine, int, float]] = []
         self.series: list[Series] = []
         self._capacity = capacity
+        self._span_s = 1.0  # seconds across the x axis
+        self.drawn: object = None  # the data state last drawn, so a plot scrolled back into view can catch up
         self._y_range: tuple[float, float] | None = None
         self.y_floor_max = 1.0  # the y axis reaches at least this high
         self.y_fixed_max: float | None = None
 
     def add(self, name: str, channel: int, color: str, scale: float = 1.0, dashed: bool = False,
-            curve: pg.PlotDataItem | None = None) -> pg.PlotDataItem:
+            curve: LiveCurve | None = None) -> LiveCurve:
         """Draw `channel` (times `scale`) as a curve, named in the legend of the title row."""
         curve = curve if curve is not None else add_series(self.widget, color, dashed)
-        self.series.append(Series(curve, channel, scale, np.empty(self._capacity)))
+        self.series.append(Series(curve, channel, scale))
         self.legend.append((name, color, dashed))
         self._retitle()
         return curve
@@ -81,6 +104,8 @@ class TimePlot:
         """A dashed horizontal line at the newest value of `channel` (a capacity, say)."""
         line = pg.InfiniteLine(angle=0, movable=False, pen=pen(color, dashed=True))
         line.setZValue(10)
+        # Cached as a pixmap: a dashed 2 px stroke under the view's scaling is slow, and the value seldom changes.
+        line.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         line.hide()
         self.item.addItem(line, ignoreBounds=True)
         self.limits.append((line, channel, scale))
@@ -92,23 +117,31 @@ class TimePlot:
         """Show the last window_s seconds, ending at 0."""
         # A sliver of margin on both sides keeps the end tick labels ("-300", "0") unclipped.
         margin = window_s * 0.015
+        self._span_s = window_s + 2 * margin
         self.item.setXRange(-window_s - margin, margin, padding=0.0)
 
-    def update(self, x: np.ndarray, rows: np.ndarray) -> None:
-        """New data for every series; x in seconds before now, rows as TelemetryBuffers rows."""
-        top = self._update_series(x, rows, self.series)
-        top = max(top, self._update_limits(rows))
+    def bin_s(self) -> float:
+        """Seconds of data per min/max pair at the plot's current width."""
+        width_px = max(self.item.getViewBox().width(), 1.0)
+        return self._span_s * PX_PER_BIN / width_px
+
+    def update(self, data: WindowRows) -> None:
+        """New data for every series from one frame's rows of TelemetryBuffers."""
+        top = self._update_series(data, self.series)
+        top = max(top, self._update_limits(data.rows))
         self._fit_y(top)
 
-    def _update_series(self, x: np.ndarray, rows: np.ndarray, ranged: list[Series]) -> float:
-        """setData on every series; returns the highest value among the `ranged` ones."""
-        n = len(x)
+    def _update_series(self, data: WindowRows, ranged: list[Series]) -> float:
+        """The min/max envelope of every series at the plot's pixel width; returns the highest
+        value among the `ranged` ones (the envelope keeps every bin's maximum, so it is the data's)."""
         top = self.y_floor_max
-        for s in self.series:
-            y = s.out[:n]
-            np.multiply(rows[:, s.channel], s.scale, out=y)
-            s.curve.setData(x, y, connect="finite")
-            if s in ranged and n and not np.isnan(y).all():
+        if not self.series:
+            return top
+        picks = envelope_indices(data.rows, data.starts(self.bin_s()), [s.channel for s in self.series])
+        for s, keep in zip(self.series, picks):
+            y = data.rows[keep, s.channel] * s.scale
+            s.curve.setData(data.x[keep], y)
+            if s in ranged and len(y) and not np.isnan(y).all():
                 top = max(top, float(np.nanmax(y)))
         return top
 
@@ -133,6 +166,22 @@ class TimePlot:
         if self._y_range != (lo, hi):
             self._y_range = (lo, hi)
             self.item.setYRange(lo, hi, padding=0.0)
+
+
+def on_screen(widget: QWidget) -> bool:
+    """True when part of `widget` can be seen: shown, and not scrolled out of its page's view.
+
+    Every ancestor clips it (a scroll area's viewport does the scrolling); visibleRegion() is
+    no help here, since it leaves out whatever opaque children cover, a plot's whole viewport."""
+    if not widget.isVisible():
+        return False
+    window = widget.window()
+    seen = QRect(widget.mapTo(window, QPoint(0, 0)), widget.size())
+    parent = widget.parentWidget()
+    while parent is not None and not seen.isEmpty():
+        seen &= QRect(parent.mapTo(window, QPoint(0, 0)), parent.size())
+        parent = parent.parentWidget()
+    return not seen.isEmpty()
 
 
 def nice_ceiling(value: float) -> float:
@@ -163,9 +212,8 @@ class PowerTemperaturePlot(TimePlot):
         right.linkToView(self.temp_view)
         self.temp_view.setXLink(self.item)
         self.temp_view.setYRange(-5.0, 100.0, padding=0.0)
-        temp_curve = pg.PlotDataItem([], [], pen=pen(plots.TEMPERATURE_COLOR), connect="finite")
-        plots.style_curve(temp_curve)
-        self.temp_view.addItem(temp_curve)
+        temp_curve = LiveCurve(pen(plots.TEMPERATURE_COLOR))
+        self.temp_view.addItem(temp_curve, ignoreBounds=True)
         self.add("°C (right)", Channel.GPU_TEMP_C, plots.TEMPERATURE_COLOR, curve=temp_curve)
         self.item.getViewBox().sigResized.connect(self._sync_geometry)
         self._temp_series = self.series[-1]
@@ -173,9 +221,9 @@ class PowerTemperaturePlot(TimePlot):
     def _sync_geometry(self) -> None:
         self.temp_view.setGeometry(self.item.getViewBox().sceneBoundingRect())
 
-    def update(self, x: np.ndarray, rows: np.ndarray) -> None:
+    def update(self, data: WindowRows) -> None:
         """Like TimePlot.update, but only power decides the left axis' range."""
-        self._fit_y(self._update_series(x, rows, [s for s in self.series if s is not self._temp_series]))
+        self._fit_y(self._update_series(data, [s for s in self.series if s is not self._temp_series]))
 
 
 def build_gpu_plots(capacity: int, total_vram_mib: float) -> list[TimePlot]:
@@ -221,6 +269,8 @@ def estimate_line() -> pg.InfiniteLine:
     font.setBold(True)
     line.label.setFont(font)
     line.setZValue(20)
+    for item in (line, line.label, line.label.textItem):  # redrawn only when the estimate changes
+        item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     line.hide()
     return line
 

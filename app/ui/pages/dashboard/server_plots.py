@@ -9,9 +9,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout
 
 from app.core.server_telemetry import ServerColumn
-from app.ui.pages.dashboard.plots import TimePlot
+from app.ui.pages.dashboard.plots import TimePlot, WindowRows
 from app.ui.widgets import plots
-from app.ui.widgets.plots import pen
+from app.ui.widgets.plots import LiveCurve, pen
 
 SLOTS_BUSY_COLOR = plots.GREEN
 SLOTS_TOTAL_COLOR = plots.LIMIT_GREY
@@ -40,9 +40,8 @@ class ServerSlotsPlot(TimePlot):
         right.linkToView(self.kv_view)
         self.kv_view.setXLink(self.item)
         self.kv_view.setYRange(-5.0, 105.0, padding=0.0)
-        kv_curve = pg.PlotDataItem([], [], pen=pen(KV_FILL_COLOR, dashed=True), connect="finite")
-        plots.style_curve(kv_curve)
-        self.kv_view.addItem(kv_curve)
+        kv_curve = LiveCurve(pen(KV_FILL_COLOR, dashed=True))
+        self.kv_view.addItem(kv_curve, ignoreBounds=True)
         self.add("KV fill % (right)", ServerColumn.KV_FILL_PCT, KV_FILL_COLOR, dashed=True, curve=kv_curve)
         self._kv_series = self.series[-1]
         self.item.getViewBox().sigResized.connect(self._sync_geometry)
@@ -50,10 +49,10 @@ class ServerSlotsPlot(TimePlot):
     def _sync_geometry(self) -> None:
         self.kv_view.setGeometry(self.item.getViewBox().sceneBoundingRect())
 
-    def update(self, x: np.ndarray, rows: np.ndarray) -> None:
+    def update(self, data: WindowRows) -> None:
         """Like TimePlot.update, but the KV fill has its own fixed axis and leaves the counts' range alone."""
-        top = self._update_series(x, rows, [s for s in self.series if s is not self._kv_series])
-        self._fit_y(max(top, self._update_limits(rows)))
+        top = self._update_series(data, [s for s in self.series if s is not self._kv_series])
+        self._fit_y(max(top, self._update_limits(data.rows)))
 
     def _fit_y(self, data_max: float) -> None:
         # Whole counts: the axis ends one above the highest, so a full house is not drawn on the frame.

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from app.core.ports.backend import BackendSpec
 from app.core.server_telemetry import ServerTelemetryRing
 from app.ui.pages.dashboard import server_plots
-from app.ui.pages.dashboard.plots import TimePlot
+from app.ui.pages.dashboard.plots import TimePlot, WindowRows, on_screen
 from app.ui.pages.dashboard.tiles import NO_DATA, StatTile, finite, fmt_number
 
 NOTICE_STYLE = "color: #ffe08a; font-size: 11pt; background: #2a2616; border-radius: 6px; padding: 4px 8px;"
@@ -81,15 +81,19 @@ class ServerSection:
         t, _ = self.ring.view()
         return float(t[-1])
 
-    def redraw(self, now: float, window_s: float) -> None:
-        """Update the visible plots with the rows of the last window_s seconds before `now`."""
+    def redraw(self, now: float, window_s: float, state: object = None) -> None:
+        """Update the plots on screen with the rows of the last window_s seconds before `now`;
+        each remembers `state` (what the page's redraw check compares) as drawn."""
         if self.ring is None or self.slots_plot is None:
             return
+        shown = [p for p in self.plots if on_screen(p.widget)]
+        if not shown:
+            return
         t, rows = self.ring.view(since=now - window_s - self.ring.interval_s)
-        x = t - now
-        for p in self.plots:
-            if p.widget.isVisible():
-                p.update(x, rows)
+        data = WindowRows(t, t - now, rows)
+        for p in shown:
+            p.update(data)
+            p.drawn = state
 
     def update_tiles(self, tokens_tile: StatTile) -> None:
         """The slots tile from the newest sample; with server metrics, the throughput tile too."""

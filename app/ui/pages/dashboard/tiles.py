@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 NOT_AVAILABLE = "N/A"
@@ -74,6 +74,34 @@ def short_gpu_name(name: str) -> str:
     return name
 
 
+TILE_BACKGROUND = "#1e1f24"  # #StatTile's background in TILE_STYLE
+
+
+class OpaqueLabel(QLabel):
+    """A label that paints its own background, so new text repaints the label alone.
+
+    A transparent label makes Qt repaint the style-sheet tile and page under it first, which
+    cost more than the text when every tile changes at the sampling rate.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._fill = QColor(TILE_BACKGROUND)
+
+    def event(self, event: QEvent) -> bool:
+        """After every (re-)polish, mark the label opaque again: a style sheet's polish clears it."""
+        handled = super().event(event)
+        if event.type() in (QEvent.Type.Polish, QEvent.Type.StyleChange):
+            self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+        return handled
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), self._fill)
+        painter.end()
+        super().paintEvent(event)
+
+
 class StatTile(QFrame):
     """One reading: a small upper-case title, a big value, and a detail line. A coloured bar on
     the left matches the plot line that shows the same quantity."""
@@ -89,10 +117,10 @@ class StatTile(QFrame):
         layout.setSpacing(2)
         self.title_label = QLabel(title.upper())
         self.title_label.setObjectName("TileTitle")
-        self.value_label = QLabel(NO_DATA)
+        self.value_label = OpaqueLabel(NO_DATA)
         self.value_label.setObjectName("TileValue")
         self.value_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.detail_label = QLabel(" ")
+        self.detail_label = OpaqueLabel(" ")
         self.detail_label.setObjectName("TileDetail")
         self._detail_full = " "
         for label in (self.title_label, self.value_label, self.detail_label):
