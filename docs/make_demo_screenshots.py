@@ -80,8 +80,11 @@ def main() -> int:
             bench.sweeps.finished.connect(finished.append)
             deck.window.show_page("bench")
             bench.start_sweep(spec)
-            # Half-way through, the dashboard and the Slots tab show a server at work.
+            # Half-way through, the dashboard and the Slots tab show a server at work (its last minute).
             pump(app, lambda: len(bench.current.results) >= 2 if bench.current else False, SWEEP_S)
+            pump(app, lambda: deck.controller.status.state is ServerState.RUNNING_MANAGED and bool(
+                deck.telemetry.latest and deck.telemetry.latest.slots_busy), SWEEP_S)
+            deck.dashboard.set_window_s(60)
             deck.window.show_page("dashboard")
             save(app, deck, out, "dashboard")
             deck.window.show_page("server")

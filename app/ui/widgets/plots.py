@@ -90,7 +90,8 @@ def title_with_legend(title: str, entries: list[tuple[str, str, bool]]) -> str:
     """Rich text for a plot title followed by its legend: (name, colour, dashed) per series.
 
     The legend lives in the title row rather than over the data, so no curve ever hides
-    behind it, however small the plot gets.
+    behind it, however small the plot gets. A line may break between entries (never inside one),
+    so a narrow plot can wrap its legend onto more lines.
     """
     parts = [f"<span style='color:{TITLE_TEXT}; font-weight:700'>{title}</span>"]
     for name, color, dashed in entries:
@@ -99,7 +100,7 @@ def title_with_legend(title: str, entries: list[tuple[str, str, bool]]) -> str:
             f"<span style='color:{color}; font-weight:700'>{swatch}</span>"
             f"<span style='color:{AXIS_TEXT}; font-weight:400'>&nbsp;{name}</span>"
         )
-    return "&nbsp;&nbsp;&nbsp;&nbsp;".join(parts)
+    return "&nbsp;&nbsp;&nbsp; ".join(f"<span style='white-space:nowrap'>{part}</span>" for part in parts)
 
 
 def make_static_plot(y_label: str, x_label: str = "", *, title: str | None = None, min_height: int = 180,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +20,9 @@ from app.core.units import MIB_PER_GIB
 
 PX_PER_BIN = 2  # one min/max pair per this many pixel columns: about one point per column, peaks kept
 
+
+TITLE_ROW_PX = 30  # height of a one-line title row (pyqtgraph's own for a title)
+TITLE_MARGIN_PX = 16  # kept clear at the title's ends
 
 @dataclass(eq=False)
 class Series:
@@ -65,6 +70,8 @@ class TimePlot:
         self._y_range: tuple[float, float] | None = None
         self.y_floor_max = 1.0  # the y axis reaches at least this high
         self.y_fixed_max: float | None = None
+        self._one_line_width = 0.0  # px the title and its legend take on one line
+        self.title_wrapped = False  # the legend is on a second line: the cell is too narrow for one
 
     def add(self, name: str, channel: int, color: str, scale: float = 1.0, dashed: bool = False,
             curve: LiveCurve | None = None) -> LiveCurve:
@@ -75,8 +82,31 @@ class TimePlot:
         self._retitle()
         return curve
 
+    def _fit_title(self) -> None:
+        """One line where the title and its legend fit the plot's width, else wrapped between legend
+        entries onto as many lines as it needs, the title row growing to hold them. (The text may run
+        over the axes' columns, so the whole plot's width is what it has.)"""
+        label = self.item.titleLabel
+        width = self.item.geometry().width() - TITLE_MARGIN_PX
+        wrap = width > 0 and self._one_line_width > width
+        text_width = float(width) if wrap else -1.0
+        if text_width == label.item.textWidth() and wrap == self.title_wrapped:
+            return
+        self.title_wrapped = wrap
+        label.item.setTextWidth(text_width)
+        height = max(TITLE_ROW_PX, math.ceil(label.itemRect().height()) + 4) if wrap else TITLE_ROW_PX
+        label.setMaximumHeight(height)
+        self.item.layout.setRowFixedHeight(0, height)
+
     def _retitle(self) -> None:
+        label = self.item.titleLabel
+        label.item.setTextWidth(-1)
+        self.title_wrapped = False
         self.item.setTitle(title_with_legend(self.title, self.legend), size=f"{plots.TITLE_FONT_PT}pt")
+        self._one_line_width = label.itemRect().width()
+        # Laid-out rich text (more so wrapped) costs a repaint each frame; as a pixmap it is drawn again
+        # only when the title or its size changes.
+        label.item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         # A long title must not widen the plot past its cell on a small screen: let it clip. The label
         # sets its minimum back to the text's width on every resize, so it is lowered after each time.
         label = self.item.titleLabel
@@ -91,7 +121,9 @@ class TimePlot:
             place_text = label.resizeEvent
 
             def place_clipped(event: object) -> None:
-                # A title wider than its cell keeps its start in view rather than losing both ends.
+                # Too narrow for the legend beside the title: it goes under it. A title wider than its cell
+                # even so keeps its start in view rather than losing both ends.
+                self._fit_title()
                 label.opts["justify"] = "left" if label.itemRect().width() > label.rect().width() else "center"
                 place_text(event)
 
@@ -99,6 +131,7 @@ class TimePlot:
             label.resizeEvent = place_clipped
             label.clips_to_cell = True
         label.updateMin()
+        self._fit_title()
 
     def add_limit(self, name: str, channel: int, color: str, scale: float = 1.0) -> pg.InfiniteLine:
         """A dashed horizontal line at the newest value of `channel` (a capacity, say)."""

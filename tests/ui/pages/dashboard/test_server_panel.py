@@ -112,3 +112,20 @@ def test_ollama_shows_its_childs_slots_and_keeps_its_own_throughput(qtbot) -> No
     page.redraw_now()
     assert page.tiles["tokens"].value == "12 tok/s"
     assert page.tiles["slots"].value == "0 / 2 busy"
+
+
+def test_a_legend_too_long_for_its_plot_wraps_between_entries_instead_of_being_cut(qtbot) -> None:
+    page = make(qtbot, REPORTING_SPEC, ServerTelemetryRing(interval_s=1.0), RTX_4090)
+    plot = page.server.slots_plot
+    label = plot.item.titleLabel
+    page.resize(2400, 1000)  # wide: title and legend on one line
+    qtbot.waitUntil(lambda: not plot.title_wrapped, timeout=3000)
+    one_line = label.itemRect().height()
+    page.resize(1000, 800)  # a projector's narrow cell: the legend wraps onto more lines
+    qtbot.waitUntil(lambda: plot.title_wrapped, timeout=3000)
+    assert label.itemRect().width() <= plot.item.geometry().width()  # nothing runs past the plot's edge
+    assert label.itemRect().height() > one_line + 10 and label.maximumHeight() >= label.itemRect().height()
+    assert "white-space:nowrap'>" in label.text and "KV fill % (right)" in label.text  # no break inside an entry
+    page.resize(2400, 1000)
+    qtbot.waitUntil(lambda: not plot.title_wrapped, timeout=3000)
+    assert label.itemRect().height() == one_line
