@@ -27,6 +27,7 @@ import httpx
 
 from app.adapters.gguf_file import GgufError, GgufNotFound
 from app.adapters.http.server_connections import ConnectedClient
+from app.backends.llama_server.probe import version_of
 from app.backends.llama_server import catalog
 from app.backends.llama_server.errors import (SERVER, error_from_body, malformed, missing_done, require_streamable,
                                               translated_errors)
@@ -86,8 +87,9 @@ class LlamaServerClient(ConnectedClient):
         return parse_props(await self._json("/props"))
 
     async def version(self) -> str:
-        """The server's build, as `/props` build_info says it (e.g. "b6000-1a2b3c4")."""
-        return (await self.props())["build_info"] or "unknown"
+        """The server's build, as `/props` build_info says it (e.g. "b6000-1a2b3c4"; "local build" for one
+        with no build number stamped in, as the status and the header say it)."""
+        return version_of(await self.props()) or "unknown"
 
     async def _served(self) -> tuple[list[LocalModel], list[dict[str, Any]], dict[str, Any]]:
         props, models = await asyncio.gather(self.props(), self._json("/v1/models"))
