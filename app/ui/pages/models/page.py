@@ -126,12 +126,14 @@ class ModelsPage(QWidget):
         ll.setContentsMargins(0, 0, 0, 0)
         ll.setSpacing(12)
         self._lower_scrolls: list[QScrollArea] = []
+        self._holders: dict[str, QVBoxLayout] = {}
         for panel, why in ((self.pull_panel, self.pull_unavailable), (self.create_panel, self.create_unavailable)):
             holder = QWidget()
             hl = QVBoxLayout(holder)
             hl.setContentsMargins(0, 0, 6, 0)
             hl.addWidget(why)
             hl.addWidget(panel, 1 if panel is self.pull_panel else 0)
+            self._holders["pull" if panel is self.pull_panel else "create"] = hl
             if panel is self.create_panel:
                 hl.addStretch(1)
             scroll = QScrollArea()
@@ -141,6 +143,7 @@ class ModelsPage(QWidget):
             ll.addWidget(scroll, 1)
             self._lower_scrolls.append(scroll)
         self.forms_area = lower
+        self._forms_layout = ll
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(upper)
         split.addWidget(lower)
@@ -202,10 +205,13 @@ class ModelsPage(QWidget):
             panel.setVisible(not reason)
             why.setText(reason)
             why.setVisible(bool(reason))
+            if reason and panel is self.pull_panel:
+                self._holders[capability].addStretch(1)  # the reason at the top, where the form would start
         # Neither form offered: the lower half holds only the two reasons, so give the table the room.
         if not self.backend.can("pull") and not self.backend.can("create"):
             for scroll in self._lower_scrolls:
                 scroll.setMaximumHeight(140)
+                self._forms_layout.setAlignment(scroll, Qt.AlignmentFlag.AlignTop)
         self.variant_button.setToolTip(self.backend.why_not("create"))
         self.delete_button.setToolTip(self.backend.why_not("delete"))
         if not self.backend.can("load_unload"):
