@@ -5,6 +5,7 @@ whether the server agrees: as many busy slots as the point's parallel, the extra
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 
@@ -15,11 +16,13 @@ from app.core.server_telemetry import ServerSample
 from app.services.bench.window import PollingWindow
 
 
-def _generated(sample: ServerSample) -> float | None:
-    """Tokens the server has generated so far: its counter (finished requests) plus what busy slots hold."""
-    if sample.predicted_tokens_total is None:
-        return None
-    return sample.predicted_tokens_total + sum(s.decoded or 0 for s in sample.slots if s.busy)
+def _in_flight(sample: ServerSample) -> int:
+    """Tokens the busy slots have decoded so far (not yet in the server's counter)."""
+    return sum(s.decoded or 0 for s in sample.slots if s.busy)
+
+
+SETTLE_READINGS = 20  # at most 1 s of readings after the workload, waiting for busy slots to be released
+SETTLE_INTERVAL_S = 0.05
 
 
 def _increase(first: float | None, last: float | None) -> float | None:
@@ -43,7 +46,11 @@ def server_figures(samples: Sequence[ServerSample], reason: str = "") -> ServerF
         slots_busy_mean=sum(busy) / len(busy) if busy else None,
         requests_deferred_max=max(deferred) if deferred else None,
         kv_fill_max_pct=max(kv) * 100.0 if kv else None,
-        generated_tokens=_increase(_generated(first), _generated(last)),
+        # The counter counts finished requests only. The window's requests start as it opens (the baseline
+        # may already see their first tokens in flight: not counted twice) and have ended by its last
+        # reading; anything still decoding then is added.
+        generated_tokens=None if (grown := _increase(first.predicted_tokens_total, last.predicted_tokens_total))
+        is None else grown + _in_flight(last),
         prompt_tokens=_increase(first.prompt_tokens_total, last.prompt_tokens_total),
         window_s=last.at - first.at if len(samples) > 1 else None,
         reason=reason or why,
@@ -84,6 +91,15 @@ class ServerWindow(PollingWindow[ServerSample]):
         if not self.started:
             return ServerFigures(reason="" if self.enabled else "this server does not report its own slots")
         await self.finish()
+        # A reply's last bytes can reach the client a moment before its slot is released and counted:
+        # read again (briefly) until the slots are idle, so the counter holds every request.
+        for _ in range(SETTLE_READINGS):
+            if not self.samples or not self.samples[-1].slots_busy:
+                break
+            await asyncio.sleep(SETTLE_INTERVAL_S)
+            last = await self.read()
+            if last is not None:
+                self.samples.append(last)
         if self._reader is not None:
             await self._reader.aclose()
             self._reader = None

@@ -31,10 +31,14 @@ def test_the_window_counts_what_the_server_generated_and_the_most_it_had_busy_an
     assert abs(f.generation_tokens_per_s - 80.0 / 3.0) < 1e-9
 
 
-def test_tokens_still_decoding_at_the_first_reading_are_not_counted_twice():
-    # The baseline sees 2 slots with 5 tokens each in flight; they finish into the counter later.
+def test_the_windows_requests_count_whole_even_when_the_baseline_sees_their_first_tokens():
+    # The window's requests start as it opens: the baseline may already see 2 slots with 5 tokens each in
+    # flight. Those requests finish into the counter (+30 in all), and all 30 tokens are the window's.
     f = server_figures([sample(0.0, 2, decoded=5, predicted=100.0), sample(1.0, 0, predicted=130.0)])
-    assert f.generated_tokens == 20.0
+    assert f.generated_tokens == 30.0
+    # Still decoding at the last reading: what the slots hold so far is added.
+    f = server_figures([sample(0.0, 0, predicted=100.0), sample(1.0, 1, decoded=7, predicted=120.0)])
+    assert f.generated_tokens == 27.0
 
 
 def test_a_server_without_counters_still_gives_its_slots():
