@@ -36,9 +36,7 @@ from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 
 if TYPE_CHECKING:  # the runner (and httpx under it) loads only when a sweep runs
-    from collections.abc import Callable
 
-    from app.core.memory.host import HostMemory
     from app.services.bench.sweep_runner import SweepProgress
 
 
@@ -284,22 +282,9 @@ class _Progress:
         print(f"{text}{eta}", file=sys.stderr, flush=True)
 
 
-def _host_reader(supervisor: ServerControl | None) -> Callable[[], HostMemory | None]:
-    """The RAM a point's load can have, read when it is priced (what the running server holds counts as free)."""
-    from app.adapters.telemetry.host import HostProbe
-    from app.core.memory.host import host_memory_from
-
-    probe = HostProbe()
-
-    def read() -> HostMemory | None:
-        sample = probe.sample(time.monotonic(), list(supervisor.server_pids()) if supervisor else [])
-        return host_memory_from(sample.ram_total_mib, sample.ram_used_mib, sample.server_rss_mib)
-
-    return read
-
-
 async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder | None,
                url: str | None = None) -> SweepRun:
+    from app.adapters.telemetry.host import host_memory_reader
     from app.adapters.telemetry.nvml import make_gpu_backend
     from app.backends import registry
     from app.services.bench.sweep_runner import SweepRunner
@@ -337,7 +322,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         runner = SweepRunner(supervisor, backend.catalog, backend.load_client, base_url=base_url, gpu=gpu,
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
                              app_version=__version__, server_telemetry=backend.server_telemetry,
-                             host_memory=_host_reader(supervisor))
+                             host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])))
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-history")
         run_id: list[concurrent.futures.Future[int]] = []

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 import psutil
 
+from app.core.memory.host import HostMemory, host_memory_from
 from app.core.telemetry import HostSample
 from app.core.units import MIB
 
@@ -116,3 +117,15 @@ class HostProbe:
         keep = set(pids)
         for pid in [p for p in self._procs if p not in keep]:
             self._forget(pid)
+
+
+def host_memory_reader(server_pids: Callable[[], Sequence[int]]) -> Callable[[], HostMemory | None]:
+    """The RAM a sweep point's load can have, read when it is priced (blocks on psutil: call it in a
+    worker thread). What the running server holds counts as free, since a restart gives it back."""
+    probe = HostProbe()
+
+    def read() -> HostMemory | None:
+        sample = probe.sample(time.monotonic(), list(server_pids()))
+        return host_memory_from(sample.ram_total_mib, sample.ram_used_mib, sample.server_rss_mib)
+
+    return read

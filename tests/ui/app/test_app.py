@@ -314,3 +314,13 @@ def test_a_served_model_file_is_offered_again_under_recent_after_a_restart(qtbot
     assert first.isEnabled() and not second.isEnabled() and "no longer there" in second.toolTip()
     first.trigger()
     assert field.text() == str(gguf)
+
+
+def test_sweeps_from_the_window_price_points_against_this_machines_ram(qtbot, tmp_path, deck_factory):
+    import psutil
+
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    seen = deck.bench_page.sweeps._host_memory()  # what the sweep runner is given to price each point with
+    total = psutil.virtual_memory().total
+    assert seen is not None and abs(seen.total_bytes - total) <= total * 0.01
+    assert 0 < seen.available_bytes <= seen.total_bytes

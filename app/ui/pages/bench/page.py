@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplit
 
 from app.adapters.aio import LoopThread
 from app.adapters.storage.history import BenchHistory
+from app.core.memory.host import HostMemory
 from app.core.ports.backend import BackendSpec
 from app.core.ports.server import ServerControl
 from app.core.telemetry import GpuBackend
@@ -117,6 +118,7 @@ class BenchPage(QWidget):
                  backend: BackendSpec, *, gpu: GpuBackend | None = None, meter: TokenMeter | None = None,
                  history: BenchHistory | None = None,
                  server_pids: Callable[[], Sequence[int]] | None = None, app_version: str = "",
+                 host_memory: Callable[[], HostMemory | None] = lambda: None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("BenchPage")
@@ -127,7 +129,8 @@ class BenchPage(QWidget):
         self.sweeps = SweepController(loop, supervisor, backend.catalog, backend.load_client, gpu=gpu,
                                       server_pids=server_pids or controller.server_pids, meter=meter,
                                       history=self.history, app_version=app_version,
-                                      server_telemetry=backend.server_telemetry, parent=self)
+                                      server_telemetry=backend.server_telemetry, host_memory=host_memory,
+                                      parent=self)
         self.current: SweepRun | None = None
         self._managed = True
 
