@@ -70,6 +70,8 @@ def main() -> int:
                                              "in parallel than one after another?")
             console.send()
             pump(app, lambda: console.send_button.isEnabled(), START_S)
+            # The thinking switch says what the model's template allows once its capabilities are read.
+            pump(app, lambda: "Reading" not in console.controls.think_reason.text(), START_S)
             deck.window.show_page("console")
             save(app, deck, out, "prompt")
             bench = deck.bench_page

@@ -92,3 +92,22 @@ def test_a_file_cut_anywhere_is_truncated_never_a_traceback(tiny: Path, tmp_path
     whole = tiny.read_bytes()
     cut = data.draw(st.one_of(st.integers(0, 4096), st.integers(0, len(whole) - 1)))
     truncation_fails_cleanly(whole, cut, tmp_path)
+
+
+@pytest.mark.engine
+def test_the_header_scan_reads_what_the_gguf_library_reads(bundled_model) -> None:
+    import gguf
+
+    from app.adapters.gguf_file import MAX_ARRAY_ITEMS, read_gguf
+
+    ours = read_gguf(bundled_model)
+    reader = gguf.GGUFReader(bundled_model, "r")
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF."):
+            continue
+        is_long_array = field.types[0] is gguf.GGUFValueType.ARRAY and len(field.data) > MAX_ARRAY_ITEMS
+        expected = None if is_long_array else field.contents()
+        assert ours.model_info[key] == expected, key
+    assert [(t["name"], t["type"], t["shape"]) for t in ours.tensors] == \
+        [(t.name, t.tensor_type.name, [int(d) for d in t.shape]) for t in reader.tensors]
+    assert ours.model_info["general.parameter_count"] == sum(int(t.n_elements) for t in reader.tensors)
