@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -9,9 +10,12 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from app.core.ports.telemetry import ServerTelemetry
+from app.core.server_telemetry import ServerSample
 
 START_TIMEOUT_S = 120.0  # loading the 98 MB model takes seconds, more on a busy 2-core machine
 
@@ -83,3 +87,17 @@ def llama_server(binary: Path, model: Path, log_dir: Path, extra: Sequence[str] 
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=15)
+
+
+async def sample_until(telemetry: ServerTelemetry, done: Callable[[ServerSample], object], what: str,
+                       wait_s: float = 240.0, poll_s: float = 0.25) -> list[ServerSample]:
+    """Samples of `telemetry` taken every poll_s seconds until `done(sample)`; fails naming `what` after wait_s."""
+    seen: list[ServerSample] = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while loop.time() < deadline:
+        seen.append(await telemetry.sample())
+        if done(seen[-1]):
+            return seen
+        await asyncio.sleep(poll_s)
+    raise AssertionError(f"never saw {what} within {wait_s:.0f} s; last sample {seen[-1] if seen else None}")

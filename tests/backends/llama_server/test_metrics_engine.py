@@ -10,7 +10,7 @@ import pytest
 
 from app.backends.llama_server.metrics import LlamaServerTelemetry
 from app.core.server_telemetry import ServerSample, TelemetryUnavailable
-from tests.backends.llama_server.engine_server import llama_server, post_json
+from tests.backends.llama_server.engine_server import llama_server, post_json, sample_until
 from tests.fakes.raw_http import closed_port
 
 FLAGS = ("-np", "2", "-c", "2048", "-t", "2", "--metrics")
@@ -28,20 +28,6 @@ def fire(base_url: str, replies: list[dict], count: int) -> list[threading.Threa
     for thread in threads:
         thread.start()
     return threads
-
-
-async def sample_until(telemetry: LlamaServerTelemetry, done, what: str) -> list[ServerSample]:
-    """Samples taken every POLL_S until `done(sample)`; fails naming `what` after WAIT_S."""
-    seen: list[ServerSample] = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT_S
-    while loop.time() < deadline:
-        seen.append(await telemetry.sample())
-        if done(seen[-1]):
-            return seen
-        await asyncio.sleep(POLL_S)
-    last = seen[-1] if seen else None
-    raise AssertionError(f"never saw {what} within {WAIT_S:.0f} s; last sample {last}")
 
 
 @pytest.mark.engine

@@ -15,6 +15,7 @@ from app.backends.ollama.child import ChildWatches
 from app.backends.ollama.child_telemetry import NO_METRICS, OllamaChildTelemetry, no_log_reason
 from app.core.server_telemetry import ServerSample
 from tests.backends.llama_server.engine_server import llama_server, post_json
+from tests.backends.llama_server.engine_server import sample_until as shared_sample_until
 from tests.fakes.raw_http import closed_port
 
 OLLAMA_URL = "http://127.0.0.1:11434"
@@ -102,15 +103,7 @@ def test_the_childs_slots_are_read_live_and_its_exit_stops_the_polling(llama_ser
     replies: list[dict] = []
 
     async def sample_until(done, what: str) -> list[ServerSample]:
-        seen: list[ServerSample] = []
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + WAIT_S
-        while loop.time() < deadline:
-            seen.append(await telemetry.sample())
-            if done(seen[-1]):
-                return seen
-            await asyncio.sleep(POLL_S)
-        raise AssertionError(f"never saw {what} within {WAIT_S:.0f} s; last sample {seen[-1] if seen else None}")
+        return await shared_sample_until(telemetry, done, what, WAIT_S, POLL_S)
 
     with llama_server(llama_server_binary, bundled_model, tmp_path, flags) as server:
         port = int(server.base_url.rsplit(":", 1)[1])
