@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.backends.llama_server import engine, help_flags
-from app.core.server.mapping import COUNT, DIRECTORY, MODEL_FILE, PROGRAM, MappingTexts, OptionSpec
-from app.core.server.settings import FIELD_LABELS, ServerSettings, Validation, validate
+from app.core.server.mapping import (COUNT, DIRECTORY, MODEL_FILE, PROGRAM, MappingTexts, OptionSpec,
+                                 field_or_option_label)
+from app.core.server.settings import ServerSettings, Validation, validate
 
 KIND = "llama_server"
 GGUF_MAGIC = b"GGUF"
@@ -330,10 +331,7 @@ class LlamaServerTuning:
 
     def label(self, name: str) -> str:
         """The form's label of a field or option."""
-        spec = next((s for s in OPTIONS if s.name == name), None)
-        if spec is not None:
-            return spec.label
-        return TEXTS.extra_label if name == "extra_settings" else FIELD_LABELS.get(name, name)
+        return field_or_option_label(OPTIONS, TEXTS, name)
 
     def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
         """llama-server has no CORS switch of its own that opens it further than its bind address."""

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from app.backends.ollama.launch import predicted_lines
 from app.core.memory.ollama_launch import LaunchPlan
 from app.core.server.exposure import exposure_of
-from app.core.server.mapping import COUNT, DIRECTORY, MEBIBYTES, PROGRAM, MappingTexts, OptionSpec
-from app.core.server.settings import FIELD_LABELS, ServerSettings, Validation, validate
+from app.core.server.mapping import (COUNT, DIRECTORY, MEBIBYTES, PROGRAM, MappingTexts, OptionSpec,
+                                 field_or_option_label)
+from app.core.server.settings import ServerSettings, Validation, validate
 from app.core.units import MIB
 
 KIND = "ollama"
@@ -323,10 +324,7 @@ class OllamaTuning:
 
     def label(self, name: str) -> str:
         """The form's label of a field or option."""
-        spec = next((s for s in OPTIONS if s.name == name), None)
-        if spec is not None:
-            return spec.label
-        return TEXTS.extra_label if name == "extra_settings" else FIELD_LABELS.get(name, name)
+        return field_or_option_label(OPTIONS, TEXTS, name)
 
     def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
         """A wildcard OLLAMA_ORIGINS in the extra environment (see exposures())."""

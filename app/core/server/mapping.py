@@ -62,6 +62,14 @@ class MappingTexts:
     defaults_note: str = "# everything else: the server's default"
 
 
+def field_or_option_label(options: tuple[OptionSpec, ...], texts: MappingTexts, name: str) -> str:
+    """The form's label of a backend option, the extra-settings box, or a shared field (its name if none)."""
+    spec = next((s for s in options if s.name == name), None)
+    if spec is not None:
+        return spec.label
+    return texts.extra_label if name == "extra_settings" else FIELD_LABELS.get(name, name)
+
+
 class TuningMapping(Protocol):
     """A backend's view of the settings: its options, its names, its checks, its exact lines."""
 
@@ -136,5 +144,5 @@ def option_default(mapping: TuningMapping, name: str) -> Any:
     return next((spec.default for spec in mapping.options if spec.name == name), None)
 
 
-__all__ = ["COUNT", "DIRECTORY", "MEBIBYTES", "MODEL_FILE", "MappingTexts", "NeutralTuning", "OPTION_KINDS", "OptionSpec",
+__all__ = ["COUNT", "DIRECTORY", "MEBIBYTES", "MODEL_FILE", "field_or_option_label", "MappingTexts", "NeutralTuning", "OPTION_KINDS", "OptionSpec",
            "PROGRAM", "TuningMapping", "option_default"]
