@@ -91,10 +91,11 @@ class ServerWindow(PollingWindow[ServerSample]):
         if not self.started:
             return ServerFigures(reason="" if self.enabled else "this server does not report its own slots")
         await self.finish()
-        # A reply's last bytes can reach the client a moment before its slot is released and counted:
-        # read again (briefly) until the slots are idle, so the counter holds every request.
+        # A reply's last bytes can reach the client a moment before its slot is released, and the
+        # counter takes it in a moment after that: read again (briefly) until the slots are idle and
+        # the counter held still between two readings, so it holds every request.
         for _ in range(SETTLE_READINGS):
-            if not self.samples or not self.samples[-1].slots_busy:
+            if self._settled():
                 break
             await asyncio.sleep(SETTLE_INTERVAL_S)
             last = await self.read()
@@ -104,6 +105,17 @@ class ServerWindow(PollingWindow[ServerSample]):
             await self._reader.aclose()
             self._reader = None
         return server_figures(self.samples, "" if self.samples else self.last_error)
+
+    def _settled(self) -> bool:
+        """No slot busy, and the counter the same in the last two readings (True without readings)."""
+        if not self.samples:
+            return True
+        last = self.samples[-1]
+        if last.slots_busy:
+            return False
+        if last.predicted_tokens_total is None or len(self.samples) < 2:
+            return True
+        return self.samples[-2].predicted_tokens_total == last.predicted_tokens_total
 
 
 __all__ = ["ServerWindow", "server_figures"]

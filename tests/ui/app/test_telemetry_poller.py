@@ -69,6 +69,8 @@ def test_dashboard_and_slot_table_follow_the_real_server_under_load(qtbot, loop,
             widget.show()
         poller.on_status(RUNNING)
         qtbot.waitUntil(lambda: page.tiles["slots"].value == "0 / 2 busy", timeout=30_000)
+        assert poller.latest is not None and poller.latest.predicted_tokens_total is not None
+        counted_before = poller.latest.predicted_tokens_total
         body = {"messages": [{"role": "user", "content": "Tell a long story about a lighthouse keeper."}],
                 "max_tokens": 48, "temperature": 0}
         replies: list[dict] = []
@@ -83,6 +85,11 @@ def test_dashboard_and_slot_table_follow_the_real_server_under_load(qtbot, loop,
         qtbot.waitUntil(lambda: len(replies) == 3 and slots.summary.text().startswith("0 of 2"), timeout=LOAD_WAIT_MS)
         for thread in threads:
             thread.join()
+        # llama-server adds a reply to its counter a moment after it frees the slot: poll until it has
+        # taken in all three (the server's own count), then stop.
+        generated = sum(r["timings"]["predicted_n"] for r in replies)
+        qtbot.waitUntil(lambda: poller.latest.predicted_tokens_total - counted_before == generated,
+                        timeout=LOAD_WAIT_MS)
         poller.on_status(STOPPED)
         assert poller.notice == ""
         qtbot.waitUntil(lambda: not poller.polling, timeout=5000)
