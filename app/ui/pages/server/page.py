@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.memory.verdict import risky_apply_words
 from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMapping
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
@@ -30,7 +31,6 @@ from app.ui.pages.server.settings_fields import exposure_notice
 from app.ui.pages.server.logged_command import LoggedCommand
 from app.ui.pages.server.settings_form import SettingsForm
 from app.ui.pages.server.slots_view import SlotsView
-from app.core.units import GIB
 
 LOG_MAX_LINES = 5000
 
@@ -393,16 +393,7 @@ class ServerPage(QWidget):
 
     def _confirm_risky(self, settings: ServerSettings, est) -> None:
         """Ask before applying settings predicted to spill or not to load (non-blocking dialog)."""
-        if est.verdict == "wont_load":
-            title = "These settings will not load"
-            consequence = (f"{self.fit_panel.model_name} needs {est.total_gpu_bytes / GIB:.1f} GiB on a GPU "
-                           f"with {est.available_bytes / GIB:.1f} GiB available, so loading it will fail "
-                           "with an out-of-memory error.")
-        else:
-            title = "These settings spill to the CPU"
-            consequence = (f"Ollama will put {est.layers_total - est.layers_on_gpu} of {est.layers_total} layers "
-                           f"of {self.fit_panel.model_name} on the CPU ({est.processor}), and generation gets "
-                           "several times slower.")
+        title, consequence = risky_apply_words(est, self.fit_panel.model_name, self._mapping.texts.server_name)
         box = QMessageBox(QMessageBox.Icon.Warning, title, consequence, QMessageBox.StandardButton.NoButton, self)
         box.setObjectName("ConfirmRiskyApply")
         apply_anyway = box.addButton("Apply anyway", QMessageBox.ButtonRole.AcceptRole)
