@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
@@ -63,6 +63,10 @@ class MainWindow(QMainWindow):
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
 
         QShortcut(QKeySequence(Qt.Key.Key_F11), self, self.toggle_full_screen)
+        # Esc leaves full screen (a presenter's first reflex); out of full screen it is left to the page.
+        self._leave_full_screen = QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.leave_full_screen)
+        self._leave_full_screen.setEnabled(False)
+        self.quit_shortcuts = [QShortcut(keys, self, self.close) for keys in quit_keys()]
         controller.status_changed.connect(self.header.set_status)
         controller.running_models_changed.connect(self.header.set_running_models)
         self.header.set_status(controller.status)
@@ -116,3 +120,21 @@ class MainWindow(QMainWindow):
             self.showNormal()
         else:
             self.showFullScreen()
+
+    def leave_full_screen(self) -> None:
+        """Esc: back from full screen; nothing when the window is not full screen."""
+        if self.isFullScreen():
+            self.showNormal()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        """Esc is taken only while full screen, so that it still reaches a page otherwise."""
+        if event.type() == QEvent.Type.WindowStateChange:
+            self._leave_full_screen.setEnabled(self.isFullScreen())
+        super().changeEvent(event)
+
+
+def quit_keys() -> list[QKeySequence]:
+    """The platform's Quit keys, with Ctrl+Q among them (some platforms bind none)."""
+    keys = [k for k in QKeySequence.keyBindings(QKeySequence.StandardKey.Quit) if not k.isEmpty()]
+    ctrl_q = QKeySequence("Ctrl+Q")
+    return keys if ctrl_q in keys else [*keys, ctrl_q]

@@ -248,6 +248,25 @@ def test_ctrl_and_a_number_switch_pages_and_f11_goes_full_screen(qtbot, tmp_path
     qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=5000)
 
 
+def test_esc_leaves_full_screen_and_ctrl_q_closes_the_window(qtbot, tmp_path, deck_factory):
+    from PySide6.QtCore import Qt
+
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    window = deck.window
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.keyClick(window, Qt.Key.Key_Escape)  # not full screen: Esc changes nothing
+    assert not window.isFullScreen() and window.isVisible()
+    qtbot.keyClick(window, Qt.Key.Key_F11)
+    qtbot.waitUntil(window.isFullScreen, timeout=5000)
+    qtbot.keyClick(window, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=5000)
+    assert window.isVisible()
+    qtbot.keyClick(window, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
+
+
 def test_the_window_opens_where_it_was_left(qtbot, tmp_path, deck_factory):
     first = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", page=None))
     assert first.first_page == "dashboard"  # nothing saved yet
