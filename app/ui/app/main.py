@@ -241,7 +241,9 @@ class DeckApp:
     def _price_models_on_chosen_card(self) -> None:
         gib = int(self.server_page.fit_panel.card_combo.currentData())
         if gib <= 0:
-            self.models_page.set_gpu(None, "no GPU chosen on the Server page: the server runs on the CPU")
+            self.models_page.set_gpu(None, "No NVIDIA GPU here: the server runs on the CPU, and the Server page "
+                                           "prices it against this computer's RAM. Choose a card there to see "
+                                           "verdicts for that card.")
             return
         self.models_page.set_gpu(GpuInfo(name=f"a {gib} GiB card (chosen on the Server page; no NVIDIA GPU here)",
                                          driver="", memory_total_mib=gib * 1024.0))

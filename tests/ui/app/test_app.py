@@ -130,19 +130,25 @@ def test_settings_applied_in_the_app_are_there_after_a_restart(qtbot, tmp_path, 
     assert again.server_page.form.settings().num_parallel == 6
 
 
-def test_without_nvidia_gpu_models_are_priced_on_the_card_chosen_for_the_fit_panel(
+def test_without_nvidia_gpu_the_ram_is_priced_and_models_on_a_card_chosen_for_the_fit_panel(
         qtbot, tmp_path, fake_ollama, deck_factory, monkeypatch):
     import app.ui.app.main as main_module
     from app.adapters.telemetry.nvml import NullGpuBackend
 
     monkeypatch.setattr(main_module, "make_gpu_backend", lambda: NullGpuBackend("No NVIDIA driver found"))
     deck = deck_factory(_args(tmp_path, url=fake_ollama.url))
-    models = deck.models_page
-    assert models.gpu_total_bytes == 24 * GIB
+    models, fit, page = deck.models_page, deck.server_page.fit_panel, deck.server_page
+    # By default the server is priced as it would run here: on the CPU, against this computer's RAM.
+    assert fit.gpu_memory() is None and models.gpu_total_bytes is None
+    assert fit.title.text() == "RAM price of these settings"
+    assert page.tabs.tabText(page.fit_tab_index) == "RAM price"
+    qtbot.waitUntil(lambda: fit.estimate is not None, timeout=15_000)
+    assert fit.estimate.cpu_only
     card = deck.server_page.fit_panel.card_combo
     card.setCurrentIndex(card.findData(16))
     assert models.gpu_total_bytes == 16 * GIB
     assert "16 GiB card" in models.context_label.text()
+    assert fit.title.text() == "VRAM price of these settings" and page.tabs.tabText(page.fit_tab_index) == "VRAM price"
 
 
 def test_the_fit_panel_estimate_is_the_dashboard_estimate_line(qtbot, tmp_path, fake_ollama, deck_factory, monkeypatch):

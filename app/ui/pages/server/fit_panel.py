@@ -20,9 +20,9 @@ from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.memory.host import HostMemory
 from app.core.memory.ollama_launch import LaunchPlan, ollama_plans_launch
 from app.core.model_shape import ModelShape
-from app.core.memory.model_fit import ollama_default_context_length
 from app.core.memory.pricing import fit_grid, launch_plan_for, load_settings_for, price
 from app.core.memory.verdict import verdict_label
+from app.core.server.mapping import NeutralTuning, TuningMapping
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
@@ -30,9 +30,9 @@ from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VER
 DEBOUNCE_MS = 150
 # Card sizes offered when no NVIDIA GPU can be read here (pricing for a card elsewhere).
 PRICING_CARDS_GIB = (8, 12, 16, 24, 32, 48, 80)
-DEFAULT_PRICING_CARD_GIB = 24
-# The card list's last entry: a machine without a GPU (a laptop), priced against its RAM.
+# The card list's first entry, and its default: this machine without a GPU, priced against its RAM.
 NO_GPU_CARD = 0
+NO_GPU_CARD_TEXT = "This computer (no GPU: its RAM)"
 
 
 def _gib(n: int) -> str:
@@ -43,19 +43,22 @@ class FitPanel(QFrame):
     """Recomputes the estimate (debounced) whenever the settings, model or GPU change."""
 
     model_selected = Signal(str)  # a model name the page should fetch metadata for
+    title_changed = Signal(str)  # "VRAM price" or "RAM price": what the panel prices now
     estimate_changed = Signal(object)  # VramEstimate | None
     grid_cell_chosen = Signal(int, int)  # parallel, context: the user clicked the heat-map
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent=None, *, mapping: TuningMapping | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("FitPanel")
+        self._mapping: TuningMapping = mapping if mapping is not None else NeutralTuning()
         self.setStyleSheet("#FitPanel { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
                            "#FitPanel QLabel { background: transparent; }")
         self._settings = ServerSettings()
         self._shape: ModelShape | None = None
         self._shape_error = ""
         self._version: str | None = None
-        self._gpu_total = DEFAULT_PRICING_CARD_GIB * GIB
+        self.price_title = ""  # "VRAM price" or "RAM price", the tab's name for the panel
+        self._gpu_total = 0  # no GPU known: the computer's RAM until a GPU is read or a card chosen
         self._gpu_others = 0
         self._gpu_measured = False
         self._host: HostMemory | None = None
@@ -69,7 +72,8 @@ class FitPanel(QFrame):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(14, 12, 14, 12)
         lay.setSpacing(8)
-        title = QLabel("VRAM price of these settings")
+        self.title = title = QLabel()
+        title.setObjectName("fit_title")
         title.setStyleSheet("font-size: 13pt; font-weight: 600;")
         lay.addWidget(title)
 
@@ -83,10 +87,12 @@ class FitPanel(QFrame):
         pick.addWidget(self.model_combo, 1)
         self.card_combo = QComboBox()
         self.card_combo.setObjectName("fit_card")
+        self.card_combo.addItem(NO_GPU_CARD_TEXT, NO_GPU_CARD)
         for g in PRICING_CARDS_GIB:
             self.card_combo.addItem(f"{g} GiB card", g)
-        self.card_combo.addItem("No GPU (CPU only)", NO_GPU_CARD)
-        self.card_combo.setCurrentIndex(PRICING_CARDS_GIB.index(DEFAULT_PRICING_CARD_GIB))
+        self.card_combo.setCurrentIndex(0)
+        self.card_combo.setToolTip("No NVIDIA GPU can be read here: the settings are priced against this "
+                                   "computer's RAM, or for the card you choose (to plan for another machine).")
         self.card_combo.currentIndexChanged.connect(self._card_changed)
         pick.addWidget(self.card_combo)
         lay.addLayout(pick)
@@ -152,10 +158,14 @@ class FitPanel(QFrame):
             k = QLabel(f"■ {VERDICT_WORDS[verdict]}")
             k.setStyleSheet(f"color: {VERDICT_COLOURS[verdict]}; font-weight: 600;")
             keys.addWidget(k)
+        self.grey_key = QLabel("■ above the model's context")
+        self.grey_key.setObjectName("fit_grey_key")
+        self.grey_key.setStyleSheet(f"color: {_bright(VERDICT_COLOURS['invalid'])}; font-weight: 600;")
+        self.grey_key.setVisible(False)
+        keys.addWidget(self.grey_key)
         keys.addStretch(1)
         lay.addLayout(keys)
-        self.heat_note = QLabel("★ Ollama's default context on this card · outlined: the form's choice · "
-                                "click a cell to use it")
+        self.heat_note = QLabel()
         self.heat_note.setObjectName("Dim")
         self.heat_note.setWordWrap(True)
         lay.addWidget(self.heat_note)
@@ -255,6 +265,23 @@ class FitPanel(QFrame):
             self._estimate = est
             self.estimate_changed.emit(est)
 
+    def _show_heat_note(self, default_ctx: int | None, training_ctx: int | None, cpu_only: bool) -> None:
+        """Say what the heat-map's star, outline and grey columns mean (only the marks it shows)."""
+        parts = []
+        if default_ctx is not None:
+            on = "without a GPU" if cpu_only else "on this card"
+            parts.append(f"★ {_possessive(self._mapping.texts.server_name)} default context {on} "
+                         f"({default_ctx // 1024}k)")
+        parts.append("outlined: the form's choice")
+        if training_ctx is not None:
+            parts.append(f"grey: above the model's training context ({training_ctx:,} tokens)")
+        parts.append("click a cell to use it")
+        self.heat_note.setText(" · ".join(parts))
+        self.grey_key.setVisible(training_ctx is not None)
+        if training_ctx is not None:
+            self.grey_key.setToolTip(f"The model was trained for {training_ctx:,} tokens of context: "
+                                     "a longer context per request is not offered.")
+
     def _show_empty(self, text: str) -> None:
         self.host_label.setText("")
         self.command_label.setVisible(False)
@@ -265,6 +292,8 @@ class FitPanel(QFrame):
         self.verdict_label.setStyleSheet("font-size: 14pt; font-weight: 700; color: #8b8e99;")
         self.explanation.setText(text)
         self.heatmap.set_grid([], None, None)
+        self.heat_note.setText("")
+        self.grey_key.setVisible(False)
 
     def _show_estimate(self, est: VramEstimate, shape: ModelShape) -> None:
         if est.cpu_only:
@@ -298,12 +327,18 @@ class FitPanel(QFrame):
         self.command_label.setText("\n".join(lines))
         self.command_label.setVisible(bool(lines))
         load = load_settings_for(self._settings, shape, self._gpu_total or None, self._version)
-        default_ctx = ollama_default_context_length(self._version, self._gpu_total, self._settings.gpu_overhead_mib * MIB)
+        # the star: the context the backend's server picks by itself on this GPU, where it has such a rule
+        default_ctx = self._mapping.default_context_length(self._version, self._gpu_total or None,
+                                                           self._settings.gpu_overhead_mib * MIB)
         grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host)
         self.heat_title.setText("What fits: parallel requests × context per request "
                                 + ("(GiB of RAM, no GPU)" if est.cpu_only else "(GiB on the GPU)"))
         self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx,
                               "of RAM" if est.cpu_only else "on the GPU")
+        greyed = any(cell.verdict == "invalid" and cell.context > (shape.context_length or 0) > 0
+                     for row in grid for cell in row)
+        self._show_heat_note(default_ctx if any(c.context == default_ctx for c in grid[0]) else None,
+                             shape.context_length if greyed else None, est.cpu_only)
 
     def _show_cpu_bar(self, est: VramEstimate) -> None:
         """No GPU: the bar is the computer's RAM and what the load puts there."""
@@ -330,9 +365,17 @@ class FitPanel(QFrame):
             self.set_gpu(None)
 
     def _show_gpu_line(self) -> None:
-        self.heat_title.setText("What fits: parallel requests × context per request (GiB on the GPU)")
-        if not self._gpu_measured and self._gpu_total <= 0:
-            self.gpu_label.setText("No GPU: pricing a server that runs on the CPU, against this computer's RAM.")
+        on_ram = not self._gpu_measured and self._gpu_total <= 0
+        self.heat_title.setText("What fits: parallel requests × context per request "
+                                + ("(GiB of RAM, no GPU)" if on_ram else "(GiB on the GPU)"))
+        title = "RAM price" if on_ram else "VRAM price"
+        if title != self.price_title:
+            self.price_title = title
+            self.title.setText(f"{title} of these settings")
+            self.title_changed.emit(title)
+        if on_ram:
+            self.gpu_label.setText("No NVIDIA GPU can be read here: pricing a server that runs on the CPU, against "
+                                   "this computer's RAM. Choose a card on the right to price for one instead.")
         elif self._gpu_measured:
             self.gpu_label.setText(
                 f"Priced against this GPU: {_gib(self._gpu_total)}, of which other processes use "
@@ -353,6 +396,12 @@ def _host_text(est: VramEstimate) -> str:
     if est.host_verdict == "tight":
         return text + f" — tight: under {_gib(1 << 30)} would be left."
     return text + "."
+
+
+def _possessive(name: str) -> str:
+    """"Ollama" -> "Ollama's", "the server" -> "The server's" (it starts a sentence)."""
+    name = name[:1].upper() + name[1:] if name.startswith("the ") else name
+    return name + ("'" if name.endswith("s") else "'s")
 
 
 def _bright(colour: str) -> str:

@@ -230,14 +230,15 @@ class ServerPage(QWidget):
 
         self.banner = Banner()
         rl.addWidget(self.banner)
-        self.fit_panel = FitPanel()
+        self.fit_panel = FitPanel(mapping=mapping)
         # a backend that starts llama-server itself can say the command it will run
         self.fit_panel.set_command_builder(getattr(mapping, "launch_lines", None))
         self.fit_panel.set_settings(settings)
         self.log_view = LogView()
         self.tabs = QTabWidget()
         self.tabs.setObjectName("ServerTabs")
-        self.tabs.addTab(self.fit_panel, "VRAM price")
+        self.fit_tab_index = self.tabs.addTab(self.fit_panel, self.fit_panel.price_title)
+        self.fit_panel.title_changed.connect(lambda title: self.tabs.setTabText(self.fit_tab_index, title))
         self.hint_box = QFrame()
         self.hint_box.setObjectName("HintBox")
         self.hint_box.setStyleSheet("#HintBox { background: #132a3a; border: 1px solid #2f6f9a; border-radius: 6px; }"
