@@ -192,7 +192,7 @@ class DeckApp:
             or "dashboard"
         self._loaded_vram = 0
         self.controller.running_models_changed.connect(
-            lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes for m in models)))
+            lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes or 0 for m in models)))
         self._gpu_feed = QTimer()
         self._gpu_feed.setInterval(1000)
         self._gpu_feed.timeout.connect(self._feed_fit_panel)
