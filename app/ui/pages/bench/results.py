@@ -397,7 +397,7 @@ class RunView(QWidget):
             return False
         try:
             if kind == "png":
-                if not titled_image(self.charts.grab().toImage(), chart_title(run)).save(path, "PNG"):
+                if not titled_image(self.charts.grab().toImage(), chart_title(run)).save(path, b"PNG"):
                     raise OSError(f"Qt could not write a PNG to {path}")
             else:
                 text = {"csv": lambda: run_to_csv(run),
