@@ -11,7 +11,7 @@ from pathlib import Path
 from collections.abc import Sequence
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QHeaderView,
                                QLabel, QMenu, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget)
@@ -397,7 +397,8 @@ class RunView(QWidget):
             return False
         try:
             if kind == "png":
-                if not titled_image(self.charts.grab().toImage(), chart_title(run)).save(path, b"PNG"):
+                image = titled_image(self.charts.grab().toImage(), chart_title(run))
+                if not QPixmap.fromImage(image).save(path, "PNG"):
                     raise OSError(f"Qt could not write a PNG to {path}")
             else:
                 text = {"csv": lambda: run_to_csv(run),
