@@ -3,6 +3,7 @@ the llama-server command the server will run for them."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -25,6 +26,7 @@ from app.core.memory.verdict import verdict_label
 from app.core.server.mapping import NeutralTuning, TuningMapping
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
+from app.ui.widgets.wrapping_text import WrappingText
 from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
 
 DEBOUNCE_MS = 150
@@ -81,7 +83,10 @@ class FitPanel(QFrame):
         pick.addWidget(QLabel("Model"))
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("fit_model")
-        self.model_combo.setMinimumWidth(200)
+        # both pickers shrink to a dozen characters (their full text in the tooltip), so that the panel
+        # fits beside the form at 1280x720
+        self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model_combo.setMinimumContentsLength(12)
         self.model_combo.setPlaceholderText("no local models yet")
         self.model_combo.currentTextChanged.connect(self._model_changed)
         pick.addWidget(self.model_combo, 1)
@@ -91,6 +96,8 @@ class FitPanel(QFrame):
         for g in PRICING_CARDS_GIB:
             self.card_combo.addItem(f"{g} GiB card", g)
         self.card_combo.setCurrentIndex(0)
+        self.card_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.card_combo.setMinimumContentsLength(12)
         self.card_combo.setToolTip("No NVIDIA GPU can be read here: the settings are priced against this "
                                    "computer's RAM, or for the card you choose (to plan for another machine).")
         self.card_combo.currentIndexChanged.connect(self._card_changed)
@@ -138,11 +145,10 @@ class FitPanel(QFrame):
         self.host_label.setObjectName("fit_host")
         self.host_label.setWordWrap(True)
         lay.addWidget(self.host_label)
-        self.command_label = QLabel()
+        self.command_label = WrappingText()  # long paths wrap inside, never widening the panel
         self.command_label.setObjectName("fit_command")
-        self.command_label.setWordWrap(True)
-        self.command_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.command_label.setStyleSheet("font-family: monospace; color: #c9cbd3;")
+        self.command_label.setStyleSheet("QTextEdit { font-family: monospace; color: #c9cbd3; background: transparent; "
+                                         "border: none; }")
         self.command_label.setVisible(False)
         lay.addWidget(self.command_label)
 
@@ -153,18 +159,13 @@ class FitPanel(QFrame):
         self.heatmap = FitHeatmap()
         self.heatmap.cell_clicked.connect(self.grid_cell_chosen)
         lay.addWidget(self.heatmap, 1)
-        keys = QHBoxLayout()
-        for verdict in ("fits", "tight", "spills", "wont_load"):
-            k = QLabel(f"■ {VERDICT_WORDS[verdict]}")
-            k.setStyleSheet(f"color: {VERDICT_COLOURS[verdict]}; font-weight: 600;")
-            keys.addWidget(k)
-        self.grey_key = QLabel("■ above the model's context")
-        self.grey_key.setObjectName("fit_grey_key")
-        self.grey_key.setStyleSheet(f"color: {_bright(VERDICT_COLOURS['invalid'])}; font-weight: 600;")
-        self.grey_key.setVisible(False)
-        keys.addWidget(self.grey_key)
-        keys.addStretch(1)
-        lay.addLayout(keys)
+        # the colour keys, in one label that wraps on a narrow panel
+        self.keys_label = QLabel()
+        self.keys_label.setObjectName("fit_keys")
+        self.keys_label.setWordWrap(True)
+        self.keys_label.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(self.keys_label)
+        self._show_keys(greyed=False)
         self.heat_note = QLabel()
         self.heat_note.setObjectName("Dim")
         self.heat_note.setWordWrap(True)
@@ -265,6 +266,15 @@ class FitPanel(QFrame):
             self._estimate = est
             self.estimate_changed.emit(est)
 
+    def _show_keys(self, greyed: bool) -> None:
+        """The verdicts' colours, and grey (above the model's training context) when the map has such cells."""
+        keys = [(VERDICT_COLOURS[v], VERDICT_WORDS[v]) for v in ("fits", "tight", "spills", "wont_load")]
+        if greyed:
+            keys.append((_bright(VERDICT_COLOURS["invalid"]), "above the model's training context"))
+        self.keys_label.setText(" &nbsp; ".join(
+            f"<span style='color: {colour}; font-weight: 600; white-space: nowrap;'>■&nbsp;{html.escape(words, quote=False)}</span>"
+            for colour, words in keys))
+
     def _show_heat_note(self, default_ctx: int | None, training_ctx: int | None, cpu_only: bool) -> None:
         """Say what the heat-map's star, outline and grey columns mean (only the marks it shows)."""
         parts = []
@@ -277,10 +287,10 @@ class FitPanel(QFrame):
             parts.append(f"grey: above the model's training context ({training_ctx:,} tokens)")
         parts.append("click a cell to use it")
         self.heat_note.setText(" · ".join(parts))
-        self.grey_key.setVisible(training_ctx is not None)
-        if training_ctx is not None:
-            self.grey_key.setToolTip(f"The model was trained for {training_ctx:,} tokens of context: "
-                                     "a longer context per request is not offered.")
+        self._show_keys(greyed=training_ctx is not None)
+        self.keys_label.setToolTip("" if training_ctx is None else
+                                   f"The model was trained for {training_ctx:,} tokens of context: "
+                                   "a longer context per request is not offered.")
 
     def _show_empty(self, text: str) -> None:
         self.host_label.setText("")
@@ -293,7 +303,7 @@ class FitPanel(QFrame):
         self.explanation.setText(text)
         self.heatmap.set_grid([], None, None)
         self.heat_note.setText("")
-        self.grey_key.setVisible(False)
+        self._show_keys(greyed=False)
 
     def _show_estimate(self, est: VramEstimate, shape: ModelShape) -> None:
         if est.cpu_only:

@@ -25,6 +25,7 @@ from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMa
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
 from app.ui.widgets.banner import Banner
+from app.ui.widgets.wrapping_text import WrappingText
 from app.ui.app.header import STATE_COLOURS
 from app.ui.pages.server.fit_panel import FitPanel
 from app.ui.pages.server.settings_fields import exposure_notice
@@ -93,22 +94,20 @@ class StatusCard(QFrame):
         self.pill.setObjectName("StatePill")
         self.title = QLabel()
         self.title.setStyleSheet("font-size: 14pt; font-weight: 600;")
-        top.addWidget(self.pill)
+        self.title.setWordWrap(True)
+        top.addWidget(self.pill, 0, Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.title, 1)
         lay.addLayout(top)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message = WrappingText()  # a URL or path in it wraps, not past the panel
         lay.addWidget(self.message)
         grid = QGridLayout()
         grid.setHorizontalSpacing(14)
-        self._details: dict[str, QLabel] = {}
+        self._details: dict[str, WrappingText] = {}
         for row, key in enumerate(("Address", "Version", "Process", "Binary")):
             k = QLabel(key)
             k.setObjectName("Dim")
-            v = QLabel("—")
-            v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            grid.addWidget(k, row, 0)
+            v = WrappingText("—")  # a program's path wraps inside, not past the panel
+            grid.addWidget(k, row, 0, Qt.AlignmentFlag.AlignTop)
             grid.addWidget(v, row, 1)
             self._details[key] = v
         grid.setColumnStretch(1, 1)
@@ -199,7 +198,7 @@ class ServerPage(QWidget):
         form_scroll = QScrollArea()
         form_scroll.setWidgetResizable(True)
         form_scroll.setWidget(self.form)
-        form_scroll.setMinimumWidth(440)
+        form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
         right = QWidget()
         rl = QVBoxLayout(right)
@@ -268,7 +267,11 @@ class ServerPage(QWidget):
         right_scroll = QScrollArea()
         right_scroll.setWidgetResizable(True)
         right_scroll.setWidget(right)
-        right_scroll.setMinimumWidth(440)
+        right_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # each side at least as wide as its content needs (it scrolls down, never sideways, nothing cut)
+        for area, content in ((form_scroll, self.form), (right_scroll, right)):
+            area.setMinimumWidth(content.minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width()
+                                 + 2 * area.frameWidth())
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(form_scroll)
         split.addWidget(right_scroll)

