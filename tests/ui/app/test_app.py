@@ -21,11 +21,21 @@ from tests.fakes.ollama.recorded import real_version
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
-def _env_without_ollama(tmp_path: Path) -> dict[str, str]:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(PROJECT_ROOT))
+def _env_without_ollama(tmp_path: Path, screen: tuple[int, int] = (1920, 1080)) -> dict[str, str]:
+    """The environment of an app run with no `ollama` to find, on an offscreen screen of `screen` pixels."""
+    env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={_screen_file(tmp_path, *screen)}",
+               PYTHONPATH=str(PROJECT_ROOT))
     # A PATH with this interpreter's folder only: no `ollama` can be found there.
     env["PATH"] = str(Path(sys.executable).parent)
     return env
+
+
+def _screen_file(folder: Path, width: int, height: int) -> Path:
+    """A Qt offscreen-platform configuration with one screen of width x height pixels."""
+    path = folder / f"screen-{width}x{height}.json"
+    path.write_text(json.dumps({"screens": [{"name": "screen", "x": 0, "y": 0, "width": width, "height": height,
+                                              "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
+    return path
 
 
 @pytest.mark.parametrize("page", ["dashboard", "server"])
@@ -54,7 +64,21 @@ def test_scale_enlarges_everything_for_a_projector(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     image = QImage(str(out))
-    assert (image.width(), image.height()) == (2160, 1350)  # the 1440 x 900 window, every pixel 1.5 x
+    # The 1440 x 900 window at 1.5 x would be 2160 x 1350: it opens inside the 1920 x 1080 screen instead.
+    assert 1800 < image.width() <= 1920 and 1000 < image.height() <= 1080
+
+
+@pytest.mark.parametrize("screen", [(1280, 720), (1024, 600)])
+def test_the_window_never_opens_larger_than_the_screen(tmp_path, screen):
+    out = tmp_path / "small.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(out), "--page", "server",
+         "--config-dir", str(tmp_path / "cfg"), "--url", "http://127.0.0.1:9"],
+        env=_env_without_ollama(tmp_path, screen), capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(out))
+    assert screen[0] - 40 < image.width() <= screen[0] and screen[1] - 40 < image.height() <= screen[1]
 
 
 @pytest.mark.parametrize("value, why", [("huge", "is not a number"), ("9", "outside 0.5-3")])
