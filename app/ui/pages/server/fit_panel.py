@@ -34,7 +34,7 @@ DEBOUNCE_MS = 150
 PRICING_CARDS_GIB = (8, 12, 16, 24, 32, 48, 80)
 # The card list's first entry, and its default: this machine without a GPU, priced against its RAM.
 NO_GPU_CARD = 0
-NO_GPU_CARD_TEXT = "This computer (no GPU: its RAM)"
+NO_GPU_CARD_TEXT = "This computer's RAM"
 
 
 def _gib(n: int) -> str:
