@@ -97,7 +97,7 @@ class FitPanel(QFrame):
             self.card_combo.addItem(f"{g} GiB card", g)
         self.card_combo.setCurrentIndex(0)
         self.card_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.card_combo.setMinimumContentsLength(12)
+        self.card_combo.setMinimumContentsLength(len(NO_GPU_CARD_TEXT))  # its longest choice, whole
         self.card_combo.setToolTip("No NVIDIA GPU can be read here: the settings are priced against this "
                                    "computer's RAM, or for the card you choose (to plan for another machine).")
         self.card_combo.currentIndexChanged.connect(self._card_changed)
