@@ -317,3 +317,14 @@ def test_the_model_llama_server_serves_shows_as_loaded(qtbot):
             page.shutdown()
             controller.shutdown()
             serving.cancel()
+
+
+def test_the_unset_context_is_named_in_the_backends_words(qtbot, models):
+    from app.backends.llama_server.spec import LLAMA_SERVER
+
+    m = models()  # Ollama: its default by VRAM
+    assert "context default (Ollama picks by VRAM) × 1 parallel" in m.page.context_label.text()
+    m.page.backend = LLAMA_SERVER  # the same page words on llama-server
+    m.page._show_context()
+    assert "context default (the model's own) × 1 parallel" in m.page.context_label.text()
+    assert "Ollama" not in m.page.context_label.text()
