@@ -1,7 +1,8 @@
 """Render docs/screenshot-dashboard.png and docs/screenshot-server.png with the app's own
 `--screenshot`, attached to a stand-in `ollama serve` (tests/fakes/ollama/standin_ollama.py) started here
 as another program would start it, with qwen3:14b loaded. On a machine without an NVIDIA driver
-the dashboard shows its no-GPU panel and the Server page prices for a chosen 24 GiB card.
+the dashboard shows its no-GPU panel and the Server page prices the server against this computer's RAM.
+The offscreen screen is given 1920x1080 pixels, so the window keeps its 1440x900 default size.
 
     QT_QPA_PLATFORM=offscreen python docs/make_attached_screenshots.py [OUT_DIR]
 """
@@ -38,6 +39,15 @@ def wait_for(url: str, timeout_s: float = 20.0) -> None:
             time.sleep(0.1)
 
 
+def offscreen_screen(folder: Path, width: int, height: int) -> Path:
+    """A Qt offscreen-platform configuration with one screen of width x height pixels (its default is 800x800,
+    and the window never opens larger than its screen)."""
+    path = folder / f"screen-{width}x{height}.json"
+    path.write_text(json.dumps({"screens": [{"name": "screen", "x": 0, "y": 0, "width": width, "height": height,
+                                              "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
+    return path
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", nargs="?", default=str(ROOT / "docs"))
@@ -47,7 +57,8 @@ def main() -> int:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OLLAMA_", "FAKE_OLLAMA_"))}
     env.update(OLLAMA_HOST=f"127.0.0.1:{port}", PATH=f"{launcher.parent}{os.pathsep}{env.get('PATH', '')}",
-               QT_QPA_PLATFORM=env.get("QT_QPA_PLATFORM", "offscreen"), PYTHONPATH=str(ROOT))
+               QT_QPA_PLATFORM=env.get("QT_QPA_PLATFORM", f"offscreen:configfile={offscreen_screen(work, 1920, 1080)}"),
+               PYTHONPATH=str(ROOT))
     server = subprocess.Popen([str(launcher), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -29,12 +29,13 @@ class LocalModel:
 
 @dataclass(frozen=True)
 class RunningModel:
-    """A model loaded in memory; sizes in bytes, expires_at as the server wrote it."""
+    """A model loaded in memory; sizes in bytes (None: the server does not report them, as llama-server
+    does not), expires_at as the server wrote it."""
 
     name: str
     model: str
-    size_bytes: int
-    size_vram_bytes: int
+    size_bytes: int | None
+    size_vram_bytes: int | None
     digest: str = ""
     expires_at: str = ""
     context_length: int | None = None
@@ -46,7 +47,10 @@ class RunningModel:
 
     @property
     def processor(self) -> str:
-        """The PROCESSOR column of `ollama ps`: "100% GPU", "100% CPU" or "48%/52% CPU/GPU"."""
+        """The PROCESSOR column of `ollama ps`: "100% GPU", "100% CPU" or "48%/52% CPU/GPU"; "" when the
+        server does not report the sizes."""
+        if self.size_bytes is None or self.size_vram_bytes is None:
+            return ""
         if self.size_vram_bytes == 0:
             return "100% CPU"
         if self.size_vram_bytes == self.size_bytes:

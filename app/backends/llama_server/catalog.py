@@ -19,7 +19,7 @@ from typing import Any
 
 from app.adapters.gguf_file import GgufFile, file_stat, read_gguf, size_label
 from app.backends.llama_server.wire import thinking_support
-from app.core.models import LocalModel, ModelDetails
+from app.core.models import LocalModel, ModelDetails, RunningModel
 
 GGUF_SUFFIX = ".gguf"
 # Projector files (vision towers) beside a model are not models themselves.
@@ -65,6 +65,14 @@ def served_model(served: Mapping[str, Any], model_path: str) -> LocalModel:
                       size_bytes=size if isinstance(size, int) else 0, digest="", modified_at=modified,
                       parameter_size=size_label(n_params) if isinstance(n_params, int) else "",
                       quantization_level=ftype if isinstance(ftype, str) else "", format="gguf")
+
+
+def loaded_model(entry: LocalModel, slot_context: int | None) -> RunningModel:
+    """A served model as a loaded one: llama-server keeps it loaded until it stops, with `slot_context`
+    tokens per slot; it does not say how much of it sits in VRAM, so the sizes are None (not known)."""
+    return RunningModel(name=entry.name, model=entry.model, size_bytes=None, size_vram_bytes=None,
+                        context_length=slot_context or None, parameter_size=entry.parameter_size,
+                        quantization_level=entry.quantization_level, format=entry.format)
 
 
 def listed(served: list[LocalModel], folder: list[Path]) -> list[LocalModel]:
@@ -149,5 +157,5 @@ def _details(model_info: dict[str, Any], details: Mapping[str, Any], template: s
                         details=out, parameters="", template=template, tensors=tensors, modified_at=modified_at)
 
 
-__all__ = ["details_from_file", "details_from_server", "file_model", "gguf_files", "listed", "model_file",
+__all__ = ["details_from_file", "details_from_server", "file_model", "gguf_files", "listed", "loaded_model", "model_file",
            "names_of", "quantization_from_name", "read_cached", "served_model", "serving"]

@@ -9,8 +9,8 @@ catalog.py.
 
 What llama-server does not have is said, not faked: it serves the one model it was started with
 (load of another model, unload, delete, pull and create raise DeckError with what to do instead),
-and it does not say where its weights sit, so `ps()` lists nothing (the backend's capability
-`lists_loaded` is off).
+and it does not say where its weights sit, so `ps()` lists its served model without sizes (the
+backend's capability `lists_loaded`, loaded models with their VRAM share, is off).
 """
 
 from __future__ import annotations
@@ -112,9 +112,10 @@ class LlamaServerClient(ConnectedClient):
             raise _catalog_error(exc) from None
 
     async def ps(self) -> list[RunningModel]:
-        """Always []: llama-server does not report how much of its model sits in VRAM (no RunningModel
-        can be filled honestly); the served model is the first of tags()."""
-        return []
+        """The served model, loaded for as long as the server runs, with its context per slot; without
+        sizes, since llama-server does not report how much of it sits in VRAM."""
+        served, _, props = await self._served()
+        return [catalog.loaded_model(entry, props["slot_context"]) for entry in served]
 
     async def show(self, model: str, verbose: bool = False) -> ModelDetails:
         """A model's details from its GGUF header (tensors when verbose) with the server's chat template

@@ -337,6 +337,11 @@ class LlamaServerTuning:
         """llama-server has no CORS switch of its own that opens it further than its bind address."""
         return ()
 
+    def default_context_length(self, version: str | None, gpu_total_bytes: int | None,
+                               gpu_overhead_bytes: int = 0) -> int | None:
+        """None: without -c llama-server takes the model's training context, whatever the GPU."""
+        return None
+
 
 LLAMA_SERVER_TUNING = LlamaServerTuning()
 

@@ -200,7 +200,8 @@ def _object(obj: Any, where: str) -> Mapping[str, Any]:
 
 def parse_props(obj: Any) -> dict[str, Any]:
     """`/props` → its fields, checked where they are used: model_path and chat_template (text),
-    total_slots (count), build_info (text); missing ones are "" or None."""
+    total_slots (count), build_info (text), slot_context (default_generation_settings.n_ctx: tokens per
+    slot); missing ones are "" or None."""
     where = "/props"
     props = dict(_object(obj, where))
     for key in ("model_path", "chat_template", "build_info", "model_alias"):
@@ -209,6 +210,9 @@ def parse_props(obj: Any) -> dict[str, Any]:
             raise malformed(f"{where}: field '{key}' should be a string, got {type(value).__name__}")
         props[key] = value or ""
     props["total_slots"] = _count(props, "total_slots", where)
+    generation = props.get("default_generation_settings")
+    props["slot_context"] = (_count(generation, "n_ctx", f"{where} default_generation_settings")
+                             if isinstance(generation, Mapping) else None)
     return props
 
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 
 from app.backends.ollama.launch import predicted_lines
+from app.core.memory.model_fit import ollama_default_context_length
 from app.core.memory.ollama_launch import LaunchPlan
 from app.core.server.exposure import exposure_of
 from app.core.server.mapping import (COUNT, DIRECTORY, MEBIBYTES, PROGRAM, MappingTexts, OptionSpec,
@@ -329,6 +330,11 @@ class OllamaTuning:
     def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
         """A wildcard OLLAMA_ORIGINS in the extra environment (see exposures())."""
         return exposures(settings)
+
+    def default_context_length(self, version: str | None, gpu_total_bytes: int | None,
+                               gpu_overhead_bytes: int = 0) -> int | None:
+        """Ollama's num_ctx by version and VRAM (4096, 32768 from 23 GiB, 262144 from 47 GiB; see model_fit)."""
+        return ollama_default_context_length(version, gpu_total_bytes, gpu_overhead_bytes)
 
 
 OLLAMA_TUNING = OllamaTuning()

@@ -8,12 +8,13 @@ import io
 import math
 from dataclasses import dataclass, replace
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec,
                                   server_label)
 from app.core.bench.recommend import Recommendation, recommend
+from app.core.server.settings import FIELD_LABELS
 
 RUNNING = "running"
 FINISHED = "finished"
@@ -66,6 +67,17 @@ class SweepRun:
         if self.started_at:
             parts.append(self.started_at[:16].replace("T", " "))
         return " · ".join(parts)
+
+
+def chart_title(run: SweepRun) -> str:
+    """The title an exported chart carries: model, server and version, GPU and date, e.g.
+    "qwen3:14b on Ollama 0.12.6 · NVIDIA GeForce RTX 4090 · 2026-08-01 21:04"."""
+    f = run.fingerprint
+    server = " ".join(x for x in (server_label(f.backend_kind), f.server_version) if x)
+    parts = [f"{f.model or run.spec.workload.model} on {server}", f.gpu_name or "no NVIDIA GPU readings"]
+    if run.started_at:
+        parts.append(run.started_at[:16].replace("T", " "))
+    return " · ".join(parts)
 
 
 def _num(x: float | None, digits: int = 1) -> float | None:
@@ -269,11 +281,33 @@ def run_to_markdown(run: SweepRun) -> str:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in run.notes]
     base = f.base_settings
     if base:
-        lines += ["", "## Base settings", "", "```"] + [f"{k} = {v}" for k, v in sorted(base.items())] + ["```"]
+        lines += ["", "## Base settings", ""] + [f"- **{setting_label(k)}:** {value_text(v)}" for k, v in base.items()]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CANCELLED", "CSV_COLUMNS", "FINISHED", "INTERRUPTED", "RUNNING", "RUN_STATUSES", "SERVER_HEADER",
+def setting_label(name: str) -> str:
+    """A settings file's key as the form labels it ("num_parallel" -> "Parallel requests")."""
+    return FIELD_LABELS.get(name, name.replace("_", " ").capitalize())
+
+
+def value_text(value: object) -> str:
+    """A setting's value for people: "—" for none or empty, on/off for flags, "key: value" pairs for
+    a mapping (e.g. "binary: /opt/llama-server"), never a Python repr."""
+    if value is None or value == "" or value == {} or value == [] or value == ():
+        return "—"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, Mapping):
+        shown = [f"{k}: {value_text(v)}" for k, v in value.items()]
+        return "; ".join(shown)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(value_text(v) for v in value)
+    if isinstance(value, str) and "\n" in value:
+        return "; ".join(line for line in value.splitlines() if line.strip()) or "—"
+    return str(value)
+
+
+__all__ = ["CANCELLED", "chart_title", "CSV_COLUMNS", "FINISHED", "INTERRUPTED", "RUNNING", "RUN_STATUSES", "SERVER_HEADER",
            "SweepRun", "TABLE_HEADER", "point_row", "reports_server", "result_from_json", "result_to_json",
            "run_from_json", "run_to_csv", "run_to_json", "run_to_markdown", "server_cells", "slots_cell",
-           "table_header", "table_rows"]
+           "setting_label", "table_header", "table_rows", "value_text"]

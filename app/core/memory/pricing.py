@@ -82,7 +82,8 @@ def fit_grid(settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None,
         row = []
         for c in contexts:
             if shape.context_length and c > shape.context_length:
-                row.append(FitCell(p, c, "invalid", reason=f"above the model's {shape.context_length} context"))
+                row.append(FitCell(p, c, "invalid", reason=f"above the model's training context "
+                                                                 f"({shape.context_length:,} tokens)"))
                 continue
             load = load_settings_for(settings.replace(num_parallel=p, context_length=c), shape,
                                      gpu.total_bytes if gpu else None, version,

@@ -101,3 +101,17 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
                 f"{_g(est.headroom_bytes)}; another app or a desktop change can push it over.")
     return (f"Fits: {_g(est.peak_gpu_bytes)} at peak of {free} free ({parts}), "
             f"{_g(est.headroom_bytes)} to spare.")
+
+
+def risky_apply_words(est: VramEstimate, model: str, server_name: str) -> tuple[str, str]:
+    """The title and sentence that ask before applying settings predicted to spill or not to load;
+    `server_name` is the backend's own name for its server (e.g. "llama-server")."""
+    if est.verdict == "wont_load":
+        return ("These settings will not load",
+                f"{model} needs {_g(est.total_gpu_bytes)} on a GPU with {_g(est.available_bytes)} available, so "
+                "loading it will fail with an out-of-memory error.")
+    on_cpu = est.layers_total - est.layers_on_gpu
+    who = server_name[:1].upper() + server_name[1:] if server_name.startswith("the ") else server_name
+    return ("These settings spill to the CPU",
+            f"{who} will put {on_cpu} of {est.layers_total} layers of {model} on the CPU ({est.processor}), "
+            "and generation gets several times slower.")

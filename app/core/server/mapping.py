@@ -103,6 +103,12 @@ class TuningMapping(Protocol):
         address (e.g. "any web page you open (OLLAMA_ORIGINS=*)"); () when none. See exposure.py."""
         ...
 
+    def default_context_length(self, version: str | None, gpu_total_bytes: int | None,
+                               gpu_overhead_bytes: int = 0) -> int | None:
+        """The context per request (tokens) the server picks by itself when none is set, where it picks
+        it by the GPU's memory (bytes; None: no GPU known); None when the server has no such rule."""
+        ...
+
 
 class NeutralTuning:
     """The mapping of no particular server: shared checks, no options, the fields as name = value."""
@@ -137,6 +143,11 @@ class NeutralTuning:
     def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
         """No server, no settings of its own that open it."""
         return ()
+
+    def default_context_length(self, version: str | None, gpu_total_bytes: int | None,
+                               gpu_overhead_bytes: int = 0) -> int | None:
+        """No server, no default of its own."""
+        return None
 
 
 def option_default(mapping: TuningMapping, name: str) -> Any:

@@ -68,7 +68,9 @@ def runs_without_gpu(gpu: GpuBackend | None, loaded: RunningModel | None) -> boo
 def spill_words(gpu: GpuBackend | None, loaded: RunningModel | None) -> str:
     """The server's own word for a model partly or wholly off its GPU ("100% CPU"), "" when it is all
     on the GPU, or runs on a machine without one."""
-    if loaded is None or loaded.size_vram_bytes >= loaded.size_bytes or runs_without_gpu(gpu, loaded):
+    if loaded is None or loaded.size_bytes is None or loaded.size_vram_bytes is None:
+        return ""  # the server does not say where its model sits
+    if loaded.size_vram_bytes >= loaded.size_bytes or runs_without_gpu(gpu, loaded):
         return ""
     return loaded.processor
 
@@ -81,7 +83,7 @@ async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running
     if sample is None:
         return None
     try:
-        loaded = sum(m.size_vram_bytes for m in await client.ps())
+        loaded = sum(m.size_vram_bytes or 0 for m in await client.ps())
     except OllamaError:
         loaded = 0
     used_by_others = others_bytes(sample.memory_used_mib, sample.server_memory_mib, server_running, loaded)

@@ -75,6 +75,11 @@ def _ended(known: PointResult, status: str, reason: str = "", detail: str = "") 
     return replace(known, status=status, reason=reason, detail=detail)
 
 
+def _mib(n_bytes: int | None) -> float | None:
+    """Bytes as MiB; None stays None (a size the server does not report)."""
+    return None if n_bytes is None else n_bytes / MIB
+
+
 def _name_matches(wanted: str, name: str) -> bool:
     full = wanted if ":" in wanted.rsplit("/", 1)[-1] else f"{wanted}:latest"
     return name in (wanted, full)
@@ -285,12 +290,13 @@ class SweepRunner:
             return _ended(priced, FAILED, "out of memory at load", exc.message)
         except OllamaError as exc:
             return _ended(priced, FAILED, *load_failure(exc.message, self._crash_reason()))
-        facts = replace(priced, loaded_size_mib=loaded.size_bytes / MIB if loaded else None,
-                        loaded_vram_mib=loaded.size_vram_bytes / MIB if loaded else None,
+        facts = replace(priced, loaded_size_mib=_mib(loaded.size_bytes if loaded else None),
+                        loaded_vram_mib=_mib(loaded.size_vram_bytes if loaded else None),
                         context_length=loaded.context_length if loaded else None)
         if loaded is not None and (spilled := spill_words(self._gpu, loaded)):
             return _ended(facts, FAILED, f"spilled to CPU ({spilled})",
-                          f"The server reports {loaded.size_vram_bytes / MIB:.0f} of {loaded.size_bytes / MIB:.0f} MiB "
+                          f"The server reports {_mib(loaded.size_vram_bytes) or 0:.0f} of "
+                          f"{_mib(loaded.size_bytes) or 0:.0f} MiB "
                           "on the GPU; the rest runs on the CPU, many times slower.")
         return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded))
 

@@ -25,8 +25,9 @@ STATE_COLOURS = {
 
 
 def format_running_model(m: RunningModel) -> str:
-    """One loaded model as 'name · 9.8 GiB · 100% GPU · ctx 32768'."""
-    parts = [m.name, f"{m.size_bytes / GIB:.1f} GiB", m.processor]
+    """One loaded model as 'name · 9.8 GiB · 100% GPU · ctx 32768' (sizes the server does not report left out)."""
+    parts = [m.name, *([f"{m.size_bytes / GIB:.1f} GiB"] if m.size_bytes is not None else []),
+             *([m.processor] if m.processor else [])]
     if getattr(m, "context_length", None):
         parts.append(f"ctx {m.context_length}")
     return " · ".join(parts)
@@ -76,6 +77,8 @@ class Header(QFrame):
         elif not status.state.is_running:
             self.version_label.setText(f"{self._server_name} —")
         serving = status.serving if status.state.is_running else ""
+        if not status.state.is_running:
+            self._running = []  # a stopped server holds no model
         if serving != self._serving:
             self._serving = serving
             self.set_running_models(self._running)
@@ -83,9 +86,10 @@ class Header(QFrame):
     def set_running_models(self, models: list[RunningModel]) -> None:
         """Show what the server reports as loaded."""
         self._running = list(models)
-        if not models and self._serving:
+        if self._serving and all(m.size_bytes is None for m in models):
             # A one-model server (llama-server) names its file, not how much of it sits in VRAM.
-            self.models_label.setText(f"serving {os.path.basename(self._serving)}")
+            ctx = next((m.context_length for m in models if m.context_length), None)
+            self.models_label.setText(f"serving {os.path.basename(self._serving)}" + (f" · ctx {ctx}" if ctx else ""))
             self.models_label.setToolTip(self._serving)
             return
         if not models:

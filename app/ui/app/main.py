@@ -40,7 +40,7 @@ from app.ui.app.server_controller import ServerController
 from app.ui.app.telemetry_poller import ServerTelemetryPoller
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.app.gc_policy import GuiThreadCollection
-from app.ui.app.window import MainWindow
+from app.ui.app.window import DEFAULT_SIZE, MainWindow
 from app.ui.pages.models.page import ModelsPage
 from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView
@@ -174,7 +174,7 @@ class DeckApp:
             self.embedded_offer = embedded.EmbeddedOffer(self.window.banner, sys.argv[1:], embedded.quit_application,
                                                          show=self.store_report.offer)
             self.controller.status_changed.connect(self.embedded_offer.on_status)
-        self.window.resize(1440, 900)
+        self.window.resize(DEFAULT_SIZE)
         # Where the window was left (not for --screenshot, whose images must not depend on it).
         self._screenshot = bool(getattr(args, "screenshot", None))
         self.screenshot_timer: QTimer | None = None
@@ -182,6 +182,7 @@ class DeckApp:
         self.ui_state = UiState() if self._screenshot else self.ui_store.load()
         if self.ui_state.geometry:
             self.window.restoreGeometry(QByteArray(self.ui_state.geometry))
+        self.window.fit_into_screen()  # the default or the saved size, never larger than the screen
         self.console_page.markdown_check.setChecked(self.ui_state.markdown)
         # Model files served lately (llama-server's GGUF), offered again on the Server page.
         self._recent_files = self.ui_state.recent_files
@@ -192,7 +193,7 @@ class DeckApp:
             or "dashboard"
         self._loaded_vram = 0
         self.controller.running_models_changed.connect(
-            lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes for m in models)))
+            lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes or 0 for m in models)))
         self._gpu_feed = QTimer()
         self._gpu_feed.setInterval(1000)
         self._gpu_feed.timeout.connect(self._feed_fit_panel)
@@ -241,7 +242,9 @@ class DeckApp:
     def _price_models_on_chosen_card(self) -> None:
         gib = int(self.server_page.fit_panel.card_combo.currentData())
         if gib <= 0:
-            self.models_page.set_gpu(None, "no GPU chosen on the Server page: the server runs on the CPU")
+            self.models_page.set_gpu(None, "No NVIDIA GPU here: the server runs on the CPU, and the Server page "
+                                           "prices it against this computer's RAM. Choose a card there to see "
+                                           "verdicts for that card.")
             return
         self.models_page.set_gpu(GpuInfo(name=f"a {gib} GiB card (chosen on the Server page; no NVIDIA GPU here)",
                                          driver="", memory_total_mib=gib * 1024.0))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer
+from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -21,6 +21,12 @@ from PySide6.QtWidgets import (
 from app.ui.widgets.banner import Banner
 from app.ui.app.header import Header
 from app.ui.app.server_controller import ServerController
+
+
+# The window's default size, where the screen has room for it.
+DEFAULT_SIZE = QSize(1440, 900)
+# How long after showing the window manager has framed the window, so that the frame can be measured.
+FRAME_SETTLE_MS = 200
 
 
 class MainWindow(QMainWindow):
@@ -63,6 +69,11 @@ class MainWindow(QMainWindow):
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
 
         QShortcut(QKeySequence(Qt.Key.Key_F11), self, self.toggle_full_screen)
+        # Esc leaves full screen (a presenter's first reflex); out of full screen it is left to the page.
+        self._leave_full_screen = QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.leave_full_screen)
+        self._leave_full_screen.setEnabled(False)
+        self.quit_shortcuts = [QShortcut(keys, self, self.close) for keys in quit_keys()]
+        self._fitted_once = False
         controller.status_changed.connect(self.header.set_status)
         controller.running_models_changed.connect(self.header.set_running_models)
         self.header.set_status(controller.status)
@@ -116,3 +127,47 @@ class MainWindow(QMainWindow):
             self.showNormal()
         else:
             self.showFullScreen()
+
+    def fit_into_screen(self) -> None:
+        """Shrink and move the window (its frame included, once it has one) into its screen's available
+        area: a saved size or the default never opens it larger than the screen (a 1280x720 projector,
+        or --scale 1.5 on a 1920x1080 one)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None or self.isFullScreen() or self.isMaximized():
+            return
+        area = screen.availableGeometry()
+        frame, inner = self.frameGeometry(), self.geometry()
+        extra_w, extra_h = frame.width() - inner.width(), frame.height() - inner.height()
+        size = QSize(min(self.width(), area.width() - extra_w), min(self.height(), area.height() - extra_h))
+        if size != self.size():
+            self.resize(size)
+        frame = self.frameGeometry()
+        x = max(area.left(), min(frame.x(), area.left() + area.width() - frame.width()))
+        y = max(area.top(), min(frame.y(), area.top() + area.height() - frame.height()))
+        if (x, y) != (frame.x(), frame.y()):
+            self.move(x, y)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's name
+        """Once shown (the window manager has framed it), fit the frame into the screen too."""
+        super().showEvent(event)
+        if not self._fitted_once:
+            self._fitted_once = True
+            QTimer.singleShot(FRAME_SETTLE_MS, self.fit_into_screen)
+
+    def leave_full_screen(self) -> None:
+        """Esc: back from full screen; nothing when the window is not full screen."""
+        if self.isFullScreen():
+            self.showNormal()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        """Esc is taken only while full screen, so that it still reaches a page otherwise."""
+        if event.type() == QEvent.Type.WindowStateChange:
+            self._leave_full_screen.setEnabled(self.isFullScreen())
+        super().changeEvent(event)
+
+
+def quit_keys() -> list[QKeySequence]:
+    """The platform's Quit keys, with Ctrl+Q among them (some platforms bind none)."""
+    keys = [k for k in QKeySequence.keyBindings(QKeySequence.StandardKey.Quit) if not k.isEmpty()]
+    ctrl_q = QKeySequence("Ctrl+Q")
+    return keys if ctrl_q in keys else [*keys, ctrl_q]

@@ -154,6 +154,19 @@ def test_models_are_the_served_one_then_the_folders_gguf_files(tmp_path: Path) -
     assert version == (probe.version_of(PROPS) or "unknown") and healthy and loaded == {"load"}  # by id and file name
 
 
+def test_the_served_model_is_listed_as_loaded_without_sizes_the_server_does_not_report(tmp_path: Path) -> None:
+    async def go() -> tuple[list, list]:
+        async with replaying(Replay()) as url, LlamaServerClient(url, models_dir=tmp_path) as client:
+            return await client.ps(), await client.tags()
+
+    running, models = run(go)
+    assert [m.name for m in running] == [models[0].name] == [SERVED]  # always loaded: llama-server's one model
+    loaded = running[0]
+    assert loaded.context_length == PROPS["default_generation_settings"]["n_ctx"] == 1024  # tokens per slot
+    assert loaded.size_bytes is None and loaded.size_vram_bytes is None and loaded.processor == ""
+    assert loaded.quantization_level == models[0].quantization_level
+
+
 def test_show_reads_a_folder_files_header_and_names_a_damaged_one(tmp_path: Path) -> None:
     (tmp_path / "cut.gguf").write_bytes(b"GGUF\x03\x00\x00\x00")
     (tmp_path / "garbage.gguf").write_bytes(b"PK\x03\x04 a zip file")
@@ -176,7 +189,6 @@ def test_what_llama_server_lacks_is_refused_with_what_to_do_instead() -> None:
     async def go() -> list[BaseException]:
         errors: list[BaseException] = []
         async with replaying(Replay()) as url, LlamaServerClient(url) as client:
-            assert await client.ps() == []
             for attempt in (lambda: client.unload("m"), lambda: client.delete("m"), lambda: client.load("other")):
                 try:
                     await attempt()

@@ -17,7 +17,7 @@ from app.core.bench.sweep import (FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, Gp
                             SweepAxes, SweepPlanError, SweepPoint, SweepSpec, parse_int_list, plan_sweep)
 from app.core.bench.recommend import pareto_front, recommend
 from app.core.bench.run import (CSV_COLUMNS, TABLE_HEADER, SweepRun, point_row, run_from_json, run_to_csv,
-                                run_to_json, run_to_markdown, table_header, table_rows)
+                                run_to_json, run_to_markdown, table_header, table_rows, value_text)
 
 BASE = ServerSettings(num_parallel=1, context_length=8192)
 TARGETS = LatencyTargets(ttft_p95_ms=1000, tpot_p95_ms=100, min_success=0.99)
@@ -224,6 +224,19 @@ def test_markdown_report_has_the_articles_table_and_the_reasoning():
     assert "## Recommendation" in md and "Recommended: parallel 2" in md
     assert "NVIDIA GeForce RTX 4090" in md and "0.12.6" in md
     assert "- **Server:** Ollama 0.12.6, " in md  # which kind of server measured it (as people write it), its version
+
+
+def test_markdown_base_settings_are_written_for_people_not_as_python_values():
+    run = make_run()
+    base = BASE.replace(context_length=None, extra_settings="--cache-reuse 256\n--mlock").with_options(binary="/opt/llama/llama-server")
+    run = replace(run, fingerprint=replace(run.fingerprint, base_settings=base.to_json()))
+    section = run_to_markdown(run).split("## Base settings", 1)[1]
+    assert "None" not in section and "{" not in section and "'" not in section
+    assert "- **Parallel requests:** 1" in section
+    assert "- **Context length:** —" in section  # not set: the server's default
+    assert "- **Server options:** binary: /opt/llama/llama-server" in section
+    assert "- **Extra settings:** --cache-reuse 256; --mlock" in section
+    assert value_text(True) == "on" and value_text({}) == "—" and value_text({"a": None, "b": 2}) == "a: —; b: 2"
 
 
 def test_the_servers_own_readings_ride_along_in_json_csv_and_the_table():

@@ -21,11 +21,21 @@ from tests.fakes.ollama.recorded import real_version
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
-def _env_without_ollama(tmp_path: Path) -> dict[str, str]:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(PROJECT_ROOT))
+def _env_without_ollama(tmp_path: Path, screen: tuple[int, int] = (1920, 1080)) -> dict[str, str]:
+    """The environment of an app run with no `ollama` to find, on an offscreen screen of `screen` pixels."""
+    env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={_screen_file(tmp_path, *screen)}",
+               PYTHONPATH=str(PROJECT_ROOT))
     # A PATH with this interpreter's folder only: no `ollama` can be found there.
     env["PATH"] = str(Path(sys.executable).parent)
     return env
+
+
+def _screen_file(folder: Path, width: int, height: int) -> Path:
+    """A Qt offscreen-platform configuration with one screen of width x height pixels."""
+    path = folder / f"screen-{width}x{height}.json"
+    path.write_text(json.dumps({"screens": [{"name": "screen", "x": 0, "y": 0, "width": width, "height": height,
+                                              "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
+    return path
 
 
 @pytest.mark.parametrize("page", ["dashboard", "server"])
@@ -54,7 +64,21 @@ def test_scale_enlarges_everything_for_a_projector(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     image = QImage(str(out))
-    assert (image.width(), image.height()) == (2160, 1350)  # the 1440 x 900 window, every pixel 1.5 x
+    # The 1440 x 900 window at 1.5 x would be 2160 x 1350: it opens inside the 1920 x 1080 screen instead.
+    assert 1800 < image.width() <= 1920 and 1000 < image.height() <= 1080
+
+
+@pytest.mark.parametrize("screen", [(1280, 720), (1024, 600)])
+def test_the_window_never_opens_larger_than_the_screen(tmp_path, screen):
+    out = tmp_path / "small.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(out), "--page", "server",
+         "--config-dir", str(tmp_path / "cfg"), "--url", "http://127.0.0.1:9"],
+        env=_env_without_ollama(tmp_path, screen), capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(out))
+    assert screen[0] - 40 < image.width() <= screen[0] and screen[1] - 40 < image.height() <= screen[1]
 
 
 @pytest.mark.parametrize("value, why", [("huge", "is not a number"), ("9", "outside 0.5-3")])
@@ -130,19 +154,25 @@ def test_settings_applied_in_the_app_are_there_after_a_restart(qtbot, tmp_path, 
     assert again.server_page.form.settings().num_parallel == 6
 
 
-def test_without_nvidia_gpu_models_are_priced_on_the_card_chosen_for_the_fit_panel(
+def test_without_nvidia_gpu_the_ram_is_priced_and_models_on_a_card_chosen_for_the_fit_panel(
         qtbot, tmp_path, fake_ollama, deck_factory, monkeypatch):
     import app.ui.app.main as main_module
     from app.adapters.telemetry.nvml import NullGpuBackend
 
     monkeypatch.setattr(main_module, "make_gpu_backend", lambda: NullGpuBackend("No NVIDIA driver found"))
     deck = deck_factory(_args(tmp_path, url=fake_ollama.url))
-    models = deck.models_page
-    assert models.gpu_total_bytes == 24 * GIB
+    models, fit, page = deck.models_page, deck.server_page.fit_panel, deck.server_page
+    # By default the server is priced as it would run here: on the CPU, against this computer's RAM.
+    assert fit.gpu_memory() is None and models.gpu_total_bytes is None
+    assert fit.title.text() == "RAM price of these settings"
+    assert page.tabs.tabText(page.fit_tab_index) == "RAM price"
+    qtbot.waitUntil(lambda: fit.estimate is not None, timeout=15_000)
+    assert fit.estimate.cpu_only
     card = deck.server_page.fit_panel.card_combo
     card.setCurrentIndex(card.findData(16))
     assert models.gpu_total_bytes == 16 * GIB
     assert "16 GiB card" in models.context_label.text()
+    assert fit.title.text() == "VRAM price of these settings" and page.tabs.tabText(page.fit_tab_index) == "VRAM price"
 
 
 def test_the_fit_panel_estimate_is_the_dashboard_estimate_line(qtbot, tmp_path, fake_ollama, deck_factory, monkeypatch):
@@ -248,6 +278,25 @@ def test_ctrl_and_a_number_switch_pages_and_f11_goes_full_screen(qtbot, tmp_path
     qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=5000)
 
 
+def test_esc_leaves_full_screen_and_ctrl_q_closes_the_window(qtbot, tmp_path, deck_factory):
+    from PySide6.QtCore import Qt
+
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    window = deck.window
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.keyClick(window, Qt.Key.Key_Escape)  # not full screen: Esc changes nothing
+    assert not window.isFullScreen() and window.isVisible()
+    qtbot.keyClick(window, Qt.Key.Key_F11)
+    qtbot.waitUntil(window.isFullScreen, timeout=5000)
+    qtbot.keyClick(window, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=5000)
+    assert window.isVisible()
+    qtbot.keyClick(window, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
+
+
 def test_the_window_opens_where_it_was_left(qtbot, tmp_path, deck_factory):
     first = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", page=None))
     assert first.first_page == "dashboard"  # nothing saved yet
@@ -275,7 +324,9 @@ def test_an_unreadable_window_file_is_moved_aside_and_the_app_starts(qtbot, tmp_
     (tmp_path / "cfg").mkdir()
     (tmp_path / "cfg" / "window.json").write_text("{ not json")
     deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9", page=None))
-    assert deck.first_page == "dashboard" and (deck.window.width(), deck.window.height()) == (1440, 900)
+    screen = deck.window.screen().availableGeometry()  # the default 1440 x 900, inside the screen
+    assert deck.first_page == "dashboard"
+    assert (deck.window.width(), deck.window.height()) == (min(1440, screen.width()), min(900, screen.height()))
     assert [p.name.startswith("window.json.unreadable-") for p in (tmp_path / "cfg").iterdir()].count(True) == 1
     deck.close()
     assert json.loads((tmp_path / "cfg" / "window.json").read_text())["page"] == "dashboard"

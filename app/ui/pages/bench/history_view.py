@@ -19,6 +19,8 @@ from app.ui.pages.bench.worker import Background
 from app.ui.pages.bench.history_compare import CompareView
 from app.ui.widgets.forms import InlineMessage, left_aligned
 
+# Runs the list shows whole at the least (the window's height permitting more).
+VISIBLE_ROWS = 4
 COLUMNS = ("Started", "Model", "GPU", "Server", "Points", "Best tokens/s", "Recommended", "Status")
 STATUS_COLOURS = {"finished": theme.OK, "cancelled": theme.WARNING, "interrupted": theme.ERROR,
                   "running": theme.ACCENT, UNREADABLE: theme.ERROR}
@@ -29,6 +31,13 @@ def _scrolled(widget: QWidget) -> QScrollArea:
     area.setWidgetResizable(True)
     area.setWidget(widget)
     return area
+
+
+def table_height(table: QTableWidget, rows: int) -> int:
+    """Pixels a table needs to show its header and `rows` whole rows (no half-hidden last row)."""
+    header = table.horizontalHeader().sizeHint().height()
+    scrollbar = table.horizontalScrollBar().sizeHint().height()
+    return header + rows * table.verticalHeader().defaultSectionSize() + scrollbar + 2 * table.frameWidth()
 
 
 class HistoryView(QWidget):
@@ -61,6 +70,9 @@ class HistoryView(QWidget):
         self.table.setAlternatingRowColors(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
+        # At least VISIBLE_ROWS whole runs in view, however small the window (a 1280x720 projector):
+        # the run below shrinks and scrolls instead.
+        self.table.setMinimumHeight(table_height(self.table, VISIBLE_ROWS))
         self.open_button = QPushButton("Open")
         self.open_button.setObjectName("OpenRun")
         self.open_button.setProperty("accent", True)
@@ -93,7 +105,10 @@ class HistoryView(QWidget):
         self.stack.addWidget(_scrolled(self.compare_view))
         splitter.addWidget(top)
         splitter.addWidget(self.stack)
-        splitter.setSizes([220, 640])
+        splitter.setCollapsible(0, False)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([top.minimumSizeHint().height(), 640])
         root.addWidget(splitter)
         self.open_button.clicked.connect(self.open_selected)
         self.compare_button.clicked.connect(self.compare_selected)

@@ -10,14 +10,15 @@ import math
 from pathlib import Path
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QHeaderView,
                                QLabel, QMenu, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget)
 
 from app.core.bench.sweep import CANCELLED, FAILED, OK, SKIPPED, UNSTABLE, PointResult
-from app.core.bench.run import SweepRun, reports_server, run_to_csv, run_to_json, run_to_markdown, server_cells
+from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_csv, run_to_json, run_to_markdown,
+                                server_cells)
 from app.ui.app import theme
 from app.ui.pages.bench.charts import SweepCharts
 from app.ui.pages.bench.targets import TargetFields
@@ -396,7 +397,8 @@ class RunView(QWidget):
             return False
         try:
             if kind == "png":
-                if not self.charts.grab().save(path, "PNG"):
+                image = titled_image(self.charts.grab().toImage(), chart_title(run))
+                if not QPixmap.fromImage(image).save(path, "PNG"):
                     raise OSError(f"Qt could not write a PNG to {path}")
             else:
                 text = {"csv": lambda: run_to_csv(run),
@@ -408,6 +410,29 @@ class RunView(QWidget):
             return False
         self.exported.emit(path)
         return True
+
+
+def titled_image(image: QImage, title: str) -> QImage:
+    """`image` under a band with `title` in it (an exported chart says what it shows without its file name)."""
+    font = QFont()
+    font.setPointSizeF(13)
+    font.setBold(True)
+    ratio = image.devicePixelRatio() or 1.0
+    band = round(QFontMetrics(font).height() * 2 * ratio)  # device pixels
+    out = QImage(image.width(), image.height() + band, QImage.Format.Format_ARGB32)
+    out.setDevicePixelRatio(ratio)
+    out.fill(QColor(theme.BACKGROUND))
+    painter = QPainter(out)
+    try:
+        painter.setFont(font)
+        painter.setPen(QColor(theme.TEXT))
+        width = image.width() / ratio
+        painter.drawText(QRectF(12, 0, width - 24, band / ratio), Qt.AlignmentFlag.AlignVCenter
+                         | Qt.AlignmentFlag.AlignLeft, title)
+        painter.drawImage(QPointF(0, band / ratio), image)
+    finally:
+        painter.end()
+    return out
 
 
 __all__ = ["RecommendationCard", "ResultsTable", "RunView", "cells_for", "columns_for", "shows_clients"]

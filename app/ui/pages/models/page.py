@@ -248,7 +248,9 @@ class ModelsPage(QWidget):
     def _show_context(self) -> None:
         s = self._server.settings
         fa = {"auto": "auto (on)", "on": "on", "off": "off"}.get(s.flash_attention, s.flash_attention)
-        ctx = f"{s.context_length:,}" if s.context_length else "Ollama's default"
+        # unset: the backend's own words for its default ("Default (the model's own)" on llama-server)
+        words = self.backend.tuning.texts.context_default
+        ctx = f"{s.context_length:,}" if s.context_length else words[:1].lower() + words[1:]
         knobs = f"context {ctx} × {s.num_parallel} parallel, KV {s.kv_cache_type}, flash attention {fa}"
         if self._gpu_info is None:
             self.context_label.setText(

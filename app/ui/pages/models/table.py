@@ -58,10 +58,14 @@ def fmt_expiry(text: str, now: datetime | None = None) -> str:
 
 
 def loaded_text(running: RunningModel, now: datetime | None = None) -> str:
-    """'9.8 GiB VRAM · 100% GPU · ctx 4096 · unloads in 4 min'."""
-    cpu = running.size_bytes - running.size_vram_bytes
-    parts = [f"{running.size_vram_bytes / GIB:.1f} GiB VRAM" + (f" + {cpu / GIB:.1f} GiB CPU" if cpu > 0 else ""),
-             running.processor]
+    """'9.8 GiB VRAM · 100% GPU · ctx 4096 · unloads in 4 min'; 'loaded · ctx 4096' from a server that does
+    not report where its model sits."""
+    if running.size_bytes is None or running.size_vram_bytes is None:
+        parts = ["loaded"]
+    else:
+        cpu = running.size_bytes - running.size_vram_bytes
+        parts = [f"{running.size_vram_bytes / GIB:.1f} GiB VRAM" + (f" + {cpu / GIB:.1f} GiB CPU" if cpu > 0 else ""),
+                 running.processor]
     if running.context_length:
         parts.append(f"ctx {running.context_length:,}")
     expiry = fmt_expiry(running.expires_at, now)

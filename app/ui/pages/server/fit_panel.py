@@ -3,6 +3,7 @@ the llama-server command the server will run for them."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -20,19 +21,20 @@ from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.memory.host import HostMemory
 from app.core.memory.ollama_launch import LaunchPlan, ollama_plans_launch
 from app.core.model_shape import ModelShape
-from app.core.memory.model_fit import ollama_default_context_length
 from app.core.memory.pricing import fit_grid, launch_plan_for, load_settings_for, price
 from app.core.memory.verdict import verdict_label
+from app.core.server.mapping import NeutralTuning, TuningMapping
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
+from app.ui.widgets.wrapping_text import WrappingText
 from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
 
 DEBOUNCE_MS = 150
 # Card sizes offered when no NVIDIA GPU can be read here (pricing for a card elsewhere).
 PRICING_CARDS_GIB = (8, 12, 16, 24, 32, 48, 80)
-DEFAULT_PRICING_CARD_GIB = 24
-# The card list's last entry: a machine without a GPU (a laptop), priced against its RAM.
+# The card list's first entry, and its default: this machine without a GPU, priced against its RAM.
 NO_GPU_CARD = 0
+NO_GPU_CARD_TEXT = "This computer's RAM"
 
 
 def _gib(n: int) -> str:
@@ -43,19 +45,22 @@ class FitPanel(QFrame):
     """Recomputes the estimate (debounced) whenever the settings, model or GPU change."""
 
     model_selected = Signal(str)  # a model name the page should fetch metadata for
+    title_changed = Signal(str)  # "VRAM price" or "RAM price": what the panel prices now
     estimate_changed = Signal(object)  # VramEstimate | None
     grid_cell_chosen = Signal(int, int)  # parallel, context: the user clicked the heat-map
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent=None, *, mapping: TuningMapping | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("FitPanel")
+        self._mapping: TuningMapping = mapping if mapping is not None else NeutralTuning()
         self.setStyleSheet("#FitPanel { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
                            "#FitPanel QLabel { background: transparent; }")
         self._settings = ServerSettings()
         self._shape: ModelShape | None = None
         self._shape_error = ""
         self._version: str | None = None
-        self._gpu_total = DEFAULT_PRICING_CARD_GIB * GIB
+        self.price_title = ""  # "VRAM price" or "RAM price", the tab's name for the panel
+        self._gpu_total = 0  # no GPU known: the computer's RAM until a GPU is read or a card chosen
         self._gpu_others = 0
         self._gpu_measured = False
         self._host: HostMemory | None = None
@@ -69,7 +74,8 @@ class FitPanel(QFrame):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(14, 12, 14, 12)
         lay.setSpacing(8)
-        title = QLabel("VRAM price of these settings")
+        self.title = title = QLabel()
+        title.setObjectName("fit_title")
         title.setStyleSheet("font-size: 13pt; font-weight: 600;")
         lay.addWidget(title)
 
@@ -77,16 +83,23 @@ class FitPanel(QFrame):
         pick.addWidget(QLabel("Model"))
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("fit_model")
-        self.model_combo.setMinimumWidth(200)
+        # both pickers shrink to a dozen characters (their full text in the tooltip), so that the panel
+        # fits beside the form at 1280x720
+        self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model_combo.setMinimumContentsLength(12)
         self.model_combo.setPlaceholderText("no local models yet")
         self.model_combo.currentTextChanged.connect(self._model_changed)
         pick.addWidget(self.model_combo, 1)
         self.card_combo = QComboBox()
         self.card_combo.setObjectName("fit_card")
+        self.card_combo.addItem(NO_GPU_CARD_TEXT, NO_GPU_CARD)
         for g in PRICING_CARDS_GIB:
             self.card_combo.addItem(f"{g} GiB card", g)
-        self.card_combo.addItem("No GPU (CPU only)", NO_GPU_CARD)
-        self.card_combo.setCurrentIndex(PRICING_CARDS_GIB.index(DEFAULT_PRICING_CARD_GIB))
+        self.card_combo.setCurrentIndex(0)
+        self.card_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.card_combo.setMinimumContentsLength(len(NO_GPU_CARD_TEXT))  # its longest choice, whole
+        self.card_combo.setToolTip("No NVIDIA GPU can be read here: the settings are priced against this "
+                                   "computer's RAM, or for the card you choose (to plan for another machine).")
         self.card_combo.currentIndexChanged.connect(self._card_changed)
         pick.addWidget(self.card_combo)
         lay.addLayout(pick)
@@ -132,11 +145,10 @@ class FitPanel(QFrame):
         self.host_label.setObjectName("fit_host")
         self.host_label.setWordWrap(True)
         lay.addWidget(self.host_label)
-        self.command_label = QLabel()
+        self.command_label = WrappingText()  # long paths wrap inside, never widening the panel
         self.command_label.setObjectName("fit_command")
-        self.command_label.setWordWrap(True)
-        self.command_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.command_label.setStyleSheet("font-family: monospace; color: #c9cbd3;")
+        self.command_label.setStyleSheet("QTextEdit { font-family: monospace; color: #c9cbd3; background: transparent; "
+                                         "border: none; }")
         self.command_label.setVisible(False)
         lay.addWidget(self.command_label)
 
@@ -147,15 +159,14 @@ class FitPanel(QFrame):
         self.heatmap = FitHeatmap()
         self.heatmap.cell_clicked.connect(self.grid_cell_chosen)
         lay.addWidget(self.heatmap, 1)
-        keys = QHBoxLayout()
-        for verdict in ("fits", "tight", "spills", "wont_load"):
-            k = QLabel(f"■ {VERDICT_WORDS[verdict]}")
-            k.setStyleSheet(f"color: {VERDICT_COLOURS[verdict]}; font-weight: 600;")
-            keys.addWidget(k)
-        keys.addStretch(1)
-        lay.addLayout(keys)
-        self.heat_note = QLabel("★ Ollama's default context on this card · outlined: the form's choice · "
-                                "click a cell to use it")
+        # the colour keys, in one label that wraps on a narrow panel
+        self.keys_label = QLabel()
+        self.keys_label.setObjectName("fit_keys")
+        self.keys_label.setWordWrap(True)
+        self.keys_label.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(self.keys_label)
+        self._show_keys(greyed=False)
+        self.heat_note = QLabel()
         self.heat_note.setObjectName("Dim")
         self.heat_note.setWordWrap(True)
         lay.addWidget(self.heat_note)
@@ -255,6 +266,32 @@ class FitPanel(QFrame):
             self._estimate = est
             self.estimate_changed.emit(est)
 
+    def _show_keys(self, greyed: bool) -> None:
+        """The verdicts' colours, and grey (above the model's training context) when the map has such cells."""
+        keys = [(VERDICT_COLOURS[v], VERDICT_WORDS[v]) for v in ("fits", "tight", "spills", "wont_load")]
+        if greyed:
+            keys.append((_bright(VERDICT_COLOURS["invalid"]), "above the model's training context"))
+        self.keys_label.setText(" &nbsp; ".join(
+            f"<span style='color: {colour}; font-weight: 600; white-space: nowrap;'>■&nbsp;{html.escape(words, quote=False)}</span>"
+            for colour, words in keys))
+
+    def _show_heat_note(self, default_ctx: int | None, training_ctx: int | None, cpu_only: bool) -> None:
+        """Say what the heat-map's star, outline and grey columns mean (only the marks it shows)."""
+        parts = []
+        if default_ctx is not None:
+            on = "without a GPU" if cpu_only else "on this card"
+            parts.append(f"★ {_possessive(self._mapping.texts.server_name)} default context {on} "
+                         f"({default_ctx // 1024}k)")
+        parts.append("outlined: the form's choice")
+        if training_ctx is not None:
+            parts.append(f"grey: above the model's training context ({training_ctx:,} tokens)")
+        parts.append("click a cell to use it")
+        self.heat_note.setText(" · ".join(parts))
+        self._show_keys(greyed=training_ctx is not None)
+        self.keys_label.setToolTip("" if training_ctx is None else
+                                   f"The model was trained for {training_ctx:,} tokens of context: "
+                                   "a longer context per request is not offered.")
+
     def _show_empty(self, text: str) -> None:
         self.host_label.setText("")
         self.command_label.setVisible(False)
@@ -265,6 +302,8 @@ class FitPanel(QFrame):
         self.verdict_label.setStyleSheet("font-size: 14pt; font-weight: 700; color: #8b8e99;")
         self.explanation.setText(text)
         self.heatmap.set_grid([], None, None)
+        self.heat_note.setText("")
+        self._show_keys(greyed=False)
 
     def _show_estimate(self, est: VramEstimate, shape: ModelShape) -> None:
         if est.cpu_only:
@@ -298,12 +337,18 @@ class FitPanel(QFrame):
         self.command_label.setText("\n".join(lines))
         self.command_label.setVisible(bool(lines))
         load = load_settings_for(self._settings, shape, self._gpu_total or None, self._version)
-        default_ctx = ollama_default_context_length(self._version, self._gpu_total, self._settings.gpu_overhead_mib * MIB)
+        # the star: the context the backend's server picks by itself on this GPU, where it has such a rule
+        default_ctx = self._mapping.default_context_length(self._version, self._gpu_total or None,
+                                                           self._settings.gpu_overhead_mib * MIB)
         grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host)
         self.heat_title.setText("What fits: parallel requests × context per request "
                                 + ("(GiB of RAM, no GPU)" if est.cpu_only else "(GiB on the GPU)"))
         self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx,
                               "of RAM" if est.cpu_only else "on the GPU")
+        greyed = any(cell.verdict == "invalid" and cell.context > (shape.context_length or 0) > 0
+                     for row in grid for cell in row)
+        self._show_heat_note(default_ctx if any(c.context == default_ctx for c in grid[0]) else None,
+                             shape.context_length if greyed else None, est.cpu_only)
 
     def _show_cpu_bar(self, est: VramEstimate) -> None:
         """No GPU: the bar is the computer's RAM and what the load puts there."""
@@ -330,9 +375,17 @@ class FitPanel(QFrame):
             self.set_gpu(None)
 
     def _show_gpu_line(self) -> None:
-        self.heat_title.setText("What fits: parallel requests × context per request (GiB on the GPU)")
-        if not self._gpu_measured and self._gpu_total <= 0:
-            self.gpu_label.setText("No GPU: pricing a server that runs on the CPU, against this computer's RAM.")
+        on_ram = not self._gpu_measured and self._gpu_total <= 0
+        self.heat_title.setText("What fits: parallel requests × context per request "
+                                + ("(GiB of RAM, no GPU)" if on_ram else "(GiB on the GPU)"))
+        title = "RAM price" if on_ram else "VRAM price"
+        if title != self.price_title:
+            self.price_title = title
+            self.title.setText(f"{title} of these settings")
+            self.title_changed.emit(title)
+        if on_ram:
+            self.gpu_label.setText("No NVIDIA GPU can be read here: pricing a server that runs on the CPU, against "
+                                   "this computer's RAM. Choose a card on the right to price for one instead.")
         elif self._gpu_measured:
             self.gpu_label.setText(
                 f"Priced against this GPU: {_gib(self._gpu_total)}, of which other processes use "
@@ -353,6 +406,12 @@ def _host_text(est: VramEstimate) -> str:
     if est.host_verdict == "tight":
         return text + f" — tight: under {_gib(1 << 30)} would be left."
     return text + "."
+
+
+def _possessive(name: str) -> str:
+    """"Ollama" -> "Ollama's", "the server" -> "The server's" (it starts a sentence)."""
+    name = name[:1].upper() + name[1:] if name.startswith("the ") else name
+    return name + ("'" if name.endswith("s") else "'s")
 
 
 def _bright(colour: str) -> str:

@@ -85,6 +85,15 @@ class VramBar(QWidget):
         p.drawRoundedRect(r, 5, 5)
 
 
+def cell_tooltip(cell: FitCell, where: str) -> str:
+    """What a heat-map cell means: its verdict and GiB, or why the combination is not offered."""
+    head = f"{cell.parallel} parallel × {cell.context:,} tokens"
+    if cell.verdict == "invalid":
+        return f"{head}: not offered — {cell.reason}."
+    return (f"{head}: {VERDICT_WORDS[cell.verdict]} ({cell.total_gpu_bytes / GIB:.1f} GiB {where})"
+            "\nClick to use this combination.")
+
+
 class FitHeatmap(QWidget):
     """Verdicts of parallel (rows) x context (columns); the current choice is outlined."""
 
@@ -146,9 +155,7 @@ class FitHeatmap(QWidget):
     def mouseMoveEvent(self, event) -> None:  # noqa: N802
         c = self._cell_under(event)
         if c is not None:
-            detail = c.reason or f"{c.total_gpu_bytes / GIB:.1f} GiB {self._where}"
-            self.setToolTip(f"{c.parallel} parallel × {c.context} tokens: {VERDICT_WORDS[c.verdict]} ({detail})"
-                            "\nClick to use this combination.")
+            self.setToolTip(cell_tooltip(c, self._where))
 
     def paintEvent(self, _event) -> None:  # noqa: N802
         p = QPainter(self)

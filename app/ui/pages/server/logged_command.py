@@ -4,9 +4,10 @@ beside the form's prediction."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+
+from app.ui.widgets.wrapping_text import WrappingText
 
 
 class LoggedCommand(QFrame):
@@ -24,16 +25,15 @@ class LoggedCommand(QFrame):
                            "#LoggedCommand QLabel { background: transparent; }")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(10, 8, 10, 8)
-        self.text = QLabel()
+        self.text = WrappingText()  # a command line of long paths wraps inside them, not past the panel
         self.text.setObjectName("LoggedCommandText")
-        self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         mono = QFont("DejaVu Sans Mono")
         mono.setPointSizeF(9)
         self.text.setFont(mono)
         top = QHBoxLayout()
         self.title = QLabel(self.TITLE)
         self.title.setStyleSheet("font-weight: 600;")
+        self.title.setWordWrap(True)
         copy = QPushButton("Copy")
         copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.text.text()))
         top.addWidget(self.title, 1)

@@ -20,17 +20,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.memory.verdict import risky_apply_words
 from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMapping
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
 from app.ui.widgets.banner import Banner
+from app.ui.widgets.wrapping_text import WrappingText
 from app.ui.app.header import STATE_COLOURS
 from app.ui.pages.server.fit_panel import FitPanel
 from app.ui.pages.server.settings_fields import exposure_notice
 from app.ui.pages.server.logged_command import LoggedCommand
 from app.ui.pages.server.settings_form import SettingsForm
 from app.ui.pages.server.slots_view import SlotsView
-from app.core.units import GIB
 
 LOG_MAX_LINES = 5000
 
@@ -93,22 +94,20 @@ class StatusCard(QFrame):
         self.pill.setObjectName("StatePill")
         self.title = QLabel()
         self.title.setStyleSheet("font-size: 14pt; font-weight: 600;")
-        top.addWidget(self.pill)
+        self.title.setWordWrap(True)
+        top.addWidget(self.pill, 0, Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.title, 1)
         lay.addLayout(top)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message = WrappingText()  # a URL or path in it wraps, not past the panel
         lay.addWidget(self.message)
         grid = QGridLayout()
         grid.setHorizontalSpacing(14)
-        self._details: dict[str, QLabel] = {}
+        self._details: dict[str, WrappingText] = {}
         for row, key in enumerate(("Address", "Version", "Process", "Binary")):
             k = QLabel(key)
             k.setObjectName("Dim")
-            v = QLabel("—")
-            v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            grid.addWidget(k, row, 0)
+            v = WrappingText("—")  # a program's path wraps inside, not past the panel
+            grid.addWidget(k, row, 0, Qt.AlignmentFlag.AlignTop)
             grid.addWidget(v, row, 1)
             self._details[key] = v
         grid.setColumnStretch(1, 1)
@@ -199,7 +198,7 @@ class ServerPage(QWidget):
         form_scroll = QScrollArea()
         form_scroll.setWidgetResizable(True)
         form_scroll.setWidget(self.form)
-        form_scroll.setMinimumWidth(440)
+        form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
         right = QWidget()
         rl = QVBoxLayout(right)
@@ -230,14 +229,15 @@ class ServerPage(QWidget):
 
         self.banner = Banner()
         rl.addWidget(self.banner)
-        self.fit_panel = FitPanel()
+        self.fit_panel = FitPanel(mapping=mapping)
         # a backend that starts llama-server itself can say the command it will run
         self.fit_panel.set_command_builder(getattr(mapping, "launch_lines", None))
         self.fit_panel.set_settings(settings)
         self.log_view = LogView()
         self.tabs = QTabWidget()
         self.tabs.setObjectName("ServerTabs")
-        self.tabs.addTab(self.fit_panel, "VRAM price")
+        self.fit_tab_index = self.tabs.addTab(self.fit_panel, self.fit_panel.price_title)
+        self.fit_panel.title_changed.connect(lambda title: self.tabs.setTabText(self.fit_tab_index, title))
         self.hint_box = QFrame()
         self.hint_box.setObjectName("HintBox")
         self.hint_box.setStyleSheet("#HintBox { background: #132a3a; border: 1px solid #2f6f9a; border-radius: 6px; }"
@@ -267,7 +267,11 @@ class ServerPage(QWidget):
         right_scroll = QScrollArea()
         right_scroll.setWidgetResizable(True)
         right_scroll.setWidget(right)
-        right_scroll.setMinimumWidth(440)
+        right_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # each side at least as wide as its content needs (it scrolls down, never sideways, nothing cut)
+        for area, content in ((form_scroll, self.form), (right_scroll, right)):
+            area.setMinimumWidth(content.minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width()
+                                 + 2 * area.frameWidth())
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(form_scroll)
         split.addWidget(right_scroll)
@@ -393,16 +397,7 @@ class ServerPage(QWidget):
 
     def _confirm_risky(self, settings: ServerSettings, est) -> None:
         """Ask before applying settings predicted to spill or not to load (non-blocking dialog)."""
-        if est.verdict == "wont_load":
-            title = "These settings will not load"
-            consequence = (f"{self.fit_panel.model_name} needs {est.total_gpu_bytes / GIB:.1f} GiB on a GPU "
-                           f"with {est.available_bytes / GIB:.1f} GiB available, so loading it will fail "
-                           "with an out-of-memory error.")
-        else:
-            title = "These settings spill to the CPU"
-            consequence = (f"Ollama will put {est.layers_total - est.layers_on_gpu} of {est.layers_total} layers "
-                           f"of {self.fit_panel.model_name} on the CPU ({est.processor}), and generation gets "
-                           "several times slower.")
+        title, consequence = risky_apply_words(est, self.fit_panel.model_name, self._mapping.texts.server_name)
         box = QMessageBox(QMessageBox.Icon.Warning, title, consequence, QMessageBox.StandardButton.NoButton, self)
         box.setObjectName("ConfirmRiskyApply")
         apply_anyway = box.addButton("Apply anyway", QMessageBox.ButtonRole.AcceptRole)

@@ -283,3 +283,48 @@ def test_while_the_server_is_held_by_a_sweep_models_are_not_loaded_unloaded_or_d
     assert m.page.held_label.isVisible() and "A benchmark sweep is running." in m.page.held_label.text()
     m.controller.release()
     assert m.page.preload_button.isEnabled() and not m.page.held_label.isVisible()
+
+
+def test_the_model_llama_server_serves_shows_as_loaded(qtbot):
+    import asyncio
+    import concurrent.futures
+
+    from app.backends.llama_server.client import LlamaServerClient
+    from app.backends.llama_server.spec import LLAMA_SERVER
+    from tests.fakes.llama_server.replay import Replay, recorded, replaying
+
+    served = json.loads(recorded("props.json"))["model_path"]
+    with LoopThread(name="test-models-llama") as loop:
+        address: concurrent.futures.Future[str] = concurrent.futures.Future()
+
+        async def serve() -> None:
+            async with replaying(Replay()) as url:
+                address.set_result(url)
+                await asyncio.Event().wait()  # until cancelled
+
+        serving = loop.submit(serve())
+        url = address.result(timeout=10)
+        controller = ServerController(loop, None, LlamaServerClient, lambda _s: None)
+        controller.attach_supervisor(ServerSupervisor(settings_for_url(ServerSettings(), url),
+                                                      on_status=controller.on_status, on_log=controller.on_log))
+        page = ModelsPage(loop, LLAMA_SERVER, controller, RTX_4090, "")
+        qtbot.addWidget(page)
+        try:
+            page.refresh()
+            qtbot.waitUntil(lambda: served in page.table.names, timeout=WAIT_MS)
+            assert page.table.cell_text(served, "Loaded") == "loaded · ctx 1,024"  # its one model, 1024 per slot
+        finally:
+            page.shutdown()
+            controller.shutdown()
+            serving.cancel()
+
+
+def test_the_unset_context_is_named_in_the_backends_words(qtbot, models):
+    from app.backends.llama_server.spec import LLAMA_SERVER
+
+    m = models()  # Ollama: its default by VRAM
+    assert "context default (Ollama picks by VRAM) × 1 parallel" in m.page.context_label.text()
+    m.page.backend = LLAMA_SERVER  # the same page words on llama-server
+    m.page._show_context()
+    assert "context default (the model's own) × 1 parallel" in m.page.context_label.text()
+    assert "Ollama" not in m.page.context_label.text()

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.memory.host import HostMemory
 from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 from app.ui.pages.server.fit_panel import NO_GPU_CARD, FitPanel
+from app.ui.pages.server.fit_widgets import cell_tooltip
 
 ROOT = Path(__file__).resolve().parents[4]
 SMOL = shape_from_show(json.loads((ROOT / "tests/data/show_smollm2_135m.json").read_text()), 98_362_745)
@@ -84,3 +86,51 @@ def test_an_ollama_before_0_30_gets_no_llama_server_command(qtbot, panel):
     qtbot.waitUntil(lambda: panel.estimate is not None, timeout=WAIT_MS)
     assert not panel.command_label.isVisibleTo(panel) and panel.command_label.text() == ""
     assert "not known here" in panel.host_label.text()
+
+
+def _panel_for(qtbot, mapping) -> FitPanel:
+    p = FitPanel(mapping=mapping)
+    qtbot.addWidget(p)
+    p.set_version("0.32.15")
+    p.set_gpu(24 * GIB, 0)
+    p.set_settings(ServerSettings(num_parallel=1, context_length=4096))
+    _pick(p, "qwen3", QWEN)
+    qtbot.waitUntil(lambda: p.estimate is not None and p.heatmap.cell_at(1, 4096) is not None, timeout=WAIT_MS)
+    return p
+
+
+def test_the_heatmap_stars_the_default_context_of_the_backend_in_use(qtbot):
+    ollama = _panel_for(qtbot, OLLAMA_TUNING)
+    assert ollama.heatmap._highlight_context == 32768  # Ollama's tier for a 24 GiB card
+    assert "★ Ollama's default context on this card (32k)" in ollama.heat_note.text()
+
+    llama = _panel_for(qtbot, LLAMA_SERVER_TUNING)  # no default by VRAM: the model's own context
+    assert llama.heatmap._highlight_context is None
+    assert "★" not in llama.heat_note.text() and "Ollama" not in llama.heat_note.text()
+
+
+def test_greyed_columns_say_they_are_above_the_models_training_context(qtbot):
+    panel = _panel_for(qtbot, LLAMA_SERVER_TUNING)
+    assert QWEN.context_length == 40960
+    cell = panel.heatmap.cell_at(1, 65536)
+    assert cell.verdict == "invalid"
+    assert "grey: above the model's training context (40,960 tokens)" in panel.heat_note.text()
+    assert "above the model's training context" in panel.keys_label.text()
+    assert cell_tooltip(cell, "on the GPU") == (
+        "1 parallel × 65,536 tokens: not offered — above the model's training context (40,960 tokens).")
+    assert "Click" in cell_tooltip(panel.heatmap.cell_at(1, 4096), "on the GPU")
+
+
+def test_without_a_gpu_the_panel_prices_this_computers_ram_by_default(qtbot):
+    p = FitPanel(mapping=OLLAMA_TUNING)
+    qtbot.addWidget(p)
+    p.set_gpu(None)  # no NVIDIA GPU can be read here
+    p.set_host(HostMemory(16 * GIB, 32 * GIB))
+    _pick(p, "smollm2", SMOL)
+    qtbot.waitUntil(lambda: p.estimate is not None, timeout=WAIT_MS)
+    assert p.card_combo.currentData() == NO_GPU_CARD and p.gpu_memory() is None and p.estimate.cpu_only
+    assert p.title.text() == "RAM price of these settings" and p.price_title == "RAM price"
+    with qtbot.waitSignal(p.title_changed) as changed:
+        p.card_combo.setCurrentIndex(p.card_combo.findData(24))  # planning for a card elsewhere
+    assert changed.args == ["VRAM price"] and p.title.text() == "VRAM price of these settings"
+    qtbot.waitUntil(lambda: p.estimate is not None and not p.estimate.cpu_only, timeout=WAIT_MS)

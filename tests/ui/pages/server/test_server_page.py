@@ -43,6 +43,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path):
         history = ApplyHistory(tmp_path / "history.sqlite3")
         controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu, record=history.add))
         page = ServerPage(controller, settings, mapping=OLLAMA_TUNING)
+        page.fit_panel.set_gpu(24 * GIB)  # as the composition root feeds it from NVML: a 24 GiB card
         qtbot.addWidget(page)
         page.resize(1300, 850)
         page.show()
