@@ -64,9 +64,18 @@ def test_an_attached_server_only_varies_the_client_side():
 
 def test_parse_int_list():
     assert parse_int_list("1, 2,4;8 8", "Parallel") == (1, 2, 4, 8)
-    for bad, words in (("", "at least one"), ("1, two", "'two' is not"), ("0", "at least 1")):
+    for bad, words in (("", "at least one"), ("1, two", "'two' is not"), ("0", "0 is below the minimum 1")):
         with pytest.raises(SweepPlanError, match=words):
             parse_int_list(bad, "Parallel")
+
+
+def test_parse_int_list_names_every_value_outside_the_range():
+    with pytest.raises(SweepPlanError) as caught:
+        parse_int_list("-1, 0, 99999", low=1, high=64)
+    assert str(caught.value) == ("-1 is below the minimum 1; 0 is below the minimum 1; "
+                                 "99999 is above the maximum 64 (write e.g. 1, 2, 4, 8).")
+    with pytest.raises(SweepPlanError, match="^'abc' is not a whole number"):
+        parse_int_list("abc")
 
 
 def test_too_many_points_are_refused():

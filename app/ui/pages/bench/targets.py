@@ -3,9 +3,8 @@ re-judge row of a run's recommendation card."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
-
 from app.core.bench.stats import LatencyTargets
+from app.ui.widgets.forms import RangedDoubleSpinBox, RangedSpinBox
 
 TTFT_HINT = "Time to first token, queueing included."
 TPOT_HINT = "Time per output token after the first (100 ms ≈ 10 tokens/s)."
@@ -21,15 +20,15 @@ class TargetFields:
     """Owns the spin boxes; `targets()` reads them, `set_targets()` fills them."""
 
     def __init__(self, prefix: str = "") -> None:
-        self.ttft = QSpinBox()
+        self.ttft = RangedSpinBox()
         self.ttft.setObjectName(f"{prefix}ttft_target")
         self.ttft.setRange(10, 600_000)
         self.ttft.setSuffix(" ms")
-        self.tpot = QSpinBox()
+        self.tpot = RangedSpinBox()
         self.tpot.setObjectName(f"{prefix}tpot_target")
         self.tpot.setRange(1, 10_000)
         self.tpot.setSuffix(" ms")
-        self.success = QDoubleSpinBox()
+        self.success = RangedDoubleSpinBox()
         self.success.setObjectName(f"{prefix}success_target")
         self.success.setRange(50.0, 100.0)
         self.success.setSuffix(" %")
@@ -38,7 +37,7 @@ class TargetFields:
         self.tpot.setToolTip(TPOT_HINT)
 
     @property
-    def widgets(self) -> tuple:
+    def widgets(self) -> tuple[RangedSpinBox, RangedSpinBox, RangedDoubleSpinBox]:
         return self.ttft, self.tpot, self.success
 
     def targets(self) -> LatencyTargets:

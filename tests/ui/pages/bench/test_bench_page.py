@@ -210,7 +210,7 @@ def test_the_editor_says_what_is_wrong_before_anything_runs(qtbot, page_factory,
     editor.model.setEditText("qwen3:0.6b")
     editor.parallel.setText("1, x")
     editor.start_button.click()
-    assert "'x' is not a whole number" in editor.message.message
+    assert editor.parallel_message.message.startswith("'x' is not a whole number")
     assert not page.sweeps.running
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("first\nsecond\n")
