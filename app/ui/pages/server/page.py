@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.server.applied import carry_edits
 from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMapping
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
@@ -193,6 +194,8 @@ class ServerPage(QWidget):
         self._status = controller.status
         self._busy = False
         self._held = controller.held_reason
+        self._asked: ServerSettings | None = None  # what this page's own last apply asked for
+        self._apply_banner = False  # the banner shows an apply's outcome (replaced when the next one starts)
 
         self.form = SettingsForm(mapping=mapping)
         self.form.set_settings(settings)
@@ -331,8 +334,21 @@ class ServerPage(QWidget):
         self._refresh()
 
     def _on_applied(self, settings: ServerSettings) -> None:
-        self._applied = settings
+        """Settings put in force, by this page or elsewhere (a sweep's winner): the form shows them, with
+        whatever the user was still editing kept on top."""
+        before, self._applied = self._applied, settings
+        if settings != self._asked:
+            self._clear_apply_banner()  # another apply began: the last one's outcome is history
+        shown = self.form.settings()
+        if shown != settings:
+            self.form.set_settings(carry_edits(shown, before, settings))
+            self.fit_panel.set_settings(self.form.settings())
         self._refresh()
+
+    def _clear_apply_banner(self) -> None:
+        if self._apply_banner:
+            self._apply_banner = False
+            self.banner.clear()
 
     def _set_busy(self, busy: bool) -> None:
         self._busy = busy
@@ -340,6 +356,8 @@ class ServerPage(QWidget):
 
     def _set_held(self, reason: str) -> None:
         self._held = reason
+        if reason:
+            self._clear_apply_banner()  # a sweep restarts the server: the last apply's outcome no longer holds
         self._refresh()
 
     def _refresh(self) -> None:
@@ -371,7 +389,8 @@ class ServerPage(QWidget):
     def _start(self) -> None:
         self.banner.clear()
         if self.form.settings() != self._applied:
-            self.controller.apply(self.form.settings(), then_start=True)
+            self._asked = self.form.settings()
+            self.controller.apply(self._asked, then_start=True)
         else:
             self.controller.start()
 
@@ -388,6 +407,7 @@ class ServerPage(QWidget):
         self._apply_now(settings)
 
     def _apply_now(self, settings: ServerSettings) -> None:
+        self._asked = settings
         model = self.fit_panel.model_name or None
         self.controller.apply(settings, model=model, predicted=self.fit_panel.estimate)
 
@@ -419,11 +439,17 @@ class ServerPage(QWidget):
         box.open()
 
     def _on_apply_checked(self, report) -> None:
+        self._apply_banner = True
         if report.judgement.keep:
             notice = self._exposure_notice() if self._status.state is ServerState.RUNNING_MANAGED else ""
             self.banner.show_message("\n".join(t for t in ("Applied. " + report.judgement.reason, notice) if t),
                                      "warning" if notice else "info")  # the restart's warning stays in view
             return
+        if report.tried == self._asked and report.restored is not None:
+            # This page's own values, rolled back: they stay in the form to be edited and tried again.
+            self.form.set_settings(carry_edits(self.form.settings(), report.restored, report.tried))
+            self.fit_panel.set_settings(self.form.settings())
+            self._refresh()
         text = "Rolled back to the last good settings. " + report.judgement.reason
         if not report.rollback_ok:
             text += " The server did not come back with the restored settings either; see the server log."
