@@ -34,11 +34,13 @@ from PySide6.QtWidgets import (
 ERROR_COLOR = "#ff6b6b"
 WARNING_COLOR = "#f0b429"
 HINT_COLOR = "#8b96a5"
+INFO_COLOR = "#9fd8ff"
 
 _MESSAGE_STYLES = {
     "": "",
     "error": f"color: {ERROR_COLOR};",
     "warning": f"color: {WARNING_COLOR};",
+    "info": f"color: {INFO_COLOR};",
 }
 _PROMINENT_STYLES = {
     "": "",
@@ -50,12 +52,16 @@ _PROMINENT_STYLES = {
         f"color: {WARNING_COLOR}; background: rgba(240, 180, 41, 0.12);"
         f" border: 1px solid {WARNING_COLOR}; border-radius: 4px; padding: 6px 8px;"
     ),
+    "info": (
+        f"color: {INFO_COLOR}; background: rgba(76, 194, 255, 0.08);"
+        " border: 1px solid #2f6f9a; border-radius: 4px; padding: 6px 8px;"
+    ),
 }
 _PREFIX = {"error": "✖ ", "warning": "⚠ "}
 
 
 class InlineMessage(QLabel):
-    """A wrapped line under a field: a red error, an amber warning, or nothing (hidden)."""
+    """A wrapped line under a field: a red error, an amber warning, a blue note, or nothing (hidden)."""
 
     def __init__(self, parent: QWidget | None = None, *, prominent: bool = False) -> None:
         super().__init__(parent)
@@ -68,7 +74,7 @@ class InlineMessage(QLabel):
 
     @property
     def severity(self) -> str:
-        """'error', 'warning' or '' when nothing is shown."""
+        """'error', 'warning', 'info' or '' when nothing is shown."""
         return self._severity
 
     @property
@@ -83,6 +89,10 @@ class InlineMessage(QLabel):
     def show_warning(self, text: str) -> None:
         """Show text as a warning (allowed, but worth reading)."""
         self._show("warning", text)
+
+    def show_info(self, text: str) -> None:
+        """Show text as a note (how something went, nothing to fix)."""
+        self._show("info", text)
 
     def clear_message(self) -> None:
         """Hide the message."""

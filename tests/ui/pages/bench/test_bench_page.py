@@ -17,7 +17,10 @@ from app.adapters.storage.settings_store import SettingsStore
 from app.backends.ollama.spec import OLLAMA
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.ports.backend import BackendSpec
+from app.core.server.applied import SettingsKeeping
 from app.core.server.state import ServerState
+from app.services.guarded_apply import GuardedApplier
+from tests.fakes.scripted_gpu import ScriptedGpuBackend
 from app.core.server.settings import ServerSettings
 from app.core.bench.sweep import Fingerprint
 from app.ui.pages.bench.page import BenchPage, duration_text
@@ -36,15 +39,17 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
     made = []
 
     def make(settings: ServerSettings | None = None, history: BenchHistory | None = None,
-             backend: BackendSpec = OLLAMA, **env: str):
+             backend: BackendSpec = OLLAMA, keeping: SettingsKeeping = SettingsKeeping.SAVED, guarded: bool = False,
+             **env: str):
         for name, value in {**FAST, **env}.items():
             monkeypatch.setenv(name, value)
         settings = settings or ServerSettings(port=free_port())
         store = SettingsStore(tmp_path / "config")
-        controller = ServerController(supervisor_loop, None, OllamaClient, store.save)
+        controller = ServerController(supervisor_loop, None, OllamaClient, store.save, keeping=keeping)
         supervisor = ServerSupervisor(settings, on_status=controller.on_status, on_log=controller.on_log,
                                       start_timeout_s=5.0, stop_grace_s=0.5, health_interval_s=0.2)
-        controller.attach_supervisor(supervisor)
+        no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
+        controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu) if guarded else None)
         page = BenchPage(controller, supervisor_loop, supervisor, backend,
                          history=history or BenchHistory(tmp_path / "benchmarks.sqlite3"))
         qtbot.addWidget(page)
@@ -327,3 +332,24 @@ def test_a_backend_that_cannot_restart_with_settings_sweeps_client_concurrency_o
     qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: editor.start_button.isEnabled(), timeout=WAIT_MS)
     assert not editor.parallel.isEnabled() and "Only client concurrency varies" in editor.mode_label.text()
+
+
+@pytest.mark.parametrize(("keeping", "kept"), [
+    (SettingsKeeping.SAVED, "the settings are saved"),
+    (SettingsKeeping.DEMO_SESSION, "the settings are kept for this session (demo mode leaves your saved settings as they are)"),
+])
+def test_applying_a_point_says_what_becomes_of_the_settings_and_then_how_it_went(qtbot, page_factory, keeping, kept):
+    controller, page, _store = page_factory(keeping=keeping, guarded=True)
+    controller.start()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    run = make_run()
+    run = replace(run, fingerprint=replace(run.fingerprint, model="qwen3:0.6b"))
+    with qtbot.waitSignal(controller.apply_checked, timeout=WAIT_MS):
+        page.apply_point(run.results[1], run)
+        assert page.message.severity == "info"
+        assert page.message.message.startswith("Applying parallel 2 ")
+        assert page.message.message.endswith(f": {kept}, and the server restarts with them.")
+    qtbot.waitUntil(lambda: page.message.message.startswith("Applied. "), timeout=WAIT_MS)
+    if not keeping.saved:
+        assert "saved" not in page.message.message.replace("your saved settings", "")
