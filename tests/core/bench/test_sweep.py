@@ -218,6 +218,18 @@ def test_changing_targets_recomputes_the_recommendation():
     assert strict.recommendation.index == 0  # parallel 2's TTFT of 200 ms is now too slow
 
 
+def test_a_rejudged_run_keeps_the_targets_it_ran_with_through_json():
+    run = make_run()
+    strict = run.with_targets(LatencyTargets(ttft_p95_ms=150, tpot_p95_ms=100))
+    assert strict.ran_with == run.spec.targets
+    again = strict.with_targets(LatencyTargets(ttft_p95_ms=170, tpot_p95_ms=100))
+    assert again.ran_with == run.spec.targets  # still the targets it was measured with
+    assert strict.with_targets(run.spec.targets).ran_with is None  # judged as it ran: not re-judged
+    back = run_from_json(json.loads(json.dumps(run_to_json(strict, with_records=True))))
+    assert back.ran_with == run.spec.targets and back.spec.targets == strict.spec.targets
+    assert back.recommendation == strict.recommendation
+
+
 def test_csv_has_a_row_per_point_and_empty_cells_for_unknowns():
     rows = list(csv.DictReader(io.StringIO(run_to_csv(make_run()))))
     assert list(rows[0]) == list(CSV_COLUMNS)

@@ -202,6 +202,9 @@ class BenchPage(QWidget):
         self.sweeps.running_changed.connect(self.editor.set_running)
         self.sweeps.running_changed.connect(self._hold_server)
         self.run_view.apply_requested.connect(self.apply_point)
+        # One set of targets: the next sweep's and the shown run's re-judge fields are the same values.
+        self.editor.targets.follow(self.run_view.card.targets)
+        self.run_view.rejudged.connect(self._keep_judgement)
         self.run_view.exported.connect(self.export_notice.show_written)
         self.run_view.export_failed.connect(self._export_failed)
         self.history_view.apply_requested.connect(self.apply_point)
@@ -276,6 +279,13 @@ class BenchPage(QWidget):
             self.message.show_info(f"Applied. {judgement.reason}")
         else:
             self.message.show_error(f"Rolled back to the last good settings. {judgement.reason}")
+
+    def _keep_judgement(self, run: SweepRun) -> None:
+        """A re-judged run is kept so (History shows its recommendation); a running one is kept when it ends."""
+        self.current = run
+        if run.run_id is not None:
+            self.background.call(self.history.keep_judgement, run.run_id, run, on_done=lambda _none: None,
+                                 on_error=self.message.show_warning)
 
     def _export_failed(self, text: str) -> None:
         self.export_notice.clear_notice()

@@ -16,6 +16,11 @@ def _first(*values: float | None) -> float:
     return next((v for v in values if v is not None), 0.0)
 
 
+def _match(field: RangedSpinBox | RangedDoubleSpinBox, value: float) -> None:
+    if field.value() != value:  # equal values emit nothing: the two fields do not echo each other
+        field.setValue(value)  # type: ignore[arg-type]  # an int for the whole-number fields
+
+
 class TargetFields:
     """Owns the spin boxes; `targets()` reads them, `set_targets()` fills them."""
 
@@ -39,6 +44,15 @@ class TargetFields:
     @property
     def widgets(self) -> tuple[RangedSpinBox, RangedSpinBox, RangedDoubleSpinBox]:
         return self.ttft, self.tpot, self.success
+
+    def follow(self, other: TargetFields) -> None:
+        """Show the same targets as `other`, both ways: one set of targets however many places edit it."""
+        pairs: tuple[tuple[RangedSpinBox | RangedDoubleSpinBox, RangedSpinBox | RangedDoubleSpinBox], ...] = (
+            (self.ttft, other.ttft), (self.tpot, other.tpot), (self.success, other.success))
+        for mine, theirs in pairs:
+            mine.valueChanged.connect(lambda value, field=theirs: _match(field, value))
+            theirs.valueChanged.connect(lambda value, field=mine: _match(field, value))
+        other.set_targets(self.targets())
 
     def targets(self) -> LatencyTargets:
         return LatencyTargets(float(self.ttft.value()), float(self.tpot.value()), self.success.value() / 100)

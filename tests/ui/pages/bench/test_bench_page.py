@@ -353,3 +353,43 @@ def test_applying_a_point_says_what_becomes_of_the_settings_and_then_how_it_went
     qtbot.waitUntil(lambda: page.message.message.startswith("Applied. "), timeout=WAIT_MS)
     if not keeping.saved:
         assert "saved" not in page.message.message.replace("your saved settings", "")
+
+
+def _recommended_column(view) -> str:
+    return view.table.item(0, 6).text()
+
+
+def test_a_rejudged_sweep_is_kept_so_and_the_targets_are_one_set(qtbot, page_factory):
+    # 200 tokens/s: 5 ms per output token, so a 1 ms TPOT target leaves no point to recommend.
+    controller, page, store = page_factory(FAKE_OLLAMA_TOKENS_PER_S="200", FAKE_OLLAMA_ANSWER_TOKENS="6")
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    fill(page, parallel="1, 2")
+    editor, card = page.editor, page.run_view.card
+    editor.tpot.setValue(1)
+    assert card.targets.tpot.value() == 1  # the card's re-judge fields show the editor's targets
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        editor.start_button.click()
+    run = finished.args[0]
+    assert run.run_id is not None and run.recommendation.index is None
+    page.tabs.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: page.history_view.table.rowCount() == 1, timeout=WAIT_MS)
+    assert _recommended_column(page.history_view) == "—"
+    page.tabs.setCurrentIndex(0)
+
+    card.targets.tpot.setValue(1000)
+    assert editor.tpot.value() == 1000  # ... and the other way round: the next sweep uses them too
+    with qtbot.waitSignal(page.run_view.rejudged, timeout=WAIT_MS):
+        card.rejudge_button.click()
+    assert card.apply_button.isEnabled() and "re-judged: " in page.run_view.facts.text()
+    winner = card.apply_button.text().removeprefix("Apply ")
+    card.apply_button.click()
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    assert editor.targets.targets() == card.targets.targets() == page.run_view.run.spec.targets
+
+    page.tabs.setCurrentIndex(1)
+    page.history_view.refresh()
+    qtbot.waitUntil(lambda: _recommended_column(page.history_view) == winner, timeout=WAIT_MS)
+    kept = page.history.load(run.run_id)  # opened again: judged as the user last judged it
+    assert kept.spec.targets.tpot_p95_ms == 1000 and kept.ran_with.tpot_p95_ms == 1
+    assert kept.recommendation.index is not None
