@@ -34,7 +34,7 @@ from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
 from app.ui.pages.bench.worker import Background, SweepController, SweepProgress
 from app.ui.pages.bench.history_view import HistoryView
-from app.ui.widgets.forms import InlineMessage
+from app.ui.widgets.forms import InlineMessage, guard_form
 
 PHASE_WORDS = {"preparing": "Preparing", "pricing": "Pricing the setting", "restarting": "Restarting the server",
                "loading": "Loading the model", "warm-up": "Warming up (not counted)", "measuring": "Measuring",
@@ -214,6 +214,7 @@ class BenchPage(QWidget):
         controller.models_listed.connect(self._models_listed)
         controller.settings_applied.connect(self._settings_applied)
         controller.apply_checked.connect(self._apply_checked)
+        guard_form(self)  # the re-judge fields of the live and the History tab's cards too
         self._server_changed(controller.status)
 
     # ---- sweeps ---------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMa
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
 from app.ui.widgets.banner import Banner
+from app.ui.widgets.forms import guard_form
 from app.ui.app.header import STATE_COLOURS
 from app.ui.pages.server.fit_panel import FitPanel
 from app.ui.pages.server.settings_fields import exposure_notice
@@ -302,6 +303,7 @@ class ServerPage(QWidget):
         controller.held_changed.connect(self._set_held)
         controller.error.connect(lambda text: self.banner.show_message(text, "error"))
         controller.settings_applied.connect(self._on_applied)
+        guard_form(self)  # the fit panel's choices too: scrolling the page never changes them
         self.set_status(controller.status)
 
     def show_slots(self, view: QWidget) -> None:
