@@ -188,7 +188,8 @@ def parse_int_list(text: str, what: str = "", low: int = 1, high: int | None = N
             values.append(value)
     prefix = f"{what}: " if what else ""
     if problems:
-        raise SweepPlanError(f"{prefix}{'; '.join(problems)} (write e.g. 1, 2, 4, 8).")
+        example = " (write e.g. 1, 2, 4, 8)" if any("not a whole number" in p for p in problems) else ""
+        raise SweepPlanError(f"{prefix}{'; '.join(problems)}{example}.")
     if not values:
         raise SweepPlanError(f"{prefix}give at least one value (e.g. 1, 2, 4, 8).")
     return tuple(_unique(values))

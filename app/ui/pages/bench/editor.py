@@ -122,7 +122,7 @@ class SweepEditor(QWidget):
         self.parallel.setObjectName("parallel")
         self.parallel_message = group.add_field(
             "Parallel", self.parallel, env_name=self._setting_name("num_parallel"),
-            hint="The articles' “batch size”. Each value restarts the server.")
+            hint=f"The articles' “batch size”. Each value restarts the server. Values 1 to {MAX_PARALLEL}.")
         self.clients = QLineEdit()
         self.clients.setObjectName("clients")
         self.clients.setPlaceholderText("same as parallel")
@@ -139,7 +139,8 @@ class SweepEditor(QWidget):
         self.context = QLineEdit()
         self.context.setObjectName("context")
         self.context_message = group.add_field("Context", self.context, env_name=self._setting_name("context_length"),
-                                               hint="Tokens per slot, e.g. 8192, 16384. Empty: keep the current.")
+                                               hint=f"Tokens per slot, e.g. 8192, 16384 ({MIN_CONTEXT} to {MAX_CONTEXT}). "
+                                                    "Empty: keep the current.")
         self.fa = QComboBox()
         self.fa.setObjectName("flash_attention")
         for key, text in FA_CHOICES:
