@@ -95,6 +95,8 @@ class GuardedApplier:
                 oom = isinstance(exc, OutOfMemory) or is_oom_message(exc.message)
                 return ApplyObservation(server_running=running or oom, server_message=self._supervisor.status.message,
                                         model=model, load_error=exc.message, load_error_is_oom=oom)
+            # Loaded: the server answered for it. Not every server lists it with its memory split in ps()
+            # (llama-server lists nothing), so being loaded is not read from that list.
             # /api/ps names a model in full ("smollm2:latest") however it was asked for ("smollm2").
             full = model if ":" in model.rsplit("/", 1)[-1] else f"{model}:latest"
             loaded = [m for m in await client.ps() if m.name in (model, full) or m.model in (model, full)]
@@ -102,7 +104,7 @@ class GuardedApplier:
                   if self._gpu.available else None)
         entry = loaded[0] if loaded else None
         return ApplyObservation(
-            server_running=True, model=model,
+            server_running=True, model=model, model_loaded=True,
             ps_size_bytes=entry.size_bytes if entry else None,
             ps_size_vram_bytes=entry.size_vram_bytes if entry else None,
             ps_context_length=entry.context_length if entry else None,

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from app.adapters.storage.apply_history import ApplyHistory
 from app.services.guarded_apply import GuardedApplier
+from app.backends.llama_server.client import LlamaServerClient
 from app.backends.ollama.client import OllamaClient
 from app.core.memory.estimator import GpuMemory
 from app.core.model_shape import shape_from_show
 from app.core.memory.pricing import price
 from app.core.units import GIB
-from app.core.server.state import ServerState
+from app.core.server.state import ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
+from tests.fakes.llama_server.replay import Replay, replaying
 from tests.fakes.scripted_gpu import ScriptedGpuBackend
 from tests.fakes.ollama.server_fixtures import free_port
 
@@ -135,3 +139,38 @@ def test_the_record_is_written_and_the_gpu_read_off_the_loop_thread(make_supervi
     assert len(writers) == 1 and writers[0] != loop_ident
     assert gpu.threads and loop_ident not in gpu.threads
     assert history.recent()[0]["tried"]["num_parallel"] == 2
+
+
+class _RestartsInPlace:
+    """The supervisor's side of a server that is already up at the settings' address: each restart comes
+    back running (the restart itself is the supervisors' own tests' business, not this one's)."""
+
+    def __init__(self) -> None:
+        self.status = ServerStatus(ServerState.RUNNING_MANAGED)
+        self.restarted: list[ServerSettings] = []
+
+    async def restart(self, settings: ServerSettings) -> ServerStatus:
+        self.restarted.append(settings)
+        return self.status
+
+    def server_pids(self) -> list[int]:
+        return []
+
+
+def test_a_served_model_the_server_does_not_list_is_loaded_all_the_same():
+    # llama-server's API, as the real one answered it: it serves one model (/props, /v1/models) and, unlike
+    # Ollama's /api/ps, lists no loaded models with their memory split.
+    async def go():
+        async with replaying(Replay()) as url:
+            async with LlamaServerClient(url) as client:
+                served = (await client.tags())[0].name
+                assert await client.ps() == []
+            settings = ServerSettings(port=urlsplit(url).port)
+            supervisor = _RestartsInPlace()
+            applier = GuardedApplier(supervisor, LlamaServerClient, ScriptedGpuBackend(available=False))
+            return served, await applier.apply(settings.replace(num_parallel=2), settings, served, None)
+
+    served, report = asyncio.run(go())
+    assert report.judgement.keep and report.observation.model_loaded
+    assert "no model was loaded" not in report.judgement.reason
+    assert report.judgement.reason.startswith(f"{served} is loaded with the new settings")

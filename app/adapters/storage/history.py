@@ -283,6 +283,12 @@ class BenchHistory:
         with self._connect(write=True) as conn:
             self._update_run(conn, run_id, run)
 
+    def keep_judgement(self, run_id: int, run: SweepRun) -> None:
+        """Keep a run as last judged (re-judged against other targets): its recommendation and targets, and
+        the targets it ran with; the measured requests stay as they are."""
+        with self._connect(write=True) as conn:
+            self._update_run(conn, run_id, run)
+
     def save(self, run: SweepRun) -> int:
         """Store a whole run with its points in one transaction; returns its id."""
         with self._connect(write=True) as conn:

@@ -38,6 +38,8 @@ class SweepRun:
     finished_at: str = ""
     notes: tuple[str, ...] = ()
     run_id: int | None = None  # the history's id once stored
+    # The targets it was measured with, once it is judged against others (spec.targets); None: not re-judged.
+    ran_with: LatencyTargets | None = None
 
     def with_result(self, result: PointResult) -> SweepRun:
         """A copy with one more point result."""
@@ -49,10 +51,13 @@ class SweepRun:
                        recommendation=recommend(self.results, self.spec.targets, self.varying))
 
     def with_targets(self, targets: LatencyTargets) -> SweepRun:
-        """The run judged against other targets: statistics and recommendation recomputed."""
+        """The run judged against other targets: statistics and recommendation recomputed; `ran_with` keeps
+        the targets it was measured with (None again when judged against those)."""
         results = tuple(r.restat(targets) for r in self.results)
         spec = replace(self.spec, targets=targets)
-        return replace(self, spec=spec, results=results, recommendation=recommend(results, targets, self.varying))
+        ran_with = self.ran_with or self.spec.targets
+        return replace(self, spec=spec, results=results, recommendation=recommend(results, targets, self.varying),
+                       ran_with=None if targets == ran_with else ran_with)
 
     def result_for(self, index: int | None) -> PointResult | None:
         """The result of point `index`, or None."""
@@ -133,6 +138,8 @@ def run_to_json(run: SweepRun, with_records: bool = False) -> dict[str, Any]:
             **rec.to_json(), "point": point_row(best) if (best := run.result_for(rec.index)) is not None else None},
         "planned_points": [p.to_json() for p in run.points],
     }
+    if run.ran_with is not None:
+        data["ran_with_targets"] = run.ran_with.to_json()
     if with_records:
         data["results"] = [result_to_json(r) for r in run.results]
     return data
@@ -170,7 +177,8 @@ def run_from_json(data: dict[str, Any], run_id: int | None = None) -> SweepRun:
     varying = tuple(data.get("varying") or ("parallel", "concurrency"))
     run = SweepRun(spec, Fingerprint.from_json(data.get("fingerprint") or {}), points, varying, results,
                    None, str(data.get("status", FINISHED)), str(data.get("started_at", "")),
-                   str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id)
+                   str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id,
+                   LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None)
     return replace(run, recommendation=recommend(results, spec.targets, varying)) if results else run
 
 

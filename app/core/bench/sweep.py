@@ -167,21 +167,31 @@ def _unique(values: Sequence[Any]) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def parse_int_list(text: str, what: str) -> tuple[int, ...]:
-    """"1, 2, 4,8" -> (1, 2, 4, 8); raises SweepPlanError naming `what` on anything else."""
+def parse_int_list(text: str, what: str = "", low: int = 1, high: int | None = None) -> tuple[int, ...]:
+    """"1, 2, 4,8" -> (1, 2, 4, 8); raises SweepPlanError naming `what` (when given) and every value that is
+    not a whole number in [low, high], e.g. "'abc' is not a whole number", "99999 is above the maximum 64"."""
     values = []
+    problems = []
     for piece in text.replace(";", ",").replace(" ", ",").split(","):
         if not piece.strip():
             continue
         try:
             value = int(piece)
         except ValueError:
-            raise SweepPlanError(f"{what}: {piece.strip()!r} is not a whole number (write e.g. 1, 2, 4, 8).") from None
-        if value < 1:
-            raise SweepPlanError(f"{what}: values must be at least 1, got {value}.")
-        values.append(value)
+            problems.append(f"{piece.strip()!r} is not a whole number")
+            continue
+        if value < low:
+            problems.append(f"{value} is below the minimum {low}")
+        elif high is not None and value > high:
+            problems.append(f"{value} is above the maximum {high}")
+        else:
+            values.append(value)
+    prefix = f"{what}: " if what else ""
+    if problems:
+        example = " (write e.g. 1, 2, 4, 8)" if any("not a whole number" in p for p in problems) else ""
+        raise SweepPlanError(f"{prefix}{'; '.join(problems)}{example}.")
     if not values:
-        raise SweepPlanError(f"{what}: give at least one value (e.g. 1, 2, 4, 8).")
+        raise SweepPlanError(f"{prefix}give at least one value (e.g. 1, 2, 4, 8).")
     return tuple(_unique(values))
 
 

@@ -20,6 +20,7 @@ class ApplyObservation:
     server_running: bool
     server_message: str = ""  # why it is not running (crash text), if so
     model: str | None = None
+    model_loaded: bool = False  # the server answered the test load for `model`: it serves it now
     load_error: str | None = None  # Ollama's message when the test load failed
     load_error_is_oom: bool = False
     ps_size_bytes: int | None = None
@@ -74,8 +75,19 @@ def judge(predicted: VramEstimate | None, obs: ApplyObservation) -> ApplyJudgeme
             return verdict(False, f"The server runs, but the model runner it started for {obs.model} with these "
                                   f"settings exited, so every request would fail: {obs.load_error}")
         return verdict(True, f"The server runs, but loading {obs.model} failed: {obs.load_error}")
-    if obs.ps_size_bytes is None or obs.ps_size_vram_bytes is None:
+    if not (obs.model_loaded or obs.ps_size_bytes is not None):
         return verdict(True, "The server runs with the new settings; no model was loaded to check memory.")
+    if obs.ps_size_bytes is None or obs.ps_size_vram_bytes is None:
+        # A server that does not list how its model sits in memory (llama-server keeps one model loaded
+        # and says nothing of its GPU/CPU split): the GPU driver's reading of its processes is the check.
+        if measured is None:
+            return verdict(True, f"{obs.model} is loaded with the new settings. The server does not report how "
+                                 "much of it sits on the GPU, and there is no GPU reading here to check memory.")
+        summary = f"{obs.model} loaded: the server's processes use {_gib(measured)} on the GPU"
+        if pred is not None:
+            error = (measured - pred) / pred * 100 if pred else 0.0
+            summary += f"; predicted {_gib(pred)} ({error:+.0f}%)"
+        return verdict(True, summary + ".")
     on_cpu = obs.ps_size_bytes - obs.ps_size_vram_bytes
     # priced for a machine without a GPU: all on the CPU is what was predicted, not a spill
     expected_full = predicted is None or (predicted.verdict in ("fits", "tight") and not predicted.cpu_only)

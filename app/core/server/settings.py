@@ -54,6 +54,8 @@ _HOSTNAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 
 LOOPBACK_HOSTS = ("127.0.0.1", *LOOPBACK_NAMES, "::1")  # examples; is_loopback() also knows 127.0.0.0/8
 MAX_BATCH = 65_536  # tokens; far above what any GPU processes in one step
+MAX_PARALLEL = 64  # slots; each gets the full context
+MIN_CONTEXT, MAX_CONTEXT = 256, 1_048_576  # tokens
 
 OptionValue = str | int | float | bool
 
@@ -319,8 +321,8 @@ def validate(s: ServerSettings) -> Validation:
     errors: dict[str, str] = {}
     warnings: dict[str, str] = {}
 
-    if not 1 <= s.num_parallel <= 64:
-        errors["num_parallel"] = "Parallel requests must be between 1 and 64."
+    if not 1 <= s.num_parallel <= MAX_PARALLEL:
+        errors["num_parallel"] = f"Parallel requests must be between 1 and {MAX_PARALLEL}."
     elif s.num_parallel > 8:
         warnings["num_parallel"] = (
             f"{s.num_parallel} parallel requests multiply the KV cache by {s.num_parallel}; "
@@ -328,8 +330,8 @@ def validate(s: ServerSettings) -> Validation:
         )
 
     if s.context_length is not None:
-        if not 256 <= s.context_length <= 1_048_576:
-            errors["context_length"] = "Context length must be between 256 and 1048576 tokens (or Default)."
+        if not MIN_CONTEXT <= s.context_length <= MAX_CONTEXT:
+            errors["context_length"] = f"Context length must be between {MIN_CONTEXT} and {MAX_CONTEXT} tokens (or Default)."
         elif s.context_length % 256:
             warnings["context_length"] = "The KV cache is padded to multiples of 256 tokens."
 

@@ -29,6 +29,7 @@ from app.adapters.storage.ui_state import UiState, UiStateStore, with_recent
 from app.core.memory.estimator import VramEstimate
 from app.core.memory.pricing import others_bytes
 from app.core.memory.host import HostMemory, host_memory_from
+from app.core.server.applied import SettingsKeeping
 from app.core.server.settings import ServerSettings
 from app.core.server.url import parse_server_url
 from app.core.telemetry import GpuBackend, GpuInfo, Sample
@@ -100,8 +101,10 @@ class DeckApp:
             settings = settings_for_url(settings, args.url)
         self.loop = LoopThread()
         catalog = self.backend.catalog
+        keeping = (SettingsKeeping.DEMO_SESSION if self.demo else
+                   SettingsKeeping.UNWRITABLE_SESSION if self.config_problem else SettingsKeeping.SAVED)
         self.controller = ServerController(
-            self.loop, None, catalog, self._save_settings, last_good=settings)  # supervisor set below
+            self.loop, None, catalog, self._save_settings, last_good=settings, keeping=keeping)  # supervisor below
         self.supervisor = self.backend.server(
             settings, on_status=self.controller.on_status, on_log=self.controller.on_log,
             runtime_dir=storage_paths.runtime_dir(args.config_dir or None))

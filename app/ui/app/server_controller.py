@@ -17,6 +17,7 @@ from app.core.memory.estimator import VramEstimate
 from app.core.models import LocalModel
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.server import ServerControl
+from app.core.server.applied import SettingsKeeping
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerStatus
 from app.services.guarded_apply import GuardedApplier
@@ -56,8 +57,11 @@ class ServerController(QObject):
         parent: QObject | None = None,
         applier: GuardedApplier | None = None,
         last_good: ServerSettings | None = None,
+        keeping: SettingsKeeping = SettingsKeeping.SAVED,
     ) -> None:
+        """`keeping` says what `save_settings` does with applied settings (saved, or kept for the session)."""
         super().__init__(parent)
+        self.keeping = keeping
         self._loop = loop
         self._supervisor = supervisor
         self._gate = LoopGate(loop, lambda: self._supervisor)

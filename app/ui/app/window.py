@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.widgets.banner import Banner
+from app.ui.widgets.forms import guard_form
 from app.ui.app.header import Header
 from app.ui.app.server_controller import ServerController
 
@@ -82,6 +83,7 @@ class MainWindow(QMainWindow):
         """Add a page under a short name used by --page. A page taller or wider than the window
         (a 1280x720 projector) scrolls instead of forcing the window past the screen."""
         self._pages[name] = widget
+        guard_form(widget)  # every page scrolls under the wheel; its fields change only when chosen
         item = QListWidgetItem(title)
         item.setSizeHint(QSize(160, 46))
         self.sidebar.addItem(item)

@@ -1,4 +1,5 @@
-"""Small reusable form pieces: inline messages, dim hints, a path picker, aligned field groups."""
+"""Small reusable form pieces: inline messages, dim hints, a path picker, aligned field groups, and
+number fields that show their range and refuse (with the reason) what lies outside it."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import html
 import os
 from collections.abc import Iterable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal, SignalInstance
+from PySide6.QtGui import QValidator, QWheelEvent
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QAbstractSpinBox,
     QApplication,
+    QComboBox,
+    QDoubleSpinBox,
     QFileDialog,
     QGridLayout,
     QGroupBox,
@@ -18,6 +24,7 @@ from PySide6.QtWidgets import (
     QMenu,
     QPushButton,
     QSizePolicy,
+    QSpinBox,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -27,11 +34,13 @@ from PySide6.QtWidgets import (
 ERROR_COLOR = "#ff6b6b"
 WARNING_COLOR = "#f0b429"
 HINT_COLOR = "#8b96a5"
+INFO_COLOR = "#9fd8ff"
 
 _MESSAGE_STYLES = {
     "": "",
     "error": f"color: {ERROR_COLOR};",
     "warning": f"color: {WARNING_COLOR};",
+    "info": f"color: {INFO_COLOR};",
 }
 _PROMINENT_STYLES = {
     "": "",
@@ -43,12 +52,16 @@ _PROMINENT_STYLES = {
         f"color: {WARNING_COLOR}; background: rgba(240, 180, 41, 0.12);"
         f" border: 1px solid {WARNING_COLOR}; border-radius: 4px; padding: 6px 8px;"
     ),
+    "info": (
+        f"color: {INFO_COLOR}; background: rgba(76, 194, 255, 0.08);"
+        " border: 1px solid #2f6f9a; border-radius: 4px; padding: 6px 8px;"
+    ),
 }
 _PREFIX = {"error": "✖ ", "warning": "⚠ "}
 
 
 class InlineMessage(QLabel):
-    """A wrapped line under a field: a red error, an amber warning, or nothing (hidden)."""
+    """A wrapped line under a field: a red error, an amber warning, a blue note, or nothing (hidden)."""
 
     def __init__(self, parent: QWidget | None = None, *, prominent: bool = False) -> None:
         super().__init__(parent)
@@ -61,7 +74,7 @@ class InlineMessage(QLabel):
 
     @property
     def severity(self) -> str:
-        """'error', 'warning' or '' when nothing is shown."""
+        """'error', 'warning', 'info' or '' when nothing is shown."""
         return self._severity
 
     @property
@@ -76,6 +89,10 @@ class InlineMessage(QLabel):
     def show_warning(self, text: str) -> None:
         """Show text as a warning (allowed, but worth reading)."""
         self._show("warning", text)
+
+    def show_info(self, text: str) -> None:
+        """Show text as a note (how something went, nothing to fix)."""
+        self._show("info", text)
 
     def clear_message(self) -> None:
         """Hide the message."""
@@ -106,6 +123,203 @@ class HintLabel(QLabel):
         if text:
             parts.append(html.escape(text))
         self.setText(" · ".join(parts))
+
+
+def _number_text(value: float, decimals: int) -> str:
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".") if decimals else str(int(value))
+
+
+class _RangeCheck:
+    """What a ranged spin box adds to Qt's: typed text outside the range stays as typed and is named, not
+    silently cut (Qt's validator would drop the keystroke: 100 → 10, -3 → 3).
+
+    `problem()` is the typed text's fault (an error: the field cannot be used as shown); when editing ends
+    Qt puts the last good value back and `refused()` then says what was refused and what was kept."""
+
+    problem_changed: SignalInstance  # emitted with problem() or refused() whenever either changes
+
+    def _init_range_check(self) -> None:
+        self._problem = ""
+        self._refused = ""
+        box = self._box()
+        line = box.lineEdit()
+        assert line is not None  # a spin box always has its line edit
+        line.textEdited.connect(self._on_text_edited)
+        box.editingFinished.connect(self._on_editing_finished)
+
+    def _box(self) -> QAbstractSpinBox:
+        assert isinstance(self, QAbstractSpinBox)
+        return self
+
+    def _decimals(self) -> int:
+        return self.decimals() if isinstance(self, QDoubleSpinBox) else 0
+
+    def _bounds(self) -> tuple[float, float]:
+        assert isinstance(self, (QSpinBox, QDoubleSpinBox))
+        return float(self.minimum()), float(self.maximum())
+
+    def range_text(self) -> str:
+        """The values this field takes, e.g. "1 to 64" or "Default, or 1 to 65536" (suffix included)."""
+        assert isinstance(self, (QSpinBox, QDoubleSpinBox))
+        low, high = self._bounds()
+        decimals, suffix = self._decimals(), self.suffix()
+        special = self.specialValueText()
+        if special:
+            step = 10 ** -decimals if decimals else 1
+            return f"{special}, or {_number_text(low + step, decimals)} to {_number_text(high, decimals)}{suffix}"
+        return f"{_number_text(low, decimals)} to {_number_text(high, decimals)}{suffix}"
+
+    def problem(self) -> str:
+        """Why the text shown is not a value of this field ('' when it is)."""
+        return self._problem
+
+    def refused(self) -> str:
+        """What was refused when editing last ended and which value was kept ('' when nothing was)."""
+        return self._refused
+
+    def _problem_of(self, text: str) -> str:
+        assert isinstance(self, (QSpinBox, QDoubleSpinBox))
+        shown = text.strip()
+        if self.specialValueText() and shown == self.specialValueText():
+            return ""
+        bare = shown.removeprefix(self.prefix().strip()).removesuffix(self.suffix().strip()).strip()
+        low, high = self._bounds()
+        decimals = self._decimals()
+        if not bare:
+            return f"Enter a number from {self.range_text()}."
+        kind = "number" if decimals else "whole number"
+        locale = self.locale()
+        number, ok = locale.toDouble(bare) if decimals else locale.toLongLong(bare)
+        if not ok:
+            return f"'{bare}' is not a {kind}; this field takes {self.range_text()}."
+        if number < low:
+            return f"{bare} is below the minimum {_number_text(low, decimals)}{self.suffix()}."
+        if number > high:
+            return f"{bare} is above the maximum {_number_text(high, decimals)}{self.suffix()}."
+        return ""
+
+    def _validate_in_range(self, state: QValidator.State, text: str, pos: int) -> tuple[QValidator.State, str, int]:
+        # Qt refuses the keystroke that leaves the range; keep the text so that it can be named.
+        if state == QValidator.State.Invalid:
+            return QValidator.State.Intermediate, text, pos
+        return state, text, pos
+
+    def _on_text_edited(self, text: str) -> None:
+        self._set(self._problem_of(text), "")
+
+    def _on_editing_finished(self) -> None:
+        if self._problem:
+            kept = self._box().text()
+            self._set("", f"{self._problem[:-1]}: {kept} was kept.")
+
+    def _forget(self) -> None:
+        """A value set by the program or stepped with the arrows replaces whatever was typed."""
+        self._set("", "")
+
+    def _set(self, problem: str, refused: str) -> None:
+        if (problem, refused) != (self._problem, self._refused):
+            self._problem, self._refused = problem, refused
+            self.problem_changed.emit(problem or refused)
+
+
+class RangedSpinBox(_RangeCheck, QSpinBox):
+    """A whole-number field over [minimum, maximum] that names an out-of-range entry instead of cutting it."""
+
+    problem_changed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        QSpinBox.__init__(self, parent)
+        self._init_range_check()
+
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:  # noqa: D102 - Qt's hook
+        state, text, pos = QSpinBox.validate(self, text, pos)
+        return self._validate_in_range(state, text, pos)
+
+    def setValue(self, value: int) -> None:  # noqa: N802 - Qt's spelling
+        """Show value (Qt's own reverts do not come here, so a refusal stays named until then)."""
+        self._forget()
+        QSpinBox.setValue(self, value)
+
+    def stepBy(self, steps: int) -> None:  # noqa: N802 - Qt's spelling
+        """Arrow keys and buttons step from the value kept."""
+        self._forget()
+        QSpinBox.stepBy(self, steps)
+
+
+class RangedDoubleSpinBox(_RangeCheck, QDoubleSpinBox):
+    """A decimal field over [minimum, maximum] that names an out-of-range entry instead of cutting it."""
+
+    problem_changed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        QDoubleSpinBox.__init__(self, parent)
+        self._init_range_check()
+
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:  # noqa: D102 - Qt's hook
+        state, text, pos = QDoubleSpinBox.validate(self, text, pos)
+        return self._validate_in_range(state, text, pos)
+
+    def setValue(self, value: float) -> None:  # noqa: N802 - Qt's spelling
+        """Show value (Qt's own reverts do not come here, so a refusal stays named until then)."""
+        self._forget()
+        QDoubleSpinBox.setValue(self, value)
+
+    def stepBy(self, steps: int) -> None:  # noqa: N802 - Qt's spelling
+        """Arrow keys and buttons step from the value kept."""
+        self._forget()
+        QDoubleSpinBox.stepBy(self, steps)
+
+
+RangedField = RangedSpinBox | RangedDoubleSpinBox
+
+
+class _WheelGuard(QObject):
+    """Scrolling a form scrolls the form: a wheel over a number or choice field that has no focus goes
+    to the scroll area holding the field, instead of changing the value under the pointer."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's spelling
+        if event.type() != QEvent.Type.Wheel or not isinstance(watched, QWidget) or watched.hasFocus():
+            return False
+        assert isinstance(event, QWheelEvent)
+        area = _scroll_area_of(watched)
+        if area is None:
+            event.ignore()  # ignored and filtered: Qt passes a real wheel on to the parent widgets
+            return True
+        # Handed to the area itself: a wheel sent by the program (or a test) is not passed on by Qt.
+        viewport = area.viewport()
+        global_pos = event.globalPosition()
+        QApplication.sendEvent(viewport, QWheelEvent(
+            viewport.mapFromGlobal(global_pos), global_pos, event.pixelDelta(), event.angleDelta(),
+            event.buttons(), event.modifiers(), event.phase(), event.inverted()))
+        return True
+
+
+def _scroll_area_of(widget: QWidget) -> QAbstractScrollArea | None:
+    parent = widget.parentWidget()
+    while parent is not None and not isinstance(parent, QAbstractScrollArea):
+        parent = parent.parentWidget()
+    return parent
+
+
+_WHEEL_GUARD: _WheelGuard | None = None
+
+
+def guard_form(root: QWidget) -> None:
+    """Make a built form safe to scroll and honest about its numbers, in one place for every form:
+    spin and combo boxes take focus by click or Tab only and ignore the wheel until focused, and every
+    ranged number field says its range in its tooltip."""
+    global _WHEEL_GUARD
+    if _WHEEL_GUARD is None:
+        _WHEEL_GUARD = _WheelGuard(QApplication.instance())
+    for field in (*root.findChildren(QAbstractSpinBox), *root.findChildren(QComboBox)):
+        field.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        field.removeEventFilter(_WHEEL_GUARD)
+        field.installEventFilter(_WHEEL_GUARD)
+        if isinstance(field, (RangedSpinBox, RangedDoubleSpinBox)) and field.isEnabled():
+            tip = field.toolTip()
+            line = f"Takes {field.range_text()}."
+            if line not in tip:
+                field.setToolTip(f"{tip}\n\n{line}" if tip else line)
 
 
 class PathEdit(QWidget):
@@ -214,6 +428,10 @@ class FieldGroup(QGroupBox):
         stack.addWidget(editor)
         for widget in below:
             stack.addWidget(widget)
+        ranged: list[RangedField] = [editor] if isinstance(editor, (RangedSpinBox, RangedDoubleSpinBox)) else [
+            *editor.findChildren(RangedSpinBox), *editor.findChildren(RangedDoubleSpinBox)]
+        if len(ranged) == 1 and ranged[0].isEnabled():  # the range in view; a disabled field says why instead
+            hint = " ".join(t for t in (hint, f"Takes {ranged[0].range_text()}.") if t)
         if env_name or hint:
             stack.addWidget(HintLabel(hint, env_name, column))
         message = InlineMessage(column, prominent=prominent_message)

@@ -21,10 +21,13 @@ import pytest
 
 from app.adapters.aio import LoopThread
 from app.backends.llama_server import probe
+from app.backends.llama_server.client import LlamaServerClient
 from app.backends.llama_server.supervisor import LlamaServerSupervisor
 from app.backends.llama_server.tuning import llama_server_settings
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
+from app.services.guarded_apply import GuardedApplier
+from tests.fakes.scripted_gpu import ScriptedGpuBackend
 from tests.fakes.ollama.server_fixtures import WAIT_S, LogRecorder, StatusRecorder, free_port, is_gone, kill_tree
 
 START_S = 60.0  # SmolLM2 loads in about a second; a busy 2-core machine may take far longer
@@ -242,3 +245,28 @@ def test_a_chosen_program_that_does_not_exist_is_not_installed(supervisor_loop: 
     assert status.state is ServerState.NOT_INSTALLED and str(missing) in status.message
     assert "ollama-deck[engine]" in status.message and ServerState.STARTING not in statuses.states
     supervisor_loop.run(supervisor.close(), WAIT_S)
+
+
+async def _served_model(base_url: str) -> str:
+    async with LlamaServerClient(base_url) as client:
+        return (await client.tags())[0].name
+
+
+@pytest.mark.engine
+def test_a_guarded_apply_sees_the_model_llama_server_serves(make_llama) -> None:
+    # llama-server lists no loaded models with their GPU/CPU split (Ollama's /api/ps does): the model it
+    # answers for is loaded all the same, and the check must say so, not "no model was loaded".
+    h = make_llama(num_parallel=1)
+    assert h.run(h.supervisor.start()).state is ServerState.RUNNING_MANAGED
+    good = h.supervisor.settings
+    model = h.run(_served_model(good.base_url))
+    records: list[dict[str, Any]] = []
+    applier = GuardedApplier(h.supervisor, LlamaServerClient, ScriptedGpuBackend(available=False, reason="none"),
+                             record=records.append)
+
+    report = h.run(applier.apply(good.replace(num_parallel=2), good, model, None))
+
+    assert report.judgement.keep and h.supervisor.settings.num_parallel == 2
+    assert report.observation.model_loaded and "no model was loaded" not in report.judgement.reason
+    assert report.judgement.reason.startswith(f"{model} is loaded with the new settings")
+    assert records[0]["observation"]["model_loaded"] is True

@@ -64,9 +64,18 @@ def test_an_attached_server_only_varies_the_client_side():
 
 def test_parse_int_list():
     assert parse_int_list("1, 2,4;8 8", "Parallel") == (1, 2, 4, 8)
-    for bad, words in (("", "at least one"), ("1, two", "'two' is not"), ("0", "at least 1")):
+    for bad, words in (("", "at least one"), ("1, two", "'two' is not"), ("0", "0 is below the minimum 1")):
         with pytest.raises(SweepPlanError, match=words):
             parse_int_list(bad, "Parallel")
+
+
+def test_parse_int_list_names_every_value_outside_the_range():
+    with pytest.raises(SweepPlanError) as caught:
+        parse_int_list("-1, 0, 99999", low=1, high=64)
+    assert str(caught.value) == ("-1 is below the minimum 1; 0 is below the minimum 1; "
+                                 "99999 is above the maximum 64.")
+    with pytest.raises(SweepPlanError, match="^'abc' is not a whole number"):
+        parse_int_list("abc")
 
 
 def test_too_many_points_are_refused():
@@ -207,6 +216,18 @@ def test_changing_targets_recomputes_the_recommendation():
     assert run.recommendation.index == 1  # parallel 2 is faster
     strict = run.with_targets(LatencyTargets(ttft_p95_ms=150, tpot_p95_ms=100))
     assert strict.recommendation.index == 0  # parallel 2's TTFT of 200 ms is now too slow
+
+
+def test_a_rejudged_run_keeps_the_targets_it_ran_with_through_json():
+    run = make_run()
+    strict = run.with_targets(LatencyTargets(ttft_p95_ms=150, tpot_p95_ms=100))
+    assert strict.ran_with == run.spec.targets
+    again = strict.with_targets(LatencyTargets(ttft_p95_ms=170, tpot_p95_ms=100))
+    assert again.ran_with == run.spec.targets  # still the targets it was measured with
+    assert strict.with_targets(run.spec.targets).ran_with is None  # judged as it ran: not re-judged
+    back = run_from_json(json.loads(json.dumps(run_to_json(strict, with_records=True))))
+    assert back.ran_with == run.spec.targets and back.spec.targets == strict.spec.targets
+    assert back.recommendation == strict.recommendation
 
 
 def test_csv_has_a_row_per_point_and_empty_cells_for_unknowns():

@@ -75,3 +75,16 @@ def test_all_on_the_cpu_is_kept_when_it_was_priced_for_a_machine_without_a_gpu()
     assert cpu.cpu_only and cpu.verdict == "fits"
     j = judge(cpu, ApplyObservation(True, model="smollm2", ps_size_bytes=310 * MIB, ps_size_vram_bytes=0))
     assert j.keep and "on the CPU as predicted" in j.reason
+
+
+def test_a_loaded_model_that_the_server_does_not_list_is_still_loaded(fits):
+    # llama-server answers for the model it serves but lists no memory split: the model is loaded all the same.
+    nothing = judge(fits, ApplyObservation(True))
+    assert nothing.keep and "no model was loaded" in nothing.reason
+    unlisted = judge(fits, ApplyObservation(True, model="smollm2", model_loaded=True))
+    assert unlisted.keep and "no model was loaded" not in unlisted.reason
+    assert unlisted.reason.startswith("smollm2 is loaded with the new settings") and "no GPU reading" in unlisted.reason
+    measured_mib = fits.total_gpu_bytes / MIB * 0.95
+    with_gpu = judge(fits, ApplyObservation(True, model="smollm2", model_loaded=True, server_gpu_mib=measured_mib))
+    assert with_gpu.keep and with_gpu.reason.startswith("smollm2 loaded: the server's processes use")
+    assert "-5%" in with_gpu.reason and with_gpu.measured_vram_bytes == int(measured_mib * MIB)

@@ -10,9 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QAbstractSpinBox, QComboBox
 
 from app.backends.ollama.client import OllamaClient
+from app.core.server.applied import SettingsKeeping
 from app.core.server.state import ServerState
 from app.ui.app.main import settings_for_url
 from app.core.units import GIB
@@ -152,6 +155,15 @@ def test_settings_applied_in_the_app_are_there_after_a_restart(qtbot, tmp_path, 
     deck.close()
     again = deck_factory(_args(tmp_path))
     assert again.server_page.form.settings().num_parallel == 6
+    assert again.controller.keeping is SettingsKeeping.SAVED
+
+
+def test_no_page_changes_a_number_or_a_choice_under_a_passing_wheel(qtbot, tmp_path, deck_factory):
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    fields = [f for name in deck.window.page_names for kind in (QAbstractSpinBox, QComboBox)
+              for f in deck.window.page(name).findChildren(kind)]
+    assert len(fields) > 20
+    assert all(f.focusPolicy() == Qt.FocusPolicy.StrongFocus for f in fields)
 
 
 def test_without_nvidia_gpu_the_ram_is_priced_and_models_on_a_card_chosen_for_the_fit_panel(

@@ -14,6 +14,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from app.adapters.storage.history import BenchHistory
+from app.core.server.applied import SettingsKeeping
 from app.ui.app.main import DeckApp
 from tests.adapters.storage.test_history import make_run
 from tests.ui.app.test_app import PROJECT_ROOT, _env_without_ollama
@@ -95,6 +96,7 @@ def test_a_settings_folder_under_a_regular_file_still_opens_and_applies_settings
     qtbot.waitUntil(lambda: bool(applied), timeout=WAIT_MS)  # kept in memory, not refused
     assert applied[0].num_parallel == 6 and deck.controller.settings.num_parallel == 6
     assert blocker.read_text() == "not a folder"
+    assert deck.controller.keeping is SettingsKeeping.UNWRITABLE_SESSION  # what an apply message then says
 
 
 def test_unwritable_xdg_folders_still_open_the_window(qtbot, tmp_path, open_deck, monkeypatch):

@@ -15,10 +15,11 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
 
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
-from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
+from app.core.server.settings import KV_CACHE_TYPES, MAX_CONTEXT, MAX_PARALLEL, MIN_CONTEXT, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.ui.pages.bench.targets import TPOT_HINT, TTFT_HINT, TargetFields
-from app.ui.widgets.forms import FieldGroup, InlineMessage, align_label_columns, left_aligned
+from app.ui.widgets.forms import (FieldGroup, InlineMessage, RangedDoubleSpinBox, RangedField, RangedSpinBox,
+                                  align_label_columns, guard_form, left_aligned)
 
 FROM_FILE = "__file__"
 FA_CHOICES = (("current", "Keep the current setting"), ("on", "On"), ("off", "Off"), ("both", "On and off"))
@@ -28,6 +29,17 @@ PROMPT_TITLES = {"mixed": "All console presets, mixed"}
 
 class SpecError(ValueError):
     """The editor's fields do not make a sweep; the message says which and why."""
+
+
+FIELDS_MARKED = "Fix the fields marked in red above."
+
+
+class FieldErrors(SpecError):
+    """Fields whose text is not a value: each field's reason is shown next to it (`by_field`)."""
+
+    def __init__(self, by_field: dict[str, str]) -> None:
+        super().__init__(FIELDS_MARKED)
+        self.by_field = by_field
 
 
 class SweepEditor(QWidget):
@@ -76,8 +88,10 @@ class SweepEditor(QWidget):
         for signal in (self.parallel.textChanged, self.clients.textChanged, self.context.textChanged,
                        self.requests.valueChanged, self.stop_unit.currentIndexChanged, self.fa.currentIndexChanged,
                        self.model.editTextChanged, self.loop_mode.currentIndexChanged,
-                       *[box.toggled for box in self.kv_boxes.values()]):
+                       *[box.toggled for box in self.kv_boxes.values()],
+                       *[field.problem_changed for field in self._ranged_fields()]):
             signal.connect(self._refresh_summary)
+        guard_form(self)
         self._refresh_summary()
 
     # ---- building --------------------------------------------------------------------------------
@@ -108,7 +122,7 @@ class SweepEditor(QWidget):
         self.parallel.setObjectName("parallel")
         self.parallel_message = group.add_field(
             "Parallel", self.parallel, env_name=self._setting_name("num_parallel"),
-            hint="The articles' “batch size”. Each value restarts the server.")
+            hint=f"The articles' “batch size”. Each value restarts the server. Values 1 to {MAX_PARALLEL}.")
         self.clients = QLineEdit()
         self.clients.setObjectName("clients")
         self.clients.setPlaceholderText("same as parallel")
@@ -125,7 +139,8 @@ class SweepEditor(QWidget):
         self.context = QLineEdit()
         self.context.setObjectName("context")
         self.context_message = group.add_field("Context", self.context, env_name=self._setting_name("context_length"),
-                                               hint="Tokens per slot, e.g. 8192, 16384. Empty: keep the current.")
+                                               hint=f"Tokens per slot, e.g. 8192, 16384 ({MIN_CONTEXT} to {MAX_CONTEXT}). "
+                                                    "Empty: keep the current.")
         self.fa = QComboBox()
         self.fa.setObjectName("flash_attention")
         for key, text in FA_CHOICES:
@@ -143,15 +158,16 @@ class SweepEditor(QWidget):
         self.loop_mode.setObjectName("loop_mode")
         self.loop_mode.addItem("Closed loop", "closed")
         self.loop_mode.addItem("Open loop (Poisson)", "open")
-        self.rate = QDoubleSpinBox()
+        self.rate = RangedDoubleSpinBox()
         self.rate.setObjectName("rate")
         self.rate.setRange(0.1, 1000.0)
         self.rate.setValue(2.0)
         self.rate.setSuffix(" req/s")
         self.rate.setEnabled(False)
         group.add_field("Load", self.loop_mode, hint="Closed: each client sends its next request when the last ends.")
-        group.add_field("Arrival rate", self.rate, hint="Open loop only; Clients then caps requests in flight.")
-        self.requests = QSpinBox()
+        self.rate_message = group.add_field("Arrival rate", self.rate,
+                                            hint="Open loop only; Clients then caps requests in flight.")
+        self.requests = RangedSpinBox()
         self.requests.setObjectName("requests")
         self.requests.setRange(0, 100_000)
         self.requests.setSpecialValueText("auto")
@@ -160,7 +176,7 @@ class SweepEditor(QWidget):
         self.stop_unit.setObjectName("stop_unit")
         self.stop_unit.addItem("requests", "requests")
         self.stop_unit.addItem("seconds", "seconds")
-        group.add_field("Per point", left_aligned(self.requests, self.stop_unit),
+        self.requests_message = group.add_field("Per point", left_aligned(self.requests, self.stop_unit),
                         hint="Counted after the warm-up. auto: 4 requests per client, at least 8.")
         self.prompts = QComboBox()
         self.prompts.setObjectName("prompts")
@@ -172,12 +188,12 @@ class SweepEditor(QWidget):
         self.prompts.setCurrentIndex(max(0, self.prompts.findData(DEFAULT_PROMPT_SET)))
         self.prompt_message = group.add_field("Prompts", self.prompts,
                                               hint="The console's presets; a file holds one prompt per line or JSON Lines.")
-        self.num_predict = QSpinBox()
+        self.num_predict = RangedSpinBox()
         self.num_predict.setObjectName("num_predict")
         self.num_predict.setRange(0, 32768)
         self.num_predict.setSpecialValueText("no cap")
         self.num_predict.setValue(DEFAULT_NUM_PREDICT)
-        group.add_field("Output tokens", self.num_predict, hint="num_predict per request.")
+        self.num_predict_message = group.add_field("Output tokens", self.num_predict, hint="num_predict per request.")
         self.think = QComboBox()
         self.think.setObjectName("think")
         for text, value in THINK_CHOICES:
@@ -191,9 +207,9 @@ class SweepEditor(QWidget):
         group = FieldGroup("Targets for the recommendation")
         self.targets = TargetFields()
         self.ttft, self.tpot, self.success = self.targets.widgets
-        group.add_field("TTFT p95 ≤", self.ttft, hint=TTFT_HINT)
-        group.add_field("TPOT p95 ≤", self.tpot, hint=TPOT_HINT)
-        group.add_field("Success ≥", self.success)
+        self.target_messages = (group.add_field("TTFT p95 ≤", self.ttft, hint=TTFT_HINT),
+                                group.add_field("TPOT p95 ≤", self.tpot, hint=TPOT_HINT),
+                                group.add_field("Success ≥", self.success))
         return group
 
     # ---- state from the page -------------------------------------------------------------------
@@ -230,7 +246,7 @@ class SweepEditor(QWidget):
 
     def set_running(self, running: bool) -> None:
         """Lock the fields while a sweep runs."""
-        for kind in (QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QCheckBox):
+        for kind in (QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QCheckBox):  # the ranged ones are these too
             for child in self.findChildren(kind):
                 child.setEnabled(not running and (self._managed or child not in self._server_widgets))
         self.rate.setEnabled(not running and self.loop_mode.currentData() == "open")
@@ -245,14 +261,15 @@ class SweepEditor(QWidget):
     # ---- the spec --------------------------------------------------------------------------------
     def spec(self) -> SweepSpec:
         """The sweep the fields describe; raises SpecError with the reason."""
+        self._check_fields()
         model = self.model.currentText().strip()
         if not model:
             raise SpecError("Choose a model to benchmark.")
+        clients = self._int_list("clients")
         try:
-            clients = parse_int_list(self.clients.text(), "Clients") if self.clients.text().strip() else None
             if self._managed:
-                parallel = parse_int_list(self.parallel.text(), "Parallel")
-                contexts = parse_int_list(self.context.text(), "Context") if self.context.text().strip() else None
+                parallel = self._int_list("parallel")
+                contexts = self._int_list("context")
                 kvs = tuple(kv for kv, box in self.kv_boxes.items() if box.isChecked())
                 if not kvs:
                     raise SpecError("Tick at least one KV-cache type.")
@@ -279,6 +296,56 @@ class SweepEditor(QWidget):
         except SweepPlanError as exc:
             raise SpecError(str(exc)) from None
         return spec
+
+    # Each list field: (its bounds, whether it may be empty, and whether it only counts on a managed server).
+    _LISTS: dict[str, tuple[int, int | None, bool]] = {
+        "parallel": (1, MAX_PARALLEL, True), "clients": (1, None, False), "context": (MIN_CONTEXT, MAX_CONTEXT, True)}
+
+    def _int_list(self, name: str) -> tuple[int, ...] | None:
+        text = getattr(self, name).text()
+        low, high, _server = self._LISTS[name]
+        if not text.strip() and name != "parallel":
+            return None  # empty: clients follow parallel; the context stays as it is
+        return parse_int_list(text, "", low, high)
+
+    def list_problems(self) -> dict[str, str]:
+        """Each sweep list's reason for not being a list of values ('' where it is one), by field name."""
+        problems: dict[str, str] = {}
+        for name, (_low, _high, server) in self._LISTS.items():
+            problems[name] = ""
+            if server and not self._managed:
+                continue  # disabled: an attached server keeps its own
+            try:
+                self._int_list(name)
+            except SweepPlanError as exc:
+                problems[name] = str(exc)
+        return problems
+
+    def _ranged_fields(self) -> list[RangedField]:
+        return [self.requests, self.num_predict, self.rate, *self.targets.widgets]
+
+    def _check_fields(self) -> None:
+        """Show each field's problem next to it; raise FieldErrors when a field cannot be read."""
+        messages = {"parallel": self.parallel_message, "clients": self.clients_message,
+                    "context": self.context_message}
+        errors: dict[str, str] = {}
+        for name, problem in self.list_problems().items():
+            if problem:
+                messages[name].show_error(problem)
+                errors[name] = problem
+            else:
+                messages[name].clear_message()
+        ranged = (self.requests_message, self.num_predict_message, self.rate_message, *self.target_messages)
+        for field, message in zip(self._ranged_fields(), ranged, strict=True):
+            if field.problem():
+                message.show_error(field.problem())
+                errors[field.objectName()] = field.problem()
+            elif field.refused():
+                message.show_warning(field.refused())
+            else:
+                message.clear_message()
+        if errors:
+            raise FieldErrors(errors)
 
     def _prompts(self) -> tuple:
         key = self.prompts.currentData()
@@ -343,4 +410,4 @@ def _preset_title(key: str) -> str:
     return preset.title if preset else key
 
 
-__all__ = ["SpecError", "SweepEditor"]
+__all__ = ["FieldErrors", "SpecError", "SweepEditor"]

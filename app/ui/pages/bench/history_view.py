@@ -117,6 +117,7 @@ class HistoryView(QWidget):
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.table.itemDoubleClicked.connect(lambda _item: self.open_selected())
         self.run_view.apply_requested.connect(self.apply_requested)
+        self.run_view.rejudged.connect(self._keep_judgement)
         self.run_view.exported.connect(self._exported)
         self.run_view.export_failed.connect(self._export_failed)
         self._update_buttons()
@@ -215,6 +216,12 @@ class HistoryView(QWidget):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, col, item)
         self._update_buttons()
+
+    def _keep_judgement(self, run: SweepRun) -> None:
+        """Keep the run as re-judged, so that the list shows its recommendation under these targets."""
+        if run.run_id is not None:
+            self._bg.call(self._history.keep_judgement, run.run_id, run, on_done=lambda _none: self.refresh(),
+                          on_error=self.message.show_error)
 
     def _exported(self, path: str) -> None:
         self.message.clear_message()

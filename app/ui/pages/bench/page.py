@@ -22,16 +22,19 @@ from app.core.ports.backend import BackendSpec
 from app.core.ports.server import ServerControl
 from app.core.telemetry import GpuBackend
 from app.core.throughput import TokenMeter
+from app.core.server.applied import SettingsKeeping
+from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
+from app.services.guarded_apply import ApplyReport
 from app.ui.app.server_controller import ServerController
 from app.ui.pages.bench.editor import SweepEditor
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
 from app.ui.pages.bench.worker import Background, SweepController, SweepProgress
 from app.ui.pages.bench.history_view import HistoryView
-from app.ui.widgets.forms import InlineMessage
+from app.ui.widgets.forms import InlineMessage, guard_form
 
 PHASE_WORDS = {"preparing": "Preparing", "pricing": "Pricing the setting", "restarting": "Restarting the server",
                "loading": "Loading the model", "warm-up": "Warming up (not counted)", "measuring": "Measuring",
@@ -40,6 +43,23 @@ PROGRESS_STYLE = ("#ProgressCard { background: #1b1c22; border: 1px solid #2c2e3
                   "#ProgressCard QLabel { background: transparent; }"
                   "QProgressBar { border: 1px solid #343742; border-radius: 4px; background: #101115; }"
                   "QProgressBar::chunk { background: #4cc2ff; border-radius: 4px; }")
+
+
+# Where applied settings go, in the words of the apply message (what happens to them, never more).
+KEPT_WORDS = {
+    SettingsKeeping.SAVED: "saved",
+    SettingsKeeping.DEMO_SESSION: "kept for this session (demo mode leaves your saved settings as they are)",
+    SettingsKeeping.UNWRITABLE_SESSION: "kept for this session only (the settings folder cannot be written)",
+}
+
+
+def apply_text(what: str, keeping: SettingsKeeping, running: bool) -> str:
+    """What the page says when it applies a point: what happens to the settings and to the server."""
+    kept = KEPT_WORDS[keeping]
+    if running:
+        return f"Applying {what}: the settings are {kept}, and the server restarts with them."
+    return f"{what[:1].upper()}{what[1:]} is {kept} as the server settings; it takes effect when the server starts " \
+           "(Server page)."
 
 
 def duration_text(seconds: float | None) -> str:
@@ -133,6 +153,7 @@ class BenchPage(QWidget):
                                       parent=self)
         self.current: SweepRun | None = None
         self._managed = True
+        self._applying: ServerSettings | None = None  # what this page's Apply asked for, until it is checked
 
         root = QVBoxLayout(self)
         root.setContentsMargins(16, 12, 16, 12)
@@ -181,6 +202,9 @@ class BenchPage(QWidget):
         self.sweeps.running_changed.connect(self.editor.set_running)
         self.sweeps.running_changed.connect(self._hold_server)
         self.run_view.apply_requested.connect(self.apply_point)
+        # One set of targets: the next sweep's and the shown run's re-judge fields are the same values.
+        self.editor.targets.follow(self.run_view.card.targets)
+        self.run_view.rejudged.connect(self._keep_judgement)
         self.run_view.exported.connect(self.export_notice.show_written)
         self.run_view.export_failed.connect(self._export_failed)
         self.history_view.apply_requested.connect(self.apply_point)
@@ -189,6 +213,8 @@ class BenchPage(QWidget):
         # Bound methods of this widget, so that signals emitted on the loop thread arrive queued.
         controller.models_listed.connect(self._models_listed)
         controller.settings_applied.connect(self._settings_applied)
+        controller.apply_checked.connect(self._apply_checked)
+        guard_form(self)  # the re-judge fields of the live and the History tab's cards too
         self._server_changed(controller.status)
 
     # ---- sweeps ---------------------------------------------------------------------------------
@@ -197,6 +223,7 @@ class BenchPage(QWidget):
         if self.sweeps.running:
             return
         spec = replace(spec, base=self.controller.settings)
+        self._applying = None
         self.message.clear_message()
         self.current = None
         self.export_notice.clear_notice()
@@ -238,11 +265,28 @@ class BenchPage(QWidget):
         model = run.fingerprint.model if run else None
         what = result.point.label(("parallel", "kv_cache_types", "context_lengths", "flash_attention"))
         running = self.controller.status.state is ServerState.RUNNING_MANAGED
+        self._applying = settings if running else None
+        self.export_notice.clear_notice()
         self.controller.apply(settings, model=model)  # the app's one apply path (verified, rolled back if it broke)
-        self.message.show_warning(
-            f"Applying {what}: the settings are saved and the server restarts with them; the Server page shows "
-            "how it went." if running else
-            f"Saved {what} as the server settings; they take effect when the server starts (Server page).")
+        self.message.show_info(apply_text(what, self.controller.keeping, running))
+
+    def _apply_checked(self, report: ApplyReport) -> None:
+        """How this page's apply went replaces "Applying …" (the Server page says it too)."""
+        if self._applying is None or report.tried != self._applying:
+            return
+        self._applying = None
+        judgement = report.judgement
+        if judgement.keep:
+            self.message.show_info(f"Applied. {judgement.reason}")
+        else:
+            self.message.show_error(f"Rolled back to the last good settings. {judgement.reason}")
+
+    def _keep_judgement(self, run: SweepRun) -> None:
+        """A re-judged run is kept so (History shows its recommendation); a running one is kept when it ends."""
+        self.current = run
+        if run.run_id is not None:
+            self.background.call(self.history.keep_judgement, run.run_id, run, on_done=lambda _none: None,
+                                 on_error=self.message.show_warning)
 
     def _export_failed(self, text: str) -> None:
         self.export_notice.clear_notice()
@@ -323,4 +367,4 @@ class BenchPage(QWidget):
             self._list_models()
 
 
-__all__ = ["BenchPage", "ProgressCard", "duration_text"]
+__all__ = ["KEPT_WORDS", "BenchPage", "ProgressCard", "apply_text", "duration_text"]

@@ -249,6 +249,7 @@ class RunView(QWidget):
     """A sweep's table, charts and recommendation; emits apply_requested(PointResult, SweepRun)."""
 
     apply_requested = Signal(object, object)  # PointResult, the SweepRun it belongs to
+    rejudged = Signal(object)  # the SweepRun as judged against the card's targets, to be kept
     exported = Signal(str)  # the path written
     export_failed = Signal(str)
 
@@ -306,11 +307,14 @@ class RunView(QWidget):
 
     def rejudge(self) -> None:
         """Judge the shown run against the card's targets (from its recorded requests; nothing re-runs)."""
-        if self.measured is None:
+        if self.measured is None or self.run is None:
             return
         targets = self.card.targets.targets()
-        same = targets == self.measured.spec.targets
-        self._show(self.measured if same else self.measured.with_targets(targets))
+        if targets == self.run.spec.targets:
+            return  # judged so already
+        judged = self.measured if targets == self.measured.spec.targets else self.measured.with_targets(targets)
+        self._show(judged)
+        self.rejudged.emit(judged)
 
     def _show(self, run: SweepRun | None) -> None:
         self.run = run
@@ -327,8 +331,8 @@ class RunView(QWidget):
         self.heading.setText(run.title)
         f = run.fingerprint
         targets = run.spec.targets.describe()
-        if self.measured is not None and run.spec.targets != self.measured.spec.targets:
-            targets = f"re-judged: {targets} (ran with {self.measured.spec.targets.describe()})"
+        if run.ran_with is not None:
+            targets = f"re-judged: {targets} (ran with {run.ran_with.describe()})"
         bits = [f.server_text, f.model_quantization,
                 run.spec.workload.describe(per_point_clients=True), targets]
         if run.status not in ("finished", "running"):

@@ -3,9 +3,8 @@ re-judge row of a run's recommendation card."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
-
 from app.core.bench.stats import LatencyTargets
+from app.ui.widgets.forms import RangedDoubleSpinBox, RangedSpinBox
 
 TTFT_HINT = "Time to first token, queueing included."
 TPOT_HINT = "Time per output token after the first (100 ms ≈ 10 tokens/s)."
@@ -17,19 +16,24 @@ def _first(*values: float | None) -> float:
     return next((v for v in values if v is not None), 0.0)
 
 
+def _match(field: RangedSpinBox | RangedDoubleSpinBox, value: float) -> None:
+    if field.value() != value:  # equal values emit nothing: the two fields do not echo each other
+        field.setValue(value)  # type: ignore[arg-type]  # an int for the whole-number fields
+
+
 class TargetFields:
     """Owns the spin boxes; `targets()` reads them, `set_targets()` fills them."""
 
     def __init__(self, prefix: str = "") -> None:
-        self.ttft = QSpinBox()
+        self.ttft = RangedSpinBox()
         self.ttft.setObjectName(f"{prefix}ttft_target")
         self.ttft.setRange(10, 600_000)
         self.ttft.setSuffix(" ms")
-        self.tpot = QSpinBox()
+        self.tpot = RangedSpinBox()
         self.tpot.setObjectName(f"{prefix}tpot_target")
         self.tpot.setRange(1, 10_000)
         self.tpot.setSuffix(" ms")
-        self.success = QDoubleSpinBox()
+        self.success = RangedDoubleSpinBox()
         self.success.setObjectName(f"{prefix}success_target")
         self.success.setRange(50.0, 100.0)
         self.success.setSuffix(" %")
@@ -38,8 +42,17 @@ class TargetFields:
         self.tpot.setToolTip(TPOT_HINT)
 
     @property
-    def widgets(self) -> tuple:
+    def widgets(self) -> tuple[RangedSpinBox, RangedSpinBox, RangedDoubleSpinBox]:
         return self.ttft, self.tpot, self.success
+
+    def follow(self, other: TargetFields) -> None:
+        """Show the same targets as `other`, both ways: one set of targets however many places edit it."""
+        pairs: tuple[tuple[RangedSpinBox | RangedDoubleSpinBox, RangedSpinBox | RangedDoubleSpinBox], ...] = (
+            (self.ttft, other.ttft), (self.tpot, other.tpot), (self.success, other.success))
+        for mine, theirs in pairs:
+            mine.valueChanged.connect(lambda value, field=theirs: _match(field, value))
+            theirs.valueChanged.connect(lambda value, field=mine: _match(field, value))
+        other.set_targets(self.targets())
 
     def targets(self) -> LatencyTargets:
         return LatencyTargets(float(self.ttft.value()), float(self.tpot.value()), self.success.value() / 100)

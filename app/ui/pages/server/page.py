@@ -21,10 +21,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.memory.verdict import risky_apply_words
+from app.core.server.applied import carry_edits
 from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMapping
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
 from app.ui.widgets.banner import Banner
+from app.ui.widgets.forms import guard_form
 from app.ui.widgets.wrapping_text import WrappingText
 from app.ui.app.header import STATE_COLOURS
 from app.ui.pages.server.fit_panel import FitPanel
@@ -192,6 +194,8 @@ class ServerPage(QWidget):
         self._status = controller.status
         self._busy = False
         self._held = controller.held_reason
+        self._asked: ServerSettings | None = None  # what this page's own last apply asked for
+        self._apply_banner = False  # the banner shows an apply's outcome (replaced when the next one starts)
 
         self.form = SettingsForm(mapping=mapping)
         self.form.set_settings(settings)
@@ -303,6 +307,7 @@ class ServerPage(QWidget):
         controller.held_changed.connect(self._set_held)
         controller.error.connect(lambda text: self.banner.show_message(text, "error"))
         controller.settings_applied.connect(self._on_applied)
+        guard_form(self)  # the fit panel's choices too: scrolling the page never changes them
         self.set_status(controller.status)
 
     def show_slots(self, view: QWidget) -> None:
@@ -335,8 +340,21 @@ class ServerPage(QWidget):
         self._refresh()
 
     def _on_applied(self, settings: ServerSettings) -> None:
-        self._applied = settings
+        """Settings put in force, by this page or elsewhere (a sweep's winner): the form shows them, with
+        whatever the user was still editing kept on top."""
+        before, self._applied = self._applied, settings
+        if settings != self._asked:
+            self._clear_apply_banner()  # another apply began: the last one's outcome is history
+        shown = self.form.settings()
+        if shown != settings:
+            self.form.set_settings(carry_edits(shown, before, settings))
+            self.fit_panel.set_settings(self.form.settings())
         self._refresh()
+
+    def _clear_apply_banner(self) -> None:
+        if self._apply_banner:
+            self._apply_banner = False
+            self.banner.clear()
 
     def _set_busy(self, busy: bool) -> None:
         self._busy = busy
@@ -344,6 +362,8 @@ class ServerPage(QWidget):
 
     def _set_held(self, reason: str) -> None:
         self._held = reason
+        if reason:
+            self._clear_apply_banner()  # a sweep restarts the server: the last apply's outcome no longer holds
         self._refresh()
 
     def _refresh(self) -> None:
@@ -375,7 +395,8 @@ class ServerPage(QWidget):
     def _start(self) -> None:
         self.banner.clear()
         if self.form.settings() != self._applied:
-            self.controller.apply(self.form.settings(), then_start=True)
+            self._asked = self.form.settings()
+            self.controller.apply(self._asked, then_start=True)
         else:
             self.controller.start()
 
@@ -392,6 +413,7 @@ class ServerPage(QWidget):
         self._apply_now(settings)
 
     def _apply_now(self, settings: ServerSettings) -> None:
+        self._asked = settings
         model = self.fit_panel.model_name or None
         self.controller.apply(settings, model=model, predicted=self.fit_panel.estimate)
 
@@ -414,11 +436,17 @@ class ServerPage(QWidget):
         box.open()
 
     def _on_apply_checked(self, report) -> None:
+        self._apply_banner = True
         if report.judgement.keep:
             notice = self._exposure_notice() if self._status.state is ServerState.RUNNING_MANAGED else ""
             self.banner.show_message("\n".join(t for t in ("Applied. " + report.judgement.reason, notice) if t),
                                      "warning" if notice else "info")  # the restart's warning stays in view
             return
+        if report.tried == self._asked and report.restored is not None:
+            # This page's own values, rolled back: they stay in the form to be edited and tried again.
+            self.form.set_settings(carry_edits(self.form.settings(), report.restored, report.tried))
+            self.fit_panel.set_settings(self.form.settings())
+            self._refresh()
         text = "Rolled back to the last good settings. " + report.judgement.reason
         if not report.rollback_ok:
             text += " The server did not come back with the restored settings either; see the server log."

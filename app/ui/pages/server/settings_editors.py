@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QComboBox, QPlainTextEdit, QSpinBox
 
 from app.core.server.mapping import DIRECTORY, MEBIBYTES, MODEL_FILE, PROGRAM, OptionSpec
-from app.ui.widgets.forms import PathEdit
+from app.ui.widgets.forms import PathEdit, RangedSpinBox
 
 GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
 
@@ -20,9 +20,9 @@ def height_for_lines(edit: QPlainTextEdit, lines: int) -> int:
             + margins.bottom() + 2 * edit.frameWidth() + 4)
 
 
-def spin_box(name: str, low: int, high: int, *, width: int = 130, step: int = 1) -> QSpinBox:
-    """A named spin box over [low, high] (width in pixels)."""
-    spin = QSpinBox()
+def spin_box(name: str, low: int, high: int, *, width: int = 130, step: int = 1) -> RangedSpinBox:
+    """A named spin box over [low, high] (width in pixels) that names a typed value outside them."""
+    spin = RangedSpinBox()
     spin.setObjectName(name)
     spin.setRange(low, high)
     spin.setSingleStep(step)
@@ -30,7 +30,7 @@ def spin_box(name: str, low: int, high: int, *, width: int = 130, step: int = 1)
     return spin
 
 
-def option_editor(spec: OptionSpec) -> QSpinBox | PathEdit:
+def option_editor(spec: OptionSpec) -> RangedSpinBox | PathEdit:
     """The editor for one backend option: a spin box for numbers, a path field with Browse… for paths."""
     if spec.kind in (DIRECTORY, PROGRAM, MODEL_FILE):
         edit = PathEdit(pick_directory=spec.kind == DIRECTORY, dialog_title=spec.label, placeholder=spec.placeholder,

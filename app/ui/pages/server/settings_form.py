@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from app.core.server.exposure import exposure_of
 from app.core.server.mapping import MODEL_FILE, NeutralTuning, TuningMapping
-from app.core.server.settings import MAX_BATCH, ServerSettings, Validation
+from app.core.server.settings import MAX_BATCH, MAX_PARALLEL, ServerSettings, Validation
 from app.ui.pages.server import settings_fields as texts
 from app.ui.pages.server.settings_editors import (
     combo_box,
@@ -40,7 +40,15 @@ from app.ui.pages.server.settings_editors import (
     set_editor_value,
     spin_box,
 )
-from app.ui.widgets.forms import FieldGroup, InlineMessage, PathEdit, align_label_columns, left_aligned
+from app.ui.widgets.forms import (
+    FieldGroup,
+    InlineMessage,
+    PathEdit,
+    RangedSpinBox,
+    align_label_columns,
+    guard_form,
+    left_aligned,
+)
 
 # Which shared fields each inline message reports on; the first name is the message's own.
 # Every backend option has a message of its own besides these.
@@ -142,14 +150,26 @@ class SettingsForm(QWidget):
         self._refresh()
 
     def validation(self) -> Validation:
-        """The backend's validation of settings(), plus what the form itself cannot turn into a value."""
+        """The backend's validation of settings(), plus what the form itself cannot turn into a value:
+        a context length that is not a number, a number typed outside its field's range (an error while
+        it is shown, then a warning naming the value kept)."""
         result = self._mapping.validate(self.settings())
+        errors, warnings = dict(result.errors), dict(result.warnings)
         if not self._context_default.isChecked():
             if texts.parse_context_text(self._context_value.currentText()) is None:
-                errors = dict(result.errors, context_length=texts.CONTEXT_PARSE_ERROR)
-                warnings = {k: v for k, v in result.warnings.items() if k != "context_length"}
-                return Validation(errors, warnings)
-        return result
+                errors["context_length"] = texts.CONTEXT_PARSE_ERROR
+                warnings.pop("context_length", None)
+        for name, spin in self._spin_boxes().items():
+            if spin.problem():
+                errors[name] = spin.problem()
+                warnings.pop(name, None)
+            elif spin.refused() and name not in errors:
+                warnings[name] = spin.refused()
+        return Validation(errors, warnings)
+
+    def _spin_boxes(self) -> dict[str, RangedSpinBox]:
+        return {name: editor for name, editor in self._editors_by_field().items()
+                if isinstance(editor, RangedSpinBox)}
 
     def is_valid(self) -> bool:
         """True when nothing blocks applying these settings."""
@@ -159,7 +179,7 @@ class SettingsForm(QWidget):
 
     def _build(self, columns: int) -> None:
         texts_of = self._mapping.texts
-        self._num_parallel = spin_box("num_parallel", 1, 64)
+        self._num_parallel = spin_box("num_parallel", 1, MAX_PARALLEL)
         self._context_default = QCheckBox(texts_of.context_default)
         self._context_default.setObjectName("context_default")
         self._context_value = QComboBox()
@@ -207,6 +227,9 @@ class SettingsForm(QWidget):
         self._extra.setPlaceholderText(texts_of.extra_placeholder)
         self._extra.setTabChangesFocus(True)
 
+        self._max_queue.setEnabled("max_queue" not in self._unsupported)  # kept as saved, shown as unused
+        self._keep_alive.setEnabled("keep_alive" not in self._unsupported)
+
         memory = FieldGroup("Concurrency && memory")
         memory.setObjectName("group_memory")
         self._row(memory, "num_parallel", texts.PARALLEL_LABEL, self._num_parallel, texts.PARALLEL_HINT)
@@ -225,8 +248,6 @@ class SettingsForm(QWidget):
             self._row(runtime, name, label, self._batch_editors[name], self._unsupported.get(name, hint))
         self._row(runtime, "keep_alive", "Keep-alive", self._keep_alive, self._unsupported.get("keep_alive",
                                                                                            texts.KEEP_ALIVE_HINT))
-        self._max_queue.setEnabled("max_queue" not in self._unsupported)  # kept as saved, shown as unused
-        self._keep_alive.setEnabled("keep_alive" not in self._unsupported)
 
         network = FieldGroup("Network")
         network.setObjectName("group_network")
@@ -278,6 +299,7 @@ class SettingsForm(QWidget):
             column.addStretch(1)
             outer.addLayout(column, 1)
             align_label_columns(g for g in stack if g is not preview)
+        guard_form(self)
 
     def _editors_by_field(self) -> dict[str, QWidget]:
         editors: dict[str, QWidget] = {
@@ -332,6 +354,8 @@ class SettingsForm(QWidget):
             else:
                 editor.valueChanged.connect(changed)
         self._extra.textChanged.connect(changed)
+        for spin in self._spin_boxes().values():
+            spin.problem_changed.connect(changed)  # the value may stay as it was: the message still changes
 
     # ---- reacting ------------------------------------------------------------------------
 

@@ -17,7 +17,10 @@ from app.adapters.storage.settings_store import SettingsStore
 from app.backends.ollama.spec import OLLAMA
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.ports.backend import BackendSpec
+from app.core.server.applied import SettingsKeeping
 from app.core.server.state import ServerState
+from app.services.guarded_apply import GuardedApplier
+from tests.fakes.scripted_gpu import ScriptedGpuBackend
 from app.core.server.settings import ServerSettings
 from app.core.bench.sweep import Fingerprint
 from app.ui.pages.bench.page import BenchPage, duration_text
@@ -36,15 +39,17 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
     made = []
 
     def make(settings: ServerSettings | None = None, history: BenchHistory | None = None,
-             backend: BackendSpec = OLLAMA, **env: str):
+             backend: BackendSpec = OLLAMA, keeping: SettingsKeeping = SettingsKeeping.SAVED, guarded: bool = False,
+             **env: str):
         for name, value in {**FAST, **env}.items():
             monkeypatch.setenv(name, value)
         settings = settings or ServerSettings(port=free_port())
         store = SettingsStore(tmp_path / "config")
-        controller = ServerController(supervisor_loop, None, OllamaClient, store.save)
+        controller = ServerController(supervisor_loop, None, OllamaClient, store.save, keeping=keeping)
         supervisor = ServerSupervisor(settings, on_status=controller.on_status, on_log=controller.on_log,
                                       start_timeout_s=5.0, stop_grace_s=0.5, health_interval_s=0.2)
-        controller.attach_supervisor(supervisor)
+        no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
+        controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu) if guarded else None)
         page = BenchPage(controller, supervisor_loop, supervisor, backend,
                          history=history or BenchHistory(tmp_path / "benchmarks.sqlite3"))
         qtbot.addWidget(page)
@@ -210,7 +215,7 @@ def test_the_editor_says_what_is_wrong_before_anything_runs(qtbot, page_factory,
     editor.model.setEditText("qwen3:0.6b")
     editor.parallel.setText("1, x")
     editor.start_button.click()
-    assert "'x' is not a whole number" in editor.message.message
+    assert editor.parallel_message.message.startswith("'x' is not a whole number")
     assert not page.sweeps.running
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("first\nsecond\n")
@@ -327,3 +332,64 @@ def test_a_backend_that_cannot_restart_with_settings_sweeps_client_concurrency_o
     qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: editor.start_button.isEnabled(), timeout=WAIT_MS)
     assert not editor.parallel.isEnabled() and "Only client concurrency varies" in editor.mode_label.text()
+
+
+@pytest.mark.parametrize(("keeping", "kept"), [
+    (SettingsKeeping.SAVED, "the settings are saved"),
+    (SettingsKeeping.DEMO_SESSION, "the settings are kept for this session (demo mode leaves your saved settings as they are)"),
+])
+def test_applying_a_point_says_what_becomes_of_the_settings_and_then_how_it_went(qtbot, page_factory, keeping, kept):
+    controller, page, _store = page_factory(keeping=keeping, guarded=True)
+    controller.start()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    run = make_run()
+    run = replace(run, fingerprint=replace(run.fingerprint, model="qwen3:0.6b"))
+    with qtbot.waitSignal(controller.apply_checked, timeout=WAIT_MS):
+        page.apply_point(run.results[1], run)
+        assert page.message.severity == "info"
+        assert page.message.message.startswith("Applying parallel 2 ")
+        assert page.message.message.endswith(f": {kept}, and the server restarts with them.")
+    qtbot.waitUntil(lambda: page.message.message.startswith("Applied. "), timeout=WAIT_MS)
+    if not keeping.saved:
+        assert "saved" not in page.message.message.replace("your saved settings", "")
+
+
+def _recommended_column(view) -> str:
+    return view.table.item(0, 6).text()
+
+
+def test_a_rejudged_sweep_is_kept_so_and_the_targets_are_one_set(qtbot, page_factory):
+    # 200 tokens/s: 5 ms per output token, so a 1 ms TPOT target leaves no point to recommend.
+    controller, page, store = page_factory(FAKE_OLLAMA_TOKENS_PER_S="200", FAKE_OLLAMA_ANSWER_TOKENS="6")
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    fill(page, parallel="1, 2")
+    editor, card = page.editor, page.run_view.card
+    editor.tpot.setValue(1)
+    assert card.targets.tpot.value() == 1  # the card's re-judge fields show the editor's targets
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        editor.start_button.click()
+    run = finished.args[0]
+    assert run.run_id is not None and run.recommendation.index is None
+    page.tabs.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: page.history_view.table.rowCount() == 1, timeout=WAIT_MS)
+    assert _recommended_column(page.history_view) == "—"
+    page.tabs.setCurrentIndex(0)
+
+    card.targets.tpot.setValue(1000)
+    assert editor.tpot.value() == 1000  # ... and the other way round: the next sweep uses them too
+    with qtbot.waitSignal(page.run_view.rejudged, timeout=WAIT_MS):
+        card.rejudge_button.click()
+    assert card.apply_button.isEnabled() and "re-judged: " in page.run_view.facts.text()
+    winner = card.apply_button.text().removeprefix("Apply ")
+    card.apply_button.click()
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    assert editor.targets.targets() == card.targets.targets() == page.run_view.run.spec.targets
+
+    page.tabs.setCurrentIndex(1)
+    page.history_view.refresh()
+    qtbot.waitUntil(lambda: _recommended_column(page.history_view) == winner, timeout=WAIT_MS)
+    kept = page.history.load(run.run_id)  # opened again: judged as the user last judged it
+    assert kept.spec.targets.tpot_p95_ms == 1000 and kept.ran_with.tpot_p95_ms == 1
+    assert kept.recommendation.index is not None

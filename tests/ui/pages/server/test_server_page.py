@@ -317,3 +317,27 @@ def test_without_the_permission_the_page_cannot_start_an_exposed_server(qtbot, p
     controller.start()
     qtbot.waitUntil(lambda: "Did not start the server on 0.0.0.0:" in page.card.message.text(), timeout=WAIT_MS)
     assert controller.status.state is ServerState.STOPPED and controller.server_pids() == []
+
+
+def test_settings_applied_elsewhere_reach_the_form_and_pending_edits_stay(qtbot, page_factory):
+    controller, page, store = page_factory(ServerSettings(port=free_port(), num_parallel=8))
+    controller.start()
+    wait_state(qtbot, page, ServerState.RUNNING_MANAGED)
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    page.form.findChild(object, "keep_alive").setText("1h")  # an edit the user has not applied yet
+    assert page.apply_button.isEnabled()
+
+    # What the Benchmark page's Apply does with a sweep's winner: the app's one apply path.
+    with qtbot.waitSignal(controller.apply_checked, timeout=30_000):
+        controller.apply(controller.settings.replace(num_parallel=4), model="qwen3:0.6b")
+    qtbot.waitUntil(lambda: not controller._busy, timeout=WAIT_MS)
+    assert store.load().settings.num_parallel == 4
+    assert page.form.settings().num_parallel == 4  # not the 8 it showed before
+    assert page.form.settings() == controller.settings.replace(keep_alive="1h")
+    qtbot.waitUntil(lambda: "Applied." in page.banner.text, timeout=WAIT_MS)
+    page.form.findChild(object, "keep_alive").setText("5m")
+    assert not page.apply_button.isEnabled()  # nothing left to apply: no "Apply and restart" for what runs
+
+    controller.hold("A benchmark sweep is running.")  # a sweep starts: the last apply's outcome is gone
+    assert not page.banner.isVisible()
+    controller.release()

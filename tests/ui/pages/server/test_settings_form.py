@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import (
+    QApplication,
+    QLabel,
+    QScrollArea,
     QCheckBox,
     QComboBox,
     QFileDialog,
@@ -226,7 +230,7 @@ def test_every_field_names_its_variable(form: SettingsForm) -> None:
         "max_loaded_models", "max_queue", "gpu_overhead_mib", "host", "port", "models_dir",
     )}
     assert tips["num_parallel"].startswith("OLLAMA_NUM_PARALLEL") and "num_batch" in tips["num_parallel"]
-    assert tips["gpu_overhead_mib"] == "OLLAMA_GPU_OVERHEAD"
+    assert tips["gpu_overhead_mib"] == "OLLAMA_GPU_OVERHEAD\n\nTakes 0 to 1048576 MiB."
     assert all(tip.startswith("OLLAMA_") for tip in tips.values())
 
 
@@ -305,3 +309,58 @@ def test_a_wildcard_origin_needs_the_permission_even_on_loopback(qtbot, form: Se
     assert form.is_valid() and form.settings().network_allowed_for == "127.0.0.1"
     assert _message(form, "extra_settings").severity == "warning"
     assert "delete your models" in _message(form, "extra_settings").message
+
+
+def test_a_number_typed_outside_its_range_is_named_by_its_field_not_cut(qtbot, form: SettingsForm) -> None:
+    form.show()
+    parallel = form.findChild(QSpinBox, "num_parallel")
+    assert "Takes 1 to 64." in parallel.toolTip()
+    hints = [label.text() for label in parallel.parentWidget().findChildren(QLabel)]
+    assert any("Takes 1 to 64." in text for text in hints)  # in view, not only on hover
+    parallel.setFocus()
+    _type_into(qtbot, parallel.lineEdit(), "100")
+    assert parallel.text() == "100"  # as typed: Qt alone drops the last 0 and shows 10
+    assert _message(form, "num_parallel").severity == "error"
+    assert _message(form, "num_parallel").message == "100 is above the maximum 64."
+    assert not form.is_valid()
+    qtbot.keyClick(parallel, Qt.Key.Key_Return)  # refused: the last good value stays, and it says so
+    kept = parallel.value()
+    assert 1 <= kept <= 64 and form.is_valid()
+    assert _message(form, "num_parallel").severity == "warning"
+    assert _message(form, "num_parallel").message == f"100 is above the maximum 64: {kept} was kept."
+    _type_into(qtbot, parallel.lineEdit(), "-3")
+    assert parallel.text() == "-3" and _message(form, "num_parallel").message == "-3 is below the minimum 1."
+    _type_into(qtbot, parallel.lineEdit(), "4")
+    assert parallel.value() == 4 and _message(form, "num_parallel").isHidden() and form.is_valid()
+
+
+def _wheel(widget, steps: int = -1) -> None:
+    centre = QPointF(widget.rect().center())
+    event = QWheelEvent(centre, QPointF(widget.mapToGlobal(centre.toPoint())), QPoint(0, 0), QPoint(0, 120 * steps),
+                        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(widget, event)
+
+
+def test_the_wheel_scrolls_the_form_and_leaves_a_field_without_focus_alone(qtbot) -> None:
+    form = SettingsForm(TUNED, mapping=OLLAMA_TUNING)
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setWidget(form)
+    qtbot.addWidget(area)
+    area.resize(600, 300)
+    area.show()
+    qtbot.waitExposed(area)
+    parallel = form.findChild(QSpinBox, "num_parallel")
+    kv = form.findChild(QComboBox, "kv_cache_type")
+    assert parallel.focusPolicy() == Qt.FocusPolicy.StrongFocus == kv.focusPolicy()
+    bar = area.verticalScrollBar()
+    assert bar.value() == 0 and bar.maximum() > 0
+    _wheel(parallel)
+    _wheel(kv)
+    assert parallel.value() == 4 and kv.currentData() == "q8_0"  # unchanged
+    assert bar.value() > 0  # the form scrolled instead
+    assert form.settings() == TUNED
+    parallel.setFocus()
+    qtbot.waitUntil(parallel.hasFocus)
+    _wheel(parallel, steps=1)
+    assert parallel.value() == 5  # a field the user chose takes the wheel

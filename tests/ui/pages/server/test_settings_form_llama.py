@@ -87,3 +87,9 @@ def test_an_unknown_extra_flag_is_refused_with_the_nearest_real_one(qtbot, form:
     extra = form.findChild(QPlainTextEdit, "extra_settings")
     extra.setPlainText("--paralel 4")
     assert "did you mean --parallel?" in _message(form, "extra_settings").message
+
+
+def test_a_field_with_a_default_says_so_in_its_range(form: SettingsForm) -> None:
+    batch = form.findChild(QSpinBox, "batch_size")
+    assert batch.isEnabled() and batch.toolTip().endswith("Takes Default, or 1 to 65536.")
+    assert "max_queue" in UNSUPPORTED and "Takes" not in form.findChild(QSpinBox, "max_queue").toolTip()
