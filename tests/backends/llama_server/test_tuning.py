@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.backends.llama_server import help_flags, tuning
-from app.backends.llama_server.known_flags import FLAG_GROUPS
+from app.backends.llama_server.known_flags import FLAG_GROUPS, VALUE_COUNTS
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING, llama_server_settings
 from app.core.server.exposure import exposure_of
 from app.core.server.mapping import MODEL_FILE, OPTION_KINDS
@@ -39,6 +39,9 @@ def test_the_recorded_flag_list_is_the_recorded_help():
     assert ("-np", "--parallel") in FLAG_GROUPS and ("-c", "--ctx-size") in FLAG_GROUPS
     assert ("-ngl", "--gpu-layers", "--n-gpu-layers") in FLAG_GROUPS
     assert "--mlock" not in help_flags.known_flags()  # this build has --mmap modes instead
+    assert {names[0]: count for names, count in help_flags.flag_options(HELP_TEXT)} == VALUE_COUNTS
+    assert (VALUE_COUNTS["--host"], VALUE_COUNTS["--no-host"], VALUE_COUNTS["--control-vector-layer-range"]) == (1, 0, 2)
+    assert help_flags.value_count("--cors-credentials") == 0 and help_flags.value_count("-otd") == 1
 
 
 def test_every_flag_the_app_writes_is_a_real_flag(gguf: Path):
