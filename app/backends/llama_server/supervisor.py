@@ -32,8 +32,10 @@ POLL_INTERVAL_S = 0.1
 PROGRAM = "llama-server"
 BACKEND_NAME = tuning.KIND  # in the records of the servers it starts
 # llama-server reads LLAMA_ARG_* variables for flags it is not given; a shell's exported value must
-# not change what the command line shown on the Server page says.
+# not change what the command line shown on the Server page says. LLAMA_API_KEY is --api-key's: the
+# app's own requests send no key, so an exported one would lock the dashboard out.
 _INHERITED_PREFIX_DROPPED = "LLAMA_ARG_"
+_INHERITED_DROPPED = ("LLAMA_API_KEY",)
 
 
 def _ignore(_value: object) -> None:
@@ -148,7 +150,8 @@ class LlamaServerSupervisor(SupervisorBase):
     # ----------------------------------------------------------------- internals: managing
 
     def _server_env(self) -> dict[str, str]:
-        return {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIX_DROPPED)}
+        return {k: v for k, v in os.environ.items()
+                if not k.startswith(_INHERITED_PREFIX_DROPPED) and k not in _INHERITED_DROPPED}
 
     async def _start_locked(self) -> ServerStatus:
         if self._managed is not None:

@@ -2,9 +2,12 @@
 
 llama-server serves one GGUF file. Its `-c` is the TOTAL context, split evenly between the `-np`
 slots, while the app's context setting is per slot: the command line gets context × parallel.
-`--metrics` and `--slots` are always on (the dashboard and the Server page read them). Extra
-settings are extra flags, one per line, checked against the flags the installed build lists in
-its --help (help_flags.py); a flag the form owns is refused there.
+`--metrics` and `--slots` are always on (the dashboard and the Server page read them), and
+`--cors-origins localhost` lets only pages served from this machine call it from a browser
+(llama-server's default echoes any page's Origin). Extra settings are extra flags, read as
+llama-server reads its command line with the options of the installed build's --help
+(help_flags.py): a flag the form owns, or one that would move or open the API, is refused
+wherever it stands, and a --cors-origins that lets other sites in needs the network permission.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.backends.llama_server import engine, help_flags
+from app.core.server.exposure import exposure_of, is_loopback
 from app.core.server.mapping import (COUNT, DIRECTORY, MODEL_FILE, PROGRAM, MappingTexts, OptionSpec,
                                  field_or_option_label)
 from app.core.server.settings import ServerSettings, Validation, validate
@@ -49,6 +53,24 @@ FORM_FLAGS: dict[str, str] = {
     "-hf": "model file", "-mu": "model file", "--models-dir": "model file",
 }
 
+# Flags ollama-deck does not pass on, with why: its own clients could no longer reach the server, or the
+# server would open more than its API to whoever reaches it.
+REFUSED_FLAGS: dict[str, str] = {
+    "--api-key": "ollama-deck's own requests send no API key, so the dashboard, prompts and benchmarks would "
+                 "be refused",
+    "--api-key-file": "ollama-deck's own requests send no API key, so the dashboard, prompts and benchmarks "
+                      "would be refused",
+    "--api-prefix": "ollama-deck calls the API at the server's root",
+    "--ssl-key-file": "ollama-deck talks to the server over plain HTTP on this machine",
+    "--ssl-cert-file": "ollama-deck talks to the server over plain HTTP on this machine",
+    "--path": "it serves the files of a folder to whoever can reach the server",
+}
+
+# Web pages the server answers (its CORS): ollama-deck starts it for local pages only; an extra
+# --cors-origins line replaces that, and one that lets other sites in needs the network permission.
+CORS_FLAG = "--cors-origins"
+LOCAL_ORIGINS = "localhost"  # llama-server's own word: reflect an Origin whose host is localhost, 127.0.0.1 or ::1
+
 # The shared fields llama-server cannot be given, with what to do instead.
 UNSUPPORTED: dict[str, str] = {
     "keep_alive": ("llama-server keeps its one model loaded while it runs; it has no keep-alive. "
@@ -79,7 +101,8 @@ TEXTS = MappingTexts(
                   "so it gets this × parallel. Default: the model's training context, shared by the slots."),
     flash_auto="Auto — llama-server decides",
     extra_label="Extra flags",
-    extra_hint="llama-server flags the form does not cover, one per line (e.g. --no-warmup); # starts a comment.",
+    extra_hint=("llama-server flags the form does not cover, e.g. --no-warmup, written as on a shell's command "
+                "line (one or more per line, quotes work); # starts a comment."),
     extra_placeholder="--cache-reuse 256\n--sleep-idle-seconds 300",
     mapping_title="Command line of llama-server",
     defaults_note="# every other flag: llama-server's default",
@@ -128,24 +151,9 @@ def binary(settings: ServerSettings) -> str:
     return os.path.expanduser(configured_binary(settings)) or _bundled_binary()
 
 
-def extra_flag_lines(text: str) -> list[tuple[int, list[str]]]:
-    """(line number, words) for each extra-flag line, skipping blanks and comments; a line that
-    cannot be split (an open quote) comes back as one word."""
-    lines = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        try:
-            words = shlex.split(stripped)
-        except ValueError:
-            words = [stripped]
-        lines.append((number, words))
-    return lines
-
-
-def _flag_name(word: str) -> str:
-    return word.split("=", 1)[0] if word.startswith("--") else word
+def extra_flags(text: str) -> help_flags.ParsedFlags:
+    """The extra-flag text as llama-server reads it: every option wherever it stands, with its values."""
+    return help_flags.parse_flags(text)
 
 
 ALIAS_FLAGS = ("-a", "--alias")
@@ -158,17 +166,24 @@ def model_alias(path: str) -> str:
     return name[: -len(GGUF_SUFFIX)] if name.lower().endswith(GGUF_SUFFIX) and len(name) > len(GGUF_SUFFIX) else name
 
 
+def _passed_extra(settings: ServerSettings) -> list[help_flags.FlagUse]:
+    """The extra options that reach the command line: complete ones the form does not own and ollama-deck
+    does not refuse (validation says why the others are left out)."""
+    refused = _owned_spellings() | _refused_spellings()
+    return [use for use in extra_flags(settings.extra_settings).uses if use.complete and use.flag not in refused]
+
+
 def arguments(settings: ServerSettings) -> list[str]:
     """The arguments after the program, defaults left out so llama-server decides."""
     args: list[str] = []
-    owned = _owned_spellings()
-    extra = extra_flag_lines(settings.extra_settings)
+    extra = _passed_extra(settings)
+    named = {use.flag for use in extra}
     if model_path(settings):
         path = os.path.expanduser(model_path(settings))
         args += ["-m", path]
         # Without an alias the server names its model by the whole path; the file's name reads better in
         # every list and title (a user's own --alias line wins).
-        if not any(words and _flag_name(words[0]) in ALIAS_FLAGS for _n, words in extra):
+        if not named & set(ALIAS_FLAGS):
             args += ["--alias", model_alias(path)]
     args += ["--host", settings.host, "--port", str(settings.port), "-np", str(settings.num_parallel)]
     if settings.context_length is not None:
@@ -186,10 +201,12 @@ def arguments(settings: ServerSettings) -> list[str]:
     if threads(settings):
         args += ["-t", str(threads(settings))]
     args += ["--metrics", "--slots"]
-    for _number, words in extra:
-        # A line for a flag the form owns (validation refuses it) must not override the form's value.
-        if words and _flag_name(words[0]) not in owned:
-            args += words
+    if CORS_FLAG not in named:
+        # llama-server's default (*, with credentials) echoes any page's Origin: every web site the user
+        # opens could use it. Only pages served from this machine may.
+        args += [CORS_FLAG, LOCAL_ORIGINS]
+    for use in extra:
+        args += use.words
     return args
 
 
@@ -206,9 +223,10 @@ def mapping_text(settings: ServerSettings) -> list[str]:
     index = 0
     while index < len(words):
         word = words[index]
-        value = words[index + 1] if index + 1 < len(words) and not words[index + 1].startswith("-") else None
-        lines.append(shlex.quote(word) + ("" if value is None else " " + shlex.quote(value)))
-        index += 1 if value is None else 2
+        count = help_flags.value_count(word)  # an option's values, whatever they look like (-ngl -1)
+        values = words[index + 1:index + 1 + count]
+        lines.append(" ".join(shlex.quote(part) for part in [word, *values]))
+        index += 1 + len(values)
     continued = [line + " \\" for line in lines[:-1]] + lines[-1:]
     return continued if model_path(settings) else [f"# {MODEL_MISSING}", *continued]
 
@@ -218,6 +236,11 @@ def _owned_spellings() -> frozenset[str]:
     return frozenset(name for flag in FORM_FLAGS for name in help_flags.spellings(flag))
 
 
+@functools.cache
+def _refused_spellings() -> frozenset[str]:
+    return frozenset(name for flag in REFUSED_FLAGS for name in help_flags.spellings(flag))
+
+
 def _form_name(flag: str) -> str:
     for owned in FORM_FLAGS:
         if flag in help_flags.spellings(owned):
@@ -225,25 +248,79 @@ def _form_name(flag: str) -> str:
     return ""
 
 
+def _refusal_reason(flag: str) -> str:
+    return next((reason for refused, reason in REFUSED_FLAGS.items() if flag in help_flags.spellings(refused)), "")
+
+
+def _issue_text(issue: help_flags.FlagIssue, known: frozenset[str]) -> str:
+    where = f"line {issue.line}"
+    problem = issue.problem
+    if problem is help_flags.FlagProblem.UNSPLITTABLE:
+        return f"{where}: the line has an open quote (close it, or quote the value as a shell would)"
+    if problem is help_flags.FlagProblem.NOT_A_FLAG:
+        return f"{where}: '{issue.word}' is not a flag, nor the value of one (e.g. --cache-reuse 256)"
+    if problem is help_flags.FlagProblem.MISSING_VALUE:
+        count = help_flags.value_count(issue.flag)
+        return f"{where}: {issue.flag} needs {'a value' if count == 1 else f'{count} values'} on its line"
+    if problem is help_flags.FlagProblem.NO_VALUE_TAKEN:
+        return f"{where}: {issue.flag} takes no value; write it alone"
+    nearest = difflib.get_close_matches(issue.flag, sorted(known), n=1)
+    hint = f"; did you mean {nearest[0]}?" if nearest else "; see llama-server --help"
+    return f"{where}: {issue.flag} is not a llama-server flag{hint}"
+
+
 def check_extra_flags(text: str) -> list[str]:
-    """Errors for the extra-flag lines: not a flag, unknown to llama-server (with the nearest real
-    one), or owned by the form."""
-    errors: list[str] = []
+    """Errors for the extra flags, each option checked wherever it stands on its line: not a flag,
+    unknown to llama-server (with the nearest real one), malformed, owned by the form (with the field
+    to use), or refused by ollama-deck (with why)."""
+    parsed = extra_flags(text)
     known = help_flags.known_flags()
-    for number, words in extra_flag_lines(text):
-        where = f"line {number}"
-        flag = _flag_name(words[0])
-        if not flag.startswith("-"):
-            errors.append(f"{where}: '{words[0]}' is not a flag (write one flag per line, e.g. --no-warmup)")
-        elif flag not in known:
-            nearest = difflib.get_close_matches(flag, sorted(known), n=1)
-            hint = f"; did you mean {nearest[0]}?" if nearest else "; see llama-server --help"
-            errors.append(f"{where}: {flag} is not a llama-server flag{hint}")
-        elif flag in _owned_spellings():
-            errors.append(f"{where}: {flag} is set by the form ({_form_name(flag)}); set it there")
-        elif len(words) > 1 and words[1].startswith("-") and _flag_name(words[1]) in known:
-            errors.append(f"{where}: put {words[1]} on a line of its own (one flag per line)")
+    found: list[tuple[int, str]] = [(issue.line, _issue_text(issue, known)) for issue in parsed.issues
+                                    if issue.problem is not help_flags.FlagProblem.MISSING_VALUE
+                                    or issue.flag not in _owned_spellings() | _refused_spellings()]
+    for use in parsed.uses:
+        where = f"line {use.line}"
+        if use.flag in _owned_spellings():
+            found.append((use.line, f"{where}: {use.flag} is set by the form ({_form_name(use.flag)}); set it there"))
+        elif use.flag in _refused_spellings():
+            found.append((use.line, f"{where}: {use.flag} is not taken: {_refusal_reason(use.flag)}"))
+    errors: list[str] = []
+    for _line, message in sorted(found, key=lambda item: item[0]):
+        if message not in errors:
+            errors.append(message)
     return errors
+
+
+def _is_local_origin(origin: str) -> bool:
+    """True for an origin only this machine serves pages from (http://127.0.0.1:3000, http://localhost)."""
+    scheme, separator, rest = origin.strip().partition("://")
+    if not separator or not scheme:
+        return False
+    authority = rest.split("/", 1)[0]
+    host = authority.rsplit("]", 1)[0] + "]" if authority.startswith("[") else authority.rsplit(":", 1)[0]
+    return is_loopback(host) and "*" not in host
+
+
+def open_origins(settings: ServerSettings) -> list[str]:
+    """The --cors-origins values in the extra flags that let web pages from elsewhere call the server
+    (e.g. *, or https://example.com); llama-server's own `localhost` and loopback origins are local."""
+    found = []
+    for use in extra_flags(settings.extra_settings).of([CORS_FLAG]):
+        value = use.values[0] if use.values else ""
+        entries = [entry.strip() for entry in value.split(",")]
+        if value.strip() != LOCAL_ORIGINS and not all(_is_local_origin(entry) for entry in entries):
+            found.append(value)
+    return found
+
+
+def exposures(settings: ServerSettings) -> tuple[str, ...]:
+    """Who the extra flags let call the server besides this machine's programs."""
+    origins = open_origins(settings)
+    if not origins:
+        return ()
+    anyone = any("*" in origin or "null" in origin.lower() for origin in origins)
+    who = "any web page you open in a browser" if anyone else "web pages from " + ", ".join(origins)
+    return (f"{who} ({CORS_FLAG} {' '.join(shlex.quote(origin) for origin in origins)})",)
 
 
 def model_file_problem(path_text: str) -> str:
@@ -302,6 +379,15 @@ def validate_llama_server(settings: ServerSettings) -> Validation:
     if extra_errors:
         text = "; ".join(extra_errors)
         errors["extra_settings"] = text if text.endswith("?") else text + "."
+    exposure = exposure_of(settings, LLAMA_SERVER_TUNING)
+    origins = " ".join(shlex.quote(origin) for origin in open_origins(settings))
+    if exposure.others and not exposure.allowed:
+        errors["network_allowed_for"] = (
+            f"{CORS_FLAG} {origins} lets web pages from other sites call the server from your browser, and its "
+            f"API has no authentication. Tick “Allow network access on {settings.host}” to confirm, or remove "
+            "that line from the extra flags (ollama-deck lets in pages from this machine only).")
+    elif exposure.others:
+        warnings["extra_settings"] = f"{CORS_FLAG} {origins} lets web pages from other sites use the server."
     return Validation(errors, warnings)
 
 
@@ -334,8 +420,8 @@ class LlamaServerTuning:
         return field_or_option_label(OPTIONS, TEXTS, name)
 
     def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
-        """llama-server has no CORS switch of its own that opens it further than its bind address."""
-        return ()
+        """A --cors-origins line in the extra flags that lets other web sites in (see exposures())."""
+        return exposures(settings)
 
     def default_context_length(self, version: str | None, gpu_total_bytes: int | None,
                                gpu_overhead_bytes: int = 0) -> int | None:
@@ -356,6 +442,6 @@ def llama_server_settings(settings: ServerSettings | None = None, **options: int
 
 
 __all__ = ["FIELD_FLAGS", "FORM_FLAGS", "KIND", "LLAMA_SERVER_TUNING", "LlamaServerTuning", "MODEL_MISSING",
-           "OPTIONS", "UNSUPPORTED", "arguments", "binary", "check_extra_flags", "command", "configured_binary",
-           "extra_flag_lines", "llama_server_settings", "mapping_text", "model_file_problem", "model_path",
-           "models_dir", "n_gpu_layers", "threads", "validate_llama_server"]
+           "OPTIONS", "REFUSED_FLAGS", "UNSUPPORTED", "arguments", "binary", "check_extra_flags", "command", "configured_binary",
+           "exposures", "extra_flags", "llama_server_settings", "mapping_text", "model_file_problem", "model_path",
+           "models_dir", "n_gpu_layers", "open_origins", "threads", "validate_llama_server"]

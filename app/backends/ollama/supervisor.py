@@ -37,6 +37,18 @@ _INHERITED_KNOBS_DROPPED = (
     "OLLAMA_KEEP_ALIVE", "OLLAMA_MAX_LOADED_MODELS", "OLLAMA_MAX_QUEUE", "OLLAMA_GPU_OVERHEAD",
 )
 
+# Variables that decide who may call the server: only the settings decide them, where the exposure
+# check sees them (OLLAMA_HOST is the form's host and port; OLLAMA_ORIGINS comes only from the extra
+# environment). An exported OLLAMA_ORIGINS=* would otherwise let any web page use the server unchecked.
+_INHERITED_EXPOSURE_DROPPED = ("OLLAMA_HOST", "OLLAMA_ORIGINS")
+
+
+def passed_over(inherited: dict[str, str], passed: dict[str, str]) -> list[str]:
+    """NAME=value of each inherited variable that decides who may call the server and that the server
+    does not get as it was (it gets the settings' value, or none)."""
+    return [f"{name}={inherited[name]}" for name in _INHERITED_EXPOSURE_DROPPED
+            if name in inherited and passed.get(name) != inherited[name]]
+
 
 _NO_SERVER = (ServerState.STOPPED, ServerState.CRASHED, ServerState.PORT_CONFLICT, ServerState.NOT_INSTALLED)
 
@@ -226,9 +238,19 @@ class ServerSupervisor(SupervisorBase):
     # ----------------------------------------------------------------- internals: managing
 
     def _server_env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in _INHERITED_KNOBS_DROPPED}
+        dropped = _INHERITED_KNOBS_DROPPED + _INHERITED_EXPOSURE_DROPPED
+        env = {k: v for k, v in os.environ.items() if k not in dropped}
         env.update(tuning.environment(self.settings))
         return env
+
+    def _passed_over_note(self, env: dict[str, str]) -> str:
+        """What the running message says about inherited variables the server was not given ('' if none)."""
+        left = passed_over(dict(os.environ), env)
+        if not left:
+            return ""
+        return (f" Not passed on from the environment ollama-deck was started with: {', '.join(left)}; who may "
+                "call the server is set in the server settings (host, port and the extra environment, where "
+                "OLLAMA_ORIGINS is checked).")
 
     async def _start_locked(self) -> ServerStatus:
         if self._managed is not None:
@@ -244,9 +266,10 @@ class ServerSupervisor(SupervisorBase):
             return self._publish(ServerStatus(ServerState.STOPPED, f"{refusal} Allow network access on "
                                  f"{self.settings.host} in the server settings, or use 127.0.0.1.", binary=binary))
         self._log.clear()
+        env = self._server_env()
         try:
             managed = await ManagedServer.spawn(
-                binary, self._server_env(), self._on_line, die_with_parent=self.die_with_app, book=self._records,
+                binary, env, self._on_line, die_with_parent=self.die_with_app, book=self._records,
                 endpoint=(BACKEND_NAME, self.settings.host, self.settings.port, self.settings.base_url))
         except OSError as exc:
             return self._publish(ServerStatus(
@@ -259,9 +282,9 @@ class ServerSupervisor(SupervisorBase):
             ServerState.STARTING, f"Starting `ollama serve` on {self.settings.bind_address}…",
             pid=managed.pid, binary=binary,
         ))
-        return await self._wait_until_ready(managed, self.settings.base_url)
+        return await self._wait_until_ready(managed, self.settings.base_url, self._passed_over_note(env))
 
-    async def _wait_until_ready(self, managed: ManagedServer, base_url: str) -> ServerStatus:
+    async def _wait_until_ready(self, managed: ManagedServer, base_url: str, note: str = "") -> ServerStatus:
         deadline = time.monotonic() + self.start_timeout_s
         client = self._client_factory(base_url)
         try:
@@ -289,7 +312,7 @@ class ServerSupervisor(SupervisorBase):
         managed.output.catch_up()  # the lines it wrote until now, before it is said to be running
         return self._publish(ServerStatus(
             ServerState.RUNNING_MANAGED,
-            f"Ollama {version or '(unknown version)'} is running at {base_url} (started by ollama-deck).",
+            f"Ollama {version or '(unknown version)'} is running at {base_url} (started by ollama-deck).{note}",
             version=version, pid=managed.pid, binary=managed.binary,
         ))
 

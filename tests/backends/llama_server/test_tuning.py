@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from app.backends.llama_server import help_flags, tuning
-from app.backends.llama_server.known_flags import FLAG_GROUPS
+from app.backends.llama_server.known_flags import FLAG_GROUPS, VALUE_COUNTS
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING, llama_server_settings
+from app.core.server.exposure import exposure_of
 from app.core.server.mapping import MODEL_FILE, OPTION_KINDS
 from app.core.server.settings import ServerSettings
 
@@ -38,6 +39,9 @@ def test_the_recorded_flag_list_is_the_recorded_help():
     assert ("-np", "--parallel") in FLAG_GROUPS and ("-c", "--ctx-size") in FLAG_GROUPS
     assert ("-ngl", "--gpu-layers", "--n-gpu-layers") in FLAG_GROUPS
     assert "--mlock" not in help_flags.known_flags()  # this build has --mmap modes instead
+    assert {names[0]: count for names, count in help_flags.flag_options(HELP_TEXT)} == VALUE_COUNTS
+    assert (VALUE_COUNTS["--host"], VALUE_COUNTS["--no-host"], VALUE_COUNTS["--control-vector-layer-range"]) == (1, 0, 2)
+    assert help_flags.value_count("--cors-credentials") == 0 and help_flags.value_count("-otd") == 1
 
 
 def test_every_flag_the_app_writes_is_a_real_flag(gguf: Path):
@@ -46,13 +50,14 @@ def test_every_flag_the_app_writes_is_a_real_flag(gguf: Path):
                                      model_path=str(gguf), n_gpu_layers=20, threads=2)
     written = [word for word in _args(settings) if word.startswith("-")]
     assert set(written) <= help_flags.known_flags()
-    assert len(written) == 15  # -m --alias --host --port -np -c -ctk -ctv -fa -b -ub -ngl -t --metrics --slots
+    # -m --alias --host --port -np -c -ctk -ctv -fa -b -ub -ngl -t --metrics --slots --cors-origins
+    assert len(written) == 16
 
 
 def test_the_default_command_line(gguf: Path):
     settings = llama_server_settings(model_path=str(gguf))
     assert _args(settings) == ["-m", str(gguf), "--alias", gguf.name[:-len(".gguf")], "--host", "127.0.0.1",
-                               "--port", "8080", "-np", "1", "-ngl", "all", "--metrics", "--slots"]
+                               "--port", "8080", "-np", "1", "-ngl", "all", "--metrics", "--slots", "--cors-origins", "localhost"]
     assert tuning.command(settings)[0] == tuning.binary(settings)
 
 
@@ -167,7 +172,6 @@ def test_what_llama_server_cannot_take_says_why(gguf: Path):
     ("--n-gpu-layers 10", "line 1: --n-gpu-layers is set by the form (GPU layers)"),
     ("--models-dir /m", "line 1: --models-dir is set by the form (model file)"),
     ("mlock", "line 1: 'mlock' is not a flag"),
-    ("--no-warmup --cache-reuse 256", "line 1: put --cache-reuse on a line of its own"),
 ])
 def test_extra_flags_are_refused_with_the_reason(line: str, expected: str, gguf: Path):
     errors = LLAMA_SERVER_TUNING.validate(llama_server_settings(ServerSettings(extra_settings=line),
@@ -179,7 +183,7 @@ def test_real_extra_flags_pass_and_reach_the_command_line(gguf: Path):
     extra = "# keep warm\n--no-warmup\n\n--cache-reuse 256\n--sleep-idle-seconds=300\n--alias 'my model'"
     settings = llama_server_settings(ServerSettings(extra_settings=extra), model_path=str(gguf))
     assert LLAMA_SERVER_TUNING.validate(settings).ok
-    assert _args(settings)[-6:] == ["--no-warmup", "--cache-reuse", "256", "--sleep-idle-seconds=300",
+    assert _args(settings)[-7:] == ["--no-warmup", "--cache-reuse", "256", "--sleep-idle-seconds", "300",
                                     "--alias", "my model"]
 
 
@@ -196,3 +200,98 @@ def test_inherited_settings_stay_out_of_the_default_binary_choice(gguf: Path, tm
     program.chmod(0o755)
     mine = llama_server_settings(model_path=str(gguf), binary=str(program))
     assert tuning.command(mine)[0] == str(program) and LLAMA_SERVER_TUNING.validate(mine).ok
+
+
+# Every way of writing a flag the form owns onto an extra line: the form refuses it with the field to use,
+# and the command line keeps the form's one value (so the exposure check sees the address it listens on).
+@pytest.mark.parametrize("extra", [
+    "--cache-reuse 256 --host 0.0.0.0",
+    "--no-warmup\n--cache-reuse 256 --host=0.0.0.0",
+    "--no-warmup '--host' \"0.0.0.0\"",
+    "--cache_reuse 256 --host 0.0.0.0 --host 0.0.0.0",
+    "--alias x --host 0.0.0.0  # a comment",
+])
+def test_an_owned_flag_anywhere_on_a_line_is_refused_and_the_form_keeps_the_address(extra: str, gguf: Path):
+    settings = llama_server_settings(ServerSettings(extra_settings=extra), model_path=str(gguf))
+
+    validation = LLAMA_SERVER_TUNING.validate(settings)
+
+    assert "--host is set by the form (host and port); set it there" in validation.errors["extra_settings"]
+    args = _args(settings)
+    assert args.count("--host") == 1 and _value_of(args, "--host") == "127.0.0.1" and "0.0.0.0" not in args
+    assert not exposure_of(settings, LLAMA_SERVER_TUNING).network
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    ("--no-warmup --port 80", "--port is set by the form (host and port)"),
+    ("--cache-reuse 256 -np 16", "-np is set by the form (parallel requests)"),
+    ("--no-warmup --api_key secret", "--api-key is not taken: ollama-deck's own requests send no API key"),
+    ("--api-key-file keys.txt", "--api-key-file is not taken: ollama-deck's own requests send no API key"),
+    ("--no-warmup --path /home", "--path is not taken: it serves the files of a folder"),
+    ("--ssl-key-file k.pem --ssl-cert-file c.pem", "--ssl-key-file is not taken: ollama-deck talks to"),
+    ("--api-prefix /v9", "--api-prefix is not taken: ollama-deck calls the API at the server's root"),
+])
+def test_flags_that_move_or_open_the_api_are_refused_wherever_they_stand(extra: str, expected: str, gguf: Path):
+    settings = llama_server_settings(ServerSettings(extra_settings=extra), model_path=str(gguf))
+
+    assert expected in LLAMA_SERVER_TUNING.validate(settings).errors["extra_settings"]
+    flag = expected.split()[0]
+    assert not set(help_flags.spellings(flag)) & set(_args(settings)[_args(settings).index("--slots"):])
+
+
+def test_values_are_read_by_the_options_own_value_counts(gguf: Path):
+    # --alias takes one value, whatever it looks like; --control-vector-layer-range takes two.
+    extra = "--alias --host --control-vector-layer-range 1 4 --no-warmup\n--sleep-idle-seconds=300"
+    settings = llama_server_settings(ServerSettings(extra_settings=extra), model_path=str(gguf))
+
+    assert LLAMA_SERVER_TUNING.validate(settings).ok
+    args = _args(settings)
+    assert _value_of(args, "--alias") == "--host" and _value_of(args, "--host") == "127.0.0.1"
+    tail = args[args.index("--slots") + 1:]
+    assert tail[tail.index("--alias"):] == ["--alias", "--host", "--control-vector-layer-range", "1", "4",
+                                           "--no-warmup", "--sleep-idle-seconds", "300"]  # no --flag=value
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    ("--cache-reuse", "line 1: --cache-reuse needs a value"),
+    ("--no-warmup=1", "line 1: --no-warmup takes no value"),
+    ("--alias 'open", "line 1: the line has an open quote"),
+    ("--no-warmup mlock", "line 1: 'mlock' is not a flag"),
+])
+def test_malformed_lines_say_what_is_wrong(extra: str, expected: str, gguf: Path):
+    settings = llama_server_settings(ServerSettings(extra_settings=extra), model_path=str(gguf))
+    assert expected in LLAMA_SERVER_TUNING.validate(settings).errors["extra_settings"]
+
+
+def test_the_server_answers_only_local_web_pages_unless_an_extra_line_says_otherwise(gguf: Path):
+    settings = llama_server_settings(model_path=str(gguf))
+    assert _value_of(_args(settings), "--cors-origins") == "localhost"
+    assert not exposure_of(settings, LLAMA_SERVER_TUNING).exposed
+
+    for local in ("localhost", "http://127.0.0.1:3000", "http://localhost", "http://[::1]:5173"):
+        mine = settings.replace(extra_settings=f"--no-warmup --cors-origins {local}")
+        assert not exposure_of(mine, LLAMA_SERVER_TUNING).exposed and LLAMA_SERVER_TUNING.validate(mine).ok
+        assert _args(mine).count("--cors-origins") == 1 and _value_of(_args(mine), "--cors-origins") == local
+
+
+@pytest.mark.parametrize(("origins", "who"), [
+    ("'*'", "any web page you open in a browser (--cors-origins '*')"),
+    ("null", "any web page you open in a browser (--cors-origins null)"),
+    ("https://evil.example", "web pages from https://evil.example (--cors-origins https://evil.example)"),
+    ("http://127.0.0.1:3000,http://evil.example", "web pages from http://127.0.0.1:3000,http://evil.example"),
+    ("http://localhost.evil.example", "web pages from http://localhost.evil.example"),
+])
+def test_a_cors_line_that_lets_other_sites_in_needs_the_permission(origins: str, who: str, gguf: Path):
+    settings = llama_server_settings(ServerSettings(extra_settings=f"--cache-reuse 256 --cors_origins {origins}"),
+                                     model_path=str(gguf))
+
+    exposure = exposure_of(settings, LLAMA_SERVER_TUNING)
+    refused = LLAMA_SERVER_TUNING.validate(settings)
+
+    assert exposure.exposed and not exposure.network and who in exposure.refusal()
+    assert "lets web pages from other sites call the server" in refused.errors["network_allowed_for"]
+    allowed = settings.replace(network_allowed_for="127.0.0.1")
+    assert LLAMA_SERVER_TUNING.validate(allowed).ok and exposure_of(allowed, LLAMA_SERVER_TUNING).allowed
+    assert "lets web pages from other sites use the server" in LLAMA_SERVER_TUNING.validate(allowed).warnings[
+        "extra_settings"]
+    assert _args(allowed).count("--cors-origins") == 1 and "localhost" not in _args(allowed)

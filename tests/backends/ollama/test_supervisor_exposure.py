@@ -5,6 +5,7 @@ from __future__ import annotations
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 
 from app.core.server.settings import ServerSettings
@@ -48,3 +49,19 @@ def test_with_the_permission_for_0000_it_starts_there(make_supervisor, standin_o
     # Restarting onto another exposed host drops the permission with the host, so it is refused.
     moved = h.run(h.supervisor.restart(h.supervisor.settings.replace(host="::")))
     assert moved.state is ServerState.STOPPED and "not allowed for ::" in moved.message
+
+
+def test_inherited_host_and_origins_are_not_passed_on_and_the_message_says_so(
+        make_supervisor, standin_ollama: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLAMA_ORIGINS", "*")
+    monkeypatch.setenv("OLLAMA_HOST", "0.0.0.0")
+    port = free_port()
+    h = make_supervisor(ServerSettings(port=port))
+
+    status = h.run(h.supervisor.start())
+
+    assert status.state is ServerState.RUNNING_MANAGED, status.message
+    environ = psutil.Process(status.pid).environ()
+    assert "OLLAMA_ORIGINS" not in environ and environ["OLLAMA_HOST"] == f"127.0.0.1:{port}"
+    assert "Not passed on from the environment ollama-deck was started with: OLLAMA_HOST=0.0.0.0, " \
+           "OLLAMA_ORIGINS=*" in status.message

@@ -20,19 +20,23 @@ from pathlib import Path
 from typing import Any
 
 from app.backends.llama_server.engine import find_bundled_model, find_llama_server
-from app.backends.llama_server.help_flags import flag_groups
+from app.backends.llama_server.help_flags import flag_options
 
 HERE = Path(__file__).resolve().parent
 FLAGS_MODULE = HERE.parents[2] / "app" / "backends" / "llama_server" / "known_flags.py"
 
 
 def write_flags_module(help_text: str) -> None:
-    """Write known_flags.py: FLAG_GROUPS as parsed from help_text."""
-    rows = "\n".join(f"    {group!r}," for group in flag_groups(help_text))
+    """Write known_flags.py: FLAG_GROUPS and VALUE_COUNTS as parsed from help_text."""
+    options = flag_options(help_text)
+    rows = "\n".join(f"    {names!r}," for names, _count in options)
+    counts = "\n".join(f"    {names[0]!r}: {count}," for names, count in options)
     FLAGS_MODULE.write_text(
-        '"""The flags of the installed llama-server, one tuple of spellings per option; written by\n'
-        'tests/data/llama_server/record.py from its --help (tests/data/llama_server/help.txt)."""\n\n'
-        f"FLAG_GROUPS: tuple[tuple[str, ...], ...] = (\n{rows}\n)\n", encoding="utf-8")
+        '"""The flags of the installed llama-server, one tuple of spellings per option, and how many values\n'
+        'each takes (by its first spelling); written by tests/data/llama_server/record.py from its --help\n'
+        '(tests/data/llama_server/help.txt)."""\n\n'
+        f"FLAG_GROUPS: tuple[tuple[str, ...], ...] = (\n{rows}\n)\n\n"
+        f"VALUE_COUNTS: dict[str, int] = {{\n{counts}\n}}\n", encoding="utf-8")
 
 
 def _get(url: str) -> dict[str, Any] | None:

@@ -41,7 +41,8 @@ KEEP_ALIVE_HINT = (
 HOST_HINT = "127.0.0.1 = this machine only; 0.0.0.0 or a LAN address opens the API to the network."
 ALLOW_NETWORK_TEXT = "Allow network access"
 ALLOW_NETWORK_TOOLTIP = (
-    "Lets other machines (or, with OLLAMA_ORIGINS=*, any web page you open) reach this server. Its API "
+    "Lets other machines (or, where the extra settings let other web sites in, the pages you open) reach "
+    "this server. Its API "
     "has no authentication: anyone who can reach the port can run, pull and delete models. Given for "
     "this host only: changing the host unticks it."
 )

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QFileDialog, QLineEdit, QPlainTextEdit, QPushButton, QSpinBox
+from PySide6.QtWidgets import QCheckBox, QFileDialog, QLineEdit, QPlainTextEdit, QPushButton, QSpinBox
 
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING, UNSUPPORTED, command, llama_server_settings
 from app.core.server.settings import ServerSettings
@@ -93,3 +93,30 @@ def test_a_field_with_a_default_says_so_in_its_range(form: SettingsForm) -> None
     batch = form.findChild(QSpinBox, "batch_size")
     assert batch.isEnabled() and batch.toolTip().endswith("Takes Default, or 1 to 65536.")
     assert "max_queue" in UNSUPPORTED and "Takes" not in form.findChild(QSpinBox, "max_queue").toolTip()
+
+
+def test_a_host_flag_after_another_on_one_line_is_refused_and_the_preview_keeps_the_forms(
+        qtbot, form: SettingsForm) -> None:
+    extra = form.findChild(QPlainTextEdit, "extra_settings")
+    extra.setPlainText("--cache-reuse 256 --host 0.0.0.0")
+
+    message = _message(form, "extra_settings").message
+    assert "--host is set by the form (host and port); set it there" in message
+    assert "--host 127.0.0.1" in _preview(form) and "0.0.0.0" not in _preview(form)
+    assert not form.findChild(QCheckBox, "allow_network").isEnabled()  # nothing is open to others
+
+
+def test_a_cors_line_for_any_site_asks_for_the_permission(qtbot, form: SettingsForm) -> None:
+    extra = form.findChild(QPlainTextEdit, "extra_settings")
+    assert "--cors-origins localhost" in _preview(form)
+    extra.setPlainText("--cors-origins '*'")
+
+    message = _message(form, "host")
+    assert message.severity == "error" and "lets web pages from other sites call the server" in message.message
+    box = form.findChild(QCheckBox, "allow_network")
+    assert box.isEnabled()
+    box.click()
+    assert form.settings().network_allowed_for == "127.0.0.1"
+    assert "network_allowed_for" not in LLAMA_SERVER_TUNING.validate(form.settings()).errors
+    assert _message(form, "extra_settings").severity == "warning"
+    assert "--cors-origins '*'" in _preview(form) and "localhost" not in _preview(form)
