@@ -114,49 +114,56 @@ class SettingsStore:
             return self._load_newer(version, data, body, preferences, raw, problems)
         if version == 1:
             return self._load_v1(body, preferences, raw, problems)
-        wanted, shape_problems = fmt.settings_json(data, body)
+        return self._load_current(data, body, preferences, raw, problems)
+
+    def _load_current(self, data: dict[str, Any], body: dict[str, Any], preferences: dict[str, Any], raw: bytes,
+                      problems: list[str], backup: Path | None = None, converted: bool = False) -> LoadResult:
+        """The settings of this store's backend from a format-2 document (another backend's are left as saved)."""
+        wanted, shape_problems = fmt.settings_json(data, body, self.mapping.kind)
         settings, field_problems = self._settings_from(wanted)
         problems += shape_problems + field_problems
-        backup = None
-        if problems:  # the next save rewrites what was wrong: keep the file as it was
+        if (shape_problems or field_problems) and not converted:
+            # The next save rewrites what was wrong: keep the file as it was (a converted one is kept already).
             backup = self._keep_copy(raw, "invalid-backup")
             problems.append(_kept_note(backup, "the file as it was"))
         return LoadResult(settings, problems, backup, preferences)
 
     def _load_v0(self, data: dict[str, Any], raw: bytes) -> LoadResult:
         migrated, notes = fmt.migrate_v0(data)
-        settings, field_problems = self._settings_from(migrated)
+        saved, field_problems = ServerSettings.from_json(migrated)
         problems = [
             f"{self.path} was in the old format (version 0); converted it to version "
             f"{SETTINGS_VERSION}." + (" " + " ".join(notes) if notes else "")
         ] + field_problems
-        return self._convert(settings, problems, raw, "v0-backup", {})
+        return self._convert(saved, problems, raw, "v0-backup", {})
 
     def _load_v1(self, body: dict[str, Any], preferences: dict[str, Any], raw: bytes,
                  problems: list[str]) -> LoadResult:
-        settings, field_problems = self._settings_from(body)
+        saved, field_problems = ServerSettings.from_json(body)
         moved = sorted(name for name in LEGACY_OPTION_FIELDS if name in body)
         text = (f"{self.path} was in format version 1; converted it to version {SETTINGS_VERSION}, which keeps "
                 "the settings every server shares apart from each server's own")
-        text += f" ({', '.join(moved)} are now {settings.backend}'s own)." if moved else "."
-        return self._convert(settings, [text] + problems + field_problems, raw, "v1-backup", preferences)
+        text += f" ({', '.join(moved)} are now {saved.backend}'s own)." if moved else "."
+        return self._convert(saved, [text] + problems + field_problems, raw, "v1-backup", preferences)
 
-    def _convert(self, settings: ServerSettings, problems: list[str], raw: bytes, tag: str,
+    def _convert(self, saved: ServerSettings, problems: list[str], raw: bytes, tag: str,
                  preferences: dict[str, Any]) -> LoadResult:
-        """Keep the old file's bytes beside it, then write the converted settings; nothing is lost."""
+        """Keep the old file's bytes beside it, then write what it held, in this format, whichever backend this
+        store reads (its own checks come after, on the converted document): nothing is lost."""
+        document = fmt.document(saved, preferences, {}, {}, {})
         backup = self._keep_copy(raw, tag)
         if backup is None:
             problems.append(
                 f"Could not keep a copy of the old file in {self.config_dir}, so it is left "
                 "unchanged and will be converted again next time."
             )
-            return LoadResult(settings, problems, None, preferences)
-        problems.append(f"The original is kept at {backup}.")
-        try:
-            self.save(settings, preferences)
-        except SettingsSaveError as exc:
-            problems.append(f"The converted settings could not be written yet: {exc.message}")
-        return LoadResult(settings, problems, backup, preferences)
+        else:
+            problems.append(f"The original is kept at {backup}.")
+            try:
+                _write_atomic(self.path, json_bytes(document))
+            except SettingsSaveError as exc:
+                problems.append(f"The converted settings could not be written yet: {exc.message}")
+        return self._load_current(document, document["settings"], preferences, raw, problems, backup, converted=True)
 
     def _load_newer(
         self, version: int, data: dict[str, Any], body: dict[str, Any], preferences: dict[str, Any], raw: bytes,
@@ -164,7 +171,8 @@ class SettingsStore:
     ) -> LoadResult:
         known = _FIELDS | set(LEGACY_OPTION_FIELDS) | {"extra_env"}
         ignored = sorted(set(body) - known)
-        wanted, shape_problems = fmt.settings_json(data, {k: v for k, v in body.items() if k in known})
+        wanted, shape_problems = fmt.settings_json(data, {k: v for k, v in body.items() if k in known},
+                                                   self.mapping.kind)
         settings, field_problems = self._settings_from(wanted)
         backup = self._keep_copy(raw, f"v{version}-backup")
         text = (
@@ -192,7 +200,10 @@ class SettingsStore:
         defaults = ServerSettings()
         fixed: dict[str, Any] = {}
         dropped: dict[str, None] = {}
+        saved_options = dict(settings.options)
         for name, reason in sorted(result.errors.items()):
+            if name not in _FIELDS and name not in saved_options:
+                continue  # an option the file does not hold (one the server needs, unset): no saved value refused
             if name in _FIELDS:
                 value, default = getattr(settings, name), getattr(defaults, name)
                 fixed[name] = default
@@ -235,7 +246,7 @@ class SettingsStore:
             saved = existing.get("preferences") if isinstance(existing, dict) else None
             preferences = saved if isinstance(saved, dict) else {}
         payload = json_bytes(fmt.document(settings, preferences, fmt.saved_backends(existing),
-                                          fmt.saved_extras(existing)))
+                                          fmt.saved_extras(existing), fmt.saved_extra_settings(existing)))
         backup = self._protect_existing(raw, existing)
         try:
             self.config_dir.mkdir(parents=True, exist_ok=True)
