@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import math
+import threading
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from collections.abc import Mapping
 from app.adapters.storage import paths as storage_paths
 from app.adapters.storage import settings_format as fmt
 from app.adapters.storage.atomic_json import free_name, json_bytes, set_aside, utc_stamp, write_atomic
-from app.adapters.storage.json_file import (MISSING, SET_ASIDE, STUCK, UNREADABLE, FileTooLargeError, decode_json,
+from app.adapters.storage.json_file import (MISSING, READ, SET_ASIDE, STUCK, UNREADABLE, FileTooLargeError, decode_json,
                                             os_reason, read_capped, read_json_file)
 from app.core.errors import DeckError
 from app.core.server.mapping import NeutralTuning, TuningMapping, option_default
@@ -46,6 +47,13 @@ class SettingsSaveError(DeckError):
     """The settings file could not be written; the previous file is left as it was."""
 
     hint = "Your previous settings file is unchanged."
+
+
+class SettingsChangedError(SettingsSaveError):
+    """The settings file changed on disk since this store read it (another window, another program): saving
+    would overwrite that change unseen, so it was not saved."""
+
+    hint = "Apply again to replace it with these settings, or restart ollama-deck to use the saved ones."
 
 
 @dataclass(frozen=True)
@@ -70,12 +78,19 @@ class SettingsStore:
         self.config_dir = storage_paths.config_dir(config_dir)
         self.path = self.config_dir / SETTINGS_FILE_NAME
         self.mapping: TuningMapping = mapping if mapping is not None else NeutralTuning()
+        # The file's bytes as last read or written here (None: there was none), to see another writer's change
+        # before a save replaces it, as the presets do; _looked is False until a load could see the file.
+        self._known: bytes | None = None
+        self._looked = False
+        self._saving = threading.Lock()
 
     # ---- loading -------------------------------------------------------------------------
 
     def load(self) -> LoadResult:
         """Read the settings file; anything unusable is reported, kept aside, and replaced by defaults."""
         found = read_json_file(self.path, "corrupt", fmt.shape_problem)
+        self._looked = found.outcome not in (UNREADABLE, STUCK)
+        self._known = found.raw if found.outcome == READ else None
         if found.outcome == MISSING:
             return LoadResult(ServerSettings())
         if found.outcome == UNREADABLE:
@@ -160,7 +175,9 @@ class SettingsStore:
         else:
             problems.append(f"The original is kept at {backup}.")
             try:
-                _write_atomic(self.path, json_bytes(document))
+                converted = json_bytes(document)
+                _write_atomic(self.path, converted)
+                self._known = converted
             except SettingsSaveError as exc:
                 problems.append(f"The converted settings could not be written yet: {exc.message}")
         return self._load_current(document, document["settings"], preferences, raw, problems, backup, converted=True)
@@ -239,9 +256,19 @@ class SettingsStore:
 
         Other backends' saved options are kept. Returns where a copy of the replaced file is
         kept when it had to be kept (an older or newer version, or an unreadable file), else
-        None. Raises SettingsSaveError, leaving the old file.
+        None. Raises SettingsSaveError, leaving the old file; SettingsChangedError when the file changed on disk
+        since this store read or wrote it (the next save then replaces it: the user was told).
         """
+        with self._saving:
+            return self._save(settings, preferences)
+
+    def _save(self, settings: ServerSettings, preferences: Mapping[str, Any] | None) -> Path | None:
         raw, existing = self._read_existing()
+        if self._looked and raw != self._known:
+            self._known = raw  # said once: applying again replaces it, on purpose
+            raise SettingsChangedError(
+                f"Not applied: {self.path} was changed since this window read it (by another ollama-deck window "
+                "or another program), and applying would overwrite that change.")
         if preferences is None:
             saved = existing.get("preferences") if isinstance(existing, dict) else None
             preferences = saved if isinstance(saved, dict) else {}
@@ -253,6 +280,7 @@ class SettingsStore:
         except OSError as exc:
             raise _save_error(self.path, exc) from exc
         _write_atomic(self.path, payload)
+        self._known, self._looked = payload, True
         return backup
 
     def _read_existing(self) -> tuple[bytes | None, Any]:
