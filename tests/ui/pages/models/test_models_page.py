@@ -283,3 +283,14 @@ def test_while_the_server_is_held_by_a_sweep_models_are_not_loaded_unloaded_or_d
     assert m.page.held_label.isVisible() and "A benchmark sweep is running." in m.page.held_label.text()
     m.controller.release()
     assert m.page.preload_button.isEnabled() and not m.page.held_label.isVisible()
+
+
+def test_a_model_whose_metadata_cannot_be_read_says_why_in_its_row(qtbot, models):
+    m = models()
+    why = "/models/b.gguf is damaged: its metadata nests arrays more than 8 deep, which no GGUF writer does"
+    m.page.session.details_failed.emit("gemma3:4b", why)  # as the session reports a file it cannot read
+    qtbot.waitUntil(lambda: m.page.table.cell_text("gemma3:4b", "Fit").startswith("?"), timeout=WAIT_MS)
+    m.page.table.select_name("gemma3:4b")
+    text = m.page.verdict_label.text()
+    assert "Its metadata cannot be read" in text and "nests arrays more than 8 deep" in text
+    assert m.page.table.cell_text("qwen3:14b", "Fit").startswith("●")  # the others keep their verdicts
