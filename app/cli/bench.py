@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from dataclasses import replace
@@ -146,14 +147,27 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
     demo = _demo(args) if getattr(args, "demo", False) else None
 
     tuning = registry.get(chosen_backend(args)).tuning
-    settings = demo or SettingsStore(Path(args.config_dir) if args.config_dir else None, tuning).load().settings
+    if demo is None:
+        # Only read: a damaged file stays where it is for the window to move aside and report. A file that could
+        # not be used at all is said here (a field's problem is said by the checks of what uses it).
+        loaded = SettingsStore(Path(args.config_dir) if args.config_dir else None, tuning).load(change_nothing=True)
+        for problem in loaded.problems if loaded.unusable else ():
+            print(f"ollama-deck bench: settings: {one_line(problem)}", file=sys.stderr)
+    settings = demo or loaded.settings
     settings = settings.replace(backend=chosen_backend(args))
     # A server that serves the one model file it is started with (llama-server's -m): a managed sweep on
     # --model naming such a file starts the server on it.
     model_file = next((o.name for o in tuning.options if o.kind == MODEL_FILE), None)
     model = getattr(args, "model", None)
-    if args.managed and model_file is not None and model and Path(model).expanduser().is_file():
-        settings = settings.with_options(**{model_file: str(Path(args.model).expanduser().resolve())})
+    if args.managed and model_file is not None and model:
+        path = Path(model).expanduser()
+        if path.is_file():
+            settings = settings.with_options(**{model_file: str(path.resolve())})
+        elif path.exists():
+            raise InputError(f"--model {model} is a folder; give the GGUF model file the server is to serve")
+        elif os.sep in model or path.suffix.lower() == ".gguf":
+            raise InputError(f"--model {model}: there is no such file (the server is started on the model file "
+                             "given); check the path")
     base_url = None
     if args.url is not None:
         url = server_url("--url", args.url)

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from app.adapters.storage import paths as storage_paths
 from app.adapters.storage import settings_format as fmt
 from app.adapters.storage.atomic_json import free_name, json_bytes, set_aside, utc_stamp, write_atomic
-from app.adapters.storage.json_file import (MISSING, READ, SET_ASIDE, STUCK, UNREADABLE, FileTooLargeError, decode_json,
+from app.adapters.storage.json_file import (LEFT, MISSING, READ, SET_ASIDE, STUCK, UNREADABLE, FileTooLargeError, decode_json,
                                             os_reason, read_capped, read_json_file)
 from app.core.errors import DeckError
 from app.core.server.mapping import NeutralTuning, TuningMapping, option_default
@@ -64,6 +64,7 @@ class LoadResult:
     problems: list[str] = field(default_factory=list)
     backup_path: Path | None = None
     preferences: dict[str, Any] = field(default_factory=dict)
+    unusable: bool = False  # nothing of the file could be used (unreadable, damaged): the settings are defaults
 
 
 class SettingsStore:
@@ -83,37 +84,54 @@ class SettingsStore:
         self._known: bytes | None = None
         self._looked = False
         self._saving = threading.Lock()
+        self._change_nothing = False  # this load only reads: no move aside, no conversion, no copies
+
 
     # ---- loading -------------------------------------------------------------------------
 
-    def load(self) -> LoadResult:
-        """Read the settings file; anything unusable is reported, kept aside, and replaced by defaults."""
-        found = read_json_file(self.path, "corrupt", fmt.shape_problem)
-        self._looked = found.outcome not in (UNREADABLE, STUCK)
+    def load(self, *, change_nothing: bool = False) -> LoadResult:
+        """Read the settings file; anything unusable is reported, kept aside, and replaced by defaults.
+
+        change_nothing: only read (the headless commands): an unusable file is left where it is, an older format
+        is read without being converted, and no copy is written; the problems still say what was found."""
+        self._change_nothing = change_nothing
+        found = read_json_file(self.path, "corrupt", fmt.shape_problem, move_aside=not change_nothing)
+        self._looked = found.outcome not in (UNREADABLE, STUCK, LEFT)
         self._known = found.raw if found.outcome == READ else None
         if found.outcome == MISSING:
             return LoadResult(ServerSettings())
         if found.outcome == UNREADABLE:
             return LoadResult(ServerSettings(), [
-                f"Could not read {self.path}: {found.why}. Using default settings; check the file's permissions."])
+                f"Could not read {self.path}: {found.why}. Using default settings; check the file's permissions."],
+                unusable=True)
         if found.outcome == STUCK:
             return LoadResult(ServerSettings(), [
                 f"{self.path} could not be read because {found.why}, and could not be moved aside "
-                f"({found.move_error}). Using default settings; saving will keep a copy first."])
+                f"({found.move_error}). Using default settings; saving will keep a copy first."], unusable=True)
+        if found.outcome == LEFT:
+            return LoadResult(ServerSettings(), [
+                f"{self.path} could not be read because {found.why}; using default settings. It was left as it "
+                "is: the ollama-deck window moves it aside, keeping it, and says so when it next starts."],
+                unusable=True)
         if found.outcome == SET_ASIDE:
             return LoadResult(ServerSettings(), [
                 f"{self.path} could not be read because {found.why}. It was moved to {found.kept}; "
-                "using default settings."], found.kept)
+                "using default settings."], found.kept, unusable=True)
         raw = found.raw or b""
         try:
             return self._load_document(found.data, raw)
         except (ValueError, TypeError, LookupError, RecursionError, MemoryError) as exc:
             # The reader and the checks below should leave nothing to fail; if a value still trips
             # one, the start must go on: keep the file's bytes and use the defaults.
+            if self._change_nothing:
+                return LoadResult(ServerSettings(), [
+                    f"{self.path} could not be read because a value in it could not be handled "
+                    f"({type(exc).__name__}). Using default settings; the file was left as it is."], unusable=True)
             backup = self._keep_copy(raw, f"corrupt-{utc_stamp()}")
             return LoadResult(ServerSettings(), [
                 f"{self.path} could not be read because a value in it could not be handled "
-                f"({type(exc).__name__}). Using default settings. {_kept_note(backup, 'the file')}"], backup)
+                f"({type(exc).__name__}). Using default settings. {_kept_note(backup, 'the file')}"], backup,
+                unusable=True)
 
     def _load_document(self, data: dict[str, Any], raw: bytes) -> LoadResult:
         version = fmt.version_of(data)
@@ -137,7 +155,7 @@ class SettingsStore:
         wanted, shape_problems = fmt.settings_json(data, body, self.mapping.kind)
         settings, field_problems = self._settings_from(wanted)
         problems += shape_problems + field_problems
-        if (shape_problems or field_problems) and not converted:
+        if (shape_problems or field_problems) and not converted and not self._change_nothing:
             # The next save rewrites what was wrong: keep the file as it was (a converted one is kept already).
             backup = self._keep_copy(raw, "invalid-backup")
             problems.append(_kept_note(backup, "the file as it was"))
@@ -146,11 +164,9 @@ class SettingsStore:
     def _load_v0(self, data: dict[str, Any], raw: bytes) -> LoadResult:
         migrated, notes = fmt.migrate_v0(data)
         saved, field_problems = ServerSettings.from_json(migrated)
-        problems = [
-            f"{self.path} was in the old format (version 0); converted it to version "
-            f"{SETTINGS_VERSION}." + (" " + " ".join(notes) if notes else "")
-        ] + field_problems
-        return self._convert(saved, problems, raw, "v0-backup", {})
+        note = (f"{self.path} was in the old format (version 0); converted it to version {SETTINGS_VERSION}."
+                + (" " + " ".join(notes) if notes else ""))
+        return self._convert(saved, note, field_problems, raw, "v0-backup", {})
 
     def _load_v1(self, body: dict[str, Any], preferences: dict[str, Any], raw: bytes,
                  problems: list[str]) -> LoadResult:
@@ -159,13 +175,18 @@ class SettingsStore:
         text = (f"{self.path} was in format version 1; converted it to version {SETTINGS_VERSION}, which keeps "
                 "the settings every server shares apart from each server's own")
         text += f" ({', '.join(moved)} are now {saved.backend}'s own)." if moved else "."
-        return self._convert(saved, [text] + problems + field_problems, raw, "v1-backup", preferences)
+        return self._convert(saved, text, problems + field_problems, raw, "v1-backup", preferences)
 
-    def _convert(self, saved: ServerSettings, problems: list[str], raw: bytes, tag: str,
+    def _convert(self, saved: ServerSettings, note: str, problems: list[str], raw: bytes, tag: str,
                  preferences: dict[str, Any]) -> LoadResult:
         """Keep the old file's bytes beside it, then write what it held, in this format, whichever backend this
-        store reads (its own checks come after, on the converted document): nothing is lost."""
+        store reads (its own checks come after, on the converted document): nothing is lost. `note` says it was
+        converted (not said when this load changes nothing: then it is only read as it is)."""
         document = fmt.document(saved, preferences, {}, {}, {})
+        if self._change_nothing:
+            return self._load_current(document, document["settings"], preferences, raw, problems, None,
+                                      converted=True)
+        problems = [note, *problems]
         backup = self._keep_copy(raw, tag)
         if backup is None:
             problems.append(
@@ -191,13 +212,15 @@ class SettingsStore:
         wanted, shape_problems = fmt.settings_json(data, {k: v for k, v in body.items() if k in known},
                                                    self.mapping.kind)
         settings, field_problems = self._settings_from(wanted)
-        backup = self._keep_copy(raw, f"v{version}-backup")
+        backup = None if self._change_nothing else self._keep_copy(raw, f"v{version}-backup")
         text = (
             f"{self.path} was written by a newer ollama-deck (format version {version}; this build "
             f"reads version {SETTINGS_VERSION}). Read the settings this build knows"
             + (f"; ignored {', '.join(ignored)}." if ignored else ".")
         )
-        if backup is not None:
+        if self._change_nothing:
+            pass  # nothing is saved from here
+        elif backup is not None:
             text += f" Saving will write version {SETTINGS_VERSION}; the newer file is kept at {backup}."
         else:
             text += " Could not keep a copy of it, so saving will first try again and stop if it cannot."

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,10 @@ from app.core.server.state import ExternalKind, ServerState, ServerStatus
 POLL_INTERVAL_S = 0.1
 PROGRAM = "llama-server"
 BACKEND_NAME = tuning.KIND  # in the records of the servers it starts
+# Signals a server gets from outside (the kernel's out-of-memory killer, kill, a closed terminal), unlike
+# SIGSEGV or SIGABRT, which it raises itself and explains in its log.
+_SIGNALS_FROM_OUTSIDE = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT})
+KILLED_LINES_QUOTED = 3  # the last log lines quoted for a server killed from outside
 # llama-server reads LLAMA_ARG_* variables for flags it is not given; a shell's exported value must
 # not change what the command line shown on the Server page says.
 _INHERITED_PREFIX_DROPPED = "LLAMA_ARG_"
@@ -71,6 +76,8 @@ class LlamaServerSupervisor(SupervisorBase):
                 f"started and start it again with:\n{line}\nor stop it and start the server from ollama-deck.")
 
     def _crash_reason(self, code: int) -> str:
+        if code < 0 and -code in _SIGNALS_FROM_OUTSIDE:
+            return self._killed_reason(code)
         if not self._log:
             return "."
         if any("failed to load model" in line for line in self._log):
@@ -78,6 +85,25 @@ class LlamaServerSupervisor(SupervisorBase):
                     "Check that it is a complete GGUF model file (a download may have been cut short), or "
                     "choose another.")
         return f": {self._reason()}"
+
+    def _killed_reason(self, code: int) -> str:
+        """For a server ended by a signal it did not raise itself: its log cannot say why (it was cut off
+        mid-way), so the words say where such a signal comes from, quote its last lines, and what to do."""
+        last = [probing.log_text(line) for line in self._log if line.strip()][-KILLED_LINES_QUOTED:]
+        quoted = (" Its last lines: " + " | ".join(f"“{line}”" for line in last) + ".") if last else \
+            " It wrote nothing."
+        if code == -signal.SIGKILL:
+            cause = ("; SIGKILL comes from outside the server and cannot be caught, so it wrote no reason: the "
+                     "system's out-of-memory killer sends it when RAM runs out, or another program (or a person) "
+                     "killed it.")
+            todo = (" Look for “Out of memory: Killed process” in the kernel log (journalctl -k, or dmesg); if it "
+                    "was that, make the server need less memory (fewer parallel slots, a smaller context or "
+                    "model), then start it again from the Server page.")
+        else:
+            cause = (f"; {procs.signal_name(code)} comes from outside the server (another program, a person, or "
+                     "the session it ran in ending).")
+            todo = " Start it again from the Server page."
+        return cause + quoted + todo
 
     # ----------------------------------------------------------------- internals: probing
 
