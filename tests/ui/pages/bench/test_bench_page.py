@@ -3,6 +3,7 @@ SQLite history, widgets offscreen."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -327,3 +328,33 @@ def test_a_backend_that_cannot_restart_with_settings_sweeps_client_concurrency_o
     qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: editor.start_button.isEnabled(), timeout=WAIT_MS)
     assert not editor.parallel.isEnabled() and "Only client concurrency varies" in editor.mode_label.text()
+
+
+class _FullAtTheStart(BenchHistory):
+    """The real SQLite history on a disk that is full when the sweep starts and has room again by its end."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.full = True
+
+    def _insert_run(self, conn, run):
+        if self.full:
+            self.full = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return super()._insert_run(conn, run)
+
+
+def test_a_run_whose_start_could_not_be_stored_is_stored_whole_at_its_end(qtbot, page_factory, tmp_path):
+    history = _FullAtTheStart(tmp_path / "full.sqlite3")
+    controller, page, _store = page_factory(history=history)
+    problems: list[str] = []
+    page.sweeps.history_problem.connect(problems.append)
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    fill(page, parallel="1, 2", requests=2)
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        qtbot.mouseClick(page.editor.start_button, Qt.MouseButton.LeftButton)
+    run = finished.args[0]
+    assert problems and "database or disk is full" in problems[0]  # said when it happened
+    [summary] = history.list_runs()
+    assert run.run_id == summary.run_id and (summary.status, summary.points_done) == ("finished", 2)
