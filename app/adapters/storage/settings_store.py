@@ -5,10 +5,16 @@ Layout on disk (settings.json in the config directory), format 2::
     {"version": 2, "saved_at": "2026-08-01T12:00:00+00:00", "backend": "ollama",
      "settings": {...the ServerSettings fields every server shares...},
      "backends": {"ollama": {...that backend's own options...}, ...},
-     "preferences": {...}}
+     "preferences": {...},
+     "extra_settings_by_backend": {"ollama": "OLLAMA_DEBUG=1", "llama_server": "--no-warmup"}}
 
-Every backend's options are kept, not only the chosen one's, so switching servers loses nothing;
-so are top-level keys this version does not write (a later version's additions). What the file
+Every backend's options and extra settings are kept, not only the chosen one's, so switching servers
+loses nothing: "settings"."extra_settings" is the saved backend's (as every build of format 2 reads
+and writes it, so the file stays readable by them), the others' ride beside it in a key those builds
+carry through their saves; a store reads the options and extra settings of its own backend (its
+mapping's kind). So are top-level keys this version does not write (a later version's additions).
+A save refuses once to replace a file that changed on disk since this store read or wrote it (another
+window's Apply), as the presets do. What the file
 holds is judged by the one reader (json_file: size, nesting, encoding, numbers, text) and then field
 by field; whenever a value is refused or misplaced, the file as it was is copied beside it first.
 Format 1 (the first releases) was Ollama-only and had the same keys but no "backend(s)": its
@@ -85,7 +91,6 @@ class SettingsStore:
         self._looked = False
         self._saving = threading.Lock()
         self._change_nothing = False  # this load only reads: no move aside, no conversion, no copies
-
 
     # ---- loading -------------------------------------------------------------------------
 
