@@ -150,9 +150,10 @@ _STRING, _ARRAY = 8, 9
 DEFAULT_ALIGNMENT = 32  # bytes, when general.alignment does not say
 # Arrays of arrays: the writers nest at most two deep (e.g. a list of pairs); anything past this is damage.
 MAX_ARRAY_NESTING = 8
-# The header is read in growing slices: the first covers every header seen (a 256k-token vocabulary with its
-# merges is about 10 MiB); a header claiming more than the cap is damage, not a model.
-FIRST_READ_BYTES = 16 << 20
+# The header is read in growing slices (each four times the last): the first covers small models' whole header
+# (SmolLM2's 49k tokens with their merges take about 2 MiB), the second a 256k-token vocabulary's; a header
+# claiming more than the cap is damage, not a model.
+FIRST_READ_BYTES = 4 << 20
 MAX_HEADER_BYTES = 512 << 20
 
 
