@@ -54,6 +54,10 @@ class QueuedRecorder:
         self._writer.submit(self._attempt, lambda: self._add_point(result))
 
     # ---- the end (any thread but the writer's) ------------------------------------------------
+    def drain(self) -> None:
+        """Wait until every write queued so far has been tried (blocks on the disk)."""
+        self._writer.submit(lambda: None).result()
+
     def close(self, run: SweepRun | None) -> HistoryOutcome:
         """Store the end of `run` (None: the sweep ended in an error; only what was queued is written), wait for
         every write, and say what the history kept. Blocks on the disk: run it off the event loop."""
