@@ -152,3 +152,23 @@ def test_a_sigkill_is_said_for_what_it_is_with_the_last_lines_not_a_line_from_th
     assert "Its last lines:" in text and f"listening on http://127.0.0.1:{supervisor.settings.port}" in text
     assert "failed to initialize CUDA" not in text  # the early line is not the reason
     assert "0.00.000.002 I" not in text  # quoted without the log's timestamps
+
+
+def test_a_build_for_another_cpu_dying_of_sigill_is_said_with_what_to_do(
+        supervisor_loop: LoopThread, standin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FAKE_LLAMA_EARLY_LINES", "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable "
+                                                 "device is detected")
+    monkeypatch.setenv("FAKE_LLAMA_DIE_BY", "SIGILL")
+    supervisor, statuses = _supervisor(standin, tmp_path, start_timeout_s=30.0)
+    try:
+        status = supervisor_loop.run(supervisor.start(), 40)
+    finally:
+        supervisor_loop.run(supervisor.close(), WAIT_S)
+    crashed = next(s for s in statuses.statuses if s.state is ServerState.CRASHED)
+    assert status.state is ServerState.CRASHED and crashed.exit_code == -signal.SIGILL
+    text = crashed.message
+    assert text.startswith("llama-server was killed by SIGILL without being asked to stop; SIGILL: it ran an "
+                           "instruction this processor does not have")
+    assert "Install or build a llama-server for this machine" in text
+    assert f"Its last lines: “ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected” | " \
+           f"“srv    load_model: loading model '{tmp_path / 'slow.gguf'}'”." in text
