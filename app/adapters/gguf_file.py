@@ -1,9 +1,12 @@
 """A GGUF model file's header read into the metadata a server's show reply carries.
 
 llama-server serves GGUF files and Ollama stores its models as GGUF blobs: the memory estimator
-(app/core/model_shape.py) reads the same keys from either. The file is memory-mapped and only the
-key/value header and the tensor infos are read (long arrays skipped, not decoded: see _Header); the
-weights stay on disk, never touched. The gguf package gives the tensor and file types and block sizes. What comes back has the shape of Ollama's verbose
+(app/core/model_shape.py) reads the same keys from either. Only the key/value header and the tensor
+infos are read, with plain file reads (long arrays skipped, not decoded: see _Header); the weights stay
+on disk, never touched. Not memory-mapped: a file cut short or rewritten while it is read (a download
+finishing, a copy over it) would kill the process with SIGBUS on a mapped page that no longer exists,
+where a read only comes back short. Arrays nested deeper than any model writes are refused, not followed
+down into a RecursionError. The gguf package gives the tensor and file types and block sizes. What comes back has the shape of Ollama's verbose
 `/api/show`: `model_info` (GGUF keys, long arrays left out as Ollama leaves them out, plus
 `general.parameter_count` summed from the tensors as Ollama does), `details` (format, family,
 parameter size, quantization) and `tensors` ([{name, type, shape}], shapes in GGML order).
@@ -16,7 +19,6 @@ leave this module.
 from __future__ import annotations
 
 import math
-import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -52,6 +54,13 @@ class NotGguf(GgufError):
     """The file exists but is not GGUF (wrong magic bytes)."""
 
     hint = "This is not a GGUF model; pick a .gguf file (llama.cpp converts other formats with convert_hf_to_gguf.py)."
+
+
+class GgufDamaged(GgufError):
+    """The file's header is readable bytes but not a header any GGUF writer makes (e.g. arrays nested absurdly
+    deep); the message says what."""
+
+    hint = "The file is damaged or not a model; download or copy it again."
 
 
 class GgufTruncated(GgufError):
@@ -139,91 +148,134 @@ def size_label(n: int) -> str:
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
 DEFAULT_ALIGNMENT = 32  # bytes, when general.alignment does not say
+# Arrays of arrays: the writers nest at most two deep (e.g. a list of pairs); anything past this is damage.
+MAX_ARRAY_NESTING = 8
+# The header is read in growing slices (each four times the last): the first covers small models' whole header
+# (SmolLM2's 49k tokens with their merges take about 2 MiB), the second a 256k-token vocabulary's; a header
+# claiming more than the cap is damage, not a model.
+FIRST_READ_BYTES = 4 << 20
+MAX_HEADER_BYTES = 512 << 20
+
+
+class _Damaged(ValueError):
+    """The header is not one a GGUF writer makes; the text says how."""
+
+
+class _NeedMore(Exception):
+    """The header goes on past the bytes read so far (but not past the file's end)."""
 
 
 class _Header:
-    """A cursor over a GGUF file's bytes (memory-mapped) that reads the key/value header and the tensor
-    infos the way the format lays them out, skipping long arrays without decoding them.
+    """A cursor over the first bytes of a GGUF file that reads the key/value header and the tensor infos
+    the way the format lays them out, skipping long arrays without decoding them.
 
     gguf.GGUFReader decodes every array item into numpy views, about two seconds of CPU for a
     vocabulary of 49k tokens (more for larger ones) — time taken from a server decoding on the same
     cores. Its constants (value, tensor and file types, block sizes) are still the library's."""
 
-    def __init__(self, data: memoryview) -> None:
+    def __init__(self, data: bytes, whole: bool) -> None:
         self.data = data
+        self.whole = whole  # the bytes reach the file's end: running past them is the file cut short
         self.at = 0
 
+    def _need(self, n: int) -> None:
+        if self.at + n > len(self.data):
+            if self.whole:
+                raise ValueError("the header runs past the end of the file")
+            raise _NeedMore
+
     def take(self, fmt: str) -> Any:
+        size = struct.calcsize(fmt)
+        self._need(size)
         value = struct.unpack_from(fmt, self.data, self.at)[0]
-        self.at += struct.calcsize(fmt)
+        self.at += size
         return value
 
     def string(self) -> bytes:
         length = self.take("<Q")
-        if self.at + length > len(self.data):
-            raise ValueError("a string runs past the end of the file")
-        text = bytes(self.data[self.at:self.at + length])
+        self._need(length)
+        text = self.data[self.at:self.at + length]
         self.at += length
         return text
 
     def skip_string(self) -> None:
         length = self.take("<Q")
+        self._need(length)
         self.at += length
-        if self.at > len(self.data):
-            raise ValueError("a string runs past the end of the file")
 
-    def value(self, kind: int) -> Any:
+    def value(self, kind: int, depth: int = 0) -> Any:
         if kind == _STRING:
             return self.string().decode("utf-8", errors="replace")
         if kind == _ARRAY:
+            if depth >= MAX_ARRAY_NESTING:
+                raise _Damaged(f"its metadata nests arrays more than {MAX_ARRAY_NESTING} deep, which no GGUF "
+                               "writer does")
             item_kind, count = self.take("<I"), self.take("<Q")
             if count > MAX_ARRAY_ITEMS:
-                self.skip_array(item_kind, count)
+                self.skip_array(item_kind, count, depth + 1)
                 return None
-            return [self.value(item_kind) for _ in range(count)]
+            return [self.value(item_kind, depth + 1) for _ in range(count)]
         return self.take(_SCALARS[kind])  # KeyError for a type GGUF does not have: a damaged file
 
-    def skip_array(self, kind: int, count: int) -> None:
+    def skip_array(self, kind: int, count: int, depth: int) -> None:
         if kind == _STRING:
             for _ in range(count):
                 self.skip_string()
         elif kind == _ARRAY:
             for _ in range(count):
-                self.value(_ARRAY)
+                self.value(_ARRAY, depth)
         else:
-            self.at += struct.calcsize(_SCALARS[kind]) * count
-            if self.at > len(self.data):
-                raise ValueError("an array runs past the end of the file")
+            length = struct.calcsize(_SCALARS[kind]) * count
+            self._need(length)
+            self.at += length
+
+
+def _read_header(handle: Any, size: int) -> tuple[dict[str, Any], list[tuple[str, list[int], Any, int]], int]:
+    """The key/values, the tensor infos and where the tensor data starts, from plain reads of the file's start:
+    a larger slice each time the header goes on past the one read."""
+    want = min(size, FIRST_READ_BYTES)
+    while True:
+        handle.seek(0)
+        data = handle.read(want)
+        # A short read: the file ended there (cut while being read); what was read is all there is.
+        try:
+            return _parse_header(_Header(data, whole=len(data) < want or len(data) >= size))
+        except _NeedMore:
+            if want >= MAX_HEADER_BYTES:
+                raise _Damaged(f"its header goes on past {MAX_HEADER_BYTES >> 20} MiB, far more than any model's "
+                               "metadata") from None
+            want = min(size, want * 4, MAX_HEADER_BYTES)
+
+
+def _parse_header(header: _Header) -> tuple[dict[str, Any], list[tuple[str, list[int], Any, int]], int]:
+    import gguf  # the tensor types
+
+    header.at = len(GGUF_MAGIC)
+    version = header.take("<I")
+    if version < 2:
+        raise ValueError(f"GGUF version {version} is older than this reader takes")
+    n_tensors, n_kv = header.take("<Q"), header.take("<Q")
+    info: dict[str, Any] = {}
+    for _ in range(n_kv):
+        key = header.string().decode("utf-8", errors="replace")
+        info[key] = header.value(header.take("<I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = header.string().decode("utf-8", errors="replace")
+        dims = [header.take("<Q") for _ in range(header.take("<I"))]
+        kind, offset = header.take("<I"), header.take("<Q")
+        infos.append((name, dims, gguf.GGMLQuantizationType(kind), offset))
+    alignment = info.get("general.alignment")
+    alignment = alignment if isinstance(alignment, int) and alignment > 0 else DEFAULT_ALIGNMENT
+    return info, infos, -(-header.at // alignment) * alignment  # the tensor data begins at the next multiple
 
 
 def _parse(path: Path) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
-    import gguf  # the tensor types and their block sizes
+    import gguf  # the block sizes
 
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        view = memoryview(mapped)
-        try:
-            header = _Header(view)
-            header.at = len(GGUF_MAGIC)
-            version = header.take("<I")
-            if version < 2:
-                raise ValueError(f"GGUF version {version} is older than this reader takes")
-            n_tensors, n_kv = header.take("<Q"), header.take("<Q")
-            info: dict[str, Any] = {}
-            for _ in range(n_kv):
-                key = header.string().decode("utf-8", errors="replace")
-                info[key] = header.value(header.take("<I"))
-            infos = []
-            for _ in range(n_tensors):
-                name = header.string().decode("utf-8", errors="replace")
-                dims = [header.take("<Q") for _ in range(header.take("<I"))]
-                kind, offset = header.take("<I"), header.take("<Q")
-                infos.append((name, dims, gguf.GGMLQuantizationType(kind), offset))
-            alignment = info.get("general.alignment")
-            alignment = alignment if isinstance(alignment, int) and alignment > 0 else DEFAULT_ALIGNMENT
-            start = -(-header.at // alignment) * alignment  # the tensor data begins at the next multiple
-            size = len(view)
-        finally:
-            view.release()
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        info, infos, start = _read_header(handle, size)
     tensors = tuple({"name": name, "type": kind.name, "shape": dims} for name, dims, kind, _ in infos)
     counts = [math.prod(dims) for _, dims, _, _ in infos]
     info["general.parameter_count"] = sum(counts)
@@ -243,6 +295,8 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufFile:
     _check_magic(path, size)
     try:
         info, tensors = _parse(path)
+    except _Damaged as exc:
+        raise GgufDamaged(f"{path} is damaged: {exc}", path) from None
     except (ValueError, IndexError, struct.error, OverflowError, KeyError, UnicodeDecodeError) as exc:
         # The magic was right, so the header or tensor table ran past the end or is garbled.
         raise GgufTruncated(f"{path} ({size} bytes) is cut short or damaged: its GGUF header or tensor data "
@@ -260,4 +314,4 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufFile:
                     tensors=tensors, chat_template=template if isinstance(template, str) else "")
 
 
-__all__ = ["GgufError", "GgufFile", "GgufNotFound", "GgufTruncated", "NotGguf", "file_stat", "read_gguf", "size_label"]
+__all__ = ["GgufDamaged", "GgufError", "GgufFile", "GgufNotFound", "GgufTruncated", "NotGguf", "file_stat", "read_gguf", "size_label"]

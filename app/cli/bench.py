@@ -5,15 +5,16 @@ Without --managed the server at --url is used as it runs, and only the client si
 every --parallel (and --kv-cache, --context, --flash-attention) value, then stops it again.
 Prints the table and the recommendation; --json/--csv/--markdown write the results (- for stdout).
 Exit status: 0 when the sweep ran, 1 when no point could be measured or the server could not be
-used, 2 on unusable input, 130 when interrupted.
+used, 2 on unusable input, 130 when interrupted. A run the benchmark history cannot keep (locked by another
+program, a full disk) is still printed and written; what the history kept of it is said on stderr after it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import concurrent.futures
 import json
+import os
 import sys
 import time
 from dataclasses import replace
@@ -30,13 +31,14 @@ from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, Lo
                                    parse_prompt_file, prompt_sets)
 from app.core.server.mapping import MODEL_FILE
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
-from app.core.bench.sweep import PointResult, SweepAxes, SweepPlanError, SweepSpec, parse_int_list
+from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.core.bench.run import SweepRun, run_to_csv, run_to_json, run_to_markdown, table_header, table_rows
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 
 if TYPE_CHECKING:  # the runner (and httpx under it) loads only when a sweep runs
 
+    from app.services.bench.recording import HistoryOutcome
     from app.services.bench.sweep_runner import SweepProgress
 
 
@@ -145,14 +147,27 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
     demo = _demo(args) if getattr(args, "demo", False) else None
 
     tuning = registry.get(chosen_backend(args)).tuning
-    settings = demo or SettingsStore(Path(args.config_dir) if args.config_dir else None, tuning).load().settings
+    if demo is None:
+        # Only read: a damaged file stays where it is for the window to move aside and report. A file that could
+        # not be used at all is said here (a field's problem is said by the checks of what uses it).
+        loaded = SettingsStore(Path(args.config_dir) if args.config_dir else None, tuning).load(change_nothing=True)
+        for problem in loaded.problems if loaded.unusable else ():
+            print(f"ollama-deck bench: settings: {one_line(problem)}", file=sys.stderr)
+    settings = demo or loaded.settings
     settings = settings.replace(backend=chosen_backend(args))
     # A server that serves the one model file it is started with (llama-server's -m): a managed sweep on
     # --model naming such a file starts the server on it.
     model_file = next((o.name for o in tuning.options if o.kind == MODEL_FILE), None)
     model = getattr(args, "model", None)
-    if args.managed and model_file is not None and model and Path(model).expanduser().is_file():
-        settings = settings.with_options(**{model_file: str(Path(args.model).expanduser().resolve())})
+    if args.managed and model_file is not None and model:
+        path = Path(model).expanduser()
+        if path.is_file():
+            settings = settings.with_options(**{model_file: str(path.resolve())})
+        elif path.exists():
+            raise InputError(f"--model {model} is a folder; give the GGUF model file the server is to serve")
+        elif os.sep in model or path.suffix.lower() == ".gguf":
+            raise InputError(f"--model {model}: there is no such file (the server is started on the model file "
+                             "given); check the path")
     base_url = None
     if args.url is not None:
         url = server_url("--url", args.url)
@@ -283,10 +298,12 @@ class _Progress:
 
 
 async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder | None,
-               url: str | None = None) -> SweepRun:
+               url: str | None = None) -> tuple[SweepRun, HistoryOutcome | None]:
+    """The sweep as measured, and what the history kept of it (None: no history asked for)."""
     from app.adapters.telemetry.host import host_memory_reader
     from app.adapters.telemetry.nvml import make_gpu_backend
     from app.backends import registry
+    from app.services.bench.recording import QueuedRecorder
     from app.services.bench.sweep_runner import SweepRunner
     from app.core.server.state import ServerState
 
@@ -324,27 +341,14 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                              app_version=__version__, server_telemetry=backend.server_telemetry,
                              host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])))
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
-        writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-history")
-        run_id: list[concurrent.futures.Future[int]] = []
-        writes: list[concurrent.futures.Future[None]] = []
-
-        def started(run: SweepRun) -> None:
-            if history is not None:
-                run_id.append(writer.submit(history.begin, run))
-
-        def point_done(_run: SweepRun, result: PointResult) -> None:
-            if history is not None and run_id:
-                writes.append(writer.submit(lambda: history.add_point(run_id[0].result(), result)))
-
+        recorder = QueuedRecorder(history) if history is not None else None
+        run: SweepRun | None = None
         try:
-            run = await runner.run(spec, _Progress(args.quiet), point_done, started)
-            if history is not None and run_id:
-                writes.append(writer.submit(lambda: history.finish(run_id[0].result(), run)))
+            run = await runner.run(spec, _Progress(args.quiet), recorder.point_done if recorder else None,
+                                   recorder.started if recorder else None)
         finally:
-            await asyncio.to_thread(writer.shutdown, wait=True)
-        for write in writes:
-            write.result()  # a write that failed fails the command, as it did when it ran inline
-        return run
+            outcome = await asyncio.to_thread(recorder.close, run) if recorder is not None else None
+        return run, outcome
     finally:
         if supervisor is not None:
             await supervisor.close()
@@ -370,6 +374,19 @@ def _open_history(args: argparse.Namespace) -> SweepRecorder | None:
     return None if history.read_only else history
 
 
+def history_words(kept: HistoryOutcome, args: argparse.Namespace) -> str:
+    """The line that says the history could not keep a run, what it holds of it, and where the results are."""
+    outputs = [path for path in (args.json, args.csv, args.markdown) if path not in (None, "-")]
+    where = "printed above" + (f" and written to {', '.join(outputs)}" if outputs else "")
+    if kept.run_id is None:
+        held = "this run is not in it"
+    else:
+        held = (f"it holds run {kept.run_id} with {kept.points_kept} of its {kept.points} points, left open: it is "
+                "listed as interrupted once this command has ended")
+    return (f"the benchmark history could not keep this run ({one_line(kept.error)}); {held}. The results are "
+            f"complete, {where}.")
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck bench`."""
     try:
@@ -391,7 +408,7 @@ def run(args: argparse.Namespace) -> int:
     if warning:  # printed even with --quiet: every start beyond loopback says so
         print(f"ollama-deck bench: warning: {warning}", file=sys.stderr, flush=True)
     try:
-        result = asyncio.run(_run(spec, args, history, url))
+        result, kept = asyncio.run(_run(spec, args, history, url))
     except KeyboardInterrupt:
         print("ollama-deck bench: interrupted; the server was put back as it was.", file=sys.stderr)
         return 130
@@ -409,4 +426,6 @@ def run(args: argparse.Namespace) -> int:
         _write(args.csv, run_to_csv(result))
     if args.markdown:
         _write(args.markdown, run_to_markdown(result))
+    if kept is not None and not kept.saved:
+        print(f"ollama-deck bench: {history_words(kept, args)}", file=sys.stderr)
     return 0 if any(r.ran for r in result.results) else 1

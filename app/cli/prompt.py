@@ -99,9 +99,15 @@ def _default_url(config_dir: str | None) -> str:
     from app.adapters.storage.settings_store import SettingsStore
 
     try:
-        return SettingsStore(Path(config_dir) if config_dir else None).load().settings.base_url
-    except Exception:  # noqa: BLE001 - an unreadable settings file must not stop a prompt
+        # Only read: a damaged file stays where it is for the window to move aside and report; said here too.
+        loaded = SettingsStore(Path(config_dir) if config_dir else None).load(change_nothing=True)
+    except Exception as exc:  # noqa: BLE001 - an unreadable settings file must not stop a prompt
+        print(f"ollama-deck prompt: settings: cannot be read ({type(exc).__name__}); using {DEFAULT_URL}",
+              file=sys.stderr)
         return DEFAULT_URL
+    for problem in loaded.problems if loaded.unusable else ():
+        print(f"ollama-deck prompt: settings: {one_line(problem)}", file=sys.stderr)
+    return loaded.settings.base_url
 
 
 def _prompt_text(text: str) -> str:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.adapters.gguf_file import GgufError, GgufNotFound, GgufTruncated, NotGguf, read_gguf
+from app.adapters.gguf_file import GgufDamaged, GgufError, GgufNotFound, GgufTruncated, NotGguf, read_gguf
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate
 from app.core.units import GIB
 from app.core.model_shape import shape_from_show
@@ -111,3 +111,80 @@ def test_the_header_scan_reads_what_the_gguf_library_reads(bundled_model) -> Non
     assert [(t["name"], t["type"], t["shape"]) for t in ours.tensors] == \
         [(t.name, t.tensor_type.name, [int(d) for d in t.shape]) for t in reader.tensors]
     assert ours.model_info["general.parameter_count"] == sum(int(t.n_elements) for t in reader.tensors)
+
+
+def nested_gguf(path: Path, depth: int) -> Path:
+    """A GGUF header whose one metadata value is an array of an array of … `depth` deep (no writer makes one)."""
+    import struct
+
+    key = b"general.deep"
+    data = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key + struct.pack("<I", 9)
+    data += struct.pack("<IQ", 9, 1) * (depth - 1) + struct.pack("<IQ", 4, 1) + struct.pack("<I", 7)
+    path.write_bytes(data)
+    return path
+
+
+def test_arrays_nested_absurdly_deep_are_a_damaged_file_with_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(GgufDamaged) as caught:
+        read_gguf(nested_gguf(tmp_path / "deep.gguf", 500))
+    assert str(tmp_path / "deep.gguf") in caught.value.message and "nests arrays more than" in caught.value.message
+    assert read_gguf(nested_gguf(tmp_path / "two.gguf", 2)).model_info["general.deep"] == [[7]]
+
+
+# Reads a GGUF file's header while another writer cuts the file to its first page (4 KiB, of a header three times
+# longer): right after the reader maps the file or, reading it plainly, at its first read. Either way the reader must say the file is cut
+# short, never die of SIGBUS on a mapped page past the new end.
+CUT_WHILE_READING = r"""
+import builtins, mmap, os, sys
+from app.adapters.gguf_file import GgufError, read_gguf
+
+path = sys.argv[1]
+cut = []
+
+def cut_once():
+    if not cut:
+        cut.append(True)
+        os.truncate(path, 4096)
+
+real_mmap, real_open = mmap.mmap, builtins.open
+
+def mapping(*args, **kwargs):
+    mapped = real_mmap(*args, **kwargs)
+    cut_once()
+    return mapped
+
+class CutOnRead:
+    def __init__(self, handle):
+        self.handle = handle
+    def read(self, *args):
+        cut_once()
+        return self.handle.read(*args)
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return self.handle.__exit__(*exc)
+
+def opening(file, mode="r", *args, **kwargs):
+    handle = real_open(file, mode, *args, **kwargs)
+    return CutOnRead(handle) if str(file) == path and "b" in mode else handle
+
+mmap.mmap, builtins.open = mapping, opening
+try:
+    read_gguf(path)
+except GgufError as exc:
+    print(type(exc).__name__, exc.message)
+"""
+
+
+def test_a_file_cut_while_its_header_is_read_is_reported_not_a_sigbus(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    victim = write_tiny_gguf(tmp_path / "being-rewritten.gguf", chat_template="{{ messages }}" * 1000)
+    done = subprocess.run([sys.executable, "-c", CUT_WHILE_READING, str(victim)], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, f"the reader died (status {done.returncode}): {done.stderr[-2000:]}"
+    assert done.stdout.startswith("GgufTruncated") and str(victim) in done.stdout
+    assert victim.stat().st_size == 4096  # it was really cut while being read

@@ -123,3 +123,42 @@ def test_a_history_named_on_the_command_line_that_is_not_sqlite_is_refused_and_l
     assert f"{notes} is not an SQLite file, so it is not a benchmark history; nothing was changed" in line
     assert notes.read_text(encoding="utf-8") == '{"mine": true}\n'
     assert not [p for p in tmp_path.iterdir() if ".corrupt-" in p.name]
+
+
+def test_a_damaged_settings_file_is_named_left_for_the_window_and_said_by_bench_and_prompt(tmp_path):
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "settings.json").write_text("{ broken")
+    url = _dead_url()
+    for command, args in (("bench", ("--model", "m", "--url", url, "--quiet", "--no-history")),
+                          ("prompt", ("--model", "m", "--no-think", "hi"))):
+        result = deck(command, "--config-dir", str(cfg), *args)
+        assert result.returncode == 1 and "Cannot connect" in result.stderr, result.stderr
+        said = [line for line in result.stderr.splitlines() if "settings:" in line]
+        assert said and str(cfg / "settings.json") in said[0] and "not valid JSON" in said[0], result.stderr
+        assert "left as it is" in said[0] and "window moves it aside" in said[0]
+    assert [p.name for p in cfg.iterdir()] == ["settings.json"]  # the window still finds it, to report it
+    assert (cfg / "settings.json").read_text() == "{ broken"
+
+
+def test_bench_for_llama_server_on_an_ollama_users_settings_warns_nothing_and_writes_nothing(tmp_path):
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "settings.json").write_text(
+        '{"version": 1, "settings": {"num_parallel": 2, "extra_env": "OLLAMA_DEBUG=1", "models_dir": "/srv/m"}}')
+    before = (cfg / "settings.json").read_bytes()
+    for _ in range(2):  # every start
+        result = deck("bench", "--config-dir", str(cfg), "--backend", "llama_server", "--model", "m.gguf",
+                      "--url", _dead_url(), "--quiet", "--no-history")
+        assert result.returncode == 1 and "Cannot connect to llama-server" in result.stderr, result.stderr
+        assert "refused" not in result.stderr and "settings:" not in result.stderr, result.stderr
+    assert [p.name for p in cfg.iterdir()] == ["settings.json"] and (cfg / "settings.json").read_bytes() == before
+
+
+def test_a_model_file_that_is_not_there_is_named(tmp_path):
+    missing = tmp_path / "models" / "qwen3-14b-Q4_K_M.gguf"
+    result = deck("bench", "--config-dir", str(tmp_path / "cfg"), "--backend", "llama_server", "--managed",
+                  "--model", str(missing), "--url", _dead_url(), "--no-history")
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert f"--model {missing}: there is no such file" in line

@@ -3,8 +3,11 @@
 A record is judged by the processes it names, by pid and start time, never by name:
 - its app still runs (this run or another instance): left alone;
 - the server is gone: stale, the record is removed silently;
-- the server's pid now belongs to another process (start time or command line differ): the record
-  is removed and nothing is signalled;
+- the server's pid now belongs to another process (start time differs, or the command line differs and
+  the process does not lead the session the server was started in): the record is removed and nothing is
+  signalled. The command line is read right after the spawn, so a server started through a launcher
+  script that `exec`s the real program shows another one later: the same pid, the same start time (exec
+  keeps both) and still the leader of its own session (the spawn made it one) say it is the same process;
 - the app is gone and the server still runs as recorded: an orphan, which the supervisor may adopt;
 - the app and the server are gone but processes of the server's group live on (runners orphaned by
   a SIGKILLed server, which a parent-death signal cannot reach): they are stopped and the record
@@ -71,8 +74,8 @@ def inspect(record: ServerRecord) -> Inspection:
     if proc is not None and not same_start(proc, record.create_time):
         return Inspection(record, Verdict.REUSED)  # a zombie too: its group is not the recorded one
     if proc is not None and not zombie:
-        if not _same_cmdline(proc, record):
-            return Inspection(record, Verdict.REUSED)
+        if not _same_cmdline(proc, record) and not _leads_its_session(proc):
+            return Inspection(record, Verdict.REUSED)  # a new process under a reused pid (and start second)
         return Inspection(record, Verdict.ORPHAN, server=proc)
     leftovers = tuple(p for p in procs.group_members(record.pid, record.create_time, START_TIME_TOLERANCE_S)
                       if _same_session(p, record.pid))
@@ -84,6 +87,16 @@ def _same_cmdline(proc: psutil.Process, record: ServerRecord) -> bool:
     try:
         return tuple(proc.cmdline()) == record.cmdline
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
+def _leads_its_session(proc: psutil.Process) -> bool:
+    """True when proc leads its own session, as the spawn made the server (False where that cannot be seen)."""
+    if not hasattr(os, "getsid"):
+        return False
+    try:
+        return os.getsid(proc.pid) == proc.pid
+    except OSError:
         return False
 
 

@@ -279,8 +279,14 @@ class BenchHistory:
             self._insert_point(conn, run_id, result)
 
     def finish(self, run_id: int, run: SweepRun) -> None:
-        """Mark a run finished or cancelled, with its recommendation."""
+        """Mark a run finished or cancelled, with its recommendation, and store every point an earlier
+        add_point could not (a lock, a full disk), in the same transaction: a run the history calls finished
+        holds all its points, and one whose end cannot be written stays open (read as interrupted later)."""
         with self._connect(write=True) as conn:
+            stored = {row[0] for row in conn.execute("SELECT idx FROM points WHERE run_id = ?", (run_id,))}
+            for result in run.results:
+                if result.point.index not in stored:
+                    self._insert_point(conn, run_id, result)
             self._update_run(conn, run_id, run)
 
     def keep_judgement(self, run_id: int, run: SweepRun) -> None:

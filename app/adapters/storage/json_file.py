@@ -33,6 +33,7 @@ MISSING = "missing"  # no file yet
 READ = "read"  # decoded; `data` holds the document
 UNREADABLE = "unreadable"  # the file exists but could not be read (permissions, I/O); left in place
 SET_ASIDE = "set aside"  # not usable; moved to `kept`
+LEFT = "left"  # not usable, and left in place as asked (a reader that must not change the file)
 STUCK = "stuck"  # not usable, and could not be moved aside (`move_error` says why); left in place
 
 # A state file is a few KiB; anything this large is not one of ours, and reading it could exhaust memory.
@@ -139,13 +140,13 @@ def os_reason(exc: OSError) -> str:
 
 def read_json_file(
     path: Path, tag: str, shape_problem: Callable[[Any], str] | None = None,
-    *, stale_temp_age_s: float = STALE_TEMP_AGE_S,
+    *, stale_temp_age_s: float = STALE_TEMP_AGE_S, move_aside: bool = True,
 ) -> JsonRead:
     """Read path as JSON, first removing temp files of saves that died.
 
     A file that is not valid JSON (or otherwise unusable, see the module's notes), or whose
     document shape_problem() finds unusable (it returns why, '' when fine), is moved to
-    <name>.<tag>-<UTC stamp> beside it.
+    <name>.<tag>-<UTC stamp> beside it; with move_aside=False it is left where it is (LEFT).
     """
     remove_stale_temp_files(path, stale_temp_age_s)
     raw: bytes | None = None
@@ -163,6 +164,8 @@ def read_json_file(
             why = shape_problem(data)
         if not why:
             return JsonRead(READ, data, raw)
+    if not move_aside:
+        return JsonRead(LEFT, raw=raw, why=why)
     try:
         kept = set_aside(path, tag)
     except OSError as exc:
@@ -170,6 +173,6 @@ def read_json_file(
     return JsonRead(SET_ASIDE, raw=raw, why=why, kept=kept)
 
 
-__all__ = ["FileTooLargeError", "JsonRead", "MAX_DEPTH", "MAX_FILE_BYTES", "MISSING", "READ", "SET_ASIDE", "STUCK",
+__all__ = ["FileTooLargeError", "JsonRead", "LEFT", "MAX_DEPTH", "MAX_FILE_BYTES", "MISSING", "READ", "SET_ASIDE", "STUCK",
            "UNREADABLE", "decode_json", "has_lone_surrogate", "nesting_depth", "os_reason", "read_capped",
            "read_json_file", "too_large_reason"]

@@ -19,8 +19,13 @@ V0_RENAMES = {
 }
 
 
+# Every backend's own extra settings, by backend name: "settings"."extra_settings" holds only the saved backend's
+# (as every release of format 2 reads and writes it), so the others' are kept beside, in a key those releases carry
+# through their saves unchanged.
+EXTRA_SETTINGS_KEY = "extra_settings_by_backend"
 # The top-level keys format 2 writes; others in a format-2 file are carried through saves.
-DOCUMENT_KEYS = frozenset({"version", "saved_at", "backend", "settings", "backends", "preferences"})
+DOCUMENT_KEYS = frozenset({"version", "saved_at", "backend", "settings", "backends", "preferences",
+                           EXTRA_SETTINGS_KEY})
 # Keys a format-2 "settings" object should not hold: the backend, its options, format 1's names of them.
 MISPLACED_IN_BODY = frozenset({"backend", "options", "extra_env", *LEGACY_OPTION_FIELDS})
 
@@ -72,9 +77,10 @@ def shape_problem(data: Any) -> str:
     return ""
 
 
-def settings_json(data: dict[str, Any], body: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """ServerSettings.from_json input from a format-2 document: the shared fields, the chosen
-    backend and that backend's options; what is malformed around them is reported."""
+def settings_json(data: dict[str, Any], body: Mapping[str, Any], backend_for: str = "") -> tuple[dict[str, Any],
+                                                                                              list[str]]:
+    """ServerSettings.from_json input from a format-2 document: the shared fields, and the options and extra
+    settings of `backend_for` (default: the saved backend); what is malformed around them is reported."""
     problems: list[str] = []
     for name in sorted(set(body) & MISPLACED_IN_BODY):
         # Format 2 keeps these beside "settings" or in the server's options; where both places hold
@@ -89,8 +95,15 @@ def settings_json(data: dict[str, Any], body: Mapping[str, Any]) -> tuple[dict[s
     if not isinstance(backends, dict):
         problems.append("The saved server options were not an object; using the server's defaults.")
         backends = {}
-    options = backends.get(backend, {})
-    return {**body, "backend": backend, "options": options}, problems
+    wanted = {**body, "backend": backend_for or backend, "options": backends.get(backend_for or backend, {})}
+    extras = data.get(EXTRA_SETTINGS_KEY, {})
+    if not isinstance(extras, dict):
+        problems.append("The saved extra settings of each server were not an object; those of the servers not "
+                        "saved last are empty.")
+        extras = {}
+    if backend_for and backend_for != backend:  # the body's extra settings are the saved backend's, not these
+        wanted["extra_settings"] = extras.get(backend_for, "")
+    return wanted, problems
 
 
 def migrate_v0(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -112,12 +125,39 @@ def migrate_v0(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 def saved_backends(existing: Any) -> dict[str, Any]:
     """Every backend's options in the file being replaced, so saving one backend keeps the others'
     (as they were, even malformed: they are judged when that backend is chosen)."""
-    if not isinstance(existing, dict) or version_of(existing) != SETTINGS_VERSION:
+    if not isinstance(existing, dict):
+        return {}
+    if version_of(existing) == 1 and isinstance(existing.get("settings"), dict):  # format 1: Ollama's, in the body
+        body = existing["settings"]
+        backend = body.get("backend", DEFAULT_BACKEND)
+        own = {name: body[name] for name in LEGACY_OPTION_FIELDS if name in body}
+        return {backend: own} if isinstance(backend, str) else {}
+    if version_of(existing) != SETTINGS_VERSION:
         return {}
     backends = existing.get("backends")
     if not isinstance(backends, dict):
         return {}
     return dict(backends)
+
+
+def saved_extra_settings(existing: Any) -> dict[str, Any]:
+    """Every backend's extra settings in the file being replaced (format 1's were Ollama's), so saving one
+    backend keeps the others'; the saved backend's are those in "settings", which any release writes."""
+    if not isinstance(existing, dict) or not isinstance(existing.get("settings"), dict):
+        return {}
+    version, body = version_of(existing), existing["settings"]
+    if version == 1:
+        text = body.get("extra_settings", body.get("extra_env"))
+        backend = body.get("backend", DEFAULT_BACKEND)
+        return {backend: text} if isinstance(text, str) and isinstance(backend, str) else {}
+    if version != SETTINGS_VERSION:
+        return {}
+    extras = existing.get(EXTRA_SETTINGS_KEY)
+    found = {name: text for name, text in extras.items() if isinstance(text, str)} if isinstance(extras, dict) else {}
+    backend, text = existing.get("backend", DEFAULT_BACKEND), body.get("extra_settings")
+    if isinstance(backend, str) and isinstance(text, str):
+        found[backend] = text
+    return found
 
 
 def saved_extras(existing: Any) -> dict[str, Any]:
@@ -128,9 +168,11 @@ def saved_extras(existing: Any) -> dict[str, Any]:
 
 
 def document(settings: ServerSettings, preferences: Mapping[str, Any], backends: Mapping[str, Any],
-             extras: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The format-2 document for settings (the chosen backend's options replace its saved ones);
-    `extras` are top-level keys carried from the file it replaces."""
+             extras: Mapping[str, Any] | None = None,
+             extra_settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The format-2 document for settings (the chosen backend's options and extra settings replace its saved
+    ones); `extras` are top-level keys carried from the file it replaces, `extra_settings` the other
+    backends' extra settings."""
     shared = settings.to_json()
     shared.pop("backend")
     shared.pop("options")
@@ -141,9 +183,10 @@ def document(settings: ServerSettings, preferences: Mapping[str, Any], backends:
         "settings": shared,
         "backends": {**backends, settings.backend: dict(settings.options)},
         "preferences": dict(preferences),
+        EXTRA_SETTINGS_KEY: {**(extra_settings or {}), settings.backend: settings.extra_settings},
         **{name: value for name, value in (extras or {}).items() if name not in DOCUMENT_KEYS},
     }
 
 
-__all__ = ["DOCUMENT_KEYS", "MAX_VERSION", "MISPLACED_IN_BODY", "V0_RENAMES", "document", "is_int", "migrate_v0",
-           "saved_backends", "saved_extras", "settings_json", "shape_problem", "short_repr", "version_of"]
+__all__ = ["DOCUMENT_KEYS", "EXTRA_SETTINGS_KEY", "MAX_VERSION", "MISPLACED_IN_BODY", "V0_RENAMES", "document", "is_int", "migrate_v0",
+           "saved_backends", "saved_extra_settings", "saved_extras", "settings_json", "shape_problem", "short_repr", "version_of"]

@@ -5,10 +5,16 @@ Layout on disk (settings.json in the config directory), format 2::
     {"version": 2, "saved_at": "2026-08-01T12:00:00+00:00", "backend": "ollama",
      "settings": {...the ServerSettings fields every server shares...},
      "backends": {"ollama": {...that backend's own options...}, ...},
-     "preferences": {...}}
+     "preferences": {...},
+     "extra_settings_by_backend": {"ollama": "OLLAMA_DEBUG=1", "llama_server": "--no-warmup"}}
 
-Every backend's options are kept, not only the chosen one's, so switching servers loses nothing;
-so are top-level keys this version does not write (a later version's additions). What the file
+Every backend's options and extra settings are kept, not only the chosen one's, so switching servers
+loses nothing: "settings"."extra_settings" is the saved backend's (as every build of format 2 reads
+and writes it, so the file stays readable by them), the others' ride beside it in a key those builds
+carry through their saves; a store reads the options and extra settings of its own backend (its
+mapping's kind). So are top-level keys this version does not write (a later version's additions).
+A save refuses once to replace a file that changed on disk since this store read or wrote it (another
+window's Apply), as the presets do. What the file
 holds is judged by the one reader (json_file: size, nesting, encoding, numbers, text) and then field
 by field; whenever a value is refused or misplaced, the file as it was is copied beside it first.
 Format 1 (the first releases) was Ollama-only and had the same keys but no "backend(s)": its
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import math
+import threading
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -31,7 +38,7 @@ from collections.abc import Mapping
 from app.adapters.storage import paths as storage_paths
 from app.adapters.storage import settings_format as fmt
 from app.adapters.storage.atomic_json import free_name, json_bytes, set_aside, utc_stamp, write_atomic
-from app.adapters.storage.json_file import (MISSING, SET_ASIDE, STUCK, UNREADABLE, FileTooLargeError, decode_json,
+from app.adapters.storage.json_file import (LEFT, MISSING, READ, SET_ASIDE, STUCK, UNREADABLE, FileTooLargeError, decode_json,
                                             os_reason, read_capped, read_json_file)
 from app.core.errors import DeckError
 from app.core.server.mapping import NeutralTuning, TuningMapping, option_default
@@ -48,6 +55,13 @@ class SettingsSaveError(DeckError):
     hint = "Your previous settings file is unchanged."
 
 
+class SettingsChangedError(SettingsSaveError):
+    """The settings file changed on disk since this store read it (another window, another program): saving
+    would overwrite that change unseen, so it was not saved."""
+
+    hint = "Apply again to replace it with these settings, or restart ollama-deck to use the saved ones."
+
+
 @dataclass(frozen=True)
 class LoadResult:
     """What load() found: usable settings, what was wrong (user-readable), and any copy kept aside."""
@@ -56,6 +70,7 @@ class LoadResult:
     problems: list[str] = field(default_factory=list)
     backup_path: Path | None = None
     preferences: dict[str, Any] = field(default_factory=dict)
+    unusable: bool = False  # nothing of the file could be used (unreadable, damaged): the settings are defaults
 
 
 class SettingsStore:
@@ -70,35 +85,58 @@ class SettingsStore:
         self.config_dir = storage_paths.config_dir(config_dir)
         self.path = self.config_dir / SETTINGS_FILE_NAME
         self.mapping: TuningMapping = mapping if mapping is not None else NeutralTuning()
+        # The file's bytes as last read or written here (None: there was none), to see another writer's change
+        # before a save replaces it, as the presets do; _looked is False until a load could see the file.
+        self._known: bytes | None = None
+        self._looked = False
+        self._saving = threading.Lock()
+        self._change_nothing = False  # this load only reads: no move aside, no conversion, no copies
 
     # ---- loading -------------------------------------------------------------------------
 
-    def load(self) -> LoadResult:
-        """Read the settings file; anything unusable is reported, kept aside, and replaced by defaults."""
-        found = read_json_file(self.path, "corrupt", fmt.shape_problem)
+    def load(self, *, change_nothing: bool = False) -> LoadResult:
+        """Read the settings file; anything unusable is reported, kept aside, and replaced by defaults.
+
+        change_nothing: only read (the headless commands): an unusable file is left where it is, an older format
+        is read without being converted, and no copy is written; the problems still say what was found."""
+        self._change_nothing = change_nothing
+        found = read_json_file(self.path, "corrupt", fmt.shape_problem, move_aside=not change_nothing)
+        self._looked = found.outcome not in (UNREADABLE, STUCK, LEFT)
+        self._known = found.raw if found.outcome == READ else None
         if found.outcome == MISSING:
             return LoadResult(ServerSettings())
         if found.outcome == UNREADABLE:
             return LoadResult(ServerSettings(), [
-                f"Could not read {self.path}: {found.why}. Using default settings; check the file's permissions."])
+                f"Could not read {self.path}: {found.why}. Using default settings; check the file's permissions."],
+                unusable=True)
         if found.outcome == STUCK:
             return LoadResult(ServerSettings(), [
                 f"{self.path} could not be read because {found.why}, and could not be moved aside "
-                f"({found.move_error}). Using default settings; saving will keep a copy first."])
+                f"({found.move_error}). Using default settings; saving will keep a copy first."], unusable=True)
+        if found.outcome == LEFT:
+            return LoadResult(ServerSettings(), [
+                f"{self.path} could not be read because {found.why}; using default settings. It was left as it "
+                "is: the ollama-deck window moves it aside, keeping it, and says so when it next starts."],
+                unusable=True)
         if found.outcome == SET_ASIDE:
             return LoadResult(ServerSettings(), [
                 f"{self.path} could not be read because {found.why}. It was moved to {found.kept}; "
-                "using default settings."], found.kept)
+                "using default settings."], found.kept, unusable=True)
         raw = found.raw or b""
         try:
             return self._load_document(found.data, raw)
         except (ValueError, TypeError, LookupError, RecursionError, MemoryError) as exc:
             # The reader and the checks below should leave nothing to fail; if a value still trips
             # one, the start must go on: keep the file's bytes and use the defaults.
+            if self._change_nothing:
+                return LoadResult(ServerSettings(), [
+                    f"{self.path} could not be read because a value in it could not be handled "
+                    f"({type(exc).__name__}). Using default settings; the file was left as it is."], unusable=True)
             backup = self._keep_copy(raw, f"corrupt-{utc_stamp()}")
             return LoadResult(ServerSettings(), [
                 f"{self.path} could not be read because a value in it could not be handled "
-                f"({type(exc).__name__}). Using default settings. {_kept_note(backup, 'the file')}"], backup)
+                f"({type(exc).__name__}). Using default settings. {_kept_note(backup, 'the file')}"], backup,
+                unusable=True)
 
     def _load_document(self, data: dict[str, Any], raw: bytes) -> LoadResult:
         version = fmt.version_of(data)
@@ -114,49 +152,61 @@ class SettingsStore:
             return self._load_newer(version, data, body, preferences, raw, problems)
         if version == 1:
             return self._load_v1(body, preferences, raw, problems)
-        wanted, shape_problems = fmt.settings_json(data, body)
+        return self._load_current(data, body, preferences, raw, problems)
+
+    def _load_current(self, data: dict[str, Any], body: dict[str, Any], preferences: dict[str, Any], raw: bytes,
+                      problems: list[str], backup: Path | None = None, converted: bool = False) -> LoadResult:
+        """The settings of this store's backend from a format-2 document (another backend's are left as saved)."""
+        wanted, shape_problems = fmt.settings_json(data, body, self.mapping.kind)
         settings, field_problems = self._settings_from(wanted)
         problems += shape_problems + field_problems
-        backup = None
-        if problems:  # the next save rewrites what was wrong: keep the file as it was
+        if (shape_problems or field_problems) and not converted and not self._change_nothing:
+            # The next save rewrites what was wrong: keep the file as it was (a converted one is kept already).
             backup = self._keep_copy(raw, "invalid-backup")
             problems.append(_kept_note(backup, "the file as it was"))
         return LoadResult(settings, problems, backup, preferences)
 
     def _load_v0(self, data: dict[str, Any], raw: bytes) -> LoadResult:
         migrated, notes = fmt.migrate_v0(data)
-        settings, field_problems = self._settings_from(migrated)
-        problems = [
-            f"{self.path} was in the old format (version 0); converted it to version "
-            f"{SETTINGS_VERSION}." + (" " + " ".join(notes) if notes else "")
-        ] + field_problems
-        return self._convert(settings, problems, raw, "v0-backup", {})
+        saved, field_problems = ServerSettings.from_json(migrated)
+        note = (f"{self.path} was in the old format (version 0); converted it to version {SETTINGS_VERSION}."
+                + (" " + " ".join(notes) if notes else ""))
+        return self._convert(saved, note, field_problems, raw, "v0-backup", {})
 
     def _load_v1(self, body: dict[str, Any], preferences: dict[str, Any], raw: bytes,
                  problems: list[str]) -> LoadResult:
-        settings, field_problems = self._settings_from(body)
+        saved, field_problems = ServerSettings.from_json(body)
         moved = sorted(name for name in LEGACY_OPTION_FIELDS if name in body)
         text = (f"{self.path} was in format version 1; converted it to version {SETTINGS_VERSION}, which keeps "
                 "the settings every server shares apart from each server's own")
-        text += f" ({', '.join(moved)} are now {settings.backend}'s own)." if moved else "."
-        return self._convert(settings, [text] + problems + field_problems, raw, "v1-backup", preferences)
+        text += f" ({', '.join(moved)} are now {saved.backend}'s own)." if moved else "."
+        return self._convert(saved, text, problems + field_problems, raw, "v1-backup", preferences)
 
-    def _convert(self, settings: ServerSettings, problems: list[str], raw: bytes, tag: str,
+    def _convert(self, saved: ServerSettings, note: str, problems: list[str], raw: bytes, tag: str,
                  preferences: dict[str, Any]) -> LoadResult:
-        """Keep the old file's bytes beside it, then write the converted settings; nothing is lost."""
+        """Keep the old file's bytes beside it, then write what it held, in this format, whichever backend this
+        store reads (its own checks come after, on the converted document): nothing is lost. `note` says it was
+        converted (not said when this load changes nothing: then it is only read as it is)."""
+        document = fmt.document(saved, preferences, {}, {}, {})
+        if self._change_nothing:
+            return self._load_current(document, document["settings"], preferences, raw, problems, None,
+                                      converted=True)
+        problems = [note, *problems]
         backup = self._keep_copy(raw, tag)
         if backup is None:
             problems.append(
                 f"Could not keep a copy of the old file in {self.config_dir}, so it is left "
                 "unchanged and will be converted again next time."
             )
-            return LoadResult(settings, problems, None, preferences)
-        problems.append(f"The original is kept at {backup}.")
-        try:
-            self.save(settings, preferences)
-        except SettingsSaveError as exc:
-            problems.append(f"The converted settings could not be written yet: {exc.message}")
-        return LoadResult(settings, problems, backup, preferences)
+        else:
+            problems.append(f"The original is kept at {backup}.")
+            try:
+                converted = json_bytes(document)
+                _write_atomic(self.path, converted)
+                self._known = converted
+            except SettingsSaveError as exc:
+                problems.append(f"The converted settings could not be written yet: {exc.message}")
+        return self._load_current(document, document["settings"], preferences, raw, problems, backup, converted=True)
 
     def _load_newer(
         self, version: int, data: dict[str, Any], body: dict[str, Any], preferences: dict[str, Any], raw: bytes,
@@ -164,15 +214,18 @@ class SettingsStore:
     ) -> LoadResult:
         known = _FIELDS | set(LEGACY_OPTION_FIELDS) | {"extra_env"}
         ignored = sorted(set(body) - known)
-        wanted, shape_problems = fmt.settings_json(data, {k: v for k, v in body.items() if k in known})
+        wanted, shape_problems = fmt.settings_json(data, {k: v for k, v in body.items() if k in known},
+                                                   self.mapping.kind)
         settings, field_problems = self._settings_from(wanted)
-        backup = self._keep_copy(raw, f"v{version}-backup")
+        backup = None if self._change_nothing else self._keep_copy(raw, f"v{version}-backup")
         text = (
             f"{self.path} was written by a newer ollama-deck (format version {version}; this build "
             f"reads version {SETTINGS_VERSION}). Read the settings this build knows"
             + (f"; ignored {', '.join(ignored)}." if ignored else ".")
         )
-        if backup is not None:
+        if self._change_nothing:
+            pass  # nothing is saved from here
+        elif backup is not None:
             text += f" Saving will write version {SETTINGS_VERSION}; the newer file is kept at {backup}."
         else:
             text += " Could not keep a copy of it, so saving will first try again and stop if it cannot."
@@ -192,7 +245,10 @@ class SettingsStore:
         defaults = ServerSettings()
         fixed: dict[str, Any] = {}
         dropped: dict[str, None] = {}
+        saved_options = dict(settings.options)
         for name, reason in sorted(result.errors.items()):
+            if name not in _FIELDS and name not in saved_options:
+                continue  # an option the file does not hold (one the server needs, unset): no saved value refused
             if name in _FIELDS:
                 value, default = getattr(settings, name), getattr(defaults, name)
                 fixed[name] = default
@@ -228,20 +284,31 @@ class SettingsStore:
 
         Other backends' saved options are kept. Returns where a copy of the replaced file is
         kept when it had to be kept (an older or newer version, or an unreadable file), else
-        None. Raises SettingsSaveError, leaving the old file.
+        None. Raises SettingsSaveError, leaving the old file; SettingsChangedError when the file changed on disk
+        since this store read or wrote it (the next save then replaces it: the user was told).
         """
+        with self._saving:
+            return self._save(settings, preferences)
+
+    def _save(self, settings: ServerSettings, preferences: Mapping[str, Any] | None) -> Path | None:
         raw, existing = self._read_existing()
+        if self._looked and raw != self._known:
+            self._known = raw  # said once: applying again replaces it, on purpose
+            raise SettingsChangedError(
+                f"Not applied: {self.path} was changed since this window read it (by another ollama-deck window "
+                "or another program), and applying would overwrite that change.")
         if preferences is None:
             saved = existing.get("preferences") if isinstance(existing, dict) else None
             preferences = saved if isinstance(saved, dict) else {}
         payload = json_bytes(fmt.document(settings, preferences, fmt.saved_backends(existing),
-                                          fmt.saved_extras(existing)))
+                                          fmt.saved_extras(existing), fmt.saved_extra_settings(existing)))
         backup = self._protect_existing(raw, existing)
         try:
             self.config_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise _save_error(self.path, exc) from exc
         _write_atomic(self.path, payload)
+        self._known, self._looked = payload, True
         return backup
 
     def _read_existing(self) -> tuple[bytes | None, Any]:

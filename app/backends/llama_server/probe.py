@@ -133,6 +133,11 @@ async def identify(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[b
         return True, version_of(properties), served_model(properties)
 
 
+def log_text(line: str) -> str:
+    """A log line without its timestamp and level ("0.00.028.237 E ")."""
+    return _LOG_PREFIX.sub("", line.strip())
+
+
 def reason_line(lines: tuple[str, ...]) -> str:
     """The log line that best explains a failure (without its timestamp), else the last line."""
     for marker in _REASON_MARKERS:
@@ -142,5 +147,5 @@ def reason_line(lines: tuple[str, ...]) -> str:
     return next((_LOG_PREFIX.sub("", line.strip()) for line in reversed(lines) if line.strip()), "")
 
 
-__all__ = ["Health", "INSTALL_HINT", "PROBE_TIMEOUT_S", "find_binary", "health", "identify", "port_accepts", "props",
+__all__ = ["Health", "INSTALL_HINT", "PROBE_TIMEOUT_S", "find_binary", "health", "identify", "log_text", "port_accepts", "props",
            "read_health", "reason_line", "served_model", "version_of"]

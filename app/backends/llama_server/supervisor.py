@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,29 @@ from app.core.server.state import ExternalKind, ServerState, ServerStatus
 POLL_INTERVAL_S = 0.1
 PROGRAM = "llama-server"
 BACKEND_NAME = tuning.KIND  # in the records of the servers it starts
+# What ended a server killed by a signal, and what to do: its log stops where the signal struck, so it does not say.
+_SIGNAL_WORDS: dict[int, tuple[str, str]] = {
+    signal.SIGKILL: ("SIGKILL comes from outside the server and cannot be caught, so it wrote no reason: the system's "
+                     "out-of-memory killer sends it when RAM runs out, or another program (or a person) killed it.",
+                     "Look for “Out of memory: Killed process” in the kernel log (journalctl -k, or dmesg); if it "
+                     "was that, make the server need less memory (fewer parallel slots, a smaller context or model), "
+                     "then start it again from the Server page."),
+    signal.SIGILL: ("SIGILL: it ran an instruction this processor does not have, so this llama-server build uses "
+                    "features of another CPU (it was built for one, or with options this one lacks).",
+                    "Install or build a llama-server for this machine (built on it, or without -march=native), or "
+                    "choose that program on the Server page."),
+    signal.SIGSEGV: ("SIGSEGV: it crashed inside itself (a bug in this build, or a model file it misread).",
+                     "Try another model file or llama-server version; the lines above show where it was."),
+    signal.SIGBUS: ("SIGBUS: a file it had mapped into memory (the model file) was cut or changed on disk while it "
+                    "ran.", "Do not rewrite the model file while it is served; start it again from the Server page."),
+    signal.SIGABRT: ("SIGABRT: it stopped itself on a failed check; the last lines say which.",
+                     "Check the settings and the model file against what those lines name, then start it again."),
+    signal.SIGFPE: ("SIGFPE: it crashed on an arithmetic error (a bug in this build, or values it misread).",
+                    "Try another model file or llama-server version."),
+}
+_FROM_OUTSIDE = ("comes from outside the server (another program, a person, or the session it ran in ending).",
+                 "Start it again from the Server page.")
+KILLED_LINES_QUOTED = 3  # the last log lines quoted for a server killed by a signal
 # llama-server reads LLAMA_ARG_* variables for flags it is not given; a shell's exported value must
 # not change what the command line shown on the Server page says. LLAMA_API_KEY is --api-key's: the
 # app's own requests send no key, so an exported one would lock the dashboard out.
@@ -73,6 +97,8 @@ class LlamaServerSupervisor(SupervisorBase):
                 f"started and start it again with:\n{line}\nor stop it and start the server from ollama-deck.")
 
     def _crash_reason(self, code: int) -> str:
+        if code < 0:
+            return self._killed_reason(code)
         if not self._log:
             return "."
         if any("failed to load model" in line for line in self._log):
@@ -80,6 +106,16 @@ class LlamaServerSupervisor(SupervisorBase):
                     "Check that it is a complete GGUF model file (a download may have been cut short), or "
                     "choose another.")
         return f": {self._reason()}"
+
+    def _killed_reason(self, code: int) -> str:
+        """For a server ended by a signal: its log stops where the signal struck and does not say why, so the words
+        say what the signal means, quote its last lines, and what to do."""
+        last = [probing.log_text(line) for line in self._log if line.strip()][-KILLED_LINES_QUOTED:]
+        quoted = (" Its last lines: " + " | ".join(f"“{line}”" for line in last) + ".") if last else \
+            " It wrote nothing."
+        name = procs.signal_name(code)
+        cause, todo = _SIGNAL_WORDS.get(-code, (f"{name} {_FROM_OUTSIDE[0]}", _FROM_OUTSIDE[1]))
+        return f"; {cause}{quoted} {todo}"
 
     # ----------------------------------------------------------------- internals: probing
 

@@ -26,7 +26,11 @@ class SweepRecorder(Protocol):
         ...
 
     def finish(self, run_id: int, run: SweepRun) -> None:
-        """Store the run's final status and times."""
+        """Store the run's final status and times, with any of its points not stored yet."""
+        ...
+
+    def save(self, run: SweepRun) -> int:
+        """Store a whole run at once (when its beginning could not be stored); returns its id."""
         ...
 
 

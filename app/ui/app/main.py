@@ -24,7 +24,7 @@ from app.adapters.storage import paths as storage_paths
 from app.backends import registry
 from app.adapters.storage.preset_store import PresetStore
 from app.adapters.telemetry.sampler import Sampler
-from app.adapters.storage.settings_store import SettingsSaveError, SettingsStore
+from app.adapters.storage.settings_store import LoadResult, SettingsSaveError, SettingsStore
 from app.adapters.storage.ui_state import UiState, UiStateStore, with_recent
 from app.core.memory.estimator import VramEstimate
 from app.core.memory.pricing import others_bytes
@@ -95,7 +95,9 @@ class DeckApp:
         self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None, self.backend.tuning)
         # A settings folder that cannot be written: every store keeps working in memory, and the banner says so.
         self.config_problem = storage_paths.folder_problem(self.store.config_dir)
-        loaded = self.store.load()
+        # --demo leaves the saved settings alone: not read (a read may convert an older format or move a damaged
+        # file aside), not written (see _save_settings).
+        loaded = LoadResult(ServerSettings()) if self.demo else self.store.load()
         settings = demo if demo is not None else loaded.settings
         if args.url:
             settings = settings_for_url(settings, args.url)

@@ -190,3 +190,44 @@ def test_the_orphan_message_names_pid_start_address_and_log(sleeper, dead_app):
     with_log = orphans.orphan_message("An `ollama serve`", dataclasses.replace(record, log_path="/x/server.log"))
     assert "Its log is read from /x/server.log." in with_log
     assert orphans.since_text(record.create_time, now_s=record.create_time + 60) == "14:02"
+
+
+# A launcher script as distributions ship them: it waits for the test's word, then `exec`s the real program,
+# which listens on the port, says so through a second pipe and keeps serving.
+LAUNCHER = """#!/bin/sh
+read go < "$1"
+exec "{python}" -c "{program}" "$2" "$3"
+"""
+SERVER = ("import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[2]))); s.listen(); "
+          "open(sys.argv[1], 'w').write('ready\\n'); time.sleep(60)")
+
+
+def test_a_server_whose_launcher_execd_the_real_program_is_still_recognised(tmp_path, dead_app):
+    launcher = tmp_path / "ollama"
+    launcher.write_text(LAUNCHER.format(python=sys.executable, program=SERVER))
+    launcher.chmod(0o755)
+    go, ready = tmp_path / "go", tmp_path / "ready"
+    os.mkfifo(go)
+    os.mkfifo(ready)
+    book = RecordBook(tmp_path / "run")
+    port = free_port()
+
+    async def scenario() -> tuple[ServerRecord, orphans.Survey, int]:
+        server = await ManagedServer.spawn(str(launcher), dict(os.environ), lambda _line: None, book=book,
+                                           endpoint=("ollama", "127.0.0.1", port, f"http://127.0.0.1:{port}"),
+                                           args=(str(go), str(ready), str(port)))
+        try:
+            [record] = book.load_all()
+            await asyncio.to_thread(go.write_text, "go\n")
+            assert await asyncio.to_thread(ready.read_text) == "ready\n"  # the real program runs, listening
+            assert psutil.Process(server.pid).cmdline()[0] == sys.executable  # under the launcher's pid
+            left = dataclasses.replace(record, app_pid=dead_app[0], app_create_time=dead_app[1])  # its app is gone
+            book.write(left)
+            return record, await asyncio.to_thread(orphans.survey, book, "ollama", "127.0.0.1", port), server.pid
+        finally:
+            await server.terminate(5.0)
+
+    record, survey, pid = asyncio.run(scenario())
+    assert record.cmdline[-3:] == (str(go), str(ready), str(port)) and record.cmdline[-4] == str(launcher)
+    assert survey.orphan is not None and survey.orphan.server is not None and survey.orphan.server.pid == pid
+    assert survey.removed == 0

@@ -16,6 +16,7 @@ import pytest
 
 from app.adapters.storage.apply_history import ApplyHistory
 from app.adapters.storage.history import BenchHistory, HistoryError, HistoryLocationError
+from app.core.bench.run import SweepRun
 from tests.adapters.storage.test_history import make_run
 from tests.adapters.storage.unwritable import reachable_folder, read_only, run_unprivileged
 
@@ -287,3 +288,25 @@ def test_a_running_run_whose_stored_pid_is_no_process_is_interrupted(tmp_path):
         conn.execute("UPDATE runs SET owner_pid = ? WHERE id = ?", (2 ** 62, run_ids[0]))
         conn.execute("UPDATE runs SET owner_pid = -7 WHERE id = ?", (run_ids[1],))
     assert [s.status for s in BenchHistory(path).list_runs()] == ["interrupted", "interrupted"]
+
+
+def test_points_a_lock_kept_out_are_stored_with_the_finish_and_a_run_is_never_finished_without_them(tmp_path):
+    path = tmp_path / "benchmarks.sqlite3"
+    history = BenchHistory(path, busy_timeout_s=0.3)
+    run = make_run()
+    run_id = history.begin(SweepRun(run.spec, run.fingerprint, run.points, run.varying, started_at=run.started_at))
+    holder = Holder(path)  # another program takes the write lock while the sweep measures
+    try:
+        for result in run.results:
+            with pytest.raises(HistoryError, match="is locked by"):
+                history.add_point(run_id, result)
+        with pytest.raises(HistoryError, match="is locked by"):
+            history.finish(run_id, run)  # still locked: the end is not written either
+    finally:
+        holder.release()
+    [summary] = history.list_runs()
+    assert summary.status == "running" and summary.points_done == 0  # not "finished" with no points
+    history.finish(run_id, run)  # the lock is gone: the end brings the points the lock kept out
+    [summary] = history.list_runs()
+    assert (summary.status, summary.points_done) == ("finished", 3)
+    assert history.load(run_id).results[0].records == run.results[0].records

@@ -230,6 +230,10 @@ def test_kill_minus_nine_mid_run_is_a_crash(make_llama) -> None:
 
     crashed = h.statuses.wait_for(ServerState.CRASHED, timeout=START_S, after=after)
     assert "was killed by SIGKILL without being asked to stop" in crashed.message
+    # What a SIGKILL means and what to do, with the log's last lines (not a line it wrote while starting).
+    assert "out-of-memory killer" in crashed.message and "journalctl -k" in crashed.message
+    last = [line for line in h.logs.lines if line.strip()][-1]
+    assert "Its last lines:" in crashed.message and probe.log_text(last) in crashed.message
     assert crashed.exit_code == -signal.SIGKILL and h.supervisor.server_pids() == []
     assert records_in(h.runtime_dir) == []
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -127,3 +129,46 @@ def test_another_programs_ok_health_is_a_port_conflict(supervisor_loop: LoopThre
         other.shutdown()
         other.server_close()
         thread.join(WAIT_S)
+
+
+def test_a_sigkill_is_said_for_what_it_is_with_the_last_lines_not_a_line_from_the_start(
+        supervisor_loop: LoopThread, standin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # A CUDA build on a machine without a GPU says so first; nothing to do with a later kill.
+    monkeypatch.setenv("FAKE_LLAMA_EARLY_LINES", "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable "
+                                                 "device is detected\nbuild: 6123 (abc1234) with cc for x86_64")
+    supervisor, statuses = _supervisor(standin, tmp_path, start_timeout_s=30.0)
+    running = supervisor_loop.run(supervisor.start(), 40)
+    assert running.state is ServerState.RUNNING_MANAGED and running.pid is not None, running.message
+    after = len(statuses.statuses)
+    try:
+        os.kill(running.pid, signal.SIGKILL)
+        crashed = statuses.wait_for(ServerState.CRASHED, timeout=WAIT_S, after=after)
+    finally:
+        supervisor_loop.run(supervisor.close(), WAIT_S)
+    text = crashed.message
+    assert text.startswith("llama-server was killed by SIGKILL without being asked to stop; SIGKILL comes from "
+                           "outside the server")
+    assert "out-of-memory killer" in text and "journalctl -k" in text and "fewer parallel slots" in text
+    assert "Its last lines:" in text and f"listening on http://127.0.0.1:{supervisor.settings.port}" in text
+    assert "failed to initialize CUDA" not in text  # the early line is not the reason
+    assert "0.00.000.002 I" not in text  # quoted without the log's timestamps
+
+
+def test_a_build_for_another_cpu_dying_of_sigill_is_said_with_what_to_do(
+        supervisor_loop: LoopThread, standin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FAKE_LLAMA_EARLY_LINES", "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable "
+                                                 "device is detected")
+    monkeypatch.setenv("FAKE_LLAMA_DIE_BY", "SIGILL")
+    supervisor, statuses = _supervisor(standin, tmp_path, start_timeout_s=30.0)
+    try:
+        status = supervisor_loop.run(supervisor.start(), 40)
+    finally:
+        supervisor_loop.run(supervisor.close(), WAIT_S)
+    crashed = next(s for s in statuses.statuses if s.state is ServerState.CRASHED)
+    assert status.state is ServerState.CRASHED and crashed.exit_code == -signal.SIGILL
+    text = crashed.message
+    assert text.startswith("llama-server was killed by SIGILL without being asked to stop; SIGILL: it ran an "
+                           "instruction this processor does not have")
+    assert "Install or build a llama-server for this machine" in text
+    assert f"Its last lines: “ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected” | " \
+           f"“srv    load_model: loading model '{tmp_path / 'slow.gguf'}'”." in text

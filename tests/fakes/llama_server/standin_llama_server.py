@@ -2,7 +2,8 @@
 takes seconds to load. It replays what the real server was recorded answering
 (tests/data/llama_server/health.json, written by record.py): GET /health 503 "Loading model" with
 its `Server: llama.cpp` header for FAKE_LLAMA_LOAD_S seconds, then 200 {"status":"ok"}, and
-/props with the -m it was given. Where it differs: it loads nothing and serves no completions."""
+/props with the -m it was given; FAKE_LLAMA_EARLY_LINES (newline-separated) are written before its own two
+log lines; FAKE_LLAMA_DIE_BY=SIGILL (a signal's name) makes it die by that signal while it loads. Where it differs: it loads nothing and serves no completions."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import argparse
 import http.server
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -56,7 +58,11 @@ def main() -> int:
     args, _rest = parser.parse_known_args()
     load_s = float(os.environ.get("FAKE_LLAMA_LOAD_S", "0"))
     server = http.server.ThreadingHTTPServer((args.host, args.port), _handler(args.model, time.monotonic() + load_s))
+    for line in filter(None, os.environ.get("FAKE_LLAMA_EARLY_LINES", "").split("\n")):
+        print(line, flush=True)  # what a real build writes first, e.g. a CUDA build on a machine without a GPU
     print(f"0.00.000.001 I srv    load_model: loading model '{args.model}'", flush=True)
+    if os.environ.get("FAKE_LLAMA_DIE_BY"):  # e.g. SIGILL: a build for another CPU dies so while loading
+        os.kill(os.getpid(), signal.Signals[os.environ["FAKE_LLAMA_DIE_BY"]])
     print(f"0.00.000.002 I srv  llama_server: listening on http://{args.host}:{args.port}", flush=True)
     try:
         server.serve_forever(poll_interval=0.05)

@@ -387,3 +387,22 @@ def test_sweeps_from_the_window_price_points_against_this_machines_ram(qtbot, tm
     total = psutil.virtual_memory().total
     assert seen is not None and abs(seen.total_bytes - total) <= total * 0.01
     assert 0 < seen.available_bytes <= seen.total_bytes
+
+
+def test_a_second_window_on_one_folder_does_not_overwrite_the_first_ones_apply_unseen(qtbot, tmp_path, deck_factory):
+    path = tmp_path / "cfg" / "settings.json"
+    first = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    second = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    first.server_page.form.findChild(object, "num_parallel").setValue(6)
+    qtbot.waitUntil(lambda: first.server_page.apply_button.isEnabled(), timeout=10_000)
+    first.server_page.apply_button.click()
+    qtbot.waitUntil(lambda: path.exists() and json.loads(path.read_text())["settings"]["num_parallel"] == 6,
+                    timeout=10_000)
+
+    second.server_page.form.findChild(object, "num_parallel").setValue(3)
+    qtbot.waitUntil(lambda: second.server_page.apply_button.isEnabled(), timeout=10_000)
+    second.server_page.apply_button.click()
+    banner = second.server_page.banner
+    qtbot.waitUntil(lambda: "Not applied" in banner.text, timeout=10_000)
+    assert "was changed since this window read it" in banner.text and "Apply again" in banner.text
+    assert json.loads(path.read_text())["settings"]["num_parallel"] == 6  # the first window's Apply stands

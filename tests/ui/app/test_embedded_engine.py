@@ -46,6 +46,20 @@ def test_demo_runs_the_bundled_engine_and_stops_it_on_close(qtbot, tmp_path, dec
     assert not alive, f"left running after close: {alive}"
 
 
+@pytest.mark.engine
+def test_demo_leaves_an_older_settings_file_as_it_is(qtbot, tmp_path, deck_factory, llama_server_binary,
+                                                      bundled_model) -> None:
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    v1 = b'{"version": 1, "settings": {"num_parallel": 2, "extra_env": "OLLAMA_DEBUG=1", "models_dir": "/srv/m"}}'
+    (cfg / "settings.json").write_bytes(v1)
+    deck = deck_factory(_args(tmp_path, demo=True, page="server"))
+    assert deck.backend.name == "llama_server"
+    deck.close()
+    assert [p.name for p in cfg.iterdir() if p.name.startswith("settings")] == ["settings.json"]
+    assert (cfg / "settings.json").read_bytes() == v1  # not converted, not copied: --demo leaves it alone
+
+
 def test_demo_without_the_engine_says_what_to_install(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(embedded, "engine_status", lambda: _missing_engine())
     with pytest.raises(ValueError, match="--demo needs the embedded engine: .*pip install"):

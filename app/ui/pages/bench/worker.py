@@ -126,11 +126,20 @@ class SweepController(QObject):
         if self._run_id is not None:
             history.add_point(self._run_id, result)
 
+    def _save_whole(self, history: SweepRecorder, run: SweepRun) -> None:
+        self._run_id = history.save(run)
+
     def _finish(self, run: SweepRun) -> None:
-        """Store the end of the run, then announce it (with its history id, when it has one)."""
+        """Store the end of the run (with any point a failed write missed; the whole run when even its start
+        could not be stored, e.g. the file was locked then), then announce it (with its history id, if any)."""
         run_id = self._run_id
         if run_id is not None:
-            self._write(lambda history: history.finish(run_id, run))
+            stored = run_id
+            self._write(lambda history: history.finish(stored, run))
+        else:
+            self._write(lambda history: self._save_whole(history, run))
+            run_id = self._run_id
+        if run_id is not None:
             run = replace(run, run_id=run_id)
         self.finished.emit(run)
         self.running_changed.emit(False)

@@ -171,6 +171,7 @@ class ModelsPage(QWidget):
         s.models_loaded.connect(self._on_models)
         s.models_failed.connect(lambda _url, text: self.message.show_error(text))
         s.details_loaded.connect(self._on_details)
+        s.details_failed.connect(self._on_details_failed)
         s.verdicts_ready.connect(self._on_verdicts)
         s.pull_progress.connect(lambda _name, snap: self.pull_panel.show_progress(snap))
         s.pull_finished.connect(self._on_pulled)
@@ -294,6 +295,14 @@ class ModelsPage(QWidget):
         self.details[name] = details
         self._reprice()
         self.create_panel.recheck()
+
+    def _on_details_failed(self, name: str, text: str) -> None:
+        """A model whose metadata cannot be read: its row says so, with the reason, instead of a verdict."""
+        self.details.pop(name, None)
+        self.verdicts[name] = FitVerdict("unknown", None, "", f"Its metadata cannot be read, so there is no "
+                                         f"verdict: {html.escape(text)}")
+        self.table.set_models(self.local, self.running, self.verdicts)
+        self._on_selection()
 
     def _reprice(self) -> None:
         self._show_context()

@@ -26,6 +26,7 @@ class ModelsSession(QObject):
     models_loaded = Signal(str, list, list)  # url, list[LocalModel], list[RunningModel]
     models_failed = Signal(str, str)  # url, message
     details_loaded = Signal(str, object)  # model, ModelDetails
+    details_failed = Signal(str, str)  # model, why its details cannot be read (the others are still read)
     verdicts_ready = Signal(dict)  # model -> FitVerdict
     pull_progress = Signal(str, object)  # model, PullSnapshot
     pull_finished = Signal(str)
@@ -67,8 +68,8 @@ class ModelsSession(QObject):
                     continue
                 try:
                     self.details_loaded.emit(model.name, await client.show(model.name))
-                except DeckError:
-                    continue  # the verdict then says it is unknown
+                except DeckError as exc:  # one unreadable file (damaged, cut short) costs only its own row
+                    self.details_failed.emit(model.name, exc.user_text())
 
         return self._submit(work())
 

@@ -3,6 +3,7 @@ SQLite history, widgets offscreen."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -393,3 +394,33 @@ def test_a_rejudged_sweep_is_kept_so_and_the_targets_are_one_set(qtbot, page_fac
     kept = page.history.load(run.run_id)  # opened again: judged as the user last judged it
     assert kept.spec.targets.tpot_p95_ms == 1000 and kept.ran_with.tpot_p95_ms == 1
     assert kept.recommendation.index is not None
+
+
+class _FullAtTheStart(BenchHistory):
+    """The real SQLite history on a disk that is full when the sweep starts and has room again by its end."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.full = True
+
+    def _insert_run(self, conn, run):
+        if self.full:
+            self.full = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return super()._insert_run(conn, run)
+
+
+def test_a_run_whose_start_could_not_be_stored_is_stored_whole_at_its_end(qtbot, page_factory, tmp_path):
+    history = _FullAtTheStart(tmp_path / "full.sqlite3")
+    controller, page, _store = page_factory(history=history)
+    problems: list[str] = []
+    page.sweeps.history_problem.connect(problems.append)
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    fill(page, parallel="1, 2", requests=2)
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        qtbot.mouseClick(page.editor.start_button, Qt.MouseButton.LeftButton)
+    run = finished.args[0]
+    assert problems and "database or disk is full" in problems[0]  # said when it happened
+    [summary] = history.list_runs()
+    assert run.run_id == summary.run_id and (summary.status, summary.points_done) == ("finished", 2)

@@ -328,3 +328,14 @@ def test_the_unset_context_is_named_in_the_backends_words(qtbot, models):
     m.page._show_context()
     assert "context default (the model's own) × 1 parallel" in m.page.context_label.text()
     assert "Ollama" not in m.page.context_label.text()
+
+
+def test_a_model_whose_metadata_cannot_be_read_says_why_in_its_row(qtbot, models):
+    m = models()
+    why = "/models/b.gguf is damaged: its metadata nests arrays more than 8 deep, which no GGUF writer does"
+    m.page.session.details_failed.emit("gemma3:4b", why)  # as the session reports a file it cannot read
+    qtbot.waitUntil(lambda: m.page.table.cell_text("gemma3:4b", "Fit").startswith("?"), timeout=WAIT_MS)
+    m.page.table.select_name("gemma3:4b")
+    text = m.page.verdict_label.text()
+    assert "Its metadata cannot be read" in text and "nests arrays more than 8 deep" in text
+    assert m.page.table.cell_text("qwen3:14b", "Fit").startswith("●")  # the others keep their verdicts
