@@ -110,9 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     args = gui.parse_args(argv)
     if args.demo and (args.url or args.backend):
         gui.error("--demo starts its own engine, so it takes no --url or --backend")
+    if args.install_engine and (args.demo or args.screenshot or args.page or args.url or args.backend):
+        gui.error("--install-engine opens the install window only; it takes no other option but --scale")
+    # Before Qt loads its X11 plugin: a missing system library is named here, not by Qt's abort.
+    from app.ui.app.qt_platform import EXIT_MISSING_LIBRARIES, xcb_problem
+
+    if qt_problem := xcb_problem():
+        print(f"ollama-deck: {qt_problem}", file=sys.stderr)
+        return EXIT_MISSING_LIBRARIES
     if args.install_engine:
-        if args.demo or args.screenshot or args.page or args.url or args.backend:
-            gui.error("--install-engine opens the install window only; it takes no other option but --scale")
         from app.ui.app.engine_offer import main as install_engine
 
         return install_engine(scale=args.scale)
