@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -82,6 +83,9 @@ class EngineInstallDialog(QDialog):
         self.intro = QLabel((intro + "\n\n" if intro else "") + "This runs:\n" + commands
                             + ("\n\n" + note if note else ""))
         self.intro.setWordWrap(True)
+        # Never shorter than its wrapped text needs: with the default policy the layout may give it a line
+        # less than heightForWidth, cutting off the end of the commands.
+        self.intro.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         self.intro.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.intro)
         self.step_label = QLabel("Not started.")
