@@ -52,7 +52,9 @@ def _gui_parser() -> argparse.ArgumentParser:
                         "dashboard")
     p.add_argument("--url", type=_gui_url,
                    help="attach to the Ollama server at this URL instead of the configured host:port")
-    p.add_argument("--config-dir", help="use this directory for settings instead of the user config directory")
+    p.add_argument("--config-dir", metavar="DIR",
+                   help="keep settings, presets, the window's place and the histories in DIR instead of the user's "
+                        "folders")
     add_backend_argument(p)
     p.add_argument("--demo", action="store_true",
                    help="start the embedded engine (the bundled llama-server with the small SmolLM2 model, from "

@@ -36,7 +36,7 @@ def test_help_lists_the_pages_and_the_engine_options() -> None:
     text = " ".join(out.split())
     assert code == 0
     for needle in ("dashboard, server, prompt (or console), models, benchmark (or bench)", "--install-engine",
-                   "--demo", "--backend NAME", "--config-dir"):
+                   "--demo", "--backend NAME", "--config-dir DIR"):
         assert needle in text
 
 

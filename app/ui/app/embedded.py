@@ -22,7 +22,8 @@ def demo_settings() -> ServerSettings:
     """The embedded engine's settings; ValueError with the install commands when it is missing."""
     status = engine_status()
     if not status.ready:
-        raise ValueError("--demo needs the embedded engine: " + " ".join([*status.problems, *status.commands]))
+        raise ValueError("--demo needs the embedded engine: " + " ".join([*status.problems, *status.commands])
+                         + " (or the guided install: ollama-deck --install-engine)")
     return ServerSettings(**embedded_settings())  # type: ignore[arg-type]  # the keys are ServerSettings fields
 
 

