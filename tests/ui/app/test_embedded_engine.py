@@ -101,6 +101,29 @@ def test_an_engine_gone_by_the_click_is_said_and_the_window_keeps_its_server(qtb
     assert deck.controller.status.state is ServerState.NOT_INSTALLED  # still probing the configured server
 
 
+def test_the_switch_rebuilds_the_pages_in_the_same_window_on_the_page_shown(qtbot, tmp_path, deck_factory,
+                                                                          monkeypatch) -> None:
+    # Only the switch itself (an engine that looks installed, with no files behind it): the window stays,
+    # its pages, banner and header now belong to a demo-mode DeckApp, and the first one is closed.
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    monkeypatch.setattr(embedded, "engine_status", _ready_engine)
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    _offer_shown(qtbot, deck)
+    window, old_console = deck.window, deck.console_page
+    window.show_page("bench")
+    window.banner.action_button.click()
+    new = deck.successor
+    assert new is not None and new.window is window and window.isVisible() and new.demo
+    assert new.backend.name == "llama_server" and deck._closed and not new._closed
+    assert window.page_names == ["dashboard", "server", "console", "models", "bench"]
+    assert window.page("console") is new.console_page is not old_console and window.stack.count() == 5
+    assert window.current_page_name() == "bench" and window.sidebar.count() == 5
+    assert window.controller is new.controller
+    assert window.header.version_label.text() == f"{embedded.demo_label()} —"
+    assert "Embedded engine" in window.banner.text and "Ollama is not installed" not in window.banner.text
+    qtbot.waitUntil(lambda: window.header.state_pill.text() == new.controller.status.state.value, timeout=WAIT_MS)
+
+
 @pytest.mark.engine
 def test_starting_the_embedded_engine_from_the_banner_keeps_the_window(qtbot, tmp_path, deck_factory, monkeypatch,
                                                                        llama_server_binary, bundled_model) -> None:
