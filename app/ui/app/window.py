@@ -46,6 +46,7 @@ class MainWindow(QMainWindow):
         self.stack = QStackedWidget()
         self._pages: dict[str, QWidget] = {}
         self._holders: dict[str, QScrollArea] = {}
+        self._page_keys: dict[int, QShortcut] = {}  # sidebar row -> its Ctrl+N shortcut
 
         body = QWidget()
         bl = QHBoxLayout(body)
@@ -75,9 +76,32 @@ class MainWindow(QMainWindow):
         self._leave_full_screen.setEnabled(False)
         self.quit_shortcuts = [QShortcut(keys, self, self.close) for keys in quit_keys()]
         self._fitted_once = False
+        self._follow(controller)
+
+    def _follow(self, controller: ServerController) -> None:
+        self.controller = controller
         controller.status_changed.connect(self.header.set_status)
         controller.running_models_changed.connect(self.header.set_running_models)
         self.header.set_status(controller.status)
+
+    def reset(self, controller: ServerController, server_name: str) -> None:
+        """Empty the window for another server (the embedded engine started from the banner): the pages
+        go, the banner clears, and the header follows the new controller under the new name. The window
+        itself stays where it is."""
+        self.controller.status_changed.disconnect(self.header.set_status)
+        self.controller.running_models_changed.disconnect(self.header.set_running_models)
+        self.sidebar.blockSignals(True)  # no page switches while the rows go
+        self.sidebar.clear()
+        self.sidebar.blockSignals(False)
+        for holder in self._holders.values():
+            self.stack.removeWidget(holder)
+            holder.deleteLater()
+        self._pages.clear()
+        self._holders.clear()
+        self.banner.clear()
+        self.header.set_server_name(server_name)
+        self.header.set_running_models([])
+        self._follow(controller)
 
     def add_page(self, name: str, title: str, widget: QWidget) -> None:
         """Add a page under a short name used by --page. A page taller or wider than the window
@@ -97,7 +121,8 @@ class MainWindow(QMainWindow):
         row = self.sidebar.count() - 1
         if row < 9:  # Ctrl+1 … Ctrl+9 switch pages, as in a browser
             keys = QKeySequence(f"Ctrl+{row + 1}")
-            QShortcut(keys, self, functools.partial(self.sidebar.setCurrentRow, row))
+            if row not in self._page_keys:  # a reset window keeps its shortcuts: they name rows, not pages
+                self._page_keys[row] = QShortcut(keys, self, functools.partial(self.sidebar.setCurrentRow, row))
             item.setToolTip(f"{title} ({keys.toString(QKeySequence.SequenceFormat.NativeText)})")
         if self.sidebar.count() == 1:
             self.sidebar.setCurrentRow(0)

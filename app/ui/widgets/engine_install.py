@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -56,7 +57,7 @@ class EngineInstallDialog(QDialog):
 
     installed = Signal(object)  # InstallResult, after every step succeeded
 
-    def __init__(self, steps: Sequence[InstallStep], intro: str = "", python: str | None = None,
+    def __init__(self, steps: Sequence[InstallStep], intro: str = "", python: str | None = None, note: str = "",
                  pip_options: Sequence[str] = (), env: dict[str, str] | None = None,
                  loop: LoopThread | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -79,8 +80,12 @@ class EngineInstallDialog(QDialog):
 
         lay = QVBoxLayout(self)
         commands = "\n".join(self.installer.command_text(step) for step in self.installer.steps)
-        self.intro = QLabel((intro + "\n\n" if intro else "") + "This runs:\n" + commands)
+        self.intro = QLabel((intro + "\n\n" if intro else "") + "This runs:\n" + commands
+                            + ("\n\n" + note if note else ""))
         self.intro.setWordWrap(True)
+        # Never shorter than its wrapped text needs: with the default policy the layout may give it a line
+        # less than heightForWidth, cutting off the end of the commands.
+        self.intro.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         self.intro.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.intro)
         self.step_label = QLabel("Not started.")

@@ -3,21 +3,18 @@ logs is the predicted one, and the buffers llama-server logs are the ones priced
 
 It runs benchmarks/bench_estimate_vs_ollama.py's measurement (a real `ollama serve` on a free port with
 its own HOME and models folder, offline, stopped afterwards). Without the real Ollama it is skipped
-with the reason, or fails with DECK_REQUIRE_ENGINE=1 (tests/engine_fixtures.missing)."""
+with the reason, or fails with DECK_REQUIRE_OLLAMA=1 (tests/ollama_real_fixtures.py)."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.engine_fixtures import missing
 
 pytestmark = pytest.mark.ollama_real
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,19 +30,13 @@ def _bench() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def real_ollama(tmp_path_factory) -> str:
-    """The real `ollama` program: $DECK_REAL_OLLAMA, /tmp/real-ollama, or laid out by ../shared/ollama/assemble.sh."""
-    for given in (os.environ.get("DECK_REAL_OLLAMA", ""), "/tmp/real-ollama/bin/ollama"):
-        if given and Path(given).is_file():
-            return given
-    script = ROOT.parent / "shared" / "ollama" / "assemble.sh"
-    if not script.is_file():
-        missing(f"the real Ollama is missing: no {script} to lay it out, and DECK_REAL_OLLAMA is not set")
-    done = subprocess.run(["bash", str(script), str(tmp_path_factory.mktemp("ollama")), sys.executable],
-                          capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        missing(f"{script} could not lay out the real Ollama: {' '.join(done.stderr.split())[-300:]}")
-    return done.stdout.strip().splitlines()[-1]
+def real_ollama(request: pytest.FixtureRequest) -> str:
+    """The real `ollama` program: $DECK_REAL_OLLAMA, else the one the real-Ollama fixtures find (an
+    `ollama` 0.32.15 on PATH with its runners, or the kit laid out; tests/ollama_real_fixtures.py)."""
+    given = os.environ.get("DECK_REAL_OLLAMA", "")
+    if given and Path(given).is_file():
+        return given
+    return str(request.getfixturevalue("ollama_kit").ollama)
 
 
 @pytest.mark.parametrize("parallel", [2])

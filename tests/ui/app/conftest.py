@@ -12,7 +12,7 @@ from app.ui.app.main import DeckApp
 @pytest.fixture
 def deck_factory(qtbot):
     """Factory: a started DeckApp for the given arguments, shown offscreen and closed after the test
-    (DeckApp.close runs once, so a test may close one itself)."""
+    with any DeckApp that took its window over (DeckApp.close runs once, so a test may close one itself)."""
     made: list[DeckApp] = []
 
     def make(args: argparse.Namespace) -> DeckApp:
@@ -26,3 +26,4 @@ def deck_factory(qtbot):
     yield make
     for deck in made:
         deck.close()
+        deck.current.close()

