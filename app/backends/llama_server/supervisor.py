@@ -39,10 +39,12 @@ _SIGNAL_WORDS: dict[int, tuple[str, str]] = {
                      "Look for “Out of memory: Killed process” in the kernel log (journalctl -k, or dmesg); if it "
                      "was that, make the server need less memory (fewer parallel slots, a smaller context or model), "
                      "then start it again from the Server page."),
-    signal.SIGILL: ("SIGILL: it ran an instruction this processor does not have, so this llama-server build uses "
-                    "features of another CPU (it was built for one, or with options this one lacks).",
-                    "Install or build a llama-server for this machine (built on it, or without -march=native), or "
-                    "choose that program on the Server page."),
+    signal.SIGILL: ("SIGILL: it ran an instruction this processor does not run, so this llama-server build uses "
+                    "features of another CPU (it was built for one), or AMX matrix instructions that this CPU "
+                    "advertises but its virtual machine does not run.",
+                    "Install or build a llama-server for this machine (built on it, without -march=native, or "
+                    "without AMX: the README's “Illegal instruction” line), or choose that program on the Server "
+                    "page."),
     signal.SIGSEGV: ("SIGSEGV: it crashed inside itself (a bug in this build, or a model file it misread).",
                      "Try another model file or llama-server version; the lines above show where it was."),
     signal.SIGBUS: ("SIGBUS: a file it had mapped into memory (the model file) was cut or changed on disk while it "

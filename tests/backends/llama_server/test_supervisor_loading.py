@@ -168,7 +168,8 @@ def test_a_build_for_another_cpu_dying_of_sigill_is_said_with_what_to_do(
     assert status.state is ServerState.CRASHED and crashed.exit_code == -signal.SIGILL
     text = crashed.message
     assert text.startswith("llama-server was killed by SIGILL without being asked to stop; SIGILL: it ran an "
-                           "instruction this processor does not have")
+                           "instruction this processor does not run")
+    assert "AMX" in text and "Illegal instruction" in text
     assert "Install or build a llama-server for this machine" in text
     assert f"Its last lines: “ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected” | " \
            f"“srv    load_model: loading model '{tmp_path / 'slow.gguf'}'”." in text
