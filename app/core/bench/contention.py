@@ -160,12 +160,21 @@ class Contention:
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Contention:
         """Inverse of to_json; a missing or unknown kind reads as not measured (histories from before)."""
-        data = data or {}
+        if not isinstance(data, dict):
+            return cls()
         try:
             kind = ContentionKind(data.get("kind", ContentionKind.UNMEASURED.value))
         except ValueError:
             kind = ContentionKind.UNMEASURED
-        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "kind"}
+        values: dict[str, Any] = {}
+        for name in ("window_s", "cpu_others_pct", "cpu_idle_pct", "cpu_server_pct", "gpu_others_pct", "top_pct"):
+            value = data.get(name)
+            values[name] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        for name in ("cores", "top_pid"):
+            value = data.get(name)
+            values[name] = value if isinstance(value, int) and not isinstance(value, bool) else None
+        for name in ("top_name", "why_unmeasured"):
+            values[name] = str(data.get(name) or "")
         return cls(kind=kind, **values)
 
 

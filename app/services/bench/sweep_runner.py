@@ -20,6 +20,7 @@ from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, figures_from
                                           runs_without_gpu, spill_words)
 from app.services.bench.sweep_server import ServerWindow
 from app.services.bench.sweep_words import load_failure, skip_reason
+from app.core.bench.contention import Contention, unmeasured
 from app.core.bench.stats import RequestRecord, summarize
 from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
 from app.core.memory.estimator import GpuMemory
@@ -35,6 +36,7 @@ from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
 from app.core.ports.inference import StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
+from app.core.ports.contention import ContentionProbe, ContentionProbeFactory
 from app.core.ports.server import ServerControl
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.telemetry import GpuBackend
@@ -89,7 +91,8 @@ class SweepRunner:
                  server_pids: Callable[[], Sequence[int]] = lambda: [], meter: TokenMeter | None = None,
                  clock: Clock = time.monotonic, sample_interval_s: float = 0.25,
                  app_version: str = "", server_telemetry: ServerTelemetryFactory | None = None,
-                 host_memory: Callable[[], HostMemory | None] = lambda: None) -> None:
+                 host_memory: Callable[[], HostMemory | None] = lambda: None,
+                 contention: ContentionProbeFactory | None = None) -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._load_client = load_client
@@ -102,6 +105,7 @@ class SweepRunner:
         self._app_version = app_version
         self._server_telemetry = server_telemetry  # the server's own slots and counters, where it has them
         self._host_memory = host_memory  # the RAM a point's load can have (None: not known, not priced)
+        self._contention = contention  # what else used the device over each point's window (None: not measured)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._point_task: asyncio.Task[PointResult] | None = None
         self._cancelled = False
@@ -303,12 +307,16 @@ class SweepRunner:
         baseline = await window.read()
         done = 0
         measure_start = [self._clock()]
+        probe = self._contention() if self._contention is not None else None
+        probe_began: list[asyncio.Future[None]] = []
 
         def on_stage(stage: str) -> None:
             if stage == "measuring":
                 measure_start[0] = self._clock()
                 window.start()
                 server_window.start()
+                if probe is not None:
+                    probe_began.append(asyncio.ensure_future(asyncio.to_thread(probe.begin, list(self._server_pids()))))
             report(stage, "", SETUP_SHARE / 2 if stage == "warm-up" else SETUP_SHARE)
 
         def on_request(record: RequestRecord) -> None:
@@ -329,12 +337,13 @@ class SweepRunner:
                                  read_timeout_s=plan.request_timeout_s) as generator:
             try:
                 result = await generator.run(plan, on_request, on_stage)
+                contention = await self._contention_verdict(probe, probe_began)
             finally:
                 await window.stop()
                 server = await server_window.stop()
         stats = summarize(result.records, spec.targets)
         outcome = replace(facts, stats=stats, records=tuple(result.records), gpu=figures_from(window.samples, baseline),
-                          server=server)
+                          server=server, contention=contention)
         crashed = self._crash_reason()
         if crashed:
             return _ended(outcome, FAILED, "server crashed during the run", crashed)
@@ -352,9 +361,24 @@ class SweepRunner:
             failures = ", ".join(f"{ERROR_WORDS.get(k, k)} ×{n}" for k, n in sorted(stats.errors.items()))
             return _ended(outcome, UNSTABLE, f"{stats.requests_failed} of {stats.requests} failed ({failures})",
                           stats.first_error)
+        if contention.contended:
+            # Measured while something else took the device: the numbers are not this setting's alone.
+            return _ended(outcome, UNSTABLE, contention.short_text(), contention.text())
         return _ended(outcome, OK, ON_CPU_REASON if on_cpu else "",
                       "The server has no GPU (none can be read here and it holds nothing in VRAM), so it runs on the "
                       "CPU by design; this point was measured there." if on_cpu else "")
+
+    async def _contention_verdict(self, probe: ContentionProbe | None, began: list[asyncio.Future[None]]) -> Contention:
+        """What else used the device over the measured window (its readings taken in a worker thread)."""
+        if probe is None:
+            return unmeasured("no probe of the machine's processes")
+        if not began:
+            return unmeasured("the measured window did not start")
+        try:
+            await began[0]
+            return await asyncio.to_thread(probe.end, list(self._server_pids()))
+        except Exception as exc:  # noqa: BLE001 - a failed reading is a gap, never a failed benchmark
+            return unmeasured(f"the process table could not be read ({exc})")
 
     @staticmethod
     async def _loaded(client: ModelCatalog, model: str) -> RunningModel | None:
