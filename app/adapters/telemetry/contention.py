@@ -78,6 +78,7 @@ class PsutilContentionProbe:
         self._clock = clock
         self._wall = wall
         self._began: tuple[float, float, float, dict[int, _Proc], set[int]] | None = None
+        self.cpu: CpuUse | None = None  # the last window's CPU figures, for a report or a benchmark
 
     def begin(self, server_pids: Sequence[int]) -> None:
         """Read the counters at the window's start."""
@@ -105,6 +106,7 @@ class PsutilContentionProbe:
                         reverse=True)[:TOP_COMPETITORS]
         cpu = CpuUse(window_s, self._cores, busy1 - busy0, server_s, own_s,
                      tuple(Competitor(table[pid].name, pid, s / capacity) for s, pid in others))
+        self.cpu = cpu
         return judge(cpu, self._gpu_use(wall_started, server))
 
     @staticmethod
