@@ -85,8 +85,8 @@ class PsutilContentionProbe:
         table = _process_table()
         self._began = (self._clock(), self._wall(), _busy_s(), table, _tree(server_pids))
 
-    def end(self, server_pids: Sequence[int]) -> Contention:
-        """Read the counters at the window's end and judge it."""
+    def end(self, server_pids: Sequence[int], on_gpu: bool = False) -> Contention:
+        """Read the counters at the window's end and judge it for the server's device (the GPU when on_gpu)."""
         if self._began is None:
             return unmeasured("the window was not begun")
         if not server_pids:
@@ -107,7 +107,7 @@ class PsutilContentionProbe:
         cpu = CpuUse(window_s, self._cores, busy1 - busy0, server_s, own_s,
                      tuple(Competitor(table[pid].name, pid, s / capacity) for s, pid in others))
         self.cpu = cpu
-        return judge(cpu, self._gpu_use(wall_started, server))
+        return judge(cpu, self._gpu_use(wall_started, server), on_gpu)
 
     @staticmethod
     def _used(pid: int, proc: _Proc, before: dict[int, _Proc]) -> float:

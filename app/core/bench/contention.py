@@ -5,11 +5,12 @@ game taking the CPU (the engine computes there on a machine without a GPU) or th
 makes a point slower for reasons that are not its setting, and a sweep then compares noise. What
 was measured over the point's window (see app/adapters/telemetry/contention.py for how):
 
-- CPU: core-seconds used by every process outside the server's tree and outside the app's own
-  process (the load generator lives there, as does a test runner), from the system's counters,
-  as a share of the machine's cores; and how much of the machine stood idle.
-- GPU: NVML's per-process SM utilisation over the window for processes that are not the
-  server's, where the driver reports it and the server itself computes on the GPU.
+- CPU, for a server computing there (no GPU: the embedded engine here): core-seconds used by every
+  process outside the server's tree and outside the app's own process (the load generator lives
+  there, as does a test runner), from the system's counters, as a share of the machine's cores; and
+  how much of the machine stood idle.
+- GPU, for a server computing there: NVML's per-process SM utilisation over the window for
+  processes that are not the server's, where the driver reports it.
 
 A contended point is not stable, and the recommendation leaves it out.
 """
@@ -188,26 +189,35 @@ def _pct(share: float) -> float:
     return round(share * 100.0, 1)
 
 
-def judge(cpu: CpuUse | None, gpu: GpuUse | None) -> Contention:
-    """The verdict on one window: GPU competition where the server computes on the GPU, else CPU
-    competition on a machine with no cores to spare, else none (UNMEASURED without readings)."""
-    if cpu is None and gpu is None:
-        return unmeasured("no readings")
+def judge(cpu: CpuUse | None, gpu: GpuUse | None, on_gpu: bool = False) -> Contention:
+    """The verdict on one window for the device the server computes on: on the GPU (on_gpu), other
+    processes' SM utilisation; on the CPU, what others took of a machine with no cores to spare. The
+    other device's figures ride along; UNMEASURED when the device's own readings are missing."""
     cpu_fields: dict[str, Any] = {}
     if cpu is not None:
         cpu_fields = {"window_s": round(cpu.window_s, 2), "cpu_others_pct": _pct(cpu.others_share),
                       "cpu_idle_pct": _pct(cpu.idle_share), "cpu_server_pct": _pct(cpu.server_share),
                       "cores": cpu.cores}
     gpu_pct = round(gpu.others_pct, 1) if gpu is not None and gpu.server_seen else None
-    if gpu is not None and gpu.server_seen and gpu.others_pct >= GPU_OTHERS_PCT_MIN:
-        top = gpu.competitors[0] if gpu.competitors else None
-        return Contention(ContentionKind.GPU, gpu_others_pct=gpu_pct, top_name=top.name if top else "",
-                          top_pid=top.pid if top else None, top_pct=_pct(top.share) if top else None, **cpu_fields)
-    if cpu is not None and cpu.others_share >= CPU_OTHERS_SHARE_MIN and cpu.idle_share <= CPU_IDLE_SHARE_MAX:
-        top = cpu.competitors[0] if cpu.competitors else None
-        return Contention(ContentionKind.CPU, gpu_others_pct=gpu_pct, top_name=top.name if top else "",
-                          top_pid=top.pid if top else None, top_pct=_pct(top.share) if top else None, **cpu_fields)
+    if on_gpu:
+        if gpu_pct is None or gpu is None:
+            why = ("the driver does not attribute GPU use to processes here" if gpu is None
+                   else "the driver does not list the server's processes on the GPU")
+            return Contention(ContentionKind.UNMEASURED, why_unmeasured=why, **cpu_fields)
+        if gpu.others_pct >= GPU_OTHERS_PCT_MIN:
+            return Contention(ContentionKind.GPU, gpu_others_pct=gpu_pct, **_top(gpu.competitors), **cpu_fields)
+        return Contention(ContentionKind.NONE, gpu_others_pct=gpu_pct, **cpu_fields)
+    if cpu is None:
+        return unmeasured("no CPU readings")
+    if cpu.others_share >= CPU_OTHERS_SHARE_MIN and cpu.idle_share <= CPU_IDLE_SHARE_MAX:
+        return Contention(ContentionKind.CPU, gpu_others_pct=gpu_pct, **_top(cpu.competitors), **cpu_fields)
     return Contention(ContentionKind.NONE, gpu_others_pct=gpu_pct, **cpu_fields)
+
+
+def _top(competitors: tuple[Competitor, ...]) -> dict[str, Any]:
+    top = competitors[0] if competitors else None
+    return {"top_name": top.name if top else "", "top_pid": top.pid if top else None,
+            "top_pct": _pct(top.share) if top else None}
 
 
 __all__ = ["CPU_IDLE_SHARE_MAX", "CPU_OTHERS_SHARE_MIN", "Competitor", "Contention", "ContentionKind", "CpuUse",

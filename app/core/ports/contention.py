@@ -18,8 +18,9 @@ class ContentionProbe(Protocol):
         """Take the window's first readings (the server's root pids name its process tree)."""
         ...
 
-    def end(self, server_pids: Sequence[int]) -> Contention:
-        """Take the last readings and judge the window (UNMEASURED when it cannot be told)."""
+    def end(self, server_pids: Sequence[int], on_gpu: bool) -> Contention:
+        """Take the last readings and judge the window for the device the server computes on (the GPU
+        when on_gpu, else the CPU); UNMEASURED when it cannot be told."""
         ...
 
 

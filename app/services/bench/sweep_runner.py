@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from collections.abc import Callable, Sequence
 
 from app.services.bench.loadgen import LoadGenerator
-from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, figures_from, gpu_facts, gpu_memory_now,
-                                          runs_without_gpu, spill_words)
+from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, computes_on_gpu, figures_from, gpu_facts,
+                                          gpu_memory_now, runs_without_gpu, spill_words)
 from app.services.bench.sweep_server import ServerWindow
 from app.services.bench.sweep_words import load_failure, skip_reason
 from app.core.bench.contention import Contention, unmeasured
@@ -296,11 +296,12 @@ class SweepRunner:
             return _ended(facts, FAILED, f"spilled to CPU ({spilled})",
                           f"The server reports {loaded.size_vram_bytes / MIB:.0f} of {loaded.size_bytes / MIB:.0f} MiB "
                           "on the GPU; the rest runs on the CPU, many times slower.")
-        return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded))
+        return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded),
+                                   computes_on_gpu(self._gpu, loaded))
 
     async def _measure(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint,
                        report: Callable[[str, str, float], None], facts: PointResult,
-                       on_cpu: bool = False) -> PointResult:
+                       on_cpu: bool = False, on_gpu: bool = False) -> PointResult:
         plan = spec.workload.for_point(point.concurrency)
         window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock)
         server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s)
@@ -337,7 +338,7 @@ class SweepRunner:
                                  read_timeout_s=plan.request_timeout_s) as generator:
             try:
                 result = await generator.run(plan, on_request, on_stage)
-                contention = await self._contention_verdict(probe, probe_began)
+                contention = await self._contention_verdict(probe, probe_began, on_gpu)
             finally:
                 await window.stop()
                 server = await server_window.stop()
@@ -368,15 +369,16 @@ class SweepRunner:
                       "The server has no GPU (none can be read here and it holds nothing in VRAM), so it runs on the "
                       "CPU by design; this point was measured there." if on_cpu else "")
 
-    async def _contention_verdict(self, probe: ContentionProbe | None, began: list[asyncio.Future[None]]) -> Contention:
-        """What else used the device over the measured window (its readings taken in a worker thread)."""
+    async def _contention_verdict(self, probe: ContentionProbe | None, began: list[asyncio.Future[None]],
+                                  on_gpu: bool) -> Contention:
+        """What else used the server's device over the measured window (readings taken in a worker thread)."""
         if probe is None:
             return unmeasured("no probe of the machine's processes")
         if not began:
             return unmeasured("the measured window did not start")
         try:
             await began[0]
-            return await asyncio.to_thread(probe.end, list(self._server_pids()))
+            return await asyncio.to_thread(probe.end, list(self._server_pids()), on_gpu)
         except Exception as exc:  # noqa: BLE001 - a failed reading is a gap, never a failed benchmark
             return unmeasured(f"the process table could not be read ({exc})")
 

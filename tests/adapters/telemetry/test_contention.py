@@ -112,7 +112,7 @@ def test_other_processes_computing_on_the_gpu_are_gpu_contention(spawn):
 
     probe = PsutilContentionProbe(ScriptedGpuBackend(processes=nvml), wall=lambda: 1234.5)
     probe.begin([server.pid])
-    verdict = probe.end([server.pid])
+    verdict = probe.end([server.pid], on_gpu=True)
     assert windows == [1234.5]  # asked for the window's own samples
     assert verdict.kind is ContentionKind.GPU and verdict.gpu_others_pct == 35.0
     assert verdict.top_pid == game.pid and verdict.top_pct == 35.0

@@ -59,16 +59,23 @@ def test_others_using_spare_cores_do_not_contend():
     assert busy.kind is ContentionKind.CPU
 
 
-def test_gpu_competition_counts_only_where_the_server_computes_on_the_gpu():
+def test_a_server_on_the_gpu_is_judged_by_the_gpus_other_processes():
     game = Competitor("game", 777, 0.4)
-    on_gpu = judge(cpu(others_s=0.1), GpuUse(True, 40.0, (game,)))
+    on_gpu = judge(cpu(others_s=0.1), GpuUse(True, 40.0, (game,)), on_gpu=True)
     assert on_gpu.kind is ContentionKind.GPU and on_gpu.gpu_others_pct == 40.0
     assert on_gpu.top_text == "game (pid 777)" and on_gpu.short_text() == "GPU contended 40 %"
     assert on_gpu.cpu_others_pct is not None  # the CPU figures ride along
-    not_ours = judge(cpu(others_s=0.1), GpuUse(False, 40.0, (game,)))
-    assert not_ours.kind is ContentionKind.NONE and not_ours.gpu_others_pct is None
-    desktop = judge(cpu(others_s=0.1), GpuUse(True, GPU_OTHERS_PCT_MIN - 7, ()))
+    desktop = judge(cpu(others_s=0.1), GpuUse(True, GPU_OTHERS_PCT_MIN - 7, ()), on_gpu=True)
     assert desktop.kind is ContentionKind.NONE and desktop.gpu_others_pct == 3.0
+    # A busy CPU does not make a GPU server's point contended, nor a busy GPU a CPU server's.
+    assert judge(cpu(others_s=6.2), GpuUse(True, 0.0), on_gpu=True).kind is ContentionKind.NONE
+    assert judge(cpu(others_s=0.1), GpuUse(True, 40.0, (game,)), on_gpu=False).kind is ContentionKind.NONE
+    # Where the driver does not say which processes use the GPU, a GPU server's competition is unknown.
+    unknown = judge(cpu(others_s=6.2), None, on_gpu=True)
+    assert unknown.kind is ContentionKind.UNMEASURED and "does not attribute" in unknown.why_unmeasured
+    assert unknown.cpu_others_pct == 31.0
+    hidden = judge(cpu(others_s=0.1), GpuUse(False, 40.0, (game,)), on_gpu=True)
+    assert hidden.kind is ContentionKind.UNMEASURED and "server's processes" in hidden.why_unmeasured
 
 
 def test_no_readings_is_unmeasured_and_round_trips():

@@ -247,8 +247,8 @@ class RecordedProbe:
     def begin(self, server_pids):
         self._calls.append(("begin", threading.get_ident(), tuple(server_pids)))
 
-    def end(self, server_pids):
-        self._calls.append(("end", threading.get_ident(), tuple(server_pids)))
+    def end(self, server_pids, on_gpu):
+        self._calls.append(("end", threading.get_ident(), tuple(server_pids), on_gpu))
         verdict = self._verdicts.pop(0)
         if isinstance(verdict, Exception):
             raise verdict
@@ -285,3 +285,5 @@ def test_a_point_measured_while_others_took_the_device_is_unstable_and_not_recom
     # Each window read the server's processes, off the loop thread that drives the workload.
     assert [c[0] for c in calls] == ["begin", "end"] * 3
     assert all(c[2] and loop_thread[0] != c[1] for c in calls)
+    # Judged for the device the server computes on: the stand-in holds its model on the (scripted-less) GPU.
+    assert one.loaded_vram_mib and [c[3] for c in calls if c[0] == "end"] == [True] * 3
