@@ -154,7 +154,9 @@ class ResultsTable(QTableWidget):
                 if last:
                     item.setForeground(QBrush(QColor(STATUS_COLOURS.get(r.status, theme.TEXT))))
                     contention = r.contention.text() if r.contention.contended else ""
-                    item.setToolTip("\n".join(dict.fromkeys(x for x in (r.stable_text(), r.detail, contention) if x)))
+                    lines = dict.fromkeys(x for x in (r.stable_text(), r.detail, contention) if x)
+                    # Rich text, so Qt wraps a long reason instead of drawing one screen-wide line.
+                    item.setToolTip("<qt>" + "<br>".join(html.escape(x) for x in lines) + "</qt>" if lines else "")
                 if best:
                     item.setBackground(QBrush(QColor(RECOMMENDED_BACKGROUND)))
                     item.setFont(bold)
