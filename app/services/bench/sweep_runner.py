@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from app.services.bench.loadgen import LoadGenerator
 from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, computes_on_gpu, figures_from, gpu_facts,
                                           gpu_memory_now, runs_without_gpu, spill_words)
+from app.services.bench.sweep_contention import ContentionWindow
 from app.services.bench.sweep_server import ServerWindow
 from app.services.bench.sweep_words import load_failure, skip_reason
-from app.core.bench.contention import Contention, unmeasured
 from app.core.bench.stats import RequestRecord, summarize
 from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
 from app.core.memory.estimator import GpuMemory
@@ -36,7 +36,7 @@ from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
 from app.core.ports.inference import StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
-from app.core.ports.contention import ContentionProbe, ContentionProbeFactory
+from app.core.ports.contention import ContentionProbeFactory
 from app.core.ports.server import ServerControl
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.telemetry import GpuBackend
@@ -308,16 +308,14 @@ class SweepRunner:
         baseline = await window.read()
         done = 0
         measure_start = [self._clock()]
-        probe = self._contention() if self._contention is not None else None
-        probe_began: list[asyncio.Future[None]] = []
+        contention_window = ContentionWindow(self._contention, self._server_pids)
 
         def on_stage(stage: str) -> None:
             if stage == "measuring":
                 measure_start[0] = self._clock()
                 window.start()
                 server_window.start()
-                if probe is not None:
-                    probe_began.append(asyncio.ensure_future(asyncio.to_thread(probe.begin, list(self._server_pids()))))
+                contention_window.start()
             report(stage, "", SETUP_SHARE / 2 if stage == "warm-up" else SETUP_SHARE)
 
         def on_request(record: RequestRecord) -> None:
@@ -338,7 +336,7 @@ class SweepRunner:
                                  read_timeout_s=plan.request_timeout_s) as generator:
             try:
                 result = await generator.run(plan, on_request, on_stage)
-                contention = await self._contention_verdict(probe, probe_began, on_gpu)
+                contention = await contention_window.verdict(on_gpu)
             finally:
                 await window.stop()
                 server = await server_window.stop()
@@ -368,19 +366,6 @@ class SweepRunner:
         return _ended(outcome, OK, ON_CPU_REASON if on_cpu else "",
                       "The server has no GPU (none can be read here and it holds nothing in VRAM), so it runs on the "
                       "CPU by design; this point was measured there." if on_cpu else "")
-
-    async def _contention_verdict(self, probe: ContentionProbe | None, began: list[asyncio.Future[None]],
-                                  on_gpu: bool) -> Contention:
-        """What else used the server's device over the measured window (readings taken in a worker thread)."""
-        if probe is None:
-            return unmeasured("no probe of the machine's processes")
-        if not began:
-            return unmeasured("the measured window did not start")
-        try:
-            await began[0]
-            return await asyncio.to_thread(probe.end, list(self._server_pids()), on_gpu)
-        except Exception as exc:  # noqa: BLE001 - a failed reading is a gap, never a failed benchmark
-            return unmeasured(f"the process table could not be read ({exc})")
 
     @staticmethod
     async def _loaded(client: ModelCatalog, model: str) -> RunningModel | None:
