@@ -197,8 +197,9 @@ def _contended_words(points: Sequence[PointResult], varying: Sequence[str]) -> s
 
 def pareto_front(results: Sequence[PointResult]) -> list[int]:
     """Point indexes on the throughput/latency Pareto front: no other measured point has both more
-    output tokens/s and a lower TTFT p95. Ordered by throughput, lowest first."""
-    ran = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok]
+    output tokens/s and a lower TTFT p95. Ordered by throughput, lowest first. Points measured while
+    others competed for the device are not on it: their figures are not their settings'."""
+    ran = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok and not r.contention.contended]
     ran.sort(key=lambda r: (-r.stats.output_tokens_per_s, r.stats.ttft_ms.p95))  # type: ignore[union-attr]
     front: list[int] = []
     best_ttft = float("inf")

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from app.core.bench.contention import (CPU_IDLE_SHARE_MAX, CPU_OTHERS_SHARE_MIN, GPU_OTHERS_PCT_MIN, Competitor,
                                        Contention, ContentionKind, CpuUse, GpuUse, judge)
-from app.core.bench.recommend import recommend
+from app.core.bench.recommend import pareto_front, recommend
 from app.core.bench.run import SweepRun, point_row, result_from_json, result_to_json, run_from_json, run_to_csv, \
     run_to_json, run_to_markdown, table_rows
 from app.core.bench.sweep import OK, UNSTABLE
@@ -114,10 +114,12 @@ def test_the_recommendation_leaves_contended_points_out():
     assert "against parallel 1" in recommend([replace(r, contention=Contention()) for r in results], TARGETS).text
 
 
-def test_a_contended_winner_is_not_recommended():
+def test_a_contended_winner_is_not_recommended_nor_on_the_pareto_front():
     results = [point(0, 1, 40.0), contended(1, 4, 90.0)]
     rec = recommend(results, TARGETS)
     assert rec.index == 0 and rec.contended == (1,)
+    assert pareto_front(results) == [0]
+    assert pareto_front([replace(r, contention=Contention()) for r in results]) == [0, 1]
 
 
 def test_nothing_is_recommended_when_every_point_was_contended():
