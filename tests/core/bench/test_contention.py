@@ -115,7 +115,7 @@ def test_the_recommendation_leaves_contended_points_out():
 
 
 def test_a_contended_winner_is_not_recommended_nor_on_the_pareto_front():
-    results = [point(0, 1, 40.0), contended(1, 4, 90.0)]
+    results = [point(0, 1, 40.0, ttft=100.0), contended(1, 4, 90.0)]
     rec = recommend(results, TARGETS)
     assert rec.index == 0 and rec.contended == (1,)
     assert pareto_front(results) == [0]
