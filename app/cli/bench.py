@@ -300,6 +300,7 @@ class _Progress:
 async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder | None,
                url: str | None = None) -> tuple[SweepRun, HistoryOutcome | None]:
     """The sweep as measured, and what the history kept of it (None: no history asked for)."""
+    from app.adapters.telemetry.contention import contention_probes
     from app.adapters.telemetry.host import host_memory_reader
     from app.adapters.telemetry.nvml import make_gpu_backend
     from app.backends import registry
@@ -339,7 +340,8 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         runner = SweepRunner(supervisor, backend.catalog, backend.load_client, base_url=base_url, gpu=gpu,
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
                              app_version=__version__, server_telemetry=backend.server_telemetry,
-                             host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])))
+                             host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])),
+                             contention=contention_probes(gpu))
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         recorder = QueuedRecorder(history) if history is not None else None
         run: SweepRun | None = None

@@ -35,6 +35,15 @@ class GpuSample:
 
 
 @dataclass(frozen=True)
+class GpuProcessUse:
+    """One process's use of the GPU over a window, as the driver reports it."""
+
+    pid: int
+    sm_util_pct: float  # mean SM utilisation over the driver's samples of it; NaN when it kept none
+    memory_mib: float = NAN  # memory it holds now; NaN when not reported
+
+
+@dataclass(frozen=True)
 class HostSample:
     """One host reading: RAM and the server process tree's CPU and resident memory."""
 
@@ -71,6 +80,10 @@ class GpuBackend(Protocol):
 
     def sample(self, t: float, server_pids: Sequence[int]) -> GpuSample | None:
         """A reading at time t, attributing memory to server_pids where possible; None when unavailable."""
+
+    def process_use(self, since_s: float) -> Sequence[GpuProcessUse] | None:
+        """Each process's GPU use since wall-clock time since_s (time.time() seconds); None when the
+        driver cannot attribute use to processes here (blocks on the driver: call in a worker)."""
 
     def close(self) -> None:
         """Release the library."""

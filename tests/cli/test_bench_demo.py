@@ -36,7 +36,10 @@ def test_demo_bench_measures_the_embedded_engine_and_the_server_agrees(tmp_path,
     assert data["fingerprint"]["backend_kind"] == "llama_server" and data["fingerprint"]["managed"]
     assert data["fingerprint"]["model"] == bundled_model.name[: -len(".gguf")]  # served under its file's name
     for point in data["points"]:
-        assert point["status"] == "ok" and point["requests_ok"] == 6, point
+        # Stable, unless other programs took the CPU meanwhile (a shared machine): then it says so.
+        contended = point["contention"] in ("cpu", "gpu")
+        assert point["status"] == ("unstable" if contended else "ok") and point["requests_ok"] == 6, point
+        assert point["contention"] != "unmeasured", point  # the embedded engine's CPU is measured
         # The server saw every slot of the point at work, and never more clients waiting than were beyond them.
         assert point["server_slots_busy_max"] == point["parallel"] == point["server_slots_total"]
         assert 0 <= point["server_requests_deferred_max"] <= 3 - point["parallel"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from app.adapters.telemetry.nvml import gpu_lost_reason
 from app.adapters.telemetry.sampler import TelemetryBuffers
-from app.core.telemetry import GpuInfo, GpuSample, HostSample, Sample
+from app.core.telemetry import GpuInfo, GpuProcessUse, GpuSample, HostSample, Sample
 
 NAN = math.nan
 RTX_4090 = GpuInfo(
@@ -55,12 +55,16 @@ class ScriptedGpuBackend:
         script: Script | None = None,
         available: bool = True,
         reason: str = "",
+        processes: Callable[[float], Sequence[GpuProcessUse] | None] | None = None,
     ) -> None:
         self._info = info
         self._script: Script = script if script is not None else [idle_reading()]
         self._available = available
         self._had_gpu = available
         self._reason = reason
+        # What nvmlDeviceGetProcessUtilization and the compute-process list answer for a window that
+        # began at a wall time; None (the default) is a driver that attributes nothing to processes.
+        self._processes = processes
         self._step = 0
         self.calls: list[tuple[float, tuple[int, ...]]] = []
         self.closed = False
@@ -102,6 +106,12 @@ class ScriptedGpuBackend:
             power_w=r.power_w,
             temperature_c=r.temperature_c,
         )
+
+    def process_use(self, since_s: float) -> Sequence[GpuProcessUse] | None:
+        """The scripted per-process use since wall time since_s (None when not scripted or unavailable)."""
+        if not self.available or self._processes is None:
+            return None
+        return self._processes(since_s)
 
     def close(self) -> None:
         """Mark the backend closed."""

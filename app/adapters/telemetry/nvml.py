@@ -14,7 +14,7 @@ import threading
 from typing import Any
 from collections.abc import Callable, Sequence
 
-from app.core.telemetry import GpuBackend, GpuInfo, GpuSample
+from app.core.telemetry import GpuBackend, GpuInfo, GpuProcessUse, GpuSample
 from app.core.units import MIB
 
 try:  # the package is a hard dependency, but a broken install must not take the app down
@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - exercised by monkeypatching pynvml to 
 log = logging.getLogger(__name__)
 
 NAN = math.nan
+_NO_ANSWER = object()  # _query's "no special answer for NotFound"
 
 _EVERYTHING_ELSE_WORKS = " — GPU graphs are off; everything else works."
 REASON_NO_PACKAGE = (
@@ -86,6 +87,10 @@ class NullGpuBackend:
         return None
 
     def sample(self, t: float, server_pids: Sequence[int]) -> GpuSample | None:
+        """Always None."""
+        return None
+
+    def process_use(self, since_s: float) -> Sequence[GpuProcessUse] | None:
         """Always None."""
         return None
 
@@ -152,6 +157,34 @@ class NvmlBackend:
             temperature_c=float(temp_c),
         )
 
+    def process_use(self, since_s: float) -> Sequence[GpuProcessUse] | None:
+        """Per-process SM utilisation since wall time since_s (nvmlDeviceGetProcessUtilization, mean of
+        the samples the driver kept per pid) with the memory each compute process holds; None where the
+        driver does not report it or reports pids from another pid namespace (a container)."""
+        if not self.available:
+            return None
+        h = self._handle
+        fn = getattr(pynvml, "nvmlDeviceGetProcessUtilization", None)
+        # NVML answers NotFound when no process ran on the GPU since the timestamp: no use, not N/A.
+        samples = self._query(fn, h, max(0, int(since_s * 1_000_000)), default=None,
+                              not_found=[]) if fn is not None else None
+        if samples is None:
+            return None
+        per_pid: dict[int, list[float]] = {}
+        for sample in samples:
+            if sample.timeStamp / 1_000_000 >= since_s:
+                per_pid.setdefault(int(sample.pid), []).append(float(sample.smUtil))
+        memory: dict[int, float] = {}
+        procs = self._query(pynvml.nvmlDeviceGetComputeRunningProcesses, h, default=None)
+        for proc in procs or []:
+            used = getattr(proc, "usedGpuMemory", None)
+            memory[int(proc.pid)] = NAN if used is None else used / MIB
+        pids = set(per_pid) | set(memory)
+        if pids and not any(_pid_visible(pid) for pid in pids):
+            return None  # host pids seen from a container: whose they are cannot be told here
+        return [GpuProcessUse(pid, sum(per_pid[pid]) / len(per_pid[pid]) if per_pid.get(pid) else NAN,
+                              memory.get(pid, NAN)) for pid in sorted(pids)]
+
     def close(self) -> None:
         """Shut NVML down; later calls report the backend as unavailable."""
         with self._lock:
@@ -167,8 +200,9 @@ class NvmlBackend:
                 self._reason = "GPU readings were closed" + _EVERYTHING_ELSE_WORKS
 
     # --- the choke point ------------------------------------------------------------------
-    def _query(self, fn: Callable[..., Any], *args: Any, default: Any = NAN) -> Any:
-        """Call one NVML function; N/A-style errors give `default`, a lost GPU marks us lost."""
+    def _query(self, fn: Callable[..., Any], *args: Any, default: Any = NAN, not_found: Any = _NO_ANSWER) -> Any:
+        """Call one NVML function; N/A-style errors give `default` (NotFound gives `not_found` where
+        given: for some calls it means "nothing", not "not supported"), a lost GPU marks us lost."""
         if self._lost:
             return default
         try:
@@ -183,6 +217,8 @@ class NvmlBackend:
             self._mark_lost(_text(err))
             return default
         except pynvml.NVMLError as err:
+            if not_found is not _NO_ANSWER and isinstance(err, _error_classes("NVMLError_NotFound")):
+                return not_found
             # NotSupported (GeForce cards lack some counters), NoPermission, FunctionNotFound
             # (older drivers), Timeout, Unknown: this field is N/A, the rest still read.
             name = getattr(fn, "__name__", repr(fn))

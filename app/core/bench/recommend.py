@@ -1,5 +1,9 @@
 """Pick the setting to apply from a finished sweep, and say why in one paragraph with the numbers.
 
+Points measured while something else competed for the device (PointResult.contention) are left
+out: their numbers are not their setting's. When every measured point was contended there is no
+recommendation, and the text says what competed.
+
 Rule: among the points that ran and met the targets (TTFT p95 and TPOT p95 within them, at
 least `min_success` of requests succeeded), the highest aggregate output tokens/s wins; a tie
 goes to the cheaper point (fewer parallel slots, then less VRAM, then fewer clients). Flags:
@@ -31,6 +35,7 @@ class Recommendation:
     plateau_index: int | None = None
     edge: str = ""  # "upper", "lower" or ""
     output_tokens_per_s: float | None = None
+    contended: tuple[int, ...] = ()  # points left out because something else competed for the device
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict."""
@@ -41,7 +46,9 @@ class Recommendation:
         """Inverse of to_json (None stays None)."""
         if not data:
             return None
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        values["contended"] = tuple(values.get("contended") or ())
+        return cls(**values)
 
 
 def _cost(r: PointResult) -> tuple[int, float, int]:
@@ -115,10 +122,19 @@ def _others(r: PointResult, axis: str) -> tuple[object, ...]:
 def recommend(results: Sequence[PointResult], targets: LatencyTargets,
               varying: Sequence[str] = ("parallel",)) -> Recommendation:
     """The best point under the targets, with flags and a one-paragraph explanation."""
-    ran = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok]
-    if not ran:
+    measured = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok]
+    contended = [r for r in measured if r.contention.contended]
+    excluded = tuple(r.point.index for r in contended)
+    ran = [r for r in measured if not r.contention.contended]
+    if not measured:
         reasons = "; ".join(f"{_name(r, varying)}: {r.stable_text()}" for r in results) or "no points"
         return Recommendation(None, f"No point produced a measurement, so there is nothing to recommend ({reasons}).")
+    if not ran:
+        return Recommendation(None, "Every measured point shared its device with other programs, so their numbers "
+                              f"are not the settings' own and nothing is recommended ({_contended_words(contended, varying)}). "
+                              "Close what competes and run the sweep again.", contended=excluded)
+    left_out = (f"Left out, measured while other programs competed for the device: "
+                f"{_contended_words(contended, varying)}.") if contended else ""
     qualifying = [r for r in ran if meets_targets(r.stats, targets)]  # type: ignore[arg-type]
     if not qualifying:
         fastest = max(ran, key=lambda r: r.stats.output_tokens_per_s)  # type: ignore[union-attr]
@@ -127,7 +143,7 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
                 f"reached {fastest.stats.output_tokens_per_s:.1f} tokens/s but {_misses(fastest, targets)}; "  # type: ignore[union-attr]
                 f"the lowest TTFT p95 was {quickest.stats.ttft_ms.p95:.0f} ms at {_name(quickest, varying)}. "  # type: ignore[union-attr]
                 "Relax the targets, shorten the output, or lower parallel requests and context.")
-        return Recommendation(None, text)
+        return Recommendation(None, " ".join(x for x in (text, left_out) if x), contended=excluded)
 
     best = max(qualifying, key=lambda r: (r.stats.output_tokens_per_s, tuple(-c for c in _cost(r))))  # type: ignore[union-attr]
     best_tps = best.stats.output_tokens_per_s  # type: ignore[union-attr]
@@ -144,6 +160,8 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
         top = max(faster, key=lambda r: r.stats.output_tokens_per_s)  # type: ignore[union-attr]
         sentences.append(f"{_name(top, varying)} was faster ({top.stats.output_tokens_per_s:.1f} tokens/s) "  # type: ignore[union-attr]
                          f"but {_misses(top, targets)}.")
+    if left_out:
+        sentences.append(left_out)
     broken = [r for r in results if not r.ran and r.status != "cancelled"]
     if broken:
         sentences.append("Not usable: " + "; ".join(f"{_name(r, varying)} ({r.reason or r.status})" for r in broken) + ".")
@@ -163,15 +181,25 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
     if edge_text:
         sentences.append(edge_text)
     return Recommendation(best.point.index, " ".join(sentences), True, plateau is not None,
-                          plateau.point.index if plateau is not None else None, edge, best_tps)
+                          plateau.point.index if plateau is not None else None, edge, best_tps, excluded)
+
+
+def _contended_words(points: Sequence[PointResult], varying: Sequence[str]) -> str:
+    """"parallel 1 (CPU contended 31 % by stress (pid 42))" for each point."""
+    words = []
+    for r in points:
+        by = f" by {r.contention.top_text}" if r.contention.top_text else ""
+        words.append(f"{_name(r, varying)} ({r.contention.short_text()}{by})")
+    return "; ".join(words)
 
 
 
 
 def pareto_front(results: Sequence[PointResult]) -> list[int]:
     """Point indexes on the throughput/latency Pareto front: no other measured point has both more
-    output tokens/s and a lower TTFT p95. Ordered by throughput, lowest first."""
-    ran = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok]
+    output tokens/s and a lower TTFT p95. Ordered by throughput, lowest first. Points measured while
+    others competed for the device are not on it: their figures are not their settings'."""
+    ran = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok and not r.contention.contended]
     ran.sort(key=lambda r: (-r.stats.output_tokens_per_s, r.stats.ttft_ms.p95))  # type: ignore[union-attr]
     front: list[int] = []
     best_ttft = float("inf")

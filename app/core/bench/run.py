@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import Mapping, Sequence
 
+from app.core.bench.contention import Contention
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec,
                                   server_label)
@@ -117,6 +118,10 @@ def point_row(r: PointResult) -> dict[str, Any]:
         "server_kv_fill_max_pct": _num(r.server.kv_fill_max_pct),
         "server_generated_tokens": _num(r.server.generated_tokens, 0),
         "server_generation_tokens_per_s": _num(r.server.generation_tokens_per_s),
+        # What else used the device while the point was measured (kind: none, cpu, gpu or unmeasured).
+        "contention": r.contention.kind.value, "contention_cpu_others_pct": r.contention.cpu_others_pct,
+        "contention_cpu_idle_pct": r.contention.cpu_idle_pct, "contention_gpu_others_pct": r.contention.gpu_others_pct,
+        "contention_top": r.contention.top_text or None, "contention_top_pct": r.contention.top_pct,
     })
     if not r.stats:
         row.setdefault("output_tokens_per_s", None)
@@ -152,7 +157,7 @@ def result_to_json(r: PointResult) -> dict[str, Any]:
             "gpu": r.gpu.to_json(), "server": r.server.to_json(), "estimate_verdict": r.estimate_verdict,
             "estimate_peak_mib": r.estimate_peak_mib, "loaded_size_mib": r.loaded_size_mib,
             "loaded_vram_mib": r.loaded_vram_mib, "context_length": r.context_length, "elapsed_s": r.elapsed_s,
-            "detail": r.detail}
+            "detail": r.detail, "contention": r.contention.to_json()}
 
 
 def result_from_json(data: dict[str, Any], targets: LatencyTargets) -> PointResult:
@@ -166,7 +171,9 @@ def result_from_json(data: dict[str, Any], targets: LatencyTargets) -> PointResu
                        estimate_verdict=data.get("estimate_verdict"), estimate_peak_mib=data.get("estimate_peak_mib"),
                        loaded_size_mib=data.get("loaded_size_mib"), loaded_vram_mib=data.get("loaded_vram_mib"),
                        context_length=data.get("context_length"), elapsed_s=float(data.get("elapsed_s") or 0.0),
-                       detail=str(data.get("detail", "")))
+                       detail=str(data.get("detail", "")),
+                       # Absent in points stored before it was measured: they read as not measured.
+                       contention=Contention.from_json(data.get("contention")))
 
 
 def run_from_json(data: dict[str, Any], run_id: int | None = None) -> SweepRun:
@@ -193,7 +200,8 @@ CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_len
                "energy_j", "tokens_per_joule", "estimate_verdict", "loaded_size_mib", "loaded_vram_mib",
                "elapsed_s", "server_slots_total", "server_slots_busy_max", "server_slots_busy_mean",
                "server_requests_deferred_max", "server_kv_fill_max_pct", "server_generated_tokens",
-               "server_generation_tokens_per_s")
+               "server_generation_tokens_per_s", "contention", "contention_cpu_others_pct",
+               "contention_cpu_idle_pct", "contention_gpu_others_pct", "contention_top", "contention_top_pct")
 
 
 def run_to_csv(run: SweepRun) -> str:
@@ -285,6 +293,10 @@ def run_to_markdown(run: SweepRun) -> str:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     if run.recommendation:
         lines += ["", "## Recommendation", "", run.recommendation.text]
+    contended = [r for r in run.results if r.contention.contended]
+    if contended:
+        lines += ["", "## Contended points", ""] + [f"- {r.point.label(run.varying)}: {r.contention.text()}"
+                                                     for r in contended]
     if run.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in run.notes]
     base = f.base_settings

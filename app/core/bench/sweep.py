@@ -13,13 +13,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Sequence
 
+from app.core.bench.contention import Contention
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
 from app.core.server.settings import DEFAULT_BACKEND, ServerSettings, validate
 
 # Point outcomes, in the words of the results table's "stable?" column.
 OK = "ok"  # ran, enough requests succeeded
-UNSTABLE = "unstable"  # ran, but too many requests failed (e.g. an occasional OOM, 503s)
+UNSTABLE = "unstable"  # ran, but too many requests failed (e.g. an occasional OOM, 503s), or something else
+# competed for the device meanwhile (see PointResult.contention)
 FAILED = "failed"  # crashed, out of memory at load, spilled to the CPU, or no request succeeded
 SKIPPED = "skipped"  # not run: predicted not to load, or invalid settings
 CANCELLED = "cancelled"
@@ -255,6 +257,7 @@ class PointResult:
     records: tuple[RequestRecord, ...] = ()
     gpu: GpuFigures = field(default_factory=GpuFigures)
     server: ServerFigures = field(default_factory=ServerFigures)
+    contention: Contention = field(default_factory=Contention)  # what else used the device while it was measured
     estimate_verdict: str | None = None  # the estimator's verdict before the point ran
     estimate_peak_mib: float | None = None
     loaded_size_mib: float | None = None  # the server's loaded-model size after the warm-up
@@ -292,6 +295,9 @@ class PointResult:
             return f"✓ {self.reason}" if self.reason else "✓"  # e.g. measured on the CPU of a server without a GPU
         reason = self.reason.replace("out of memory", "OOM")
         if self.status == UNSTABLE:
+            contended = self.contention.short_text()
+            if contended and contended not in reason:
+                reason = f"{reason}; {contended}" if reason else contended
             return f"⚠ {reason}" if reason else "⚠ unstable"
         if self.status == SKIPPED:
             return f"skipped: {reason}" if reason else "skipped"

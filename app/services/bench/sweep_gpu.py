@@ -65,6 +65,14 @@ def runs_without_gpu(gpu: GpuBackend | None, loaded: RunningModel | None) -> boo
     return no_gpu_here and loaded is not None and loaded.size_vram_bytes == 0
 
 
+def computes_on_gpu(gpu: GpuBackend | None, loaded: RunningModel | None) -> bool:
+    """True when the server computes on the GPU: its loaded model holds GPU memory (/api/ps size_vram);
+    without a loaded model to ask, when a GPU can be read here."""
+    if loaded is not None:
+        return loaded.size_vram_bytes > 0
+    return gpu is not None and gpu.available
+
+
 def spill_words(gpu: GpuBackend | None, loaded: RunningModel | None) -> str:
     """The server's own word for a model partly or wholly off its GPU ("100% CPU"), "" when it is all
     on the GPU, or runs on a machine without one."""
@@ -121,5 +129,5 @@ class GpuWindow(PollingWindow[GpuSample]):
         await self.finish()
 
 
-__all__ = ["ON_CPU_REASON", "GpuWindow", "figures_from", "gpu_facts", "gpu_memory_now", "runs_without_gpu",
+__all__ = ["ON_CPU_REASON", "GpuWindow", "computes_on_gpu", "figures_from", "gpu_facts", "gpu_memory_now", "runs_without_gpu",
            "spill_words"]

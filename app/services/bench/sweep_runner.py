@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from collections.abc import Callable, Sequence
 
 from app.services.bench.loadgen import LoadGenerator
-from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, figures_from, gpu_facts, gpu_memory_now,
-                                          runs_without_gpu, spill_words)
+from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, computes_on_gpu, figures_from, gpu_facts,
+                                          gpu_memory_now, runs_without_gpu, spill_words)
+from app.services.bench.sweep_contention import ContentionWindow
 from app.services.bench.sweep_server import ServerWindow
 from app.services.bench.sweep_words import load_failure, skip_reason
 from app.core.bench.stats import RequestRecord, summarize
@@ -35,6 +36,7 @@ from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
 from app.core.ports.inference import StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
+from app.core.ports.contention import ContentionProbeFactory
 from app.core.ports.server import ServerControl
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.telemetry import GpuBackend
@@ -94,7 +96,8 @@ class SweepRunner:
                  server_pids: Callable[[], Sequence[int]] = lambda: [], meter: TokenMeter | None = None,
                  clock: Clock = time.monotonic, sample_interval_s: float = 0.25,
                  app_version: str = "", server_telemetry: ServerTelemetryFactory | None = None,
-                 host_memory: Callable[[], HostMemory | None] = lambda: None) -> None:
+                 host_memory: Callable[[], HostMemory | None] = lambda: None,
+                 contention: ContentionProbeFactory | None = None) -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._load_client = load_client
@@ -107,6 +110,7 @@ class SweepRunner:
         self._app_version = app_version
         self._server_telemetry = server_telemetry  # the server's own slots and counters, where it has them
         self._host_memory = host_memory  # the RAM a point's load can have (None: not known, not priced)
+        self._contention = contention  # what else used the device over each point's window (None: not measured)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._point_task: asyncio.Task[PointResult] | None = None
         self._cancelled = False
@@ -298,23 +302,26 @@ class SweepRunner:
                           f"The server reports {_mib(loaded.size_vram_bytes) or 0:.0f} of "
                           f"{_mib(loaded.size_bytes) or 0:.0f} MiB "
                           "on the GPU; the rest runs on the CPU, many times slower.")
-        return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded))
+        return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded),
+                                   computes_on_gpu(self._gpu, loaded))
 
     async def _measure(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint,
                        report: Callable[[str, str, float], None], facts: PointResult,
-                       on_cpu: bool = False) -> PointResult:
+                       on_cpu: bool = False, on_gpu: bool = False) -> PointResult:
         plan = spec.workload.for_point(point.concurrency)
         window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock)
         server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s)
         baseline = await window.read()
         done = 0
         measure_start = [self._clock()]
+        contention_window = ContentionWindow(self._contention, self._server_pids)
 
         def on_stage(stage: str) -> None:
             if stage == "measuring":
                 measure_start[0] = self._clock()
                 window.start()
                 server_window.start()
+                contention_window.start()
             report(stage, "", SETUP_SHARE / 2 if stage == "warm-up" else SETUP_SHARE)
 
         def on_request(record: RequestRecord) -> None:
@@ -335,12 +342,13 @@ class SweepRunner:
                                  read_timeout_s=plan.request_timeout_s) as generator:
             try:
                 result = await generator.run(plan, on_request, on_stage)
+                contention = await contention_window.verdict(on_gpu)
             finally:
                 await window.stop()
                 server = await server_window.stop()
         stats = summarize(result.records, spec.targets)
         outcome = replace(facts, stats=stats, records=tuple(result.records), gpu=figures_from(window.samples, baseline),
-                          server=server)
+                          server=server, contention=contention)
         crashed = self._crash_reason()
         if crashed:
             return _ended(outcome, FAILED, "server crashed during the run", crashed)
@@ -358,6 +366,9 @@ class SweepRunner:
             failures = ", ".join(f"{ERROR_WORDS.get(k, k)} ×{n}" for k, n in sorted(stats.errors.items()))
             return _ended(outcome, UNSTABLE, f"{stats.requests_failed} of {stats.requests} failed ({failures})",
                           stats.first_error)
+        if contention.contended:
+            # Measured while something else took the device: the numbers are not this setting's alone.
+            return _ended(outcome, UNSTABLE, contention.short_text(), contention.text())
         return _ended(outcome, OK, ON_CPU_REASON if on_cpu else "",
                       "The server has no GPU (none can be read here and it holds nothing in VRAM), so it runs on the "
                       "CPU by design; this point was measured there." if on_cpu else "")

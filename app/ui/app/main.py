@@ -18,6 +18,7 @@ from app.adapters.aio import LoopThread
 from app.adapters.storage.apply_history import APPLY_HISTORY_FILE_NAME, ApplyHistory
 from app.services.guarded_apply import GuardedApplier
 from app.adapters.storage.history import HISTORY_FILE_NAME, BenchHistory
+from app.adapters.telemetry.contention import contention_probes
 from app.adapters.telemetry.host import HostProbe, host_memory_reader
 from app.adapters.telemetry.nvml import make_gpu_backend
 from app.adapters.storage import paths as storage_paths
@@ -168,7 +169,7 @@ class DeckApp:
         self.bench_page = BenchPage(
             self.controller, self.loop, self.supervisor, self.backend, gpu=self.gpu, meter=self.meter,
             history=BenchHistory(Path(args.config_dir) / HISTORY_FILE_NAME if args.config_dir else None),
-            host_memory=host_memory_reader(self.controller.server_pids))
+            host_memory=host_memory_reader(self.controller.server_pids), contention=contention_probes(self.gpu))
         self.window.add_page("bench", "Benchmark", self.bench_page)
         self.gpu_watch.lost.connect(self._on_gpu_lost)
         self.store_report = StoreReport(self.window.banner)

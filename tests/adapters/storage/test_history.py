@@ -168,3 +168,36 @@ def test_a_folder_that_cannot_be_created_is_reported(tmp_path):
     blocker.write_text("x")
     with pytest.raises(HistoryError, match="Cannot create the folder"):
         BenchHistory(blocker / "sub" / "h.sqlite3").list_runs()
+
+
+def test_a_contended_point_is_kept_and_points_stored_before_contention_was_measured_still_load(tmp_path):
+    import json
+    import sqlite3
+    import zlib
+    from dataclasses import replace
+
+    from app.core.bench.contention import Competitor, ContentionKind, CpuUse, judge
+    from app.core.bench.sweep import UNSTABLE
+
+    path = tmp_path / "benchmarks.sqlite3"
+    run = make_run()
+    contention = judge(CpuUse(10.0, 2, 20.0, 13.0, 0.8, (Competitor("stress", 4242, 0.31),)), None)
+    first = replace(run.results[0], status=UNSTABLE, reason=contention.short_text(), contention=contention)
+    run = replace(run, results=(first, *run.results[1:]), status="running").finished("finished", run.finished_at)
+    assert run.recommendation is not None and run.recommendation.contended == (0,)
+    history = BenchHistory(path)
+    run_id = history.save(run)
+    loaded = history.load(run_id)
+    assert loaded.results[0].contention == contention and loaded.results[0].status == UNSTABLE
+    assert loaded.recommendation == run.recommendation
+    assert history.list_runs()[0].recommended == "parallel 2"  # the point measured alone
+    # A point as the previous format wrote it: the same document without the contention field.
+    with sqlite3.connect(path) as conn:
+        blob = conn.execute("SELECT doc FROM points WHERE run_id = ? AND idx = 1", (run_id,)).fetchone()[0]
+        doc = json.loads(zlib.decompress(blob))
+        del doc["contention"]
+        conn.execute("UPDATE points SET doc = ? WHERE run_id = ? AND idx = 1",
+                     (zlib.compress(json.dumps(doc).encode()), run_id))
+    older = BenchHistory(path).load(run_id).results[1]
+    assert older.contention.kind is ContentionKind.UNMEASURED and older.status == OK
+    assert older.records == run.results[1].records

@@ -45,6 +45,7 @@ class FakeNvml:
         self.temp = 38
         self.compute: list = []
         self.graphics: list = []
+        self.process_samples: list = []  # c_nvmlProcessUtilizationSample_t, as the driver keeps them
         self.errors: dict[str, int] = {}  # function name -> NVML error code it raises
         self.inits = 0
         self.shutdowns = 0
@@ -54,7 +55,7 @@ class FakeNvml:
             "nvmlDeviceGetName", "nvmlSystemGetDriverVersion", "nvmlDeviceGetUUID",
             "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetPowerUsage",
             "nvmlDeviceGetTemperature", "nvmlDeviceGetComputeRunningProcesses",
-            "nvmlDeviceGetGraphicsRunningProcesses",
+            "nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetProcessUtilization",
         ):
             monkeypatch.setattr(pynvml, name, self._wrap(name))
 
@@ -119,6 +120,12 @@ class FakeNvml:
 
     def _nvmlDeviceGetGraphicsRunningProcesses(self, handle):
         return list(self.graphics)
+
+    def _nvmlDeviceGetProcessUtilization(self, handle, last_seen_us):
+        newer = [x for x in self.process_samples if x.timeStamp > last_seen_us]
+        if not newer:  # the driver's answer when no process used the GPU since then
+            raise nvml_error(pynvml.NVML_ERROR_NOT_FOUND)
+        return newer
 
 
 @pytest.fixture
@@ -292,3 +299,33 @@ def test_unexpected_failure_in_init_is_a_reason_not_an_exception(fake_nvml: Fake
     backend = make_gpu_backend()
     assert isinstance(backend, NullGpuBackend)
     assert "NVIDIA GPU readings failed to start (ctypes blew up)" in backend.unavailable_reason
+
+
+def util_sample(pid: int, at_s: float, sm: int) -> pynvml.c_nvmlProcessUtilizationSample_t:
+    return pynvml.c_nvmlProcessUtilizationSample_t(pid=pid, timeStamp=int(at_s * 1_000_000), smUtil=sm, memUtil=0,
+                                                   encUtil=0, decUtil=0)
+
+
+def test_process_use_averages_each_pids_samples_since_the_window_began(fake_nvml: FakeNvml):
+    server, other = os.getpid(), 1  # pids that exist here, as NVML's do outside a container
+    fake_nvml.process_samples = [util_sample(other, 999.0, 100),  # before the window: not counted
+                                 util_sample(server, 1001.0, 60), util_sample(server, 1002.0, 80),
+                                 util_sample(other, 1001.5, 30), util_sample(other, 1002.5, 50)]
+    fake_nvml.compute = [proc(server, 9_000 * MIB), proc(other, 2_000 * MIB)]
+    uses = {u.pid: u for u in make_gpu_backend().process_use(1000.0)}
+    assert uses[server].sm_util_pct == 70.0 and uses[server].memory_mib == 9_000.0
+    assert uses[other].sm_util_pct == 40.0 and uses[other].memory_mib == 2_000.0
+
+
+def test_process_use_without_samples_is_no_use_and_unsupported_is_unknown(fake_nvml: FakeNvml):
+    fake_nvml.compute = [proc(os.getpid(), 300 * MIB)]
+    uses = make_gpu_backend().process_use(1000.0)  # the driver answers NotFound: nobody computed since then
+    assert uses is not None and len(uses) == 1 and math.isnan(uses[0].sm_util_pct)
+    fake_nvml.errors["nvmlDeviceGetProcessUtilization"] = pynvml.NVML_ERROR_NOT_SUPPORTED
+    assert make_gpu_backend().process_use(1000.0) is None
+
+
+def test_process_use_with_host_pids_from_a_container_is_unknown(fake_nvml: FakeNvml):
+    fake_nvml.process_samples = [util_sample(NO_SUCH_PID, 1001.0, 90)]
+    assert make_gpu_backend().process_use(1000.0) is None
+    assert NullGpuBackend("no GPU").process_use(1000.0) is None

@@ -235,3 +235,55 @@ def test_a_runner_killed_by_the_kernel_is_named_as_the_computer_running_out_of_m
     assert "outgrew the computer's RAM" in detail
     assert load_failure("model 'x' not found", "") == ("model did not load", "model 'x' not found")
     assert load_failure(killed, "the server crashed: exit 2") == ("server crashed at load", "the server crashed: exit 2")
+
+
+class RecordedProbe:
+    """A contention probe at the port: hands out recorded verdicts, one per window, and notes how it was called."""
+
+    def __init__(self, verdicts: list, calls: list) -> None:
+        self._verdicts = verdicts
+        self._calls = calls
+
+    def begin(self, server_pids):
+        self._calls.append(("begin", threading.get_ident(), tuple(server_pids)))
+
+    def end(self, server_pids, on_gpu):
+        self._calls.append(("end", threading.get_ident(), tuple(server_pids), on_gpu))
+        verdict = self._verdicts.pop(0)
+        if isinstance(verdict, Exception):
+            raise verdict
+        return verdict
+
+
+def test_a_point_measured_while_others_took_the_device_is_unstable_and_not_recommended(make_supervisor, env):
+    from app.core.bench.contention import Competitor, ContentionKind, CpuUse, judge
+    from app.core.bench.sweep import UNSTABLE
+
+    env()
+    base = ServerSettings(port=free_port(), num_parallel=1)
+    h = make_supervisor(base)
+    contended = judge(CpuUse(10.0, 2, 20.0, 13.0, 0.8, (Competitor("stress", 4242, 0.31),)), None)
+    verdicts: list = [contended, judge(CpuUse(10.0, 2, 20.0, 19.0, 0.8), None), OSError("no /proc")]
+    calls: list = []
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, server_pids=h.supervisor.server_pids,
+                         contention=lambda: RecordedProbe(verdicts, calls))
+    loop_thread: list[int] = []
+
+    async def sweep():
+        loop_thread.append(threading.get_ident())
+        return await runner.run(spec(base, (1, 2, 4)))
+
+    run = h.run(sweep(), timeout=60)
+    one, two, four = run.results
+    assert one.status == UNSTABLE and one.reason == "CPU contended 31 %" and one.stats is not None
+    assert "stress (pid 4242)" in one.detail and one.contention == contended
+    assert one.stable_text() == "⚠ CPU contended 31 %"
+    assert two.status == OK and two.contention.kind is ContentionKind.NONE
+    # A probe that fails leaves the point measured, its contention unknown.
+    assert four.status == OK and four.contention.kind is ContentionKind.UNMEASURED and "no /proc" in four.contention.why_unmeasured
+    assert run.recommendation is not None and run.recommendation.index != 0 and run.recommendation.contended == (0,)
+    # Each window read the server's processes, off the loop thread that drives the workload.
+    assert [c[0] for c in calls] == ["begin", "end"] * 3
+    assert all(c[2] and loop_thread[0] != c[1] for c in calls)
+    # Judged for the device the server computes on: the stand-in holds its model on the (scripted-less) GPU.
+    assert one.loaded_vram_mib and [c[3] for c in calls if c[0] == "end"] == [True] * 3

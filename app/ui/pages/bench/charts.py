@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, 
 
 from app.core.bench.sweep import PointResult, varied_setting_parts
 from app.core.bench.recommend import pareto_front
+from app.ui.app import theme
 from app.ui.widgets import plots
 SERIES_COLOURS = (plots.CYAN, plots.ORANGE, plots.VIOLET, plots.MAGENTA, plots.GREEN, plots.YELLOW)
 RECOMMENDED_COLOUR = plots.YELLOW
@@ -167,8 +168,11 @@ class ThroughputChart(ChartFrame):
                 if len(groups) == 1 and any(math.isfinite(v) for v in per_request):
                     item.plot(xs, per_request, pen=plots.pen(colour, 2.0, dashed=True), connect="finite")
                     legend.append(("per request", colour, True))
-                for x, y in zip(xs, ys):
-                    value = _text(f"{y:.0f}", plots.TITLE_TEXT, (0.5, 1.35))
+                for x, y, r in zip(xs, ys, ran):
+                    # A point measured while others took the device: its number is not its setting's alone.
+                    contended = r.contention.contended
+                    value = _text(f"{y:.0f} ⚠" if contended else f"{y:.0f}",
+                                  theme.WARNING if contended else plots.TITLE_TEXT, (0.5, 1.35))
                     value.setPos(x, y)
                     item.addItem(value)
                 y_max = max([y_max, *ys, *[v for v in per_request if math.isfinite(v)]])

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplit
 from app.adapters.aio import LoopThread
 from app.adapters.storage.history import BenchHistory
 from app.core.memory.host import HostMemory
+from app.core.ports.contention import ContentionProbeFactory
 from app.core.ports.backend import BackendSpec
 from app.core.ports.server import ServerControl
 from app.core.telemetry import GpuBackend
@@ -139,6 +140,7 @@ class BenchPage(QWidget):
                  history: BenchHistory | None = None,
                  server_pids: Callable[[], Sequence[int]] | None = None, app_version: str = "",
                  host_memory: Callable[[], HostMemory | None] = lambda: None,
+                 contention: ContentionProbeFactory | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("BenchPage")
@@ -150,7 +152,7 @@ class BenchPage(QWidget):
                                       server_pids=server_pids or controller.server_pids, meter=meter,
                                       history=self.history, app_version=app_version,
                                       server_telemetry=backend.server_telemetry, host_memory=host_memory,
-                                      parent=self)
+                                      contention=contention, parent=self)
         self.current: SweepRun | None = None
         self._managed = True
         self._applying: ServerSettings | None = None  # what this page's Apply asked for, until it is checked

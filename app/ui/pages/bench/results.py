@@ -75,6 +75,8 @@ def compact_stable(r: PointResult) -> str:
     if r.status == OK:
         return "✓"
     if r.status == UNSTABLE and r.stats is not None:
+        if r.contention.contended and not r.stats.requests_failed:
+            return f"⚠ {r.contention.kind.value.upper()} contended"
         return f"⚠ {r.stats.requests_failed}/{r.stats.requests} failed"
     if r.status == SKIPPED:
         return "skipped (estimate)" if r.reason.startswith("predicted") else "skipped"
@@ -152,7 +154,10 @@ class ResultsTable(QTableWidget):
                     Qt.AlignmentFlag.AlignLeft if last else Qt.AlignmentFlag.AlignRight))
                 if last:
                     item.setForeground(QBrush(QColor(STATUS_COLOURS.get(r.status, theme.TEXT))))
-                    item.setToolTip("\n".join(x for x in (r.stable_text(), r.detail) if x))
+                    contention = r.contention.text() if r.contention.contended else ""
+                    lines = dict.fromkeys(x for x in (r.stable_text(), r.detail, contention) if x)
+                    # Rich text, so Qt wraps a long reason instead of drawing one screen-wide line.
+                    item.setToolTip("<qt>" + "<br>".join(html.escape(x) for x in lines) + "</qt>" if lines else "")
                 if best:
                     item.setBackground(QBrush(QColor(RECOMMENDED_BACKGROUND)))
                     item.setFont(bold)
@@ -351,7 +356,12 @@ class RunView(QWidget):
         self.card.setVisible(True)
         flags = []
         if rec.index is None:
-            flags.append(("no point met the targets", theme.WARNING))
+            flags.append(("nothing measured alone" if rec.contended and not any(
+                r.ran and not r.contention.contended for r in run.results) else "no point met the targets",
+                theme.WARNING))
+        if rec.contended:
+            n = len(rec.contended)
+            flags.append((f"{n} contended point{'s' if n != 1 else ''} left out", theme.WARNING))
         if rec.plateau:
             flags.append(("plateau", theme.WARNING))
         if rec.edge == "upper":

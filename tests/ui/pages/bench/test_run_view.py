@@ -69,3 +69,27 @@ def test_a_run_on_a_server_that_reports_its_slots_shows_them_and_no_empty_gpu_co
     assert table.item(0, headers.index("Server\ntok/s")).text() == "32.0"
     assert "/slots" in table.horizontalHeaderItem(busy).toolTip()
     assert view.facts.text().startswith("llama-server b6123")
+
+
+def test_a_contended_point_is_marked_with_its_numbers_in_the_tooltip_and_left_out_of_the_recommendation(qtbot):
+    from dataclasses import replace
+
+    from app.core.bench.contention import Competitor, CpuUse, judge
+    from app.core.bench.sweep import UNSTABLE
+
+    view = RunView()
+    qtbot.addWidget(view)
+    run = make_run()
+    contention = judge(CpuUse(10.0, 2, 20.0, 13.0, 0.8, (Competitor("stress", 4242, 0.31),)), None)
+    first = replace(run.results[0], status=UNSTABLE, reason=contention.short_text(), detail=contention.text(),
+                    contention=contention)
+    run = replace(run, results=(first, *run.results[1:]), status="running").finished("finished", run.finished_at)
+    view.set_run(run)
+    table = view.table
+    stable = table.item(0, table.columnCount() - 1)
+    assert stable.text() == "⚠ CPU contended"
+    tip = stable.toolTip()
+    assert "31 % of the 2 CPU cores" in tip and "stress (pid 4242)" in tip and "0 % idle" in tip
+    assert "★" not in table.item(0, 0).text() and "★" in table.item(1, 0).text()  # the recommendation is measured alone
+    assert "1 contended point left out" in view.card.flags.text()
+    assert "Left out, measured while other programs competed" in view.card.text.text()
