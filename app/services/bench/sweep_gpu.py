@@ -67,8 +67,9 @@ def runs_without_gpu(gpu: GpuBackend | None, loaded: RunningModel | None) -> boo
 
 def computes_on_gpu(gpu: GpuBackend | None, loaded: RunningModel | None) -> bool:
     """True when the server computes on the GPU: its loaded model holds GPU memory (/api/ps size_vram);
-    without a loaded model to ask, when a GPU can be read here."""
-    if loaded is not None:
+    without a loaded model to ask (or one whose server does not report where it sits, as llama-server),
+    when a GPU can be read here."""
+    if loaded is not None and loaded.size_vram_bytes is not None:
         return loaded.size_vram_bytes > 0
     return gpu is not None and gpu.available
 
