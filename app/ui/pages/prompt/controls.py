@@ -52,6 +52,10 @@ class ConsoleControls(QWidget):
         self._details: ModelDetails | None = None
         self._details_for = ""
         self._levels = False
+        # The mode asked for (by a click or a preset). A model that cannot think shows the switch off
+        # and disabled without forgetting it: a model that can think gets it back.
+        self._wanted_on = False
+        self._syncing = False
 
         model_box = QGroupBox("Model")
         ml = QVBoxLayout(model_box)
@@ -156,7 +160,7 @@ class ConsoleControls(QWidget):
 
         self.model_combo.currentIndexChanged.connect(lambda _i: self.model_changed.emit(self.model()))
         self.refresh_button.clicked.connect(self.refresh_requested)
-        self.think_group.buttonToggled.connect(lambda _b, _c: self._refresh_think())
+        self.think_group.buttonToggled.connect(self._on_think_toggled)
         self._refresh_think()
 
     # --- models -------------------------------------------------------------------------
@@ -212,9 +216,20 @@ class ConsoleControls(QWidget):
             return None
         return self._details.supports_thinking
 
+    def _on_think_toggled(self, button: QPushButton, checked: bool) -> None:
+        if checked and not self._syncing:  # the user's click (the switch is enabled only where it applies)
+            self._wanted_on = button is self.think_on
+        self._refresh_think()
+
     def _refresh_think(self) -> None:
         supported = self.thinking_supported
         levels = self._levels = supported is True and takes_levels(self._details)
+        self._syncing = True
+        try:
+            shown = self.think_on if self._wanted_on and supported is not False else self.think_off
+            shown.setChecked(True)
+        finally:
+            self._syncing = False
         self.think_on.setEnabled(supported is not False)
         self.think_off.setEnabled(supported is not False)
         self.level_label.setVisible(levels)
@@ -224,24 +239,28 @@ class ConsoleControls(QWidget):
             caps = ", ".join(self._details.capabilities) if self._details else ""
             # A backend that knows why (llama-server: what the chat template lacks) says so in details.
             why = self._details.details.get("thinking_reason") if self._details else None
-            self.think_reason.setText(f"Disabled: {self.model()}: {why}" if isinstance(why, str) and why else
-                                      f"Disabled: {self.model()} has no \"thinking\" capability "
-                                      f"(the server lists: {caps}), so think is not sent.")
+            self.think_reason.setText((f"Disabled: {self.model()}: {why}" if isinstance(why, str) and why else
+                                       f"Disabled: {self.model()} has no \"thinking\" capability "
+                                       f"(the server lists: {caps}), so think is not sent.")
+                                      + (" Thinking mode was asked for but is not applied to this model; a "
+                                         "model that can think gets it back." if self._wanted_on else ""))
         elif supported is None and self.model():
             self.think_reason.setText("Reading the model's capabilities…")
         else:
             self.think_reason.setText("")
         self.think_reason.setVisible(bool(self.think_reason.text()))
 
-    def set_think(self, think: bool | str | None) -> None:
-        """Select a mode: True/False, or an effort level."""
-        (self.think_on if think not in (False, None) else self.think_off).setChecked(True)
+    def set_think(self, think: bool | str | None) -> bool:
+        """Ask for a mode: True/False, or an effort level. False when thinking was asked for but the
+        model cannot think: the switch stays off (and disabled) and nothing about thinking is sent."""
+        self._wanted_on = think not in (False, None)
         if isinstance(think, str):
             index = self.level_combo.findData(think)
             self.level_combo.setCurrentIndex(max(index, 0))
         else:
             self.level_combo.setCurrentIndex(0)
         self._refresh_think()
+        return not (self._wanted_on and self.thinking_supported is False)
 
     def think_value(self) -> bool | str | None:
         """The `think` field to send: None for a model without the capability."""
@@ -254,8 +273,8 @@ class ConsoleControls(QWidget):
         return True
 
     def thinking_choice(self) -> bool | str:
-        """The switch as set (what a preset saves), whatever the model supports."""
-        if not self.think_on.isChecked():
+        """The mode asked for (what a preset saves), whatever the model supports."""
+        if not self._wanted_on:
             return False
         level = self.level_combo.currentData()
         return level if isinstance(level, str) else True

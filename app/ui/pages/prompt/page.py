@@ -260,7 +260,11 @@ class ConsolePage(QWidget):
     def apply_preset(self, preset: Preset) -> None:
         """Fill the prompt, mode, system prompt and num_predict from a preset."""
         self.prompt_edit.setPlainText(preset.prompt)
-        self.controls.set_think(preset.think)
+        if not self.controls.set_think(preset.think):
+            # The switch stays off: a preset never changes a control the model does not offer.
+            self.presets.message.show_warning(
+                f"This preset asks for thinking; not applied: {self.controls.model()} cannot think, so the "
+                "prompt goes without it (pick a model that can think to use the preset's mode).")
         self.controls.system_edit.setPlainText(preset.system)
         self.controls.num_predict.setValue(preset.num_predict or 0)
 

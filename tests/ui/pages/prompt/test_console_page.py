@@ -180,6 +180,30 @@ def test_a_model_without_thinking_gets_the_switch_disabled_with_the_reason(qtbot
     assert "A/B needs a model with the thinking capability" in c.page.message.message
 
 
+def test_a_thinking_preset_leaves_the_switch_of_a_model_that_cannot_think_off(qtbot, console):
+    c = console(tokens_per_s=1000.0)
+    ctl = c.page.controls
+    assert ctl.select_model("llama3.2:3b")
+    qtbot.waitUntil(lambda: ctl.thinking_supported is False, timeout=WAIT_MS)
+    c.page.presets.choose("math-apples")  # "(thinking)"
+    assert ctl.think_off.isChecked() and not ctl.think_on.isChecked()
+    assert not ctl.think_on.isEnabled() and not ctl.think_off.isEnabled()
+    assert "asks for thinking; not applied: llama3.2:3b cannot think" in c.page.presets.message.message
+    assert "not applied to this model" in ctl.think_reason.text()
+    c.send_and_wait(qtbot)
+    assert "think" not in c.chats()[-1]
+    # A model that can think gets the preset's mode back, and the user can switch it off again.
+    assert ctl.select_model("qwen3:14b")
+    qtbot.waitUntil(lambda: ctl.thinking_supported is True, timeout=WAIT_MS)
+    assert ctl.think_on.isChecked() and ctl.think_on.isEnabled()
+    qtbot.mouseClick(ctl.think_off, Qt.MouseButton.LeftButton)
+    assert ctl.think_value() is False and ctl.thinking_choice() is False
+    assert ctl.select_model("llama3.2:3b")
+    qtbot.waitUntil(lambda: ctl.thinking_supported is False, timeout=WAIT_MS)
+    c.page.presets.choose("ai-trends-essay-zh")  # a non-thinking preset applies without a word
+    assert ctl.think_off.isChecked() and c.page.presets.message.message == ""
+
+
 def test_effort_levels_are_offered_only_for_models_that_take_them(qtbot, console):
     from tests.fakes.ollama.fake_ollama_models import FakeModel, default_models
 
