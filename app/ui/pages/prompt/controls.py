@@ -45,6 +45,7 @@ class ConsoleControls(QWidget):
 
     model_changed = Signal(str)
     refresh_requested = Signal()
+    thinking_changed = Signal()  # what the chosen model can do about thinking is known anew
 
     def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
@@ -249,6 +250,18 @@ class ConsoleControls(QWidget):
         else:
             self.think_reason.setText("")
         self.think_reason.setVisible(bool(self.think_reason.text()))
+        self.thinking_changed.emit()
+
+    def thinking_reason(self) -> str:
+        """Why the chosen model cannot think, in the server's words where it gave them ('' when it can
+        or while that is unknown)."""
+        if self.thinking_supported is not False or self._details is None:
+            return ""
+        why = self._details.details.get("thinking_reason")
+        if isinstance(why, str) and why:
+            return why
+        caps = ", ".join(self._details.capabilities) or "none listed"
+        return f"it has no \"thinking\" capability (the server lists: {caps})"
 
     def set_think(self, think: bool | str | None) -> bool:
         """Ask for a mode: True/False, or an effort level. False when thinking was asked for but the

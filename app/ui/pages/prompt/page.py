@@ -78,12 +78,17 @@ class ConsolePage(QWidget):
             self.mode_buttons[key] = button
             mode_row.addWidget(button)
         self.mode_buttons["chat"].setChecked(True)
+        self.ab_hint = QLabel()  # why A/B is off, beside its button
+        self.ab_hint.setObjectName("Dim")
+        self.ab_hint.hide()
         self.server_label = QLabel()
         self.server_label.setObjectName("Dim")
         top = QHBoxLayout()
         top.addWidget(title)
         top.addSpacing(24)
         top.addLayout(mode_row)
+        top.addSpacing(10)
+        top.addWidget(self.ab_hint)
         top.addStretch(1)
         top.addWidget(self.server_label)
 
@@ -192,6 +197,7 @@ class ConsolePage(QWidget):
         for keys in ("Ctrl+Return", "Ctrl+Enter"):
             QShortcut(QKeySequence(keys), self).activated.connect(self.send)
         self.controls.model_changed.connect(self._on_model_changed)
+        self.controls.thinking_changed.connect(self._refresh_buttons)
         self.controls.refresh_requested.connect(self.refresh_models)
         self.presets.preset_chosen.connect(self.apply_preset)
         self._presets_save_failed.connect(self.presets.show_save_error)
@@ -325,15 +331,28 @@ class ConsolePage(QWidget):
         self.mode_buttons[mode].setChecked(True)
         self._on_mode(self.mode_group.checkedId())
 
+    def ab_unavailable(self) -> str:
+        """Why A/B cannot run on the chosen model ('' when it can, or while that is unknown)."""
+        why = self.controls.thinking_reason()
+        return f"A/B compares thinking with non-thinking, and {self.controls.model()} cannot think: {why}" if why else ""
+
     def _refresh_buttons(self) -> None:
         running = self.run is not None
-        self.send_button.setEnabled(not running)
+        ab_off = self.ab_unavailable()
+        self.send_button.setEnabled(not running and not (self.mode == "ab" and ab_off))
+        self.send_button.setToolTip(ab_off if self.mode == "ab" else "")
         self.stop_button.setEnabled(running)
         something = {"chat": bool(self.conversation.turns), "burst": self.burst_view.summary is not None,
                      "ab": self._ab_request is not None}[self.mode]
         self.export_button.setEnabled(something and not running)
         for button in self.mode_buttons.values():
             button.setEnabled(not running)
+        ab = self.mode_buttons["ab"]
+        ab.setEnabled(not running and not ab_off)
+        ab.setToolTip(ab_off or "The same prompt with thinking and without, side by side, and what thinking costs")
+        self.ab_hint.setText("A/B needs a model that can think" if ab_off else "")
+        self.ab_hint.setToolTip(ab_off)
+        self.ab_hint.setVisible(bool(ab_off))
 
     def send(self) -> ConsoleRun | None:
         """Send the prompt in the current mode; None (with a message) when it cannot be sent."""

@@ -175,9 +175,16 @@ def test_a_model_without_thinking_gets_the_switch_disabled_with_the_reason(qtbot
     assert 'no "thinking" capability' in ctl.think_reason.text() and "completion, tools" in ctl.think_reason.text()
     c.send_and_wait(qtbot)
     assert "think" not in c.chats()[-1] and c.page.conversation.turns[-1].reply.outcome.ok
-    c.page.set_mode("ab")
-    qtbot.mouseClick(c.page.send_button, Qt.MouseButton.LeftButton)
-    assert "A/B needs a model with the thinking capability" in c.page.message.message
+    # A/B cannot run on it: its button says why, in its tooltip and beside it.
+    ab = c.page.mode_buttons["ab"]
+    assert not ab.isEnabled() and "llama3.2:3b cannot think" in ab.toolTip() and "completion, tools" in ab.toolTip()
+    assert c.page.ab_hint.isVisible() and c.page.ab_hint.text() == "A/B needs a model that can think"
+    c.page.set_mode("ab")  # as a saved page state would
+    assert not c.page.send_button.isEnabled() and "cannot think" in c.page.send_button.toolTip()
+    assert c.page.send() is None and "A/B needs a model with the thinking capability" in c.page.message.message
+    assert ctl.select_model("qwen3:14b")
+    qtbot.waitUntil(lambda: ctl.thinking_supported is True, timeout=WAIT_MS)
+    assert ab.isEnabled() and c.page.send_button.isEnabled() and not c.page.ab_hint.isVisible()
 
 
 def test_a_thinking_preset_leaves_the_switch_of_a_model_that_cannot_think_off(qtbot, console):
