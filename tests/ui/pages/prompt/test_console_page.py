@@ -273,6 +273,25 @@ def test_ab_puts_both_modes_side_by_side_with_the_cost_of_thinking(qtbot, consol
     assert [b["think"] for b in c.chats()] == [True, False]
 
 
+def test_empty_panes_say_waiting_only_while_a_request_is_in_flight(qtbot, console):
+    c = console(tokens_per_s=500.0, thinking_tokens=10, answer_tokens=10)
+    ab = c.page.ab_view
+    for column in (ab.left, ab.right):
+        assert "Waiting" not in column.reply.answer.placeholderText()
+        assert column.reply.answer.placeholderText().startswith("Nothing sent yet")
+    c.page.set_mode("ab")
+    c.page.prompt_edit.setPlainText("Why is decode memory-bound?")
+    with qtbot.waitSignal(c.page.session.run_finished, timeout=WAIT_MS):
+        assert c.page.send() is not None
+        assert ab.left.reply.answer.placeholderText() == "Waiting for the first token…"
+        assert ab.right.reply.answer.placeholderText().startswith("Queued")
+    c.page.set_mode("chat")
+    c.page.prompt_edit.setPlainText("Once more")
+    with qtbot.waitSignal(c.page.session.run_finished, timeout=WAIT_MS):
+        c.page.send()
+        assert c.page.conversation.turns[-1].reply.answer.placeholderText() == "Waiting for the first token…"
+
+
 def test_presets_fill_the_form_and_edits_are_kept(qtbot, console):
     c = console()
     bar = c.page.presets
