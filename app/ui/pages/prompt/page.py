@@ -30,6 +30,7 @@ from app.ui.pages.prompt.figures import ReplyFigures
 from app.ui.pages.prompt.presets import PresetBar
 from app.ui.pages.prompt.reply import REPLY_STYLE, Conversation, ReplyView
 from app.ui.pages.prompt.session import ConsoleRun, ConsoleSession, Drained
+from app.ui.widgets.elided_label import ElidedLabel
 from app.ui.widgets.forms import InlineMessage
 from app.core.units import MIB
 
@@ -145,7 +146,7 @@ class ConsolePage(QWidget):
         self._export_menus["ab"].addAction("Comparison as Markdown…", lambda: self._export_dialog("md"))
         self._export_menus["ab"].addAction("Comparison as JSON…", lambda: self._export_dialog("json"))
         self.export_button.setMenu(self._export_menus["chat"])
-        self.export_status = QLabel()
+        self.export_status = ElidedLabel()  # cut to its room: the buttons beside it keep their size
         self.export_status.setObjectName("Dim")
         self.clear_button = QPushButton("Clear")
         self.stop_button = QPushButton("Stop")
@@ -161,8 +162,7 @@ class ConsolePage(QWidget):
         buttons.addSpacing(12)
         buttons.addWidget(self.copies_label)
         buttons.addWidget(self.copies)
-        buttons.addSpacing(12)
-        buttons.addWidget(self.export_status, 1)
+        buttons.addStretch(1)
         buttons.addWidget(self.markdown_check)
         buttons.addWidget(self.export_button)
         for button in (self.clear_button, self.stop_button, self.send_button):
@@ -177,6 +177,8 @@ class ConsolePage(QWidget):
         rl.addWidget(self.prompt_edit)
         rl.addWidget(self.message)
         rl.addLayout(buttons)
+        self.export_status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        rl.addWidget(self.export_status)  # a row of its own, under the buttons, shown while it says something
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(controls_scroll)
         split.addWidget(right)
@@ -320,7 +322,7 @@ class ConsolePage(QWidget):
             widget.setVisible(chat)
         exportable = self.mode in self._export_menus
         self.export_button.setVisible(exportable)
-        self.export_status.setVisible(exportable)
+        self.export_status.setVisible(exportable and bool(self.export_status.full_text()))
         if exportable:
             self.export_button.setMenu(self._export_menus[self.mode])
         self.send_button.setText({"chat": "Send", "burst": "Send burst", "ab": "Compare"}[self.mode])
@@ -406,6 +408,7 @@ class ConsolePage(QWidget):
         self.conversation.clear()
         self.figures.clear()
         self.export_status.clear()
+        self.export_status.hide()
         self._refresh_buttons()
 
     # --- export ---------------------------------------------------------------------------
@@ -461,6 +464,7 @@ class ConsolePage(QWidget):
         self.message.clear_message()
         self.export_status.setText(f"Saved {what} to {path.name}")
         self.export_status.setToolTip(str(path))
+        self.export_status.show()
         return True
 
     def _on_progress(self, run: ConsoleRun, drained: Drained) -> None:

@@ -385,7 +385,7 @@ def test_a_conversation_exports_as_markdown_and_json(qtbot, console, tmp_path):
     assert c.page.export_button.isEnabled()
     md_path, json_path = tmp_path / "talk.md", tmp_path / "talk.json"
     assert c.page.export_conversation("md", md_path) and c.page.export_conversation("json", json_path)
-    assert "talk.json" in c.page.export_status.text() and "2 turns" in c.page.export_status.text()
+    assert "talk.json" in c.page.export_status.full_text() and "2 turns" in c.page.export_status.full_text()
     text = md_path.read_text(encoding="utf-8")
     assert "## Turn 1 · qwen3:14b · Thinking" in text and "## Turn 2 · qwen3:14b · Non-thinking" in text
     assert "> First question" in text and "> Be brief." in text and "<summary>Thinking</summary>" in text
@@ -425,7 +425,7 @@ def test_a_finished_burst_exports_its_replies_as_csv_and_json(qtbot, console, tm
     c.send_and_wait(qtbot, "Count to twelve")
     assert c.page.export_button.isEnabled()
     assert c.page.export_burst("csv", tmp_path / "burst.csv") and c.page.export_burst("json", tmp_path / "burst.json")
-    assert "4 replies" in c.page.export_status.text()
+    assert "4 replies" in c.page.export_status.full_text()
     rows = list(csv.DictReader((tmp_path / "burst.csv").open(encoding="utf-8")))
     assert [r["reply"] for r in rows] == ["1", "2", "3", "4"] and {r["state"] for r in rows} == {"done"}
     assert all(r["eval_count"] == "12" and r["done_reason"] == "stop" and float(r["ttft_ms"]) > 0 for r in rows)
@@ -433,6 +433,15 @@ def test_a_finished_burst_exports_its_replies_as_csv_and_json(qtbot, console, tm
     assert (doc["model"], doc["prompt"], doc["copies"]) == ("qwen3:14b", "Count to twelve", 4)
     assert doc["summary"]["completed"] == 4 and doc["summary"]["eval_tokens"] == 48
     assert doc["replies"][0]["figures"]["answer_tokens"] == 12
+    # A long file name does not squeeze the buttons beside the message: it is cut, whole in its tooltip.
+    long_name = tmp_path / ("burst-replies-of-the-long-context-check-on-the-embedded-engine-" * 2 + "0130.csv")
+    assert c.page.export_burst("csv", long_name)
+    qtbot.waitUntil(lambda: c.page.export_status.is_elided(), timeout=WAIT_MS)
+    for button in (c.page.send_button, c.page.stop_button, c.page.export_button, c.page.copies):
+        assert button.width() >= button.sizeHint().width(), button.text() if hasattr(button, "text") else button
+    status = c.page.export_status
+    assert status.full_text() == f"Saved 4 replies to {long_name.name}" and status.full_text() in status.toolTip()
+    assert str(long_name) in status.toolTip()
     c.page.set_mode("chat")  # the chat menu comes back, and the conversation is empty
     assert [a.text() for a in c.page.export_button.menu().actions()][0] == "Conversation as Markdown…"
     assert not c.page.export_button.isEnabled()
