@@ -7,6 +7,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QButtonGroup, QComboBox, QDoubl
                                QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QToolButton, QVBoxLayout,
                                QWidget)
 
+from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP
 from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.services.prompts import PromptOptions
 from app.core.models import LocalModel, ModelDetails
@@ -120,9 +121,14 @@ class ConsoleControls(QWidget):
         grid = QGridLayout(options_box)
         grid.setVerticalSpacing(8)
         self.num_predict = QSpinBox()
-        self.num_predict.setRange(0, 131072)
+        self.num_predict.setRange(NO_CAP, 131072)
         self.num_predict.setSingleStep(128)
-        self.num_predict.setSpecialValueText("model default")
+        self.num_predict.setSpecialValueText("no cap (may run long)")
+        self.num_predict.setValue(DEFAULT_NUM_PREDICT)
+        self.num_predict.setToolTip(
+            f"The most tokens a reply may generate, thinking included (default {DEFAULT_NUM_PREDICT:,d}). At 0, "
+            "\"no cap\", the model's own default applies: a model that never stops generates until its context "
+            "is full, which takes minutes on a small engine.")
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(-0.05, 2.0)
         self.temperature.setSingleStep(0.05)
@@ -257,11 +263,7 @@ class ConsoleControls(QWidget):
         or while that is unknown)."""
         if self.thinking_supported is not False or self._details is None:
             return ""
-        why = self._details.details.get("thinking_reason")
-        if isinstance(why, str) and why:
-            return why
-        caps = ", ".join(self._details.capabilities) or "none listed"
-        return f"it has no \"thinking\" capability (the server lists: {caps})"
+        return self._details.why_no_thinking()
 
     def set_think(self, think: bool | str | None) -> bool:
         """Ask for a mode: True/False, or an effort level. False when thinking was asked for but the

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFileDialog, QHBoxLayout
                                QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
+from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP, cap_note
 from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.adapters.storage.atomic_json import write_atomic
 from app.services.prompts import MAX_BURST, PromptRequest
@@ -263,7 +264,12 @@ class ConsolePage(QWidget):
     # --- presets --------------------------------------------------------------------------
     def _preset_fields(self) -> dict[str, Any]:
         return {"prompt": self.prompt_edit.toPlainText(), "think": self.controls.thinking_choice(),
-                "system": self.controls.system(), "num_predict": self.controls.num_predict.value() or None}
+                "system": self.controls.system(), "num_predict": self._preset_cap()}
+
+    def _preset_cap(self) -> int | None:
+        # None is the console's default cap (a shipped preset stays unedited at it); a preset keeps no "no cap".
+        value = self.controls.num_predict.value()
+        return None if value in (NO_CAP, DEFAULT_NUM_PREDICT) else value
 
     def apply_preset(self, preset: Preset) -> None:
         """Fill the prompt, mode, system prompt and num_predict from a preset."""
@@ -274,7 +280,8 @@ class ConsolePage(QWidget):
                 f"This preset asks for thinking; not applied: {self.controls.model()} cannot think, so the "
                 "prompt goes without it (pick a model that can think to use the preset's mode).")
         self.controls.system_edit.setPlainText(preset.system)
-        self.controls.num_predict.setValue(preset.num_predict or 0)
+        # A preset without its own cap gets the console's default one, not "no cap".
+        self.controls.num_predict.setValue(preset.num_predict or DEFAULT_NUM_PREDICT)
 
     def _save_presets(self, presets: list[Preset]) -> None:
         if self._preset_store is None:
@@ -496,6 +503,9 @@ class ConsolePage(QWidget):
             view = self._views.pop(run, None)
             if view is not None:
                 view.finish(outcome, stopped=run.stopped)
+                if outcome is not None:
+                    view.show_note(cap_note(run.request.options.num_predict, outcome.stats.done_reason,
+                                            "raise num_predict under Options"))
             if outcome is not None and outcome.stats.streamed_tokens and run is self._last_chat_run:
                 self.figures.show_stats(outcome.stats)
             if outcome is not None and outcome.error is None and outcome.content:

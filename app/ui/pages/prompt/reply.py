@@ -251,6 +251,12 @@ class ReplyView(QWidget):
             self.figures.setText(figures_line(stats, self._words))
             self.figures.show()
 
+    def show_note(self, text: str) -> None:
+        """Add a line under the reply (how it ended, e.g. at its output cap); nothing for ''."""
+        if text:
+            self.note.setText(f"{self.note.text()}  {text}".strip() if self.note.isVisibleTo(self) else text)
+            self.note.show()
+
     @property
     def outcome(self) -> ReplyOutcome | None:
         """How the reply ended, once it did."""

@@ -125,6 +125,25 @@ def test_options_and_system_prompt_are_sent(qtbot, console):
     assert body["messages"][0] == {"role": "system", "content": "Answer in one line."}
     assert body["options"] == {"num_predict": 7, "temperature": 0.3, "seed": 42, "num_ctx": 8192}
     assert run.outcomes[0].stats.done_reason == "length" and c.page.figures.value("answer") == "7"
+    note = c.page.conversation.turns[-1].reply.note
+    assert note.isVisible() and "Stopped at the output cap of 7 tokens" in note.text() and "raise num_predict" in note.text()
+
+
+def test_replies_are_capped_by_default_and_no_cap_is_a_choice_that_says_its_risk(qtbot, console):
+    c = console(tokens_per_s=1000.0, answer_tokens=12)
+    ctl = c.page.controls
+    assert ctl.num_predict.value() == 2048 and "minutes" in ctl.num_predict.toolTip()
+    c.send_and_wait(qtbot)
+    assert c.chats()[-1]["options"] == {"num_predict": 2048}
+    assert not c.page.conversation.turns[-1].reply.note.isVisible()  # it ended by itself, under the cap
+    ctl.num_predict.setValue(0)
+    assert ctl.num_predict.text() == "no cap (may run long)"
+    c.send_and_wait(qtbot)
+    assert "options" not in c.chats()[-1] or "num_predict" not in c.chats()[-1]["options"]
+    c.page.presets.choose("math-apples")  # a preset without its own cap gets the default one back
+    assert ctl.num_predict.value() == 2048
+    c.page.presets.save_current()
+    assert not c.page.presets.combo.currentText().endswith("(edited)")
 
 
 def test_stop_cancels_the_stream_at_once(qtbot, console):
