@@ -123,7 +123,7 @@ class ConsoleControls(QWidget):
         self.num_predict = QSpinBox()
         self.num_predict.setRange(NO_CAP, 131072)
         self.num_predict.setSingleStep(128)
-        self.num_predict.setSpecialValueText("no cap (may run long)")
+        self.num_predict.setSpecialValueText("no cap")  # short: the box sets the column's width; the risk is below
         self.num_predict.setValue(DEFAULT_NUM_PREDICT)
         self.num_predict.setToolTip(
             f"The most tokens a reply may generate, thinking included (default {DEFAULT_NUM_PREDICT:,d}). At 0, "
@@ -156,6 +156,9 @@ class ConsoleControls(QWidget):
         self.num_ctx_note = HintLabel("Changing num_ctx reloads the model (seconds) and changes its memory "
                                       "use; the Models page prices it.")
         grid.addWidget(self.num_ctx_note, 4, 0, 1, 2)
+        self.no_cap_note = InlineMessage()
+        grid.addWidget(self.no_cap_note, 5, 0, 1, 2)
+        self.num_predict.valueChanged.connect(self._show_cap_risk)
         grid.setColumnStretch(1, 1)
 
         layout = QVBoxLayout(self)
@@ -295,6 +298,14 @@ class ConsoleControls(QWidget):
         return level if isinstance(level, str) else True
 
     # --- options --------------------------------------------------------------------------
+    def _show_cap_risk(self, value: int) -> None:
+        if value == NO_CAP:
+            self.no_cap_note.show_warning("No cap on num_predict: the model's default applies, and a model that "
+                                          "never stops generates until its context is full (minutes on a small "
+                                          "engine). Stop ends it at any time.")
+        else:
+            self.no_cap_note.clear_message()
+
     def system(self) -> str:
         """The system prompt."""
         return self.system_edit.toPlainText()

@@ -133,11 +133,13 @@ def test_replies_are_capped_by_default_and_no_cap_is_a_choice_that_says_its_risk
     c = console(tokens_per_s=1000.0, answer_tokens=12)
     ctl = c.page.controls
     assert ctl.num_predict.value() == 2048 and "minutes" in ctl.num_predict.toolTip()
+    assert not ctl.no_cap_note.isVisible()
     c.send_and_wait(qtbot)
     assert c.chats()[-1]["options"] == {"num_predict": 2048}
     assert not c.page.conversation.turns[-1].reply.note.isVisible()  # it ended by itself, under the cap
     ctl.num_predict.setValue(0)
-    assert ctl.num_predict.text() == "no cap (may run long)"
+    assert ctl.num_predict.text() == "no cap" and ctl.no_cap_note.isVisible()
+    assert "generates until its context is full" in ctl.no_cap_note.message
     c.send_and_wait(qtbot)
     assert "options" not in c.chats()[-1] or "num_predict" not in c.chats()[-1]["options"]
     c.page.presets.choose("math-apples")  # a preset without its own cap gets the default one back
