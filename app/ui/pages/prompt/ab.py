@@ -57,9 +57,7 @@ class AbColumn(QFrame):
             grid.addWidget(value, (i // 3) * 2, i % 3)
             grid.addWidget(name, (i // 3) * 2 + 1, i % 3)
             self.values[key] = value
-        self._empty_text = (f"Nothing sent yet. Compare sends the prompt here {title[0].lower()}{title[1:]}, "
-                            "then the figures fill in above.")
-        self.reply = ReplyView(show_figures=False, empty_text=self._empty_text)
+        self.reply = ReplyView(show_figures=False, empty_text="Nothing sent yet.")  # one line: placeholders do not wrap
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)

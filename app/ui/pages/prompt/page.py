@@ -83,16 +83,16 @@ class ConsolePage(QWidget):
         self.ab_hint = QLabel()  # why A/B is off, beside its button
         self.ab_hint.setObjectName("Dim")
         self.ab_hint.hide()
-        self.server_label = QLabel()
+        self.server_label = ElidedLabel(min_width_px=120)  # gives way to the mode buttons and the A/B hint
         self.server_label.setObjectName("Dim")
+        self.server_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         top = QHBoxLayout()
         top.addWidget(title)
         top.addSpacing(24)
         top.addLayout(mode_row)
         top.addSpacing(10)
         top.addWidget(self.ab_hint)
-        top.addStretch(1)
-        top.addWidget(self.server_label)
+        top.addWidget(self.server_label, 1)
 
         self.controls = ConsoleControls(words=words)
         controls_scroll = QScrollArea()
@@ -122,7 +122,9 @@ class ConsolePage(QWidget):
         self.prompt_edit = QPlainTextEdit()
         self.prompt_edit.setObjectName("prompt")
         self.prompt_edit.setPlaceholderText("Type a prompt, or pick a test prompt above…  (Ctrl+Enter sends)")
-        self.prompt_edit.setFixedHeight(96)
+        # 96 px where there is room; down to 3 lines when a message above it needs the height (at 720 px high).
+        self.prompt_edit.setMinimumHeight(60)
+        self.prompt_edit.setMaximumHeight(96)
         self.prompt_edit.setStyleSheet("font-size: 12pt;")
         self.load_file_button = QPushButton("Load file…")
         self.copies_label = QLabel("Copies")
