@@ -15,15 +15,18 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, server_url
-from app.core.errors import DeckError
+from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP, cap_note
+from app.core.errors import DeckError, MalformedResponse, ModelNotFound, OllamaConnectError
 from app.core.replies import StreamChunk
 from app.core.console.reply_stats import figure_rows
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 THINK_MARK = "thinking> "
 RANGES = (
-    Range("--num-predict", 1, 1 << 24, "tokens", "output tokens, thinking included; no context holds more"),
+    Range("--num-predict", NO_CAP, 1 << 24, "tokens",
+          "output tokens, thinking included, 0 for no cap; no context holds more"),
     Range("--temperature", 0, 2, "", "0 picks the likeliest token; above 2 the text turns to noise"),
     Range("--seed", -1, 2**31 - 1, "", "-1 picks a random seed; the server keeps a 32-bit seed"),
     Range("--num-ctx", 1, 1 << 24, "tokens", "context tokens; no model is trained on more than 2^24"),
@@ -33,15 +36,19 @@ RANGES = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Fill the `prompt` parser."""
     parser.add_argument("text", metavar="TEXT", help='the prompt ("-" reads it from stdin)')
-    parser.add_argument("--model", required=True, help="local model, e.g. qwen3:14b")
-    parser.add_argument("--url", help=f"Ollama server (default: the saved settings' address, else {DEFAULT_URL})")
+    parser.add_argument("--model", required=True,
+                        help="local model, e.g. qwen3:14b (llama-server: the name it lists, GET /v1/models)")
+    parser.add_argument("--url", help=f"the server (default: the saved settings' address, else {DEFAULT_URL})")
+    add_backend_argument(parser)
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--think", dest="think", action="store_const", const=True, help="thinking mode (think: true)")
     mode.add_argument("--no-think", dest="think", action="store_const", const=False,
                       help="non-thinking mode (think: false)")
     mode.add_argument("--think-level", dest="think", choices=("low", "medium", "high"),
                       help="thinking effort, for models that take levels (e.g. gpt-oss)")
-    parser.add_argument("--num-predict", type=int, metavar="N", help="at most N tokens (thinking included)")
+    parser.add_argument("--num-predict", type=int, metavar="N", default=DEFAULT_NUM_PREDICT,
+                        help=f"at most N tokens, thinking included (default {DEFAULT_NUM_PREDICT}; 0: no cap, the "
+                             "model's default, which lets a model that never stops run until its context is full)")
     parser.add_argument("--system", default="", help="system prompt")
     parser.add_argument("--temperature", type=float)
     parser.add_argument("--seed", type=int)
@@ -95,12 +102,12 @@ class _StdioSink:
         self.answer_out.flush()
 
 
-def _default_url(config_dir: str | None) -> str:
+def _default_url(config_dir: str | None, backend: Any) -> str:
     from app.adapters.storage.settings_store import SettingsStore
 
     try:
         # Only read: a damaged file stays where it is for the window to move aside and report; said here too.
-        loaded = SettingsStore(Path(config_dir) if config_dir else None).load(change_nothing=True)
+        loaded = SettingsStore(Path(config_dir) if config_dir else None, backend.tuning).load(change_nothing=True)
     except Exception as exc:  # noqa: BLE001 - an unreadable settings file must not stop a prompt
         print(f"ollama-deck prompt: settings: cannot be read ({type(exc).__name__}); using {DEFAULT_URL}",
               file=sys.stderr)
@@ -122,19 +129,39 @@ def _prompt_text(text: str) -> str:
     return text
 
 
-async def _send(url: str, request: Any, sink: _StdioSink) -> Any:
-    from app.backends.ollama.client import OllamaClient
+class CannotThink(DeckError):
+    """Thinking was asked for a model that cannot think."""
+
+    hint = "use --no-think"
+
+
+async def _send(backend: Any, url: str, request: Any, sink: _StdioSink) -> Any:
     from app.cli.server_reply import require_reply
     from app.services.prompts import stream_reply
 
-    async with OllamaClient(url) as client:
+    async with backend.console(url) as client:
         await require_reply(client, url)  # a hung server is named in seconds; the chat may wait for a load
+        if request.think not in (False, None):
+            # Asked before sending: a server whose model cannot think may otherwise answer without a word.
+            why = (await client.show(request.model)).why_no_thinking()
+            if why:
+                raise CannotThink(f"{request.model} cannot think: {why}")
         return await stream_reply(client, request, sink=sink)
 
 
-def _error_text(error: DeckError) -> str:
-    if "does not support thinking" in error.message:
-        return f"{error.message} — this model has no thinking mode; use --no-think."
+def _error_text(error: DeckError, backend: Any, model: str) -> str:
+    """The error in a shell user's words: how to start this backend's server, get a model, or name another kind."""
+    from app.backends import registry
+
+    words = backend.command_words
+    if isinstance(error, OllamaConnectError):
+        return f"{error.message} — {words.start_hint}"
+    if isinstance(error, ModelNotFound):
+        return f"{error.message} — {words.model_hint.format(model=model)}"
+    if isinstance(error, MalformedResponse):
+        others = ", ".join(name for name in registry.names() if name != backend.name)
+        return (f"{error.message} — this is not {backend.display_name}'s API at that address; if the server there "
+                f"is another kind, name it with --backend ({others}), or check --url.")
     return error.user_text()
 
 
@@ -147,12 +174,15 @@ def _report(outcome: Any, request: Any, url: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck prompt`; see the module text for the exit status."""
+    from app.backends import registry
     from app.services.prompts import PromptOptions, PromptRequest
 
+    backend = registry.get(chosen_backend(args))
     try:
         check_ranges(args, RANGES)
         check_text("--model", args.model, empty_ok=False)
-        url = server_url("--url", args.url).base_url if args.url is not None else _default_url(args.config_dir)
+        url = (server_url("--url", args.url).base_url if args.url is not None
+               else _default_url(args.config_dir, backend))
         text = _prompt_text(args.text)
     except ArgProblem as exc:
         print(f"ollama-deck prompt: {one_line(str(exc))}", file=sys.stderr)
@@ -162,20 +192,23 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     request = PromptRequest(model=args.model, prompt=text, think=args.think, system=args.system,
-                            options=PromptOptions(num_predict=args.num_predict, temperature=args.temperature,
+                            options=PromptOptions(num_predict=args.num_predict or None, temperature=args.temperature,
                                                   seed=args.seed, num_ctx=args.num_ctx))
     sink = _StdioSink(sys.stderr if args.json else sys.stdout, sys.stderr)
     try:
-        outcome = asyncio.run(_send(url, request, sink))
+        outcome = asyncio.run(_send(backend, url, request, sink))
     except KeyboardInterrupt:
         print("\nollama-deck prompt: stopped", file=sys.stderr)
         return 130
     except DeckError as exc:  # before the reply started: the server is not there or does not answer
-        print(f"ollama-deck prompt: {one_line(_error_text(exc))}", file=sys.stderr)
+        print(f"ollama-deck prompt: {one_line(_error_text(exc, backend, args.model))}", file=sys.stderr)
         return 1
     if outcome.error is not None:
-        print(f"ollama-deck prompt: {one_line(_error_text(outcome.error))}", file=sys.stderr)
+        print(f"ollama-deck prompt: {one_line(_error_text(outcome.error, backend, args.model))}", file=sys.stderr)
         return 1
+    note = cap_note(request.options.num_predict, outcome.stats.done_reason, "raise --num-predict (0: no cap)")
+    if note:
+        print(f"ollama-deck prompt: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps(_report(outcome, request, url), ensure_ascii=False))
     else:

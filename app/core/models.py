@@ -79,6 +79,17 @@ class ModelDetails:
         """True when the model accepts `think` (capability "thinking")."""
         return "thinking" in self.capabilities
 
+    def why_no_thinking(self) -> str:
+        """Why the model cannot think, in the server's words where it gave them (details["thinking_reason"]:
+        llama-server's chat template), else from its capabilities; '' when it can."""
+        if self.supports_thinking:
+            return ""
+        why = self.details.get("thinking_reason")
+        if isinstance(why, str) and why:
+            return why
+        caps = ", ".join(self.capabilities) or "none listed"
+        return f"it has no \"thinking\" capability (the server lists: {caps})"
+
     @property
     def architecture(self) -> str:
         """GGUF `general.architecture` (e.g. "qwen3"); "" when absent."""

@@ -112,7 +112,7 @@ def test_estimate_url_problems(url: str, needle: str) -> None:
     (["--url", "::::"], "an IPv6 address goes in brackets"),
     (["--url", "http://127.0.0.1:99999"], "the port '99999' is not a number from 1 to 65535"),
     (["--num-ctx", "-5"], "--num-ctx must be at least 1, got -5"),
-    (["--num-predict", "0"], "--num-predict must be at least 1"),
+    (["--num-predict", "-1"], "--num-predict must not be negative, got -1 (allowed: 0 to 16777216 tokens"),
     (["--temperature", "nan"], "--temperature must be a finite number"),
     (["--temperature", "9"], "--temperature must be at most 2"),
     (["--seed", str(2**40)], "--seed must be at most 2147483647"),

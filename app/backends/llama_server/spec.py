@@ -12,7 +12,7 @@ from app.backends.llama_server.metrics import server_telemetry
 from app.backends.llama_server.supervisor import make_supervisor
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING, models_dir
 from app.core.console.reply_words import ReplyWords
-from app.core.ports.backend import BackendSpec, Capabilities
+from app.core.ports.backend import BackendSpec, Capabilities, CommandWords
 from app.core.server.settings import ServerSettings
 
 # The client side (chat streaming, the GGUF catalog) lives in app/backends/llama_server/client.py as
@@ -119,6 +119,12 @@ LLAMA_SERVER = BackendSpec(
         think_hint=("Sent as chat_template_kwargs.enable_thinking, where the model's template takes it; the trace "
                     "comes apart as reasoning_content. Thinking tokens count in predicted_n and delay the first "
                     "answer token.")),
+    command_words=CommandWords(
+        start_hint=("Is llama-server running? Start it with `llama-server -m MODEL.gguf --port PORT` and point --url "
+                    "at it, or run `ollama-deck --demo`, which starts the embedded engine (its address is in the "
+                    "window's header)."),
+        model_hint=("llama-server serves the one model it was started with: give --model the name it lists "
+                    "(GET /v1/models), or restart it with -m on another GGUF file.")),
     missing_reasons={
         "lists_loaded": ("llama-server names the model it serves but not how much of it sits in VRAM; the "
                          "dashboard's VRAM graph shows what the server process holds."),

@@ -11,7 +11,7 @@ from app.backends.ollama.child_telemetry import server_telemetry
 from app.backends.ollama.client import OllamaClient, load_client
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.backends.ollama.tuning import OLLAMA_TUNING
-from app.core.ports.backend import BackendSpec, Capabilities
+from app.core.ports.backend import BackendSpec, Capabilities, CommandWords
 
 
 class OllamaModelRules:
@@ -65,6 +65,10 @@ OLLAMA = BackendSpec(
     model_rules=OllamaModelRules(),
     tuning=OLLAMA_TUNING,
     server_telemetry=server_telemetry,  # the child's /slots, read once a second while Ollama runs
+    command_words=CommandWords(
+        start_hint=("Is Ollama running? Start it with `ollama serve` (or `ollama-deck`, which starts it from its "
+                    "window), or point --url at it."),
+        model_hint="Pull it first with `ollama pull {model}`, or check the name and tag (`ollama list`)."),
     missing_reasons={
         "server_metrics": ("Ollama has no /metrics endpoint and starts its llama-server without --metrics; "
                            "throughput is measured from the replies to ollama-deck's own requests."),

@@ -33,7 +33,7 @@ class Preset:
     prompt: str
     think: bool | str = False
     system: str = ""
-    num_predict: int | None = None  # None: the model's default (no cap)
+    num_predict: int | None = None  # None: the console's default cap (output_length.DEFAULT_NUM_PREDICT)
     description: str = ""
 
     def to_json(self) -> dict[str, Any]:

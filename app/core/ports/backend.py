@@ -38,6 +38,15 @@ class Capabilities:
         return [f.name for f in fields(self) if getattr(self, f.name)]
 
 
+@dataclass(frozen=True)
+class CommandWords:
+    """What the headless commands tell a user at a shell about this backend's server: how to start it
+    and how to get a model, in commands, never in the GUI's pages. `{model}` stands for the model named."""
+
+    start_hint: str = "Is the server running? Start it, or check --url."
+    model_hint: str = "Check the model name, or list the server's models."
+
+
 class VariantVerdict(Protocol):
     """The check of a create-variant form: field -> message, and the request when it is valid."""
 
@@ -123,6 +132,8 @@ class BackendSpec:
     binder: Callable[[BackendSpec, Callable[[], ServerSettings]], BackendSpec] | None = None
     # What the server calls a reply's figures (the Prompt page labels them so).
     reply_words: ReplyWords = field(default_factory=ReplyWords)
+    # What the headless commands say about starting the server and getting a model.
+    command_words: CommandWords = field(default_factory=CommandWords)
 
     def bound(self, settings: Callable[[], ServerSettings]) -> BackendSpec:
         """This spec with factories that read `settings()` (the settings in force) whenever they make a client."""
@@ -142,4 +153,4 @@ class BackendSpec:
         return self.missing_reasons.get(capability, f"{self.display_name} does not offer this ({words}).")
 
 
-__all__ = ["BackendSpec", "Capabilities", "ModelStoreRules", "ServerFactory", "VariantVerdict"]
+__all__ = ["BackendSpec", "Capabilities", "CommandWords", "ModelStoreRules", "ServerFactory", "VariantVerdict"]

@@ -9,7 +9,7 @@ from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.services.prompts import PromptRequest, ReplyOutcome
 from app.core.console.conversation import TurnRecord
 from app.core.console.reply_stats import ReplyStats, ThinkingCost, fmt_count, fmt_ms, fmt_rate, thinking_cost
-from app.ui.pages.prompt.reply import ReplyView, mode_badge
+from app.ui.pages.prompt.reply import WAITING_TEXT, ReplyView, mode_badge
 
 AB_STYLE = """
 #AbColumn { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 10px; }
@@ -23,6 +23,7 @@ AB_STYLE = """
 #CostValue { color: #ffffff; font-size: 20pt; font-weight: 800; }
 #CostKey { color: #e6d7a8; font-size: 10.5pt; }
 """
+QUEUED_TEXT = "Queued: sent once the reply with thinking is done."
 FIGURES = (("ttft", "first token"), ("first_answer", "first answer"), ("thinking", "thinking tok"),
            ("eval", "eval_count"), ("decode", "decode"), ("total", "total"))
 
@@ -56,7 +57,7 @@ class AbColumn(QFrame):
             grid.addWidget(value, (i // 3) * 2, i % 3)
             grid.addWidget(name, (i // 3) * 2 + 1, i % 3)
             self.values[key] = value
-        self.reply = ReplyView(show_figures=False)
+        self.reply = ReplyView(show_figures=False, empty_text="Nothing sent yet.")  # one line: placeholders do not wrap
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -90,9 +91,10 @@ class AbColumn(QFrame):
         v["decode"].setText(fmt_rate(stats.decode_tokens_per_s))
         v["total"].setText(fmt_ms(stats.total_ms if stats.total_ms is not None else stats.wall_ms))
 
-    def reset(self) -> None:
-        """Empty, for a new comparison."""
+    def reset(self, waiting_text: str = WAITING_TEXT) -> None:
+        """Empty, for a new comparison whose request is on its way (or queued: `waiting_text`)."""
         self.reply = ReplyView(show_figures=False)
+        self.reply.set_waiting(waiting_text)
         self._scroll_area.setWidget(self.reply)  # the scroll area deletes the previous reply
         for value in self.values.values():
             value.setText("—")
@@ -154,7 +156,7 @@ class AbView(QWidget):
     def reset(self, think: bool | str) -> None:
         """Empty both sides for a new comparison."""
         self.left.reset()
-        self.right.reset()
+        self.right.reset(QUEUED_TEXT)  # sent once the reply with thinking is over
         self.left.set_mode(think)
         self.cost = None
         for value in self.cost_values.values():
@@ -165,6 +167,8 @@ class AbView(QWidget):
         column = self.column(outcome.index)
         column.reply.finish(outcome)
         column.show_stats(outcome.stats)
+        if outcome.index == 0:
+            self.right.reply.set_waiting()  # its request goes out now
 
     def show_cost(self, with_thinking: ReplyStats, without: ReplyStats) -> ThinkingCost:
         """Fill the cost strip from both replies."""

@@ -70,7 +70,7 @@ class BurstView(QWidget):
         self._gen_bars = pg.BarGraphItem(x0=[], x1=[], y=[], height=0.7, brush=plots.CYAN, pen=None)
         item.addItem(self._wait_bars)
         item.addItem(self._gen_bars)
-        self.plot.setMinimumHeight(200)
+        self.plot.setMinimumHeight(120)  # room for the page's prompt and buttons at 720 px high
 
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("BurstTable")
@@ -127,6 +127,7 @@ class BurstView(QWidget):
         self._started_s = time.monotonic()
         self._over = False
         self.summary_label.hide()
+        self.note.show()
         self.table.setRowCount(copies)
         for row in range(copies):
             for col in range(len(COLUMNS)):
@@ -186,7 +187,10 @@ class BurstView(QWidget):
             f"{fmt_ms(summary.wall_ms)} · TTFT median {fmt_ms(summary.ttft_median_ms)}, spread "
             f"{fmt_ms(summary.ttft_spread_ms)}" + (f" · aggregate ×{summary.speedup:.2f} one reply's rate"
                                                    if summary.speedup else ""))
+        # The summary takes the explanation's place (its tooltip keeps it): the timeline keeps its room.
+        self.summary_label.setToolTip(self.note.text())
         self.summary_label.show()
+        self.note.hide()
         self.tiles["replies"].set_text(f"{summary.completed} / {summary.requested}",
                                        f"failed {summary.failed} · stopped {summary.stopped}")
         self._draw()

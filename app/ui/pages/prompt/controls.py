@@ -7,6 +7,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QButtonGroup, QComboBox, QDoubl
                                QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QToolButton, QVBoxLayout,
                                QWidget)
 
+from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP
 from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.services.prompts import PromptOptions
 from app.core.models import LocalModel, ModelDetails
@@ -45,6 +46,7 @@ class ConsoleControls(QWidget):
 
     model_changed = Signal(str)
     refresh_requested = Signal()
+    thinking_changed = Signal()  # what the chosen model can do about thinking is known anew
 
     def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
         super().__init__(parent)
@@ -52,6 +54,10 @@ class ConsoleControls(QWidget):
         self._details: ModelDetails | None = None
         self._details_for = ""
         self._levels = False
+        # The mode asked for (by a click or a preset). A model that cannot think shows the switch off
+        # and disabled without forgetting it: a model that can think gets it back.
+        self._wanted_on = False
+        self._syncing = False
 
         model_box = QGroupBox("Model")
         ml = QVBoxLayout(model_box)
@@ -115,9 +121,14 @@ class ConsoleControls(QWidget):
         grid = QGridLayout(options_box)
         grid.setVerticalSpacing(8)
         self.num_predict = QSpinBox()
-        self.num_predict.setRange(0, 131072)
+        self.num_predict.setRange(NO_CAP, 131072)
         self.num_predict.setSingleStep(128)
-        self.num_predict.setSpecialValueText("model default")
+        self.num_predict.setSpecialValueText("no cap")  # short: the box sets the column's width; the risk is below
+        self.num_predict.setValue(DEFAULT_NUM_PREDICT)
+        self.num_predict.setToolTip(
+            f"The most tokens a reply may generate, thinking included (default {DEFAULT_NUM_PREDICT:,d}). At 0, "
+            "\"no cap\", the model's own default applies: a model that never stops generates until its context "
+            "is full, which takes minutes on a small engine.")
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(-0.05, 2.0)
         self.temperature.setSingleStep(0.05)
@@ -145,6 +156,9 @@ class ConsoleControls(QWidget):
         self.num_ctx_note = HintLabel("Changing num_ctx reloads the model (seconds) and changes its memory "
                                       "use; the Models page prices it.")
         grid.addWidget(self.num_ctx_note, 4, 0, 1, 2)
+        self.no_cap_note = InlineMessage()
+        grid.addWidget(self.no_cap_note, 5, 0, 1, 2)
+        self.num_predict.valueChanged.connect(self._show_cap_risk)
         grid.setColumnStretch(1, 1)
 
         layout = QVBoxLayout(self)
@@ -156,7 +170,7 @@ class ConsoleControls(QWidget):
 
         self.model_combo.currentIndexChanged.connect(lambda _i: self.model_changed.emit(self.model()))
         self.refresh_button.clicked.connect(self.refresh_requested)
-        self.think_group.buttonToggled.connect(lambda _b, _c: self._refresh_think())
+        self.think_group.buttonToggled.connect(self._on_think_toggled)
         self._refresh_think()
 
     # --- models -------------------------------------------------------------------------
@@ -212,9 +226,20 @@ class ConsoleControls(QWidget):
             return None
         return self._details.supports_thinking
 
+    def _on_think_toggled(self, button: QPushButton, checked: bool) -> None:
+        if checked and not self._syncing:  # the user's click (the switch is enabled only where it applies)
+            self._wanted_on = button is self.think_on
+        self._refresh_think()
+
     def _refresh_think(self) -> None:
         supported = self.thinking_supported
         levels = self._levels = supported is True and takes_levels(self._details)
+        self._syncing = True
+        try:
+            shown = self.think_on if self._wanted_on and supported is not False else self.think_off
+            shown.setChecked(True)
+        finally:
+            self._syncing = False
         self.think_on.setEnabled(supported is not False)
         self.think_off.setEnabled(supported is not False)
         self.level_label.setVisible(levels)
@@ -224,24 +249,36 @@ class ConsoleControls(QWidget):
             caps = ", ".join(self._details.capabilities) if self._details else ""
             # A backend that knows why (llama-server: what the chat template lacks) says so in details.
             why = self._details.details.get("thinking_reason") if self._details else None
-            self.think_reason.setText(f"Disabled: {self.model()}: {why}" if isinstance(why, str) and why else
-                                      f"Disabled: {self.model()} has no \"thinking\" capability "
-                                      f"(the server lists: {caps}), so think is not sent.")
+            self.think_reason.setText((f"Disabled: {self.model()}: {why}" if isinstance(why, str) and why else
+                                       f"Disabled: {self.model()} has no \"thinking\" capability "
+                                       f"(the server lists: {caps}), so think is not sent.")
+                                      + (" Thinking mode was asked for but is not applied to this model; a "
+                                         "model that can think gets it back." if self._wanted_on else ""))
         elif supported is None and self.model():
             self.think_reason.setText("Reading the model's capabilities…")
         else:
             self.think_reason.setText("")
         self.think_reason.setVisible(bool(self.think_reason.text()))
+        self.thinking_changed.emit()
 
-    def set_think(self, think: bool | str | None) -> None:
-        """Select a mode: True/False, or an effort level."""
-        (self.think_on if think not in (False, None) else self.think_off).setChecked(True)
+    def thinking_reason(self) -> str:
+        """Why the chosen model cannot think, in the server's words where it gave them ('' when it can
+        or while that is unknown)."""
+        if self.thinking_supported is not False or self._details is None:
+            return ""
+        return self._details.why_no_thinking()
+
+    def set_think(self, think: bool | str | None) -> bool:
+        """Ask for a mode: True/False, or an effort level. False when thinking was asked for but the
+        model cannot think: the switch stays off (and disabled) and nothing about thinking is sent."""
+        self._wanted_on = think not in (False, None)
         if isinstance(think, str):
             index = self.level_combo.findData(think)
             self.level_combo.setCurrentIndex(max(index, 0))
         else:
             self.level_combo.setCurrentIndex(0)
         self._refresh_think()
+        return not (self._wanted_on and self.thinking_supported is False)
 
     def think_value(self) -> bool | str | None:
         """The `think` field to send: None for a model without the capability."""
@@ -254,13 +291,21 @@ class ConsoleControls(QWidget):
         return True
 
     def thinking_choice(self) -> bool | str:
-        """The switch as set (what a preset saves), whatever the model supports."""
-        if not self.think_on.isChecked():
+        """The mode asked for (what a preset saves), whatever the model supports."""
+        if not self._wanted_on:
             return False
         level = self.level_combo.currentData()
         return level if isinstance(level, str) else True
 
     # --- options --------------------------------------------------------------------------
+    def _show_cap_risk(self, value: int) -> None:
+        if value == NO_CAP:
+            self.no_cap_note.show_warning("No cap on num_predict: the model's default applies, and a model that "
+                                          "never stops generates until its context is full (minutes on a small "
+                                          "engine). Stop ends it at any time.")
+        else:
+            self.no_cap_note.clear_message()
+
     def system(self) -> str:
         """The system prompt."""
         return self.system_edit.toPlainText()

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFileDialog, QHBoxLayout
                                QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
+from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP, cap_note
 from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
 from app.adapters.storage.atomic_json import write_atomic
 from app.services.prompts import MAX_BURST, PromptRequest
@@ -30,6 +31,7 @@ from app.ui.pages.prompt.figures import ReplyFigures
 from app.ui.pages.prompt.presets import PresetBar
 from app.ui.pages.prompt.reply import REPLY_STYLE, Conversation, ReplyView
 from app.ui.pages.prompt.session import ConsoleRun, ConsoleSession, Drained
+from app.ui.widgets.elided_label import ElidedLabel
 from app.ui.widgets.forms import InlineMessage
 from app.core.units import MIB
 
@@ -78,14 +80,19 @@ class ConsolePage(QWidget):
             self.mode_buttons[key] = button
             mode_row.addWidget(button)
         self.mode_buttons["chat"].setChecked(True)
-        self.server_label = QLabel()
+        self.ab_hint = QLabel()  # why A/B is off, beside its button
+        self.ab_hint.setObjectName("Dim")
+        self.ab_hint.hide()
+        self.server_label = ElidedLabel(min_width_px=120)  # gives way to the mode buttons and the A/B hint
         self.server_label.setObjectName("Dim")
+        self.server_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         top = QHBoxLayout()
         top.addWidget(title)
         top.addSpacing(24)
         top.addLayout(mode_row)
-        top.addStretch(1)
-        top.addWidget(self.server_label)
+        top.addSpacing(10)
+        top.addWidget(self.ab_hint)
+        top.addWidget(self.server_label, 1)
 
         self.controls = ConsoleControls(words=words)
         controls_scroll = QScrollArea()
@@ -115,7 +122,9 @@ class ConsolePage(QWidget):
         self.prompt_edit = QPlainTextEdit()
         self.prompt_edit.setObjectName("prompt")
         self.prompt_edit.setPlaceholderText("Type a prompt, or pick a test prompt above…  (Ctrl+Enter sends)")
-        self.prompt_edit.setFixedHeight(96)
+        # 96 px where there is room; down to 3 lines when a message above it needs the height (at 720 px high).
+        self.prompt_edit.setMinimumHeight(60)
+        self.prompt_edit.setMaximumHeight(96)
         self.prompt_edit.setStyleSheet("font-size: 12pt;")
         self.load_file_button = QPushButton("Load file…")
         self.copies_label = QLabel("Copies")
@@ -140,7 +149,7 @@ class ConsolePage(QWidget):
         self._export_menus["ab"].addAction("Comparison as Markdown…", lambda: self._export_dialog("md"))
         self._export_menus["ab"].addAction("Comparison as JSON…", lambda: self._export_dialog("json"))
         self.export_button.setMenu(self._export_menus["chat"])
-        self.export_status = QLabel()
+        self.export_status = ElidedLabel()  # cut to its room: the buttons beside it keep their size
         self.export_status.setObjectName("Dim")
         self.clear_button = QPushButton("Clear")
         self.stop_button = QPushButton("Stop")
@@ -156,8 +165,7 @@ class ConsolePage(QWidget):
         buttons.addSpacing(12)
         buttons.addWidget(self.copies_label)
         buttons.addWidget(self.copies)
-        buttons.addSpacing(12)
-        buttons.addWidget(self.export_status, 1)
+        buttons.addStretch(1)
         buttons.addWidget(self.markdown_check)
         buttons.addWidget(self.export_button)
         for button in (self.clear_button, self.stop_button, self.send_button):
@@ -172,6 +180,8 @@ class ConsolePage(QWidget):
         rl.addWidget(self.prompt_edit)
         rl.addWidget(self.message)
         rl.addLayout(buttons)
+        self.export_status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        rl.addWidget(self.export_status)  # a row of its own, under the buttons, shown while it says something
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(controls_scroll)
         split.addWidget(right)
@@ -192,6 +202,7 @@ class ConsolePage(QWidget):
         for keys in ("Ctrl+Return", "Ctrl+Enter"):
             QShortcut(QKeySequence(keys), self).activated.connect(self.send)
         self.controls.model_changed.connect(self._on_model_changed)
+        self.controls.thinking_changed.connect(self._refresh_buttons)
         self.controls.refresh_requested.connect(self.refresh_models)
         self.presets.preset_chosen.connect(self.apply_preset)
         self._presets_save_failed.connect(self.presets.show_save_error)
@@ -255,14 +266,24 @@ class ConsolePage(QWidget):
     # --- presets --------------------------------------------------------------------------
     def _preset_fields(self) -> dict[str, Any]:
         return {"prompt": self.prompt_edit.toPlainText(), "think": self.controls.thinking_choice(),
-                "system": self.controls.system(), "num_predict": self.controls.num_predict.value() or None}
+                "system": self.controls.system(), "num_predict": self._preset_cap()}
+
+    def _preset_cap(self) -> int | None:
+        # None is the console's default cap (a shipped preset stays unedited at it); a preset keeps no "no cap".
+        value = self.controls.num_predict.value()
+        return None if value in (NO_CAP, DEFAULT_NUM_PREDICT) else value
 
     def apply_preset(self, preset: Preset) -> None:
         """Fill the prompt, mode, system prompt and num_predict from a preset."""
         self.prompt_edit.setPlainText(preset.prompt)
-        self.controls.set_think(preset.think)
+        if not self.controls.set_think(preset.think):
+            # The switch stays off: a preset never changes a control the model does not offer.
+            self.presets.message.show_warning(
+                f"This preset asks for thinking; not applied: {self.controls.model()} cannot think, so the "
+                "prompt goes without it (pick a model that can think to use the preset's mode).")
         self.controls.system_edit.setPlainText(preset.system)
-        self.controls.num_predict.setValue(preset.num_predict or 0)
+        # A preset without its own cap gets the console's default one, not "no cap".
+        self.controls.num_predict.setValue(preset.num_predict or DEFAULT_NUM_PREDICT)
 
     def _save_presets(self, presets: list[Preset]) -> None:
         if self._preset_store is None:
@@ -310,7 +331,7 @@ class ConsolePage(QWidget):
             widget.setVisible(chat)
         exportable = self.mode in self._export_menus
         self.export_button.setVisible(exportable)
-        self.export_status.setVisible(exportable)
+        self.export_status.setVisible(exportable and bool(self.export_status.full_text()))
         if exportable:
             self.export_button.setMenu(self._export_menus[self.mode])
         self.send_button.setText({"chat": "Send", "burst": "Send burst", "ab": "Compare"}[self.mode])
@@ -321,15 +342,28 @@ class ConsolePage(QWidget):
         self.mode_buttons[mode].setChecked(True)
         self._on_mode(self.mode_group.checkedId())
 
+    def ab_unavailable(self) -> str:
+        """Why A/B cannot run on the chosen model ('' when it can, or while that is unknown)."""
+        why = self.controls.thinking_reason()
+        return f"A/B compares thinking with non-thinking, and {self.controls.model()} cannot think: {why}" if why else ""
+
     def _refresh_buttons(self) -> None:
         running = self.run is not None
-        self.send_button.setEnabled(not running)
+        ab_off = self.ab_unavailable()
+        self.send_button.setEnabled(not running and not (self.mode == "ab" and ab_off))
+        self.send_button.setToolTip(ab_off if self.mode == "ab" else "")
         self.stop_button.setEnabled(running)
         something = {"chat": bool(self.conversation.turns), "burst": self.burst_view.summary is not None,
                      "ab": self._ab_request is not None}[self.mode]
         self.export_button.setEnabled(something and not running)
         for button in self.mode_buttons.values():
             button.setEnabled(not running)
+        ab = self.mode_buttons["ab"]
+        ab.setEnabled(not running and not ab_off)
+        ab.setToolTip(ab_off or "The same prompt with thinking and without, side by side, and what thinking costs")
+        self.ab_hint.setText("A/B needs a model that can think" if ab_off else "")
+        self.ab_hint.setToolTip(ab_off)
+        self.ab_hint.setVisible(bool(ab_off))
 
     def send(self) -> ConsoleRun | None:
         """Send the prompt in the current mode; None (with a message) when it cannot be sent."""
@@ -383,6 +417,7 @@ class ConsolePage(QWidget):
         self.conversation.clear()
         self.figures.clear()
         self.export_status.clear()
+        self.export_status.hide()
         self._refresh_buttons()
 
     # --- export ---------------------------------------------------------------------------
@@ -438,6 +473,7 @@ class ConsolePage(QWidget):
         self.message.clear_message()
         self.export_status.setText(f"Saved {what} to {path.name}")
         self.export_status.setToolTip(str(path))
+        self.export_status.show()
         return True
 
     def _on_progress(self, run: ConsoleRun, drained: Drained) -> None:
@@ -469,6 +505,9 @@ class ConsolePage(QWidget):
             view = self._views.pop(run, None)
             if view is not None:
                 view.finish(outcome, stopped=run.stopped)
+                if outcome is not None:
+                    view.show_note(cap_note(run.request.options.num_predict, outcome.stats.done_reason,
+                                            "raise num_predict under Options"))
             if outcome is not None and outcome.stats.streamed_tokens and run is self._last_chat_run:
                 self.figures.show_stats(outcome.stats)
             if outcome is not None and outcome.error is None and outcome.content:

@@ -18,6 +18,7 @@ from app.ui.app import theme
 from app.ui.widgets.forms import InlineMessage
 
 THINKING_MAX_HEIGHT_PX = 200
+WAITING_TEXT = "Waiting for the first token…"  # only while a request is in flight
 CODE_BACKGROUND = "#0f1014"
 REPLY_STYLE = f"""
 #ReplyAnswer {{ background: transparent; border: none; color: {theme.TEXT}; font-size: 13pt; }}
@@ -161,14 +162,14 @@ class ReplyView(QWidget):
     """One reply: thinking trace, answer, and then its figures, a stop note or the server's error."""
 
     def __init__(self, show_figures: bool = True, parent: QWidget | None = None,
-                 words: ReplyWords = OLLAMA_WORDS) -> None:
+                 words: ReplyWords = OLLAMA_WORDS, empty_text: str = "") -> None:
         super().__init__(parent)
         self._show_figures = show_figures
         self._words = words
         self.thinking = ThinkingSection()
         self.answer = GrowingText()
         self.answer.setObjectName("ReplyAnswer")
-        self.answer.setPlaceholderText("Waiting for the first token…")
+        self.answer.setPlaceholderText(empty_text)  # what an empty reply says until its request is sent
         self.note = QLabel()
         self.note.setObjectName("ReplyNote")
         self.note.setWordWrap(True)
@@ -189,6 +190,11 @@ class ReplyView(QWidget):
         self._markdown = True
         self._ended = False
         self.stopped = False
+
+    def set_waiting(self, text: str = WAITING_TEXT) -> None:
+        """The request is on its way (or queued, in `text`'s words): say so until text arrives."""
+        if not self._ended:
+            self.answer.setPlaceholderText(text)
 
     def append(self, thinking: str, content: str) -> None:
         """Add newly arrived text (shown plain while it streams; cheap at any token rate)."""
@@ -244,6 +250,12 @@ class ReplyView(QWidget):
         if self._show_figures and stats is not None and (stats.finished or stats.streamed_tokens):
             self.figures.setText(figures_line(stats, self._words))
             self.figures.show()
+
+    def show_note(self, text: str) -> None:
+        """Add a line under the reply (how it ended, e.g. at its output cap); nothing for ''."""
+        if text:
+            self.note.setText(f"{self.note.text()}  {text}".strip() if self.note.isVisibleTo(self) else text)
+            self.note.show()
 
     @property
     def outcome(self) -> ReplyOutcome | None:
@@ -353,6 +365,7 @@ class Conversation(QScrollArea):
         self.placeholder.hide()
         turn = TurnView(prompt, model, think, system, words=self.words)
         turn.reply.set_markdown(self._markdown)
+        turn.reply.set_waiting()  # a turn is added as its request goes out
         self._layout.insertWidget(self._layout.count() - 1, turn)
         self.turns.append(turn)
         self._follow = True
@@ -377,4 +390,5 @@ class Conversation(QScrollArea):
         self.placeholder.show()
 
 
-__all__ = ["Conversation", "GrowingText", "REPLY_STYLE", "ReplyView", "ThinkingSection", "TurnView", "mode_badge"]
+__all__ = ["Conversation", "GrowingText", "REPLY_STYLE", "ReplyView", "ThinkingSection", "TurnView", "WAITING_TEXT",
+           "mode_badge"]

@@ -125,6 +125,27 @@ def test_options_and_system_prompt_are_sent(qtbot, console):
     assert body["messages"][0] == {"role": "system", "content": "Answer in one line."}
     assert body["options"] == {"num_predict": 7, "temperature": 0.3, "seed": 42, "num_ctx": 8192}
     assert run.outcomes[0].stats.done_reason == "length" and c.page.figures.value("answer") == "7"
+    note = c.page.conversation.turns[-1].reply.note
+    assert note.isVisible() and "Stopped at the output cap of 7 tokens" in note.text() and "raise num_predict" in note.text()
+
+
+def test_replies_are_capped_by_default_and_no_cap_is_a_choice_that_says_its_risk(qtbot, console):
+    c = console(tokens_per_s=1000.0, answer_tokens=12)
+    ctl = c.page.controls
+    assert ctl.num_predict.value() == 2048 and "minutes" in ctl.num_predict.toolTip()
+    assert not ctl.no_cap_note.isVisible()
+    c.send_and_wait(qtbot)
+    assert c.chats()[-1]["options"] == {"num_predict": 2048}
+    assert not c.page.conversation.turns[-1].reply.note.isVisible()  # it ended by itself, under the cap
+    ctl.num_predict.setValue(0)
+    assert ctl.num_predict.text() == "no cap" and ctl.no_cap_note.isVisible()
+    assert "generates until its context is full" in ctl.no_cap_note.message
+    c.send_and_wait(qtbot)
+    assert "options" not in c.chats()[-1] or "num_predict" not in c.chats()[-1]["options"]
+    c.page.presets.choose("math-apples")  # a preset without its own cap gets the default one back
+    assert ctl.num_predict.value() == 2048
+    c.page.presets.save_current()
+    assert not c.page.presets.combo.currentText().endswith("(edited)")
 
 
 def test_stop_cancels_the_stream_at_once(qtbot, console):
@@ -175,9 +196,40 @@ def test_a_model_without_thinking_gets_the_switch_disabled_with_the_reason(qtbot
     assert 'no "thinking" capability' in ctl.think_reason.text() and "completion, tools" in ctl.think_reason.text()
     c.send_and_wait(qtbot)
     assert "think" not in c.chats()[-1] and c.page.conversation.turns[-1].reply.outcome.ok
-    c.page.set_mode("ab")
-    qtbot.mouseClick(c.page.send_button, Qt.MouseButton.LeftButton)
-    assert "A/B needs a model with the thinking capability" in c.page.message.message
+    # A/B cannot run on it: its button says why, in its tooltip and beside it.
+    ab = c.page.mode_buttons["ab"]
+    assert not ab.isEnabled() and "llama3.2:3b cannot think" in ab.toolTip() and "completion, tools" in ab.toolTip()
+    assert c.page.ab_hint.isVisible() and c.page.ab_hint.text() == "A/B needs a model that can think"
+    c.page.set_mode("ab")  # as a saved page state would
+    assert not c.page.send_button.isEnabled() and "cannot think" in c.page.send_button.toolTip()
+    assert c.page.send() is None and "A/B needs a model with the thinking capability" in c.page.message.message
+    assert ctl.select_model("qwen3:14b")
+    qtbot.waitUntil(lambda: ctl.thinking_supported is True, timeout=WAIT_MS)
+    assert ab.isEnabled() and c.page.send_button.isEnabled() and not c.page.ab_hint.isVisible()
+
+
+def test_a_thinking_preset_leaves_the_switch_of_a_model_that_cannot_think_off(qtbot, console):
+    c = console(tokens_per_s=1000.0)
+    ctl = c.page.controls
+    assert ctl.select_model("llama3.2:3b")
+    qtbot.waitUntil(lambda: ctl.thinking_supported is False, timeout=WAIT_MS)
+    c.page.presets.choose("math-apples")  # "(thinking)"
+    assert ctl.think_off.isChecked() and not ctl.think_on.isChecked()
+    assert not ctl.think_on.isEnabled() and not ctl.think_off.isEnabled()
+    assert "asks for thinking; not applied: llama3.2:3b cannot think" in c.page.presets.message.message
+    assert "not applied to this model" in ctl.think_reason.text()
+    c.send_and_wait(qtbot)
+    assert "think" not in c.chats()[-1]
+    # A model that can think gets the preset's mode back, and the user can switch it off again.
+    assert ctl.select_model("qwen3:14b")
+    qtbot.waitUntil(lambda: ctl.thinking_supported is True, timeout=WAIT_MS)
+    assert ctl.think_on.isChecked() and ctl.think_on.isEnabled()
+    qtbot.mouseClick(ctl.think_off, Qt.MouseButton.LeftButton)
+    assert ctl.think_value() is False and ctl.thinking_choice() is False
+    assert ctl.select_model("llama3.2:3b")
+    qtbot.waitUntil(lambda: ctl.thinking_supported is False, timeout=WAIT_MS)
+    c.page.presets.choose("ai-trends-essay-zh")  # a non-thinking preset applies without a word
+    assert ctl.think_off.isChecked() and c.page.presets.message.message == ""
 
 
 def test_effort_levels_are_offered_only_for_models_that_take_them(qtbot, console):
@@ -240,6 +292,25 @@ def test_ab_puts_both_modes_side_by_side_with_the_cost_of_thinking(qtbot, consol
     assert ab.cost.extra_tokens == 30 and ab.cost_values["tokens"].text().startswith("+30")
     assert ab.cost.extra_first_answer_ms == pytest.approx(30 / 500 * 1e3, rel=0.5)
     assert [b["think"] for b in c.chats()] == [True, False]
+
+
+def test_empty_panes_say_waiting_only_while_a_request_is_in_flight(qtbot, console):
+    c = console(tokens_per_s=500.0, thinking_tokens=10, answer_tokens=10)
+    ab = c.page.ab_view
+    for column in (ab.left, ab.right):
+        assert "Waiting" not in column.reply.answer.placeholderText()
+        assert column.reply.answer.placeholderText().startswith("Nothing sent yet")
+    c.page.set_mode("ab")
+    c.page.prompt_edit.setPlainText("Why is decode memory-bound?")
+    with qtbot.waitSignal(c.page.session.run_finished, timeout=WAIT_MS):
+        assert c.page.send() is not None
+        assert ab.left.reply.answer.placeholderText() == "Waiting for the first token…"
+        assert ab.right.reply.answer.placeholderText().startswith("Queued")
+    c.page.set_mode("chat")
+    c.page.prompt_edit.setPlainText("Once more")
+    with qtbot.waitSignal(c.page.session.run_finished, timeout=WAIT_MS):
+        c.page.send()
+        assert c.page.conversation.turns[-1].reply.answer.placeholderText() == "Waiting for the first token…"
 
 
 def test_presets_fill_the_form_and_edits_are_kept(qtbot, console):
@@ -335,7 +406,7 @@ def test_a_conversation_exports_as_markdown_and_json(qtbot, console, tmp_path):
     assert c.page.export_button.isEnabled()
     md_path, json_path = tmp_path / "talk.md", tmp_path / "talk.json"
     assert c.page.export_conversation("md", md_path) and c.page.export_conversation("json", json_path)
-    assert "talk.json" in c.page.export_status.text() and "2 turns" in c.page.export_status.text()
+    assert "talk.json" in c.page.export_status.full_text() and "2 turns" in c.page.export_status.full_text()
     text = md_path.read_text(encoding="utf-8")
     assert "## Turn 1 · qwen3:14b · Thinking" in text and "## Turn 2 · qwen3:14b · Non-thinking" in text
     assert "> First question" in text and "> Be brief." in text and "<summary>Thinking</summary>" in text
@@ -375,7 +446,7 @@ def test_a_finished_burst_exports_its_replies_as_csv_and_json(qtbot, console, tm
     c.send_and_wait(qtbot, "Count to twelve")
     assert c.page.export_button.isEnabled()
     assert c.page.export_burst("csv", tmp_path / "burst.csv") and c.page.export_burst("json", tmp_path / "burst.json")
-    assert "4 replies" in c.page.export_status.text()
+    assert "4 replies" in c.page.export_status.full_text()
     rows = list(csv.DictReader((tmp_path / "burst.csv").open(encoding="utf-8")))
     assert [r["reply"] for r in rows] == ["1", "2", "3", "4"] and {r["state"] for r in rows} == {"done"}
     assert all(r["eval_count"] == "12" and r["done_reason"] == "stop" and float(r["ttft_ms"]) > 0 for r in rows)
@@ -383,6 +454,15 @@ def test_a_finished_burst_exports_its_replies_as_csv_and_json(qtbot, console, tm
     assert (doc["model"], doc["prompt"], doc["copies"]) == ("qwen3:14b", "Count to twelve", 4)
     assert doc["summary"]["completed"] == 4 and doc["summary"]["eval_tokens"] == 48
     assert doc["replies"][0]["figures"]["answer_tokens"] == 12
+    # A long file name does not squeeze the buttons beside the message: it is cut, whole in its tooltip.
+    long_name = tmp_path / ("burst-replies-of-the-long-context-check-on-the-embedded-engine-" * 2 + "0130.csv")
+    assert c.page.export_burst("csv", long_name)
+    qtbot.waitUntil(lambda: c.page.export_status.is_elided(), timeout=WAIT_MS)
+    for button in (c.page.send_button, c.page.stop_button, c.page.export_button, c.page.copies):
+        assert button.width() >= button.sizeHint().width(), button.text() if hasattr(button, "text") else button
+    status = c.page.export_status
+    assert status.full_text() == f"Saved 4 replies to {long_name.name}" and status.full_text() in status.toolTip()
+    assert str(long_name) in status.toolTip()
     c.page.set_mode("chat")  # the chat menu comes back, and the conversation is empty
     assert [a.text() for a in c.page.export_button.menu().actions()][0] == "Conversation as Markdown…"
     assert not c.page.export_button.isEnabled()
