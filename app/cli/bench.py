@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from app import __version__
 from app.cli.backend_arg import add_backend_argument, chosen_backend
-from app.cli.checks import (ArgProblem, Range, check_output_path, check_ranges, check_text, check_values,
+from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
 from app.core.bench.stats import LatencyTargets
 from app.core.errors import DeckError
@@ -148,6 +148,7 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
 
     tuning = registry.get(chosen_backend(args)).tuning
     if demo is None:
+        check_config_dir("--config-dir", args.config_dir)
         # Only read: a damaged file stays where it is for the window to move aside and report. A file that could
         # not be used at all is said here (a field's problem is said by the checks of what uses it).
         loaded = SettingsStore(Path(args.config_dir) if args.config_dir else None, tuning).load(change_nothing=True)

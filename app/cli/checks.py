@@ -126,6 +126,18 @@ def check_output_path(flag: str, path: str) -> None:
         raise ArgProblem(f"{flag} {path}: {exc.strerror or exc}") from None
 
 
+def check_config_dir(flag: str, path: str | None) -> None:
+    """ArgProblem when `path` names something that is not a folder (a missing one is made when needed)."""
+    if path is None:
+        return
+    target = Path(path)
+    try:
+        if target.exists() and not target.is_dir():
+            raise ArgProblem(f"{flag} {path} is a file, not a folder; give the folder that holds settings.json")
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        raise ArgProblem(f"{flag} {path}: {exc.strerror or exc}") from None
+
+
 def check_text(flag: str, value: str | None, *, empty_ok: bool = True) -> None:
     """ArgProblem for an empty (when not allowed) value."""
     if value is not None and not empty_ok and not value.strip():

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.cli.backend_arg import add_backend_argument, chosen_backend
-from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, server_url
+from app.cli.checks import ArgProblem, Range, check_config_dir, check_ranges, check_text, one_line, server_url
 from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP, cap_note
 from app.core.errors import DeckError, MalformedResponse, ModelNotFound, OllamaConnectError
 from app.core.replies import StreamChunk
@@ -181,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_ranges(args, RANGES)
         check_text("--model", args.model, empty_ok=False)
+        check_config_dir("--config-dir", args.config_dir)
         url = (server_url("--url", args.url).base_url if args.url is not None
                else _default_url(args.config_dir, backend))
         text = _prompt_text(args.text)

@@ -162,3 +162,16 @@ def test_a_model_file_that_is_not_there_is_named(tmp_path):
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
     assert f"--model {missing}: there is no such file" in line
+
+
+def test_a_config_dir_that_is_a_file_is_refused_in_one_line(tmp_path):
+    not_a_folder = tmp_path / "show.json"
+    not_a_folder.write_text("{}")
+    for args in (("bench", "--model", "m", "--url", _dead_url(), "--no-history"),
+                 ("prompt", "--model", "m", "--no-think", "--url", _dead_url(), "hi")):
+        result = deck(*args, "--config-dir", str(not_a_folder))
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr.strip().splitlines() == [
+            f"ollama-deck {args[0]}: --config-dir {not_a_folder} is a file, not a folder; give the folder that "
+            "holds settings.json"]
+    assert not_a_folder.read_text() == "{}"

@@ -159,12 +159,13 @@ class _RestartsInPlace:
 
 def test_a_served_model_the_server_does_not_list_is_loaded_all_the_same():
     # llama-server's API, as the real one answered it: it serves one model (/props, /v1/models) and, unlike
-    # Ollama's /api/ps, lists no loaded models with their memory split.
+    # Ollama's /api/ps, says nothing of where its memory sits: the model is listed without sizes.
     async def go():
         async with replaying(Replay()) as url:
             async with LlamaServerClient(url) as client:
                 served = (await client.tags())[0].name
-                assert await client.ps() == []
+                listed = await client.ps()
+                assert [m.name for m in listed] == [served] and listed[0].size_vram_bytes is None
             settings = ServerSettings(port=urlsplit(url).port)
             supervisor = _RestartsInPlace()
             applier = GuardedApplier(supervisor, LlamaServerClient, ScriptedGpuBackend(available=False))
