@@ -50,14 +50,16 @@ def test_prompt_reports_the_figures_of_the_servers_final_record(make_real_ollama
     assert figures["answer"] == streamed and streamed
 
 
-def test_think_on_a_model_without_thinking_is_the_real_400_in_one_line(make_real_ollama, capsys):
+def test_think_on_a_model_without_thinking_is_refused_in_one_line_from_its_capabilities(make_real_ollama, capsys):
+    # The real server's own capabilities (/api/show) say the model cannot think: refused before a chat is sent.
     server = make_real_ollama()
     code = main(["prompt", "--url", server.base_url, "--model", MODEL_NAME, "--think", "Hi"])
     err = capsys.readouterr().err
     assert code == 1
-    assert '"smollm2" does not support thinking' in err and "--no-think" in err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert server.logs.wait_for('| 400 |').endswith('POST     "/api/chat"')
+    assert f'{MODEL_NAME} cannot think: it has no "thinking" capability (the server lists: completion)' in err
+    assert "--no-think" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "| 200 |" in server.logs.wait_for('"/api/show"')  # asked of the server itself
+    assert not [line for line in server.logs.lines if '"/api/chat"' in line]  # and no chat was sent
 
 
 def test_a_burst_of_copies_all_finish_with_their_own_final_records(make_real_ollama):

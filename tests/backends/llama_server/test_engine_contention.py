@@ -48,17 +48,19 @@ def test_a_point_measured_while_other_processes_take_the_cpu_is_not_stable(make_
     assert h.run(h.supervisor.start()).state is ServerState.RUNNING_MANAGED
     base = h.supervisor.settings
     plan = LoadPlan(model=str(bundled_model), prompts=(BenchPrompt("story", "Tell a story about a lighthouse."),),
-                    requests=4, num_predict=16, think=False, warmup_requests=1)
+                    requests=6, num_predict=32, think=False, warmup_requests=1)
     # The same setting twice: only the competition differs between the points.
     spec = SweepSpec(base, SweepAxes(parallel=(1,), concurrency=(2, 3)), plan, LatencyTargets(60_000, 10_000))
     burners: list[subprocess.Popen[bytes]] = []
     background = quiet_or_not(h.supervisor.server_pids())
 
     def on_progress(progress: SweepProgress) -> None:
-        # The second point's measured window has begun: burning processes on all cores but one, so the
-        # machine has no core to spare whatever its size (started on the loop thread; Popen returns at once).
-        # More would starve the engine's spinning threads for minutes on 2 cores.
-        if progress.point == 1 and progress.phase == "measuring" and not burners:
+        # The second point warms up: burning processes on all cores but one, so the machine has no core to
+        # spare whatever its size (started on the loop thread; Popen returns at once). Started before its
+        # window opens, they burn through all of it however fast the engine answers (a window of a second
+        # or so here: started as it opened, they would still be starting when it closed). More would starve
+        # the engine's spinning threads for minutes on 2 cores.
+        if progress.point == 1 and progress.phase == "warm-up" and not burners:
             burners.extend(subprocess.Popen([sys.executable, "-c", BURN, str(BURN_S)])
                            for _ in range(max(1, min((psutil.cpu_count() or 1) - 1, 32))))
 
@@ -87,7 +89,7 @@ def test_a_point_measured_while_other_processes_take_the_cpu_is_not_stable(make_
         assert quiet.contention.top_pid not in mine, quiet.contention.text()
     assert quiet.contention.cpu_server_pct is not None and quiet.contention.cpu_server_pct > 0
     # With the burners: every request still succeeded, but the point says what took the CPU and is not stable.
-    assert contended.stats is not None and contended.stats.requests_ok == 4
+    assert contended.stats is not None and contended.stats.requests_ok == 6
     verdict = contended.contention
     assert contended.status == UNSTABLE and verdict.kind is ContentionKind.CPU, verdict.text()
     assert verdict.top_pid not in server | {os.getpid()}, verdict.text()
