@@ -91,16 +91,18 @@ def title_with_legend(title: str, entries: list[tuple[str, str, bool]]) -> str:
 
     The legend lives in the title row rather than over the data, so no curve ever hides
     behind it, however small the plot gets. A line may break between entries (never inside one),
-    so a narrow plot can wrap its legend onto more lines.
+    so a narrow plot can wrap its legend onto more lines, and between the title's words.
     """
-    parts = [f"<span style='color:{TITLE_TEXT}; font-weight:700'>{title}</span>"]
+    heading = f"<span style='color:{TITLE_TEXT}; font-weight:700'>{title}</span>"
+    parts = []
     for name, color, dashed in entries:
         swatch = "&#x254D;&#x254D;" if dashed else "&#x2501;&#x2501;"
         parts.append(
             f"<span style='color:{color}; font-weight:700'>{swatch}</span>"
             f"<span style='color:{AXIS_TEXT}; font-weight:400'>&nbsp;{name}</span>"
         )
-    return "&nbsp;&nbsp;&nbsp; ".join(f"<span style='white-space:nowrap'>{part}</span>" for part in parts)
+    # The title itself may break between its words, should a plot be narrower than it alone.
+    return "&nbsp;&nbsp;&nbsp; ".join([heading] + [f"<span style='white-space:nowrap'>{part}</span>" for part in parts])
 
 
 def make_static_plot(y_label: str, x_label: str = "", *, title: str | None = None, min_height: int = 180,

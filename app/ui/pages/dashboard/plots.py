@@ -61,6 +61,11 @@ class TimePlot:
         self.legend: list[tuple[str, str, bool]] = []
         self.widget = make_time_plot(title, y_label)
         self.item = self.widget.getPlotItem()
+        # The title row spans the axes' columns too (pyqtgraph puts it over the data column alone), so the
+        # text is laid out, wrapped and centred in the width it is actually drawn in: the whole plot's.
+        label = self.item.titleLabel
+        self.item.layout.removeItem(label)
+        self.item.layout.addItem(label, 0, 0, 1, 3)
         self.grid = plots.TickGrid(self.item)
         self.limits: list[tuple[pg.InfiniteLine, int, float]] = []
         self.series: list[Series] = []
@@ -84,10 +89,10 @@ class TimePlot:
 
     def _fit_title(self) -> None:
         """One line where the title and its legend fit the plot's width, else wrapped between legend
-        entries onto as many lines as it needs, the title row growing to hold them. (The text may run
-        over the axes' columns, so the whole plot's width is what it has.)"""
+        entries onto as many lines as it needs, the title row growing to hold them. The width is the title
+        cell's as laid out (the row spans the axes' columns), less a margin at its ends."""
         label = self.item.titleLabel
-        width = self.item.geometry().width() - TITLE_MARGIN_PX
+        width = math.floor(label.geometry().width()) - TITLE_MARGIN_PX
         wrap = width > 0 and self._one_line_width > width
         text_width = float(width) if wrap else -1.0
         if text_width == label.item.textWidth() and wrap == self.title_wrapped:

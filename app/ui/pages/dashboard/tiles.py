@@ -115,7 +115,9 @@ class StatTile(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 10, 12, 10)
         layout.setSpacing(2)
+        self.title = title
         self.title_label = QLabel(title.upper())
+        self._title_full = title.upper()
         self.title_label.setObjectName("TileTitle")
         self.value_label = OpaqueLabel(NO_DATA)
         self.value_label.setObjectName("TileValue")
@@ -157,8 +159,19 @@ class StatTile(QFrame):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
+        self._fit_title()
         self._fit_value()
         self._fit_detail()
+
+    def _fit_title(self) -> None:
+        """Elide the title to the tile's width (a narrow tile would cut it mid-letter); the tooltip keeps
+        the whole title. The label's own metrics are used: its style sheet spaces the letters out."""
+        width = self.contentsRect().width() - 30  # the layout's side margins
+        shown = self.title_label.fontMetrics().elidedText(self._title_full, Qt.TextElideMode.ElideRight,
+                                                          max(width, 20))
+        if self.title_label.text() != shown:
+            self.title_label.setText(shown)
+        self.title_label.setToolTip(self._title_full if shown != self._title_full else "")
 
     def _fit_detail(self) -> None:
         """Elide the detail line to the tile's width; the tooltip keeps the whole text."""
