@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.ollama.server_fixtures import free_port, write_launcher  # noqa: E402
+from shot_support import offscreen_screen  # noqa: E402 - the scripts' folder is on sys.path
 
 
 
@@ -37,15 +38,6 @@ def wait_for(url: str, timeout_s: float = 20.0) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
-
-
-def offscreen_screen(folder: Path, width: int, height: int) -> Path:
-    """A Qt offscreen-platform configuration with one screen of width x height pixels (its default is 800x800,
-    and the window never opens larger than its screen)."""
-    path = folder / f"screen-{width}x{height}.json"
-    path.write_text(json.dumps({"screens": [{"name": "screen", "x": 0, "y": 0, "width": width, "height": height,
-                                              "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
-    return path
 
 
 def main() -> int:

@@ -16,7 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from shot_support import offscreen_platform  # noqa: E402 - the scripts' folder is on sys.path
+
+os.environ.setdefault("QT_QPA_PLATFORM", offscreen_platform())
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
