@@ -358,9 +358,11 @@ class FitPanel(QFrame):
         parts = [("weights", est.weights_cpu_bytes), ("kv", est.kv_bytes), ("compute", est.host_compute_bytes),
                  ("overhead", 0), ("others", others)]
         self.bar.set_parts(total, parts, est.host_bytes + others)
+        known = host is not None and bool(host.total_bytes)
         values = dict(parts, free=max(0, total - others - est.host_bytes))
         for key, label in self.legend_values.items():
-            label.setText(_gib(values[key]))
+            # Until this computer's memory is read, what others hold and what is free are not known.
+            label.setText(_gib(values[key]) if known or key not in ("others", "free") else "—")
 
     # --- internals ------------------------------------------------------------------------
     def _model_changed(self, name: str) -> None:

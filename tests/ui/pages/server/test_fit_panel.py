@@ -134,3 +134,17 @@ def test_without_a_gpu_the_panel_prices_this_computers_ram_by_default(qtbot):
         p.card_combo.setCurrentIndex(p.card_combo.findData(24))  # planning for a card elsewhere
     assert changed.args == ["VRAM price"] and p.title.text() == "VRAM price of these settings"
     qtbot.waitUntil(lambda: p.estimate is not None and not p.estimate.cpu_only, timeout=WAIT_MS)
+
+
+def test_without_a_gpu_free_ram_is_unknown_until_this_computers_memory_is_read(qtbot):
+    p = FitPanel(mapping=OLLAMA_TUNING)
+    qtbot.addWidget(p)
+    p.set_gpu(None)
+    _pick(p, "smollm2", SMOL)
+    qtbot.waitUntil(lambda: p.estimate is not None, timeout=WAIT_MS)
+    assert p.estimate.cpu_only
+    assert p.legend_values["free"].text() == p.legend_values["others"].text() == "—"  # not "0.0 GiB"
+    assert p.legend_values["weights"].text().endswith("GiB")  # what the load needs is known all the same
+    p.set_host(HostMemory(16 * GIB, 32 * GIB))
+    qtbot.waitUntil(lambda: p.legend_values["free"].text() != "—", timeout=WAIT_MS)
+    assert p.legend_values["others"].text() == "16.0 GiB"  # 32 GiB total, 16 available
