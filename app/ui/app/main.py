@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,6 +43,7 @@ from app.ui.pages.bench.page import BenchPage
 from app.ui.pages.prompt.page import ConsolePage
 from app.ui.app.server_controller import ServerController
 from app.ui.app.telemetry_poller import ServerTelemetryPoller
+from app.ui.app.qt_platform import screenshot_platform
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.app.gc_policy import GuiThreadCollection
 from app.ui.app.window import DEFAULT_SIZE, MainWindow
@@ -365,6 +369,13 @@ def run_gui(args: argparse.Namespace) -> int:
         # Qt scales every widget, font and plot by this factor; it must be set before the application exists.
         os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"
     existing = QApplication.instance()
+    if args.screenshot and existing is None:
+        # Headless, the picture is taken on a full-HD screen unless one is configured (Qt's own is 800x800).
+        folder = Path(tempfile.mkdtemp(prefix="ollama-deck-screen-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        platform = screenshot_platform(os.environ, folder)
+        if platform is not None:
+            os.environ["QT_QPA_PLATFORM"] = platform
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName("ollama-deck")
     app.setDesktopFileName("ollama-deck")

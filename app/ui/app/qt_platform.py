@@ -10,6 +10,7 @@ prints the one apt-get line that installs them. Nothing here imports Qt: it runs
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -103,3 +104,21 @@ def xcb_problem(env: Mapping[str, str] | None = None,
 
 __all__ = ["EXIT_MISSING_LIBRARIES", "debian_package", "missing_xcb_libraries", "platform_will_be_xcb",
            "unresolved_libraries", "xcb_plugin_files", "xcb_problem"]
+
+
+# The screen a headless --screenshot renders on when none is configured: Qt's offscreen default is 800x800,
+# and the window opens no larger than its screen, so the 1440x900 window would come out cramped.
+SCREENSHOT_SCREEN = (1920, 1080)
+
+
+def screenshot_platform(env: Mapping[str, str], folder: Path) -> str | None:
+    """QT_QPA_PLATFORM for a headless --screenshot: plain `offscreen` gains a configuration file (written in
+    folder) with one SCREENSHOT_SCREEN-sized screen; None when the platform is another or already configured."""
+    if env.get("QT_QPA_PLATFORM", "").strip() != "offscreen":
+        return None
+    width, height = SCREENSHOT_SCREEN
+    path = folder / f"screen-{width}x{height}.json"
+    path.write_text(json.dumps({"screens": [{"name": "screenshot", "x": 0, "y": 0, "width": width,
+                                             "height": height, "logicalDpi": 96, "logicalBaseDpi": 96,
+                                             "dpr": 1}]}))
+    return f"offscreen:configfile={path}"

@@ -406,3 +406,16 @@ def test_a_second_window_on_one_folder_does_not_overwrite_the_first_ones_apply_u
     qtbot.waitUntil(lambda: "Not applied" in banner.text, timeout=10_000)
     assert "was changed since this window read it" in banner.text and "Apply again" in banner.text
     assert json.loads(path.read_text())["settings"]["num_parallel"] == 6  # the first window's Apply stands
+
+
+def test_a_headless_screenshot_without_a_configured_screen_has_the_default_window_size(tmp_path):
+    out = tmp_path / "plain.png"
+    env = dict(_env_without_ollama(tmp_path), QT_QPA_PLATFORM="offscreen")  # Qt's own screen: 800 x 800
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(out), "--page", "server",
+         "--config-dir", str(tmp_path / "cfg"), "--url", "http://127.0.0.1:9"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1440, 900)

@@ -4,9 +4,11 @@ blaming libxcb-cursor0: only when Qt will use xcb, with a finder a test can repl
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +86,12 @@ def test_the_real_check_agrees_with_qt_about_loading_the_plugin(tmp_path):
     missing = qt_platform.missing_xcb_libraries()
     assert connected is (missing == []), (missing, done.stderr[-2000:])
     assert (xcb_problem(env) is None) is connected
+
+
+def test_a_screenshot_gets_a_full_hd_offscreen_screen_only_when_none_is_configured(tmp_path):
+    platform = qt_platform.screenshot_platform({"QT_QPA_PLATFORM": "offscreen"}, tmp_path)
+    assert platform is not None and platform.startswith("offscreen:configfile=")
+    [screen] = json.loads(Path(platform.split("=", 1)[1]).read_text())["screens"]
+    assert (screen["width"], screen["height"]) == (1920, 1080)
+    for configured in ({"QT_QPA_PLATFORM": "offscreen:configfile=mine.json"}, {"QT_QPA_PLATFORM": "xcb"}, {}):
+        assert qt_platform.screenshot_platform(configured, tmp_path) is None
