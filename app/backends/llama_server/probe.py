@@ -143,8 +143,8 @@ def reason_line(lines: tuple[str, ...]) -> str:
     for marker in _REASON_MARKERS:
         found = next((line for line in lines if marker in line.lower()), None)
         if found is not None:
-            return _LOG_PREFIX.sub("", found.strip())
-    return next((_LOG_PREFIX.sub("", line.strip()) for line in reversed(lines) if line.strip()), "")
+            return log_text(found)
+    return next((log_text(line) for line in reversed(lines) if line.strip()), "")
 
 
 __all__ = ["Health", "INSTALL_HINT", "PROBE_TIMEOUT_S", "find_binary", "health", "identify", "log_text", "port_accepts", "props",

@@ -76,6 +76,9 @@ class QueuedRecorder:
         except DeckError as exc:
             with self._lock:
                 self._error = exc.user_text()
+        except Exception as exc:  # noqa: BLE001 - on the writer thread nothing else would see it: the run is not kept
+            with self._lock:
+                self._error = f"the history could not be written ({type(exc).__name__}: {exc})"
 
     def _begin(self, run: SweepRun) -> None:
         self._run_id = self._history.begin(run)

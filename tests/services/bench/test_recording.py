@@ -53,3 +53,23 @@ def test_a_lock_held_to_the_end_is_reported_with_what_was_kept(tmp_path):
     assert (kept.points_kept, kept.points) == (1, 3) and kept.run_id is not None
     [summary] = history.list_runs()
     assert summary.status == "running" and summary.points_done == 1  # never "finished" without its points
+
+
+class _BrokenAtTheEnd(BenchHistory):
+    """The real SQLite history whose end fails with an error that is not the storage's own (a bug, say)."""
+
+    def finish(self, run_id, run):
+        raise TypeError("Object of type bytes is not JSON serializable")
+
+
+def test_an_unexpected_failure_on_the_writer_thread_is_reported_not_taken_for_saved(tmp_path):
+    history = _BrokenAtTheEnd(tmp_path / "benchmarks.sqlite3")
+    run = make_run()
+    recorder = QueuedRecorder(history)
+    recorder.started(_started(run))
+    for result in run.results:
+        recorder.point_done(run, result)
+    kept = recorder.close(run)
+    assert not kept.saved and "TypeError: Object of type bytes is not JSON serializable" in kept.error
+    [summary] = history.list_runs()
+    assert summary.status == "running"  # the end was not stored, and the run does not claim it was
