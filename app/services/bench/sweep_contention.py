@@ -36,5 +36,13 @@ class ContentionWindow:
         except Exception as exc:  # noqa: BLE001 - a failed reading is a gap, never a failed benchmark
             return unmeasured(f"the process table could not be read ({exc})")
 
+    async def close(self) -> None:
+        """Wait for the first readings if they are still being taken (a window whose workload failed is never
+        judged): their thread ends, and a failure there is dropped with the window instead of left unread."""
+        if self._began is not None and not self._began.done():
+            await asyncio.gather(self._began, return_exceptions=True)
+        elif self._began is not None and not self._began.cancelled():
+            self._began.exception()  # read, so a failed reading is not reported as never retrieved
+
 
 __all__ = ["ContentionWindow"]

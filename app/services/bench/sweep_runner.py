@@ -344,6 +344,7 @@ class SweepRunner:
                 result = await generator.run(plan, on_request, on_stage)
                 contention = await contention_window.verdict(on_gpu)
             finally:
+                await contention_window.close()
                 await window.stop()
                 server = await server_window.stop()
         stats = summarize(result.records, spec.targets)
