@@ -74,7 +74,8 @@ class MainWindow(QMainWindow):
         # Esc leaves full screen (a presenter's first reflex); out of full screen it is left to the page.
         self._leave_full_screen = QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.leave_full_screen)
         self._leave_full_screen.setEnabled(False)
-        self.quit_shortcuts = [QShortcut(keys, self, self.close) for keys in quit_keys()]
+        for keys in quit_keys():
+            QShortcut(keys, self, self.close)  # owned by the window
         self._fitted_once = False
         self._follow(controller)
 
