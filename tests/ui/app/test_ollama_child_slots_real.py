@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -24,41 +23,20 @@ from app.core.server.state import ServerState
 from app.core.server_telemetry import ServerSample
 from app.ui.app.telemetry_poller import ServerTelemetryPoller
 from app.ui.pages.server.slots_view import SlotsView
-from tests.engine_fixtures import missing
+from tests.ollama_real_fixtures import OllamaKit
 from tests.fakes.raw_http import closed_port
 
 pytestmark = [pytest.mark.ollama_real, pytest.mark.slow]
 
-ASSEMBLE = Path("shared") / "ollama" / "assemble.sh"
 LOAD_WAIT_MS = 240_000  # a load and a reply on a busy 2-core machine
 PROXY = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
 
 
-def find_assemble() -> Path | None:
-    """assemble.sh in $DECK_OLLAMA_KIT, else ../shared/ollama beside the checkout (or above a worktree's folder)."""
-    given = os.environ.get("DECK_OLLAMA_KIT", "").strip()
-    if given:
-        return Path(given) / ASSEMBLE.name if (Path(given) / ASSEMBLE.name).is_file() else None
-    for folder in Path(__file__).resolve().parents:
-        if (folder / ASSEMBLE).is_file():
-            return folder / ASSEMBLE
-    return None
-
-
-@pytest.fixture(scope="session")
-def real_ollama(tmp_path_factory, llama_server_binary: Path) -> Path:
-    """The real `ollama` program laid out with the installed engine's llama-server beside it."""
-    script = find_assemble()
-    if script is None:
-        missing("the real Ollama kit is missing: no ../shared/ollama/assemble.sh above the checkout (set "
-                "DECK_OLLAMA_KIT to the folder holding assemble.sh and ollama-0.32.15-linux-amd64.gz)")
-    assert script is not None
-    dest = tmp_path_factory.mktemp("real-ollama")
-    run = subprocess.run(["bash", str(script), str(dest), sys.executable],
-                         capture_output=True, text=True)
-    if run.returncode != 0:
-        missing(f"the real Ollama could not be laid out with {script}: {run.stderr.strip()[-300:]}")
-    return Path(run.stdout.strip().splitlines()[-1])
+@pytest.fixture
+def real_ollama(ollama_kit: OllamaKit) -> Path:
+    """The real `ollama` program the suite found once (on PATH, or the kit laid out): skipped, or failed with
+    DECK_REQUIRE_OLLAMA=1, with what is missing."""
+    return ollama_kit.ollama
 
 
 def post(url: str, body: dict, timeout_s: float = 300.0) -> dict:
