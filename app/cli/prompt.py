@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import ArgProblem, Range, check_config_dir, check_ranges, check_text, one_line, server_url
 from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP, cap_note
-from app.core.errors import DeckError, MalformedResponse, ModelNotFound, OllamaConnectError
+from app.core.errors import DeckError, MalformedResponse, ModelNotFound, ServerUnreachable
 from app.core.replies import StreamChunk
 from app.core.console.reply_stats import figure_rows
 
@@ -154,7 +154,7 @@ def _error_text(error: DeckError, backend: Any, model: str) -> str:
     from app.backends import registry
 
     words = backend.command_words
-    if isinstance(error, OllamaConnectError):
+    if isinstance(error, ServerUnreachable):
         return f"{error.message} — {words.start_hint}"
     if isinstance(error, ModelNotFound):
         return f"{error.message} — {words.model_hint.format(model=model)}"

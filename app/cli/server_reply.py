@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import asyncio
 
-from app.core.errors import OllamaTimeout
+from app.core.errors import ServerTimeout
 from app.core.ports.catalog import ModelCatalog
 
 NO_REPLY_TIMEOUT_S = 10.0
 
 
 async def require_reply(catalog: ModelCatalog, url: str, timeout_s: float | None = None) -> str:
-    """The server's version, asked with a short timeout (s; default NO_REPLY_TIMEOUT_S); OllamaTimeout
+    """The server's version, asked with a short timeout (s; default NO_REPLY_TIMEOUT_S); ServerTimeout
     when the server accepted the connection but sent nothing back in that time."""
     limit = NO_REPLY_TIMEOUT_S if timeout_s is None else timeout_s
     try:
         return await asyncio.wait_for(catalog.version(), limit)
     except TimeoutError:
-        raise OllamaTimeout(
+        raise ServerTimeout(
             f"The server at {url} accepted the connection but sent no reply within {limit:g} s; is it hung "
             "or still starting?",
             hint="Check its log or restart it; a server busy loading a model still answers this at once.") from None

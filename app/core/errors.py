@@ -37,7 +37,7 @@ class DeckError(Exception):
         return f"{self.message} — {self.hint}" if self.hint else self.message
 
 
-class OllamaError(DeckError):
+class ServerError(DeckError):
     """An error from (or on the way to) the Ollama server."""
 
     status: int | None = None
@@ -48,43 +48,43 @@ class OllamaError(DeckError):
             self.status = status
 
 
-class OllamaConnectError(OllamaError):
+class ServerUnreachable(ServerError):
     hint = "Is the server running? Start it on the Server page or check host and port."
 
 
-class OllamaTimeout(OllamaError):
+class ServerTimeout(ServerError):
     hint = "The server did not answer in time; it may be loading a large model or stuck."
 
 
-class MalformedResponse(OllamaError):
+class MalformedResponse(ServerError):
     hint = "The server sent something that is not Ollama's API; check that host:port is Ollama."
 
 
-class ModelNotFound(OllamaError):
+class ModelNotFound(ServerError):
     status = 404
     hint = "Pull the model first (Models page) or check the name and tag."
 
 
-class BadRequest(OllamaError):
+class BadRequest(ServerError):
     status = 400
     hint = "The server refused the request as sent."
 
 
-class ServerError(OllamaError):
+class ServerFault(ServerError):
     status = 500
     hint = "See the server log for details."
 
 
-class OutOfMemory(ServerError):
+class OutOfMemory(ServerFault):
     hint = "Lower context length or parallel requests, quantize the KV cache, or use a smaller quantization."
 
 
-class QueueFull(OllamaError):
+class QueueFull(ServerError):
     status = 503
     hint = "Too many requests are waiting; raise max queue or send fewer at once."
 
 
-class StreamError(OllamaError):
+class StreamError(ServerError):
     """An in-band `{"error": ...}` line after a stream had started (HTTP status stays 200)."""
 
     hint = "The server failed mid-reply; see the server log."
@@ -100,7 +100,7 @@ class StreamOutOfMemory(StreamError, OutOfMemory):
     """An in-band error line that reports running out of memory."""
 
 
-def error_for_status(status: int, message: str) -> OllamaError:
+def error_for_status(status: int, message: str) -> ServerError:
     """Map an HTTP status and Ollama's `error` text to a typed error keeping the text."""
     if status == 404:
         return ModelNotFound(message, status=404)
@@ -111,8 +111,8 @@ def error_for_status(status: int, message: str) -> OllamaError:
     if status >= 500:
         if is_oom_message(message):
             return OutOfMemory(message, status=status)
-        return ServerError(message, status=status)
-    return OllamaError(message, status=status, hint="Unexpected HTTP status from the server.")
+        return ServerFault(message, status=status)
+    return ServerError(message, status=status, hint="Unexpected HTTP status from the server.")
 
 
 def error_for_stream_line(message: str) -> StreamError:
@@ -136,17 +136,17 @@ class TransportWords:
         self.server = server  # as the user knows it, e.g. "Ollama", "llama-server"
         self.connect_hint = connect_hint  # None: the generic "is the server running?" hint
 
-    def connect_failed(self, url: str, reason: object) -> OllamaConnectError:
+    def connect_failed(self, url: str, reason: object) -> ServerUnreachable:
         """Nothing answered at url."""
-        return OllamaConnectError(f"Cannot connect to {self.server} at {url}: {reason}", hint=self.connect_hint)
+        return ServerUnreachable(f"Cannot connect to {self.server} at {url}: {reason}", hint=self.connect_hint)
 
-    def connect_timed_out(self, url: str, timeout_s: float) -> OllamaTimeout:
+    def connect_timed_out(self, url: str, timeout_s: float) -> ServerTimeout:
         """The connection was not accepted within timeout_s seconds."""
-        return OllamaTimeout(f"Connecting to {self.server} at {url} timed out after {timeout_s:g} s")
+        return ServerTimeout(f"Connecting to {self.server} at {url} timed out after {timeout_s:g} s")
 
-    def read_timed_out(self, url: str, timeout_s: float) -> OllamaTimeout:
+    def read_timed_out(self, url: str, timeout_s: float) -> ServerTimeout:
         """A reply fell silent for timeout_s seconds."""
-        return OllamaTimeout(f"{self.server} at {url} sent nothing for {timeout_s:g} s")
+        return ServerTimeout(f"{self.server} at {url} sent nothing for {timeout_s:g} s")
 
     def dropped(self, url: str, replied: bool = True, reason: object = None) -> StreamDropped:
         """The connection closed before the reply was complete (or before any of it)."""

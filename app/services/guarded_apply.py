@@ -11,7 +11,7 @@ from typing import Any
 from collections.abc import Callable
 
 from app.core.server.apply_check import ApplyJudgement, ApplyObservation, judge
-from app.core.errors import OllamaError, OutOfMemory, is_oom_message
+from app.core.errors import ServerError, OutOfMemory, is_oom_message
 from app.core.memory.estimator import VramEstimate
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.server import ServerControl
@@ -89,7 +89,7 @@ class GuardedApplier:
         async with self._client_factory(settings.base_url) as client:
             try:
                 await client.load(model)
-            except OllamaError as exc:
+            except ServerError as exc:
                 # A load that kills the server shows up as a crash; check before blaming the model.
                 running = self._supervisor.status.state is ServerState.RUNNING_MANAGED
                 oom = isinstance(exc, OutOfMemory) or is_oom_message(exc.message)

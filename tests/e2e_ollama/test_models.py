@@ -13,7 +13,7 @@ import pytest
 from app.adapters.aio import LoopThread
 from app.backends.ollama.client import OllamaClient
 from app.backends.ollama.spec import OllamaModelRules
-from app.core.errors import ModelNotFound, OllamaError
+from app.core.errors import ModelNotFound, ServerError
 from tests.ollama_real_fixtures import MODEL_NAME
 
 pytestmark = pytest.mark.ollama_real
@@ -31,12 +31,12 @@ def test_a_pull_without_network_fails_with_the_servers_words_streamed_and_not(ma
     server = make_real_ollama()
     seen: list[str] = []
 
-    async def pull() -> OllamaError:
+    async def pull() -> ServerError:
         async with OllamaClient(server.base_url) as client:
             try:
                 async for progress in client.pull("qwen3:0.6b"):
                     seen.append(progress.status)
-            except OllamaError as exc:
+            except ServerError as exc:
                 return exc
         raise AssertionError("the pull succeeded without a network")
 

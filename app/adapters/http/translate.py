@@ -12,12 +12,12 @@ import httpx
 from app.adapters.http.connection import origin_of
 from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
                                       ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
-from app.core.errors import MalformedResponse, OllamaConnectError, OllamaError, TransportWords
+from app.core.errors import MalformedResponse, ServerUnreachable, ServerError, TransportWords
 
 
 def error_for_transport(exc: TransportError, words: TransportWords,
-                        from_body: Callable[[int, bytes, str], OllamaError],
-                        malformed: Callable[[str], OllamaError] = MalformedResponse) -> OllamaError:
+                        from_body: Callable[[int, bytes, str], ServerError],
+                        malformed: Callable[[str], ServerError] = MalformedResponse) -> ServerError:
     """The typed error for a streaming-transport failure (`from_body(status, body, url)` reads an error reply)."""
     url = exc.url.rstrip("/")
     if isinstance(exc, HttpStatusError):
@@ -31,16 +31,16 @@ def error_for_transport(exc: TransportError, words: TransportWords,
     if isinstance(exc, ConnectionDropped):
         return words.dropped(url, exc.replied)
     if isinstance(exc, UnsupportedUrl):
-        return OllamaConnectError(f"Streaming replies needs plain http:// to a local server; cannot use {url!r}.",
+        return ServerUnreachable(f"Streaming replies needs plain http:// to a local server; cannot use {url!r}.",
                                   hint="Give the server's address as http://host:port.")
     if isinstance(exc, ProtocolViolation):
         return malformed(f"{words.server} at {url} did not answer valid HTTP: {exc.message}")
-    return OllamaConnectError(f"HTTP failure talking to {words.server} at {url}: {exc.message}",
+    return ServerUnreachable(f"HTTP failure talking to {words.server} at {url}: {exc.message}",
                               hint=words.connect_hint)
 
 
 def error_for_httpx(exc: httpx.HTTPError, url: str, connect_timeout_s: float, read_timeout_s: float,
-                    words: TransportWords) -> OllamaError:
+                    words: TransportWords) -> ServerError:
     """The typed error for an httpx failure of a plain request (timeouts in seconds)."""
     if isinstance(exc, httpx.ConnectTimeout):
         return words.connect_timed_out(url, connect_timeout_s)
@@ -50,28 +50,28 @@ def error_for_httpx(exc: httpx.HTTPError, url: str, connect_timeout_s: float, re
         return words.read_timed_out(url, read_timeout_s)
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
         return words.dropped(url, True, exc)
-    return OllamaConnectError(f"HTTP failure talking to {words.server} at {url}: {exc}", hint=words.connect_hint)
+    return ServerUnreachable(f"HTTP failure talking to {words.server} at {url}: {exc}", hint=words.connect_hint)
 
 
 class ErrorTranslator:
     """One backend's translation of every way a request fails into the app's typed errors."""
 
-    def __init__(self, words: TransportWords, from_body: Callable[[int, bytes, str], OllamaError],
-                 malformed: Callable[[str], OllamaError] = MalformedResponse) -> None:
+    def __init__(self, words: TransportWords, from_body: Callable[[int, bytes, str], ServerError],
+                 malformed: Callable[[str], ServerError] = MalformedResponse) -> None:
         self.words = words
         self._from_body = from_body
         self._malformed = malformed
 
-    def for_transport(self, exc: TransportError) -> OllamaError:
+    def for_transport(self, exc: TransportError) -> ServerError:
         """The typed error for a streaming-transport failure."""
         return error_for_transport(exc, self.words, self._from_body, self._malformed)
 
-    def for_httpx(self, exc: httpx.HTTPError, url: str, connect_timeout_s: float, read_timeout_s: float) -> OllamaError:
+    def for_httpx(self, exc: httpx.HTTPError, url: str, connect_timeout_s: float, read_timeout_s: float) -> ServerError:
         """The typed error for an httpx failure of a plain request."""
         return error_for_httpx(exc, url, connect_timeout_s, read_timeout_s, self.words)
 
     def require_streamable(self, url: str) -> None:
-        """OllamaConnectError now when url cannot carry streamed replies (not plain http://)."""
+        """ServerUnreachable now when url cannot carry streamed replies (not plain http://)."""
         try:
             origin_of(url)
         except TransportError as exc:

@@ -32,7 +32,7 @@ from app.backends.llama_server import catalog
 from app.backends.llama_server.errors import (SERVER, error_from_body, malformed, missing_done, require_streamable,
                                               translated_errors)
 from app.backends.llama_server.wire import SseChatParser, chat_body, parse_models, parse_props, request_body
-from app.core.errors import BadRequest, ModelNotFound, OllamaError
+from app.core.errors import BadRequest, ModelNotFound, ServerError
 from app.core.models import LocalModel, ModelDetails, PullProgress, RunningModel
 from app.core.replies import ChatRequest, FinalFigures, StreamChunk
 
@@ -79,7 +79,7 @@ class LlamaServerClient(ConnectedClient):
         """True when `/health` answers ok (the model is loaded); False while loading or for any failure."""
         try:
             return bool((await self._json("/health")).get("status") == "ok")
-        except (OllamaError, AttributeError):
+        except (ServerError, AttributeError):
             return False
 
     async def props(self) -> dict[str, Any]:
@@ -218,11 +218,11 @@ class LlamaServerClient(ConnectedClient):
             raise missing_done(self.base_url)
 
 
-def _catalog_error(exc: GgufError) -> OllamaError:
-    """A GGUF file's failure as a catalog error (callers handle OllamaError), its words kept."""
+def _catalog_error(exc: GgufError) -> ServerError:
+    """A GGUF file's failure as a catalog error (callers handle ServerError), its words kept."""
     if isinstance(exc, GgufNotFound):
         return ModelNotFound(exc.message, hint=exc.hint)
-    return OllamaError(exc.message, hint=exc.hint)
+    return ServerError(exc.message, hint=exc.hint)
 
 
 def load_client(base_url: str, *, connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0,

@@ -9,7 +9,7 @@ Whatever way a request to llama-server fails, its error is made in this module:
 
 Choices: `exceed_context_size_error` (400: "request (N tokens) exceeds the available context size
 (M tokens)") is BadRequest whose hint names both numbers; 503 `unavailable_error` "Loading model"
-is ServerError telling the user to wait for /health; a refused connection is OllamaConnectError
+is ServerFault telling the user to wait for /health; a refused connection is ServerUnreachable
 naming the URL; a connection that closes mid-reply, or a stream without its `data: [DONE]`, is
 StreamDropped, as for Ollama.
 """
@@ -22,8 +22,8 @@ from typing import Any
 
 
 from app.adapters.http import translate
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaError,
-                             OutOfMemory, QueueFull, ServerError, StreamDropped, StreamError,
+from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerError,
+                             OutOfMemory, QueueFull, ServerFault, StreamDropped, StreamError,
                              StreamOutOfMemory, TransportWords, is_oom_message)
 
 SERVER = "llama-server"
@@ -61,7 +61,7 @@ def _context_hint(error: Mapping[str, Any]) -> str:
             "length on the Server page.")
 
 
-def error_for_object(status: int, error: Mapping[str, Any]) -> OllamaError:
+def error_for_object(status: int, error: Mapping[str, Any]) -> ServerError:
     """The typed error for llama-server's `error` object (its code/type/message), keeping its message."""
     message = str(error.get("message") or "(no message)")
     kind = str(error.get("type") or "")
@@ -69,7 +69,7 @@ def error_for_object(status: int, error: Mapping[str, Any]) -> OllamaError:
     if kind == "exceed_context_size_error":
         return BadRequest(text, hint=_context_hint(error), status=status)
     if kind == "unavailable_error" or (status == 503 and "loading" in message.lower()):
-        return ServerError(text, hint=LOADING_HINT, status=status)
+        return ServerFault(text, hint=LOADING_HINT, status=status)
     if kind == "authentication_error" or status == 401:
         return BadRequest(text, hint=AUTH_HINT, status=status)
     if kind == "not_found_error" or status == 404:
@@ -81,10 +81,10 @@ def error_for_object(status: int, error: Mapping[str, Any]) -> OllamaError:
         return BadRequest(text, status=status)
     if status == 503:
         return QueueFull(text, status=status)
-    return ServerError(text, status=status)
+    return ServerFault(text, status=status)
 
 
-def error_from_body(status: int, body: bytes, url: str) -> OllamaError:
+def error_from_body(status: int, body: bytes, url: str) -> ServerError:
     """The typed error for an HTTP error reply, keeping llama-server's `error.message`."""
     text = body.decode("utf-8", errors="replace")
     try:

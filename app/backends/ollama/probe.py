@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from app.adapters.process import procs
 from app.backends.ollama.client import OllamaClient
-from app.core.errors import OllamaError
+from app.core.errors import ServerError
 
 PROBE_TIMEOUT_S = 2.0
 
@@ -50,13 +50,13 @@ async def identify(client: OllamaClient, timeout_s: float = PROBE_TIMEOUT_S) -> 
     try:
         try:
             is_ollama = await asyncio.wait_for(client.is_ollama(), timeout_s)
-        except (TimeoutError, OllamaError, OSError):
+        except (TimeoutError, ServerError, OSError):
             return False, None
         if not is_ollama:
             return False, None
         try:
             version = await asyncio.wait_for(client.version(), timeout_s)
-        except (TimeoutError, OllamaError, OSError):
+        except (TimeoutError, ServerError, OSError):
             version = None
         return True, version_text(version)
     finally:

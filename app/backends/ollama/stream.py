@@ -6,8 +6,8 @@ Whatever way a request to Ollama fails, its error is made in this module:
 - an error reply's body: `{"error": …}` keeps Ollama's own text, its status picks the type;
 - an in-band `{"error": …}` line, which is how Ollama fails once a stream has started (status 200).
 
-Choices: a refused connection is OllamaConnectError naming the URL; connect and read timeouts are
-OllamaTimeout; a connection that closes before a reply is complete (the server crashed or was
+Choices: a refused connection is ServerUnreachable naming the URL; connect and read timeouts are
+ServerTimeout; a connection that closes before a reply is complete (the server crashed or was
 stopped mid-stream), or a stream without its final line, is StreamDropped, a StreamError, so
 callers that handle mid-reply failures get both the in-band and the dropped kind.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from app.adapters.http import translate
-from app.core.errors import (MalformedResponse, OllamaError, StreamDropped, TransportWords,
+from app.core.errors import (MalformedResponse, ServerError, StreamDropped, TransportWords,
                              error_for_status, error_for_stream_line)
 
 # Headers every streamed request to Ollama carries.
@@ -43,7 +43,7 @@ def missing_final_line(url: str) -> StreamDropped:
 
 
 
-def error_from_body(status: int, body: bytes, url: str) -> OllamaError:
+def error_from_body(status: int, body: bytes, url: str) -> ServerError:
     """The typed error for an HTTP error reply, keeping Ollama's `{"error"}` text."""
     text = body.decode("utf-8", errors="replace")
     try:

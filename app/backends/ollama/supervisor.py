@@ -20,7 +20,7 @@ from app.adapters.process.supervision import SupervisorBase
 from app.backends.ollama.child import CHILDREN, ChildWatches
 from app.backends.ollama.child_processes import follow_child_processes
 from app.backends.ollama.client import OLLAMA_BANNER, OllamaClient
-from app.core.errors import OllamaError
+from app.core.errors import ServerError
 from app.core.server.exposure import exposure_of
 from app.core.server.state import ExternalKind, ServerState, ServerStatus, apply_hint_for
 from app.core.server.settings import ServerSettings
@@ -220,7 +220,7 @@ class ServerSupervisor(SupervisorBase):
                     failures = 2  # something else took the port over
                 except TimeoutError:
                     failures += 1  # a busy server may be slow once; a refused connection is final
-                except (OllamaError, OSError):
+                except (ServerError, OSError):
                     failures = 2
                 if failures >= 2:
                     break
@@ -299,12 +299,12 @@ class ServerSupervisor(SupervisorBase):
                 try:
                     if await asyncio.wait_for(client.is_ollama(), min(PROBE_TIMEOUT_S, remaining)):
                         break
-                except (TimeoutError, OllamaError, OSError):
+                except (TimeoutError, ServerError, OSError):
                     pass
                 await asyncio.sleep(POLL_INTERVAL_S)
             try:
                 version = probing.version_text(await asyncio.wait_for(client.version(), PROBE_TIMEOUT_S))
-            except (TimeoutError, OllamaError, OSError):
+            except (TimeoutError, ServerError, OSError):
                 version = None
         finally:
             await client.aclose()

@@ -25,8 +25,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from app.core.bench.stats import RequestRecord
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaTimeout,
-                             OutOfMemory, QueueFull, ServerError, StreamDropped, StreamError)
+from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
+                             OutOfMemory, QueueFull, ServerFault, StreamDropped, StreamError)
 from app.core.bench.workload import LoadPlan
 from app.core.ports.inference import StreamingClientFactory
 from app.core.replies import FinalFigures, StreamChunk
@@ -39,10 +39,10 @@ RequestCallback = Callable[[RequestRecord], None]
 def error_kind_of(exc: BaseException) -> str:
     """The short error class recorded per request (oom, queue_full, timeout, …)."""
     for kind, types in (("oom", OutOfMemory), ("queue_full", QueueFull),
-                        ("timeout", (OllamaTimeout, asyncio.TimeoutError, TimeoutError)),
-                        ("connect", OllamaConnectError), ("dropped", StreamDropped), ("not_found", ModelNotFound),
+                        ("timeout", (ServerTimeout, asyncio.TimeoutError, TimeoutError)),
+                        ("connect", ServerUnreachable), ("dropped", StreamDropped), ("not_found", ModelNotFound),
                         ("bad_request", BadRequest), ("malformed", MalformedResponse),
-                        ("server", (ServerError, StreamError))):
+                        ("server", (ServerFault, StreamError))):
         if isinstance(exc, types):
             return kind
     return "other"
@@ -50,7 +50,7 @@ def error_kind_of(exc: BaseException) -> str:
 
 def _error_text(exc: BaseException) -> str:
     message = getattr(exc, "message", "") or str(exc) or type(exc).__name__
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not isinstance(exc, OllamaTimeout):
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not isinstance(exc, ServerTimeout):
         return "the request took longer than its time limit"
     return message
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from app.core.bench.sweep import GpuFigures
-from app.core.errors import OllamaError
+from app.core.errors import ServerError
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.pricing import others_bytes
 from app.core.models import RunningModel
@@ -93,7 +93,7 @@ async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running
         return None
     try:
         loaded = sum(m.size_vram_bytes or 0 for m in await client.ps())
-    except OllamaError:
+    except ServerError:
         loaded = 0
     used_by_others = others_bytes(sample.memory_used_mib, sample.server_memory_mib, server_running, loaded)
     return GpuMemory(int(sample.memory_total_mib * MIB), used_by_others)

@@ -22,7 +22,7 @@ from app.services.bench.sweep_contention import ContentionWindow
 from app.services.bench.sweep_server import ServerWindow
 from app.services.bench.sweep_words import load_failure, skip_reason
 from app.core.bench.stats import RequestRecord, summarize
-from app.core.errors import DeckError, EstimateError, ModelNotFound, OllamaError, OutOfMemory
+from app.core.errors import DeckError, EstimateError, ModelNotFound, ServerError, OutOfMemory
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.host import HostMemory
 from app.core.model_shape import ModelShape, shape_from_show
@@ -229,7 +229,7 @@ class SweepRunner:
             details = await client.show(model_name, verbose=True)
             show = details.show_dict()
             shape = shape_from_show(show, entry.size_bytes)
-        except (EstimateError, OllamaError) as exc:
+        except (EstimateError, ServerError) as exc:
             notes.append(f"Points were not priced before running: {getattr(exc, 'message', exc)}.")
         # The first NVML call may initialise the library: a worker thread waits for the driver, not the loop.
         info, why = await asyncio.to_thread(gpu_facts, self._gpu)
@@ -292,7 +292,7 @@ class SweepRunner:
             loaded = await self._loaded(client, spec.workload.model)
         except OutOfMemory as exc:
             return _ended(priced, FAILED, "out of memory at load", exc.message)
-        except OllamaError as exc:
+        except ServerError as exc:
             return _ended(priced, FAILED, *load_failure(exc.message, self._crash_reason()))
         facts = replace(priced, loaded_size_mib=_mib(loaded.size_bytes if loaded else None),
                         loaded_vram_mib=_mib(loaded.size_vram_bytes if loaded else None),
@@ -355,7 +355,7 @@ class SweepRunner:
             return _ended(outcome, FAILED, "server crashed during the run", crashed)
         try:
             loaded = await self._loaded(client, spec.workload.model)
-        except OllamaError:
+        except ServerError:
             loaded = None
         if loaded is not None and (spilled := spill_words(self._gpu, loaded)):
             return _ended(outcome, FAILED, f"spilled to CPU during the run ({spilled})")

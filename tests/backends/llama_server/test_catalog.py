@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from app.backends.llama_server.catalog import gguf_files, listed, model_file, quantization_from_name, served_model
 from app.backends.llama_server.wire import SseChatParser
-from app.core.errors import OllamaError
+from app.core.errors import ServerError
 
 
 @pytest.mark.parametrize(("name", "quant"), [
@@ -56,7 +56,7 @@ def sse_line_is_parsed_or_refused(line: bytes) -> None:
     try:
         parser.feed(line, 1.0)
         parser.feed(b"data: [DONE]", 2.0)
-    except OllamaError as exc:
+    except ServerError as exc:
         assert exc.message
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from app.backends.llama_server import probe
 from app.backends.llama_server.client import LlamaServerClient, load_client
-from app.core.errors import (BadRequest, DeckError, ModelNotFound, OllamaConnectError, OllamaError, ServerError,
+from app.core.errors import (BadRequest, DeckError, ModelNotFound, ServerUnreachable, ServerError, ServerFault,
                              StreamDropped)
 from app.core.replies import ChatRequest, StreamChunk
 from app.core.models import ModelDetails
@@ -113,14 +113,14 @@ def test_a_stream_cut_mid_reply_is_stream_dropped(cut: int) -> None:
 def test_the_recorded_error_replies_raise_their_typed_errors() -> None:
     async def go(name: str) -> BaseException:
         async with replaying(Replay(chat=name)) as url, LlamaServerClient(url) as client:
-            with pytest.raises(OllamaError) as caught:
+            with pytest.raises(ServerError) as caught:
                 await chat_all(client)
             return caught.value
 
     too_long = run(lambda: go("error_context.json"))
     assert type(too_long) is BadRequest and "431 tokens" in too_long.hint
     loading = run(lambda: go("error_loading.json"))
-    assert type(loading) is ServerError and loading.status == 503
+    assert type(loading) is ServerFault and loading.status == 503
 
 
 def test_nothing_listening_is_a_connect_error_naming_the_url() -> None:
@@ -130,9 +130,9 @@ def test_nothing_listening_is_a_connect_error_naming_the_url() -> None:
         async with LlamaServerClient(url) as client:
             await chat_all(client)
 
-    with pytest.raises(OllamaConnectError, match=f"llama-server at {url}"):
+    with pytest.raises(ServerUnreachable, match=f"llama-server at {url}"):
         run(go)
-    with pytest.raises(OllamaConnectError):
+    with pytest.raises(ServerUnreachable):
         load_client("https://example.com")
 
 
@@ -173,7 +173,7 @@ def test_show_reads_a_folder_files_header_and_names_a_damaged_one(tmp_path: Path
 
     async def go(name: str) -> BaseException:
         async with replaying(Replay()) as url, LlamaServerClient(url, models_dir=tmp_path) as client:
-            with pytest.raises(OllamaError) as caught:
+            with pytest.raises(ServerError) as caught:
                 await client.show(name)
             return caught.value
 

@@ -9,8 +9,8 @@ from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, Connect
                                       ProtocolViolation, ReadTimeout, UnsupportedUrl)
 from app.backends.llama_server.errors import (error_for_httpx, error_for_transport, error_from_body,
                                               require_streamable)
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaTimeout,
-                             OutOfMemory, ServerError, StreamDropped)
+from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
+                             OutOfMemory, ServerFault, StreamDropped)
 from tests.fakes.llama_server.replay import INDEX, recorded
 
 URL = "http://127.0.0.1:8080"
@@ -25,7 +25,7 @@ def test_a_too_long_prompt_says_both_token_counts_and_what_to_change() -> None:
 
 def test_loading_model_says_to_wait_for_health() -> None:
     error = error_from_body(INDEX["error_loading.json"]["status"], recorded("error_loading.json"), URL)
-    assert type(error) is ServerError and error.status == 503
+    assert type(error) is ServerFault and error.status == 503
     assert error.message == "llama-server: Loading model" and "/health" in error.hint
 
 
@@ -33,7 +33,7 @@ def test_loading_model_says_to_wait_for_health() -> None:
     (404, b'{"error":{"code":404,"message":"model not found","type":"not_found_error"}}', ModelNotFound),
     (500, b'{"error":{"code":500,"message":"failed to allocate compute buffers","type":"server_error"}}',
      OutOfMemory),
-    (500, b'{"error":{"code":500,"message":"decode failed","type":"server_error"}}', ServerError),
+    (500, b'{"error":{"code":500,"message":"decode failed","type":"server_error"}}', ServerFault),
     (401, b'{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}', BadRequest),
     (400, b'{"error":"a bare string"}', BadRequest),
     (502, b"<html>bad gateway</html>", MalformedResponse),
@@ -46,15 +46,15 @@ def test_each_error_body_has_one_typed_error_keeping_the_servers_text(status: in
 
 
 @pytest.mark.parametrize(("failure", "kind", "text"), [
-    (ConnectRefused("x", URL, "Connection refused"), OllamaConnectError,
+    (ConnectRefused("x", URL, "Connection refused"), ServerUnreachable,
      f"Cannot connect to llama-server at {URL}: Connection refused"),
-    (ConnectTimeout("x", URL, 3.0), OllamaTimeout, f"Connecting to llama-server at {URL} timed out after 3 s"),
-    (ReadTimeout("x", URL, 0.2), OllamaTimeout, f"llama-server at {URL} sent nothing for 0.2 s"),
+    (ConnectTimeout("x", URL, 3.0), ServerTimeout, f"Connecting to llama-server at {URL} timed out after 3 s"),
+    (ReadTimeout("x", URL, 0.2), ServerTimeout, f"llama-server at {URL} sent nothing for 0.2 s"),
     (ConnectionDropped("x", URL, True), StreamDropped,
      f"Connection to llama-server at {URL} closed before the reply was complete"),
     (ProtocolViolation("not HTTP", URL), MalformedResponse, "did not answer valid HTTP"),
-    (UnsupportedUrl("x", "https://example.com"), OllamaConnectError, "plain http://"),
-    (HttpStatusError("x", URL, 503, recorded("error_loading.json")), ServerError, "Loading model"),
+    (UnsupportedUrl("x", "https://example.com"), ServerUnreachable, "plain http://"),
+    (HttpStatusError("x", URL, 503, recorded("error_loading.json")), ServerFault, "Loading model"),
 ])
 def test_each_transport_failure_has_one_typed_error(failure: Exception, kind: type, text: str) -> None:
     error = error_for_transport(failure)  # type: ignore[arg-type]
@@ -63,11 +63,11 @@ def test_each_transport_failure_has_one_typed_error(failure: Exception, kind: ty
 
 def test_httpx_failures_read_as_the_transports_do() -> None:
     request = httpx.Request("GET", URL)
-    assert type(error_for_httpx(httpx.ConnectError("refused", request=request), URL, 3, 300)) is OllamaConnectError
-    assert type(error_for_httpx(httpx.ReadTimeout("t", request=request), URL, 3, 300)) is OllamaTimeout
+    assert type(error_for_httpx(httpx.ConnectError("refused", request=request), URL, 3, 300)) is ServerUnreachable
+    assert type(error_for_httpx(httpx.ReadTimeout("t", request=request), URL, 3, 300)) is ServerTimeout
     assert type(error_for_httpx(httpx.RemoteProtocolError("cut", request=request), URL, 3, 300)) is StreamDropped
 
 
 def test_an_unusable_url_is_refused_before_anything_is_sent() -> None:
-    with pytest.raises(OllamaConnectError, match="plain http://"):
+    with pytest.raises(ServerUnreachable, match="plain http://"):
         require_streamable("https://127.0.0.1:8080")

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from app.backends.ollama.client import OllamaClient, StreamDropped
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaTimeout,
-                             OutOfMemory, QueueFull, ServerError, StreamError, StreamOutOfMemory)
+from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
+                             OutOfMemory, QueueFull, ServerFault, StreamError, StreamOutOfMemory)
 from app.backends.ollama.wire import parse_chat_line, parse_ps, parse_show
 from app.core.models import RunningModel
 from app.core.replies import StreamChunk
@@ -171,7 +171,7 @@ def test_http_errors_keep_ollama_text(quick: FakeOllama) -> None:
     assert isinstance(exc, OutOfMemory) and exc.status == 500 and "out of memory" in exc.message
     quick.fail_next("server_error")
     exc, _ = chat_error(quick)
-    assert type(exc) is ServerError and exc.message == "llama runner process has terminated: exit status 2"
+    assert type(exc) is ServerFault and exc.message == "llama runner process has terminated: exit status 2"
     quick.fail_next("queue_full")
     exc, _ = chat_error(quick)
     assert isinstance(exc, QueueFull) and exc.message == QUEUE_FULL_MESSAGE
@@ -205,14 +205,14 @@ def test_dropped_connection_and_malformed_line(quick: FakeOllama) -> None:
 
 def test_connection_refused_names_the_url() -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-    with pytest.raises(OllamaConnectError, match=url.replace(".", r"\.")):
+    with pytest.raises(ServerUnreachable, match=url.replace(".", r"\.")):
         with_client(url, lambda c: c.version())
     assert with_client(url, lambda c: c.is_ollama()) is False
 
 
 def test_read_timeout_with_a_slow_server(make_fake_ollama) -> None:
     fake = make_fake_ollama(load_s=3.0)
-    with pytest.raises(OllamaTimeout):
+    with pytest.raises(ServerTimeout):
         with_client(fake.url, lambda c: collect(c.chat("qwen3:14b", HI)), read_timeout_s=0.2)
     record = fake.requests[-1]
     assert record.finished.wait(5) and record.outcome == "client_gone"
@@ -330,7 +330,7 @@ def test_stream_without_final_line_is_dropped() -> None:
 def test_connect_timeout_maps_to_ollama_timeout() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectTimeout("timed out", request=request)
-    with pytest.raises(OllamaTimeout, match="timed out after 3 s"):
+    with pytest.raises(ServerTimeout, match="timed out after 3 s"):
         run(lambda: mock_client(refuse).version())
     assert run(lambda: mock_client(refuse).is_ollama()) is False
 

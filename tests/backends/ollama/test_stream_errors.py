@@ -10,24 +10,24 @@ from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, Connect
                                       ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
 from app.backends.ollama.stream import (StreamDropped, decode_line, error_for_httpx, error_for_transport,
                                         error_from_body, missing_final_line, require_streamable, translated_errors)
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OllamaConnectError, OllamaTimeout,
-                             OutOfMemory, QueueFull, ServerError, StreamError, StreamOutOfMemory)
+from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
+                             OutOfMemory, QueueFull, ServerFault, StreamError, StreamOutOfMemory)
 from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE
 
 URL = "http://127.0.0.1:11434"
 
 
 @pytest.mark.parametrize(("failure", "kind", "text"), [
-    (ConnectRefused("x", URL, "Connection refused"), OllamaConnectError,
+    (ConnectRefused("x", URL, "Connection refused"), ServerUnreachable,
      f"Cannot connect to Ollama at {URL}: Connection refused"),
-    (ConnectTimeout("x", URL, 3.0), OllamaTimeout, f"Connecting to Ollama at {URL} timed out after 3 s"),
-    (ReadTimeout("x", URL, 0.2), OllamaTimeout, f"Ollama at {URL} sent nothing for 0.2 s"),
+    (ConnectTimeout("x", URL, 3.0), ServerTimeout, f"Connecting to Ollama at {URL} timed out after 3 s"),
+    (ReadTimeout("x", URL, 0.2), ServerTimeout, f"Ollama at {URL} sent nothing for 0.2 s"),
     (ConnectionDropped("x", URL, True), StreamDropped,
      f"Connection to Ollama at {URL} closed before the reply was complete"),
     (ConnectionDropped("x", URL, False), StreamDropped, f"Connection to Ollama at {URL} closed before replying"),
     (ProtocolViolation("not HTTP", URL), MalformedResponse, f"Ollama at {URL} did not answer valid HTTP: not HTTP"),
-    (UnsupportedUrl("x", "https://example.com"), OllamaConnectError, "plain http://"),
-    (TransportError("odd", URL), OllamaConnectError, f"HTTP failure talking to Ollama at {URL}: odd"),
+    (UnsupportedUrl("x", "https://example.com"), ServerUnreachable, "plain http://"),
+    (TransportError("odd", URL), ServerUnreachable, f"HTTP failure talking to Ollama at {URL}: odd"),
 ])
 def test_each_transport_failure_has_one_typed_error(failure: TransportError, kind: type, text: str) -> None:
     error = error_for_transport(failure)
@@ -45,14 +45,14 @@ def test_httpx_failures_of_plain_requests_read_the_same_as_the_transports() -> N
         assert type(via_httpx) is type(via_transport)
         assert via_httpx.message.startswith(via_transport.message)
     refused = error_for_httpx(httpx.ConnectError("Connection refused", request=request), URL, 3.0, 300.0)
-    assert type(refused) is OllamaConnectError and refused.message == f"Cannot connect to Ollama at {URL}: Connection refused"
+    assert type(refused) is ServerUnreachable and refused.message == f"Cannot connect to Ollama at {URL}: Connection refused"
 
 
 @pytest.mark.parametrize(("status", "text", "kind"), [
     (404, "model 'nope:1b' not found", ModelNotFound),
     (400, '"llama3.2:3b" does not support thinking', BadRequest),
     (500, "llama runner process has terminated: cudaMalloc failed: out of memory", OutOfMemory),
-    (500, "llama runner process has terminated: exit status 2", ServerError),
+    (500, "llama runner process has terminated: exit status 2", ServerFault),
     (503, QUEUE_FULL_MESSAGE, QueueFull),
 ])
 def test_an_error_status_keeps_ollamas_text_whichever_way_it_came(status: int, text: str, kind: type) -> None:
@@ -83,7 +83,7 @@ def test_in_band_lines_raise_stream_errors_and_bad_lines_are_malformed() -> None
 
 def test_translated_errors_keeps_the_cause_and_lets_typed_errors_through() -> None:
     refused = ConnectRefused("x", URL, "Connection refused")
-    with pytest.raises(OllamaConnectError) as info:
+    with pytest.raises(ServerUnreachable) as info:
         with translated_errors(URL, 3.0, 300.0):
             raise refused
     assert info.value.__cause__ is refused
@@ -91,6 +91,6 @@ def test_translated_errors_keeps_the_cause_and_lets_typed_errors_through() -> No
         with translated_errors(URL, 3.0, 300.0):
             raise ModelNotFound("model 'x' not found")
     assert isinstance(missing_final_line(URL), StreamDropped) and "without its final line" in missing_final_line(URL).message
-    with pytest.raises(OllamaConnectError, match="plain http"):
+    with pytest.raises(ServerUnreachable, match="plain http"):
         require_streamable("https://example.com")
     require_streamable(URL)
