@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.core.memory.legacy import LegacyEstimate
 from app.core.units import GIB
 
 if TYPE_CHECKING:
-    from app.core.memory.estimator import VramEstimate
+    from app.core.memory.estimator import OwnEstimate, VramEstimate
 
 # A setting is "tight" when less than this stays free at the peak: 1 GiB, or 5 % of the card.
 TIGHT_MIN_BYTES = GIB
@@ -38,9 +37,10 @@ def ps_processor(size: int, size_vram: int) -> str:
     return f"{cpu}%/{100 - cpu}% CPU/GPU"
 
 
-def processor_string(legacy: LegacyEstimate | None, n_gpu: int, layers_total: int,
+def processor_string(legacy: OwnEstimate | None, n_gpu: int, layers_total: int,
                      gpu_buffers: int, cpu_buffers: int) -> str:
-    """Predicted PROCESSOR text: era A reports its own estimate, later eras the real buffers."""
+    """Predicted PROCESSOR text: a server that places layers by its own estimate reports that estimate,
+    others the real buffers."""
     if legacy is not None:
         return ps_processor(legacy.total_bytes, legacy.vram_bytes)
     if n_gpu <= 0:
@@ -85,9 +85,9 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
         if est.forced_layers:
             return f"Spills: num_gpu puts {est.layers_on_gpu} of {est.layers_total} layers on the GPU; {slower}."
         if est.legacy is not None and est.full_offload_gpu_bytes <= est.available_bytes:
-            return (f"Spills: Ollama's own estimate ({_g(est.legacy.total_bytes)}) does not fit in {free} free, so "
-                    f"it offloads only {est.layers_on_gpu} of {est.layers_total} layers although all of them would "
-                    f"need {_g(est.full_offload_gpu_bytes)}; {slower}. A newer Ollama places layers by real sizes.")
+            return (f"Spills: {est.legacy.estimate_name} ({_g(est.legacy.total_bytes)}) does not fit in {free} free, "
+                    f"so it offloads only {est.layers_on_gpu} of {est.layers_total} layers although all of them would "
+                    f"need {_g(est.full_offload_gpu_bytes)}; {slower}. {est.legacy.advice}".rstrip())
         return (f"Spills: only {est.layers_on_gpu} of {est.layers_total} layers fit in {free} free (all on the "
                 f"GPU needs {_g(est.full_offload_gpu_bytes)}); {slower}. Lower the context or parallel requests, "
                 f"or quantize the KV cache.")
