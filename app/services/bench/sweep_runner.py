@@ -192,7 +192,7 @@ class SweepRunner:
                     break
                 begun = self._clock()
                 self._point_task = asyncio.ensure_future(
-                    self._run_point(client, spec, point, shape, fingerprint.ollama_version, progress, durations,
+                    self._run_point(client, spec, point, shape, fingerprint.server_version, progress, durations,
                                     len(plan.points), plan.varying))
                 try:
                     result = await self._point_task
@@ -245,7 +245,7 @@ class SweepRunner:
             notes.append("Attached server: its settings are its own, so only the client side varied.")
         fingerprint = Fingerprint(
             gpu_name=info.name if info else "", gpu_driver=info.driver if info else "",
-            gpu_memory_mib=info.memory_total_mib if info else None, ollama_version=version, model=entry.name,
+            gpu_memory_mib=info.memory_total_mib if info else None, server_version=version, model=entry.name,
             model_digest=entry.digest, model_quantization=entry.quantization_level,
             model_parameters=entry.parameter_size, managed=spec.managed,
             base_settings=spec.base.to_json() if spec.managed else {}, host=platform.node(),

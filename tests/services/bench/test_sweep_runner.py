@@ -71,7 +71,7 @@ def test_each_point_restarts_the_server_and_the_settings_come_back(make_supervis
     for phase in ("preparing", "restarting", "loading", "warm-up", "measuring", "restoring", "done"):
         assert phase in phases
     assert any(p.eta_s is not None for p in progress if p.point == 1)  # known once a point has finished
-    assert run.fingerprint.ollama_version == real_version() and run.fingerprint.model == SMALL
+    assert run.fingerprint.server_version == real_version() and run.fingerprint.model == SMALL
     assert len(run.fingerprint.model_digest) == 64 and run.fingerprint.base_settings["num_parallel"] == 1
 
 
