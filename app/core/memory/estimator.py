@@ -143,7 +143,7 @@ class VramEstimate:
     headroom_bytes: int  # available minus peak
     layers_on_gpu: int
     layers_total: int
-    processor: str  # what `ollama ps` would print
+    processor: str  # the PROCESSOR column a server's process list would print
     verdict: str  # fits | tight | spills | wont_load
     explanation: str
     legacy: OwnEstimate | None = None  # the server's own prediction, where it placed the layers
@@ -286,7 +286,7 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
 
 
 def _estimate_cpu_only(shape: ModelShape, settings: LoadSettings, host: HostMemory | None) -> VramEstimate:
-    """No GPU: llama-server keeps every buffer in host memory, so only the host's RAM decides."""
+    """No GPU: llama.cpp keeps every buffer in host memory, so only the host's RAM decides."""
     kv_type = settings.kv_cache_type if settings.flash_attention else "f16"
     plan = plan_context(shape, settings.num_ctx, settings.parallel, settings.ubatch)
     kv = sum(kv_layer_bytes(shape, plan, kv_type))

@@ -1,4 +1,4 @@
-"""Turn predicted memory into a verdict, `ollama ps`'s PROCESSOR text and one plain sentence."""
+"""Turn predicted memory into a verdict, the process list's PROCESSOR text and one plain sentence."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def verdict_label(verdict: str) -> str:
 
 
 def ps_processor(size: int, size_vram: int) -> str:
-    """PROCESSOR column exactly as `ollama ps` prints it from the loaded model's size and size on the GPU."""
+    """PROCESSOR column exactly as the server's process list prints it from the loaded model's size and size
+    on the GPU."""
     if size_vram == 0:
         return "100% CPU"
     if size_vram == size:
@@ -46,7 +47,7 @@ def processor_string(legacy: OwnEstimate | None, n_gpu: int, layers_total: int,
     if n_gpu <= 0:
         return "100% CPU"
     if n_gpu >= layers_total:
-        return "100% GPU"  # Ollama reports a full offload as 100% GPU though the input table is in RAM
+        return "100% GPU"  # a full offload is reported as 100% GPU though the input table is in RAM
     return ps_processor(gpu_buffers + cpu_buffers, gpu_buffers)
 
 
@@ -105,7 +106,7 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
 
 def risky_apply_words(est: VramEstimate, model: str, server_name: str) -> tuple[str, str]:
     """The title and sentence that ask before applying settings predicted to spill or not to load;
-    `server_name` is the backend's own name for its server (e.g. "llama-server")."""
+    `server_name` is the backend's own name for its server."""
     if est.verdict == "wont_load":
         return ("These settings will not load",
                 f"{model} needs {_g(est.total_gpu_bytes)} on a GPU with {_g(est.available_bytes)} available, so "
