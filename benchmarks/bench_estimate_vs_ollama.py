@@ -35,7 +35,9 @@ import psutil
 
 from app.backends.ollama.launch import llama_server_args
 from app.core.memory.host import HostMemory, output_buffer_bytes
-from app.core.memory.pricing import launch_plan_for, price
+from app.backends.ollama.planner import OLLAMA_PLANNER
+from app.backends.ollama.launch_plan import OllamaGpus, plan_launch
+from app.core.memory.pricing import price
 from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
@@ -127,8 +129,8 @@ def compare(raw: dict) -> dict:
     shape = shape_from_show(raw["show"], raw["size_on_disk"])
     settings = ServerSettings(num_parallel=raw["parallel"])
     host = HostMemory(raw["host_available"], raw["host_total"])
-    plan = launch_plan_for(settings, shape, None, raw["version"])
-    est = price(settings, shape, None, raw["version"], host)
+    plan = plan_launch(settings, shape, OllamaGpus.none(), raw["version"])
+    est = price(settings, shape, None, raw["version"], host, planner=OLLAMA_PLANNER)
     real_args = shlex.split(raw["command"])[1:]
     model_path = real_args[real_args.index("--model") + 1] if "--model" in real_args else ""
     port = real_args[real_args.index("--port") + 1] if "--port" in real_args else ""

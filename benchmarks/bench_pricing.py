@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.core.memory.estimator import GpuMemory  # noqa: E402
 from app.core.model_shape import shape_from_show  # noqa: E402
+from app.backends.ollama.planner import OLLAMA_PLANNER  # noqa: E402
 from app.core.memory.pricing import fit_grid, price  # noqa: E402
 from app.core.server.settings import ServerSettings  # noqa: E402
 from app.core.units import MIB  # noqa: E402
@@ -40,8 +41,8 @@ def main() -> int:
         times = []
         for _ in range(args.runs):
             start = time.perf_counter()
-            price(settings, shape, gpu, "0.12.6")
-            grid = fit_grid(settings, shape, gpu, "0.12.6")
+            price(settings, shape, gpu, "0.12.6", planner=OLLAMA_PLANNER)
+            grid = fit_grid(settings, shape, gpu, "0.12.6", planner=OLLAMA_PLANNER)
             times.append((time.perf_counter() - start) * 1e3)
         cells = sum(len(row) for row in grid)
         times.sort()

@@ -16,8 +16,8 @@ from typing import Any
 from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, read_text_file, server_url
 from app.core.errors import DeckError, EstimateError, ModelNotFound
-from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
-                                VramEstimate, era_for_version, estimate)
+from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadRules, LoadSettings,
+                                VramEstimate, estimate)
 from app.core.memory.llama_cpp import KV_TYPES
 from app.core.memory.verdict import verdict_label
 from app.core.units import GIB, MIB
@@ -25,9 +25,6 @@ from app.core.model_shape import ModelShape, shape_from_show
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 RTX_4090_MIB = 24564  # what nvidia-smi reports for a 24 GB RTX 4090
-ERA_TEXT = {OllamaEra.A: "era A (Ollama <= 0.11.10, legacy estimate places layers)",
-            OllamaEra.B: "era B (Ollama 0.11.11-0.29, Go engine)",
-            OllamaEra.C: "era C (Ollama >= 0.30, llama-server --fit)"}
 _TIB_MIB = 1 << 20  # 1 TiB in MiB: no GPU holds more
 RANGES = (
     Range("--model-size", 1, 1 << 50, "bytes", "the model size on disk, as the server's model list gives it"),
@@ -65,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--gpu-used-mib", type=float, default=0.0, help="memory used by other processes")
     g.add_argument("--runtime-overhead-mib", type=float, default=DEFAULT_RUNTIME_OVERHEAD_BYTES / MIB,
                    help="CUDA context/runtime per process (default %(default).0f; an H200 measured ~590)")
-    parser.add_argument("--ollama-version", help="e.g. 0.11.10 (default: the server's with --model, else current)")
+    parser.add_argument("--server-version", "--ollama-version", dest="server_version",
+                        help="e.g. 0.11.10 (default: the server's with --model, else current)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -106,34 +104,35 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
     url = server_url("--url", args.url or DEFAULT_URL).base_url
     if args.model:
         show, size, version = asyncio.run(_fetch(url, args.model, chosen_backend(args)))
-        return shape_from_show(show, size), args.ollama_version or version
+        return shape_from_show(show, size), args.server_version or version
     if not args.show:
         raise EstimateError("no model given", "Pass --show SHOW.json --model-size BYTES, or --model NAME.")
     if args.model_size is None:
         raise EstimateError("--show needs --model-size BYTES", "Use the model's `size` in bytes from the server's model list.")
-    return shape_from_show(_load_show(args.show), args.model_size), args.ollama_version
+    return shape_from_show(_load_show(args.show), args.model_size), args.server_version
 
 
 def _mib(n: int) -> tuple[str, str]:
     return f"{n / MIB:10.1f}", f"{n / GIB:7.2f}"
 
 
-def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate) -> str:
-    """Readable, aligned text report."""
+def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate, rules: LoadRules = LoadRules(),
+                 backend: str = "ollama") -> str:
+    """Readable, aligned text report; `rules` are how the `backend`'s server places layers."""
     fa = "on" if settings.flash_attention else "off"
     lines = [
         f"model      {shape.architecture}, {shape.n_layer} layers, {shape.quantization}"
         f" ({'tensor list' if shape.weights.from_tensors else 'split from file size'})",
         f"setting    ctx {settings.num_ctx} x {settings.parallel} slot(s), KV {est.kv_cache_type},"
         f" flash attention {fa}, batch {settings.num_batch}/{settings.ubatch}",
-        f"ollama     {ERA_TEXT[est.era]}",
+        f"{backend:10} {rules.description}",
         "",
         f"{'':22}{'MiB':>10} {'GiB':>7}",
     ]
     rows = [("weights on GPU", est.weights_gpu_bytes), ("weights in RAM", est.weights_cpu_bytes),
             ("KV cache on GPU", est.kv_gpu_bytes), ("compute buffers", est.compute_bytes),
             ("runtime (CUDA)", est.overhead_bytes), ("total at load", est.total_gpu_bytes),
-            ("peak, long prompt", est.peak_gpu_bytes), ("free for Ollama", est.available_bytes),
+            ("peak, long prompt", est.peak_gpu_bytes), (f"free for {rules.server_name}", est.available_bytes),
             ("headroom at peak", est.headroom_bytes)]
     lines += [f"{label:22}{m} {g}" for label, n in rows for m, g in [_mib(n)]]
     lines += [
@@ -149,10 +148,9 @@ def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate) -
     return "\n".join(lines)
 
 
-def to_json(est: VramEstimate) -> dict[str, Any]:
-    """The estimate as a JSON-ready dict."""
-    data = asdict(est)
-    data["era"] = est.era.value
+def to_json(est: VramEstimate, rules: LoadRules = LoadRules()) -> dict[str, Any]:
+    """The estimate as a JSON-ready dict; "era" is the label of the server's placement rules."""
+    data = {"era": rules.label, **asdict(est)}
     data["notes"] = list(est.notes)
     return data
 
@@ -164,13 +162,17 @@ def run(args: argparse.Namespace) -> int:
         check_text("--model", args.model, empty_ok=False)
         check_text("--show", args.show, empty_ok=False)
         shape, version = _inputs(args)
+        from app.backends import registry
+
+        backend = chosen_backend(args)
+        rules = registry.get(backend).planner.rules(version)
         settings = LoadSettings(
             num_ctx=args.ctx, parallel=args.parallel, kv_cache_type=args.kv_cache,
             flash_attention=args.flash_attention == "on", num_batch=args.batch, num_ubatch=args.ubatch,
             num_gpu=args.num_gpu, gpu_overhead_bytes=int(args.gpu_overhead_mib * MIB))
         gpu = GpuMemory(total_bytes=int(args.gpu_total_mib * MIB), used_by_others_bytes=int(args.gpu_used_mib * MIB),
                         runtime_overhead_bytes=int(args.runtime_overhead_mib * MIB))
-        est = estimate(shape, settings, gpu, era_for_version(version))
+        est = estimate(shape, settings, gpu, rules)
     except ArgProblem as exc:
         print(f"ollama-deck estimate: {one_line(str(exc))}", file=sys.stderr)
         return 2
@@ -178,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ollama-deck estimate: {one_line(exc.user_text())}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(to_json(est), indent=1))
+        print(json.dumps(to_json(est, rules), indent=1))
     else:
-        print(render_table(shape, settings, est))
+        print(render_table(shape, settings, est, rules, backend))
     return 0

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from app.core.memory.estimator import DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra, estimate  # noqa: E402
+from app.core.memory.estimator import DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.core.memory.llama_cpp import peak_extra_bytes, plan_context  # noqa: E402
 from app.core.model_shape import ModelShape, shape_from_show  # noqa: E402
 from app.core.units import MIB  # noqa: E402
@@ -111,7 +111,7 @@ def compare(rows: list[dict], overhead_mib: float, with_tensors: bool = True) ->
     for r in rows:
         shape = shape_for(r["shape"], with_tensors)
         s = settings_for(r)
-        est = estimate(shape, s, gpu, OllamaEra.C)
+        est = estimate(shape, s, gpu)  # llama.cpp's --fit placement
         plan = plan_context(shape, s.num_ctx, s.parallel, s.ubatch)
         extra = peak_extra_bytes(shape, plan, est.kv_cache_type, s.flash_attention, r.get("long_prompt_tokens"))
         buffers = r["cuda0_model"] + r["cuda0_kv"] + r["cuda0_compute"]

@@ -56,6 +56,15 @@ def test_era_a_shows_ollamas_own_estimate(capsys: pytest.CaptureFixture[str]) ->
     assert out["legacy"]["total_bytes"] > out["total_gpu_bytes"]
 
 
+def test_the_server_version_has_a_neutral_flag_beside_the_old_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*BASE, "--ctx", "8192", "--server-version", "0.11.10", "--json"]) == 0
+    neutral = capsys.readouterr().out
+    assert main([*BASE, "--ctx", "8192", "--ollama-version", "0.11.10", "--json"]) == 0
+    assert capsys.readouterr().out == neutral and json.loads(neutral)["era"] == "A"
+    assert main([*BASE, "--ctx", "8192"]) == 0
+    assert "ollama     era C (Ollama >= 0.30, llama-server --fit)" in capsys.readouterr().out
+
+
 def test_quantized_kv_without_flash_attention_is_noted(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*BASE, "--ctx", "8192", "--kv-cache", "q8_0", "--flash-attention", "off"]) == 0
     assert "Ollama uses f16 instead" in capsys.readouterr().out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.model_fit import fit_verdict
 from app.core.model_shape import shape_from_show
 from app.backends.ollama.wire import parse_show
@@ -33,5 +34,5 @@ def test_a_plain_reply_has_no_tensors_and_brings_the_models_own_num_ctx() -> Non
     raw["parameters"] += "\nnum_ctx                        16384"
     show = parse_show(raw).show_dict()
     assert set(show) == {"model_info", "details", "parameters", "tensors"} and show["tensors"] is None
-    verdict = fit_verdict(show, QWEN3_14B_Q4_K_M_BYTES, ServerSettings(), "0.12.6", RTX_4090)
+    verdict = fit_verdict(show, QWEN3_14B_Q4_K_M_BYTES, ServerSettings(), "0.12.6", RTX_4090, planner=OLLAMA_PLANNER)
     assert verdict.num_ctx == 16384 and verdict.context_source == "the model's num_ctx"

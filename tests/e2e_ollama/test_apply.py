@@ -11,6 +11,7 @@ import pytest
 
 from app.adapters.storage.apply_history import ApplyHistory
 from app.backends.ollama.client import OllamaClient
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.pricing import price
 from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
@@ -61,7 +62,7 @@ def priced_without_a_gpu(harness, settings):
             sizes = {m.name: m.size_bytes for m in await client.tags()}
         return shape_from_show(details.show_dict(), sizes[f"{MODEL_NAME}:latest"])
 
-    return price(settings, harness.run(shape(), timeout=60), None, harness.supervisor.status.version)
+    return price(settings, harness.run(shape(), timeout=60), None, harness.supervisor.status.version, planner=OLLAMA_PLANNER)
 
 
 def test_apply_restarts_with_the_new_settings_and_checks_them_on_the_real_server(managed):

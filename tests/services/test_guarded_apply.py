@@ -16,6 +16,7 @@ from app.backends.llama_server.client import LlamaServerClient
 from app.backends.ollama.client import OllamaClient
 from app.core.memory.estimator import GpuMemory
 from app.core.model_shape import shape_from_show
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.pricing import price
 from app.core.units import GIB
 from app.core.server.state import ServerState, ServerStatus
@@ -51,7 +52,7 @@ def test_out_of_memory_load_rolls_back_to_last_good(applier_factory, monkeypatch
     harness, applier, history = applier_factory()
     good = harness.supervisor.settings
     risky = good.replace(num_parallel=4, context_length=16384)
-    predicted = price(risky, shape, GpuMemory(24 * GIB), "0.12.6")
+    predicted = price(risky, shape, GpuMemory(24 * GIB), "0.12.6", planner=OLLAMA_PLANNER)
     report = harness.run(applier.apply(risky, good, MODEL, predicted), timeout=30)
 
     assert report.judgement.rollback
@@ -70,7 +71,7 @@ def test_unexpected_cpu_spill_rolls_back(applier_factory, monkeypatch, shape):
     harness, applier, history = applier_factory()
     good = harness.supervisor.settings
     bigger = good.replace(num_parallel=4, context_length=8192)
-    predicted = price(bigger, shape, GpuMemory(24 * GIB), "0.12.6")
+    predicted = price(bigger, shape, GpuMemory(24 * GIB), "0.12.6", planner=OLLAMA_PLANNER)
     assert predicted.verdict == "fits"  # on a 24 GiB card; the stand-in only has 12000 MiB
     report = harness.run(applier.apply(bigger, good, MODEL, predicted), timeout=30)
 
@@ -85,7 +86,7 @@ def test_working_settings_are_kept_with_predicted_and_measured(applier_factory, 
     harness, applier, history = applier_factory()
     good = harness.supervisor.settings
     better = good.replace(num_parallel=2, context_length=8192)
-    predicted = price(better, shape, GpuMemory(24 * GIB), "0.12.6")
+    predicted = price(better, shape, GpuMemory(24 * GIB), "0.12.6", planner=OLLAMA_PLANNER)
     report = harness.run(applier.apply(better, good, MODEL, predicted), timeout=30)
 
     assert report.judgement.keep and report.restored is None

@@ -87,7 +87,6 @@ class RunSummary:
     status: str
     model: str
     gpu_name: str
-    ollama_version: str
     points_planned: int
     points_done: int
     best_tokens_per_s: float | None
@@ -316,7 +315,7 @@ class BenchHistory:
             "points_planned, owner_pid, owner_started, doc, backend_kind, server_version) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run.started_at, run.finished_at, run.status, run.title, run.fingerprint.model, run.fingerprint.gpu_name,
-             run.fingerprint.ollama_version, len(run.points), self._pid, self._pid_started, self._doc(run),
+             run.fingerprint.server_version, len(run.points), self._pid, self._pid_started, self._doc(run),
              run.fingerprint.backend_kind, run.fingerprint.server_version))
         run_id = cursor.lastrowid
         assert run_id is not None  # set by every successful INSERT
@@ -368,9 +367,10 @@ class BenchHistory:
         numbers_ok = isinstance(row[8], int) and isinstance(row[12], int) and isinstance(row[13], (int, float)) \
             and (row[10] is None or isinstance(row[10], (int, float)))
         if not (numbers_ok and all(isinstance(t, str) for t in texts)):
-            return RunSummary(row[0], "unreadable run", "", "", UNREADABLE, "", "", "", 0, row[9], None, "")
+            return RunSummary(row[0], "unreadable run", "", "", UNREADABLE, "", "", 0, row[9], None, "")
+        # row[7] (the ollama_version column) holds what row[15] (the server's version) does in every format
         return RunSummary(row[0], row[1], row[2], row[3], self._status(row[4], row[12], row[13]), row[5], row[6],
-                          row[7], row[8], row[9], row[10], row[11], row[14], row[15])
+                          row[8], row[9], row[10], row[11], row[14], row[15])
 
     def load(self, run_id: int) -> SweepRun:
         """One run with every point and request; HistoryError when there is no such run or it is damaged."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.backends.llama_server.metrics import server_telemetry
+from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.backends.llama_server.supervisor import make_supervisor
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING, models_dir
 from app.core.console.reply_words import ReplyWords
@@ -111,6 +112,7 @@ LLAMA_SERVER = BackendSpec(
     server=make_supervisor,
     model_rules=LlamaServerModelRules(),
     tuning=LLAMA_SERVER_TUNING,
+    planner=LLAMA_SERVER_PLANNER,  # the settings as given, the model's context when none is set
     server_telemetry=server_telemetry,  # /metrics and /slots, read once a second while it runs
     binder=_bind,  # the catalog lists the settings' models folder beside the served file
     reply_words=ReplyWords(

@@ -7,14 +7,14 @@ it picks, loopback, no web UI, offline), `-c` = per-slot context × slots and `-
 GPU, server/sched.go disableMmapDefaultReason), `--cache-type-k/v` when OLLAMA_KV_CACHE_TYPE is
 set, `--flash-attn` (appendFlashAttentionArgs), `-b/-ub` (appendBatchArgs), `-ngl` only when
 num_gpu is set, and `--context-shift --keep` (appendContextShiftArgs). The numbers come from
-app.core.memory.ollama_launch.LaunchPlan.
+app.backends.ollama.launch_plan.OllamaLaunch.
 """
 
 from __future__ import annotations
 
 import shlex
 
-from app.core.memory.ollama_launch import LaunchPlan
+from app.backends.ollama.launch_plan import OllamaLaunch
 
 # The port is one Ollama asks the kernel for at start; the prediction cannot know it.
 PORT_PLACEHOLDER = "<port>"
@@ -24,7 +24,7 @@ LLAMA_SERVER = "llama-server"
 LOG_ARGS = ("--log-verbosity", "4", "--no-log-prefix", "--no-log-timestamps")
 
 
-def llama_server_args(plan: LaunchPlan, model_path: str = MODEL_PLACEHOLDER, port: str = PORT_PLACEHOLDER,
+def llama_server_args(plan: OllamaLaunch, model_path: str = MODEL_PLACEHOLDER, port: str = PORT_PLACEHOLDER,
                       ollama_renders_chat: bool = True) -> list[str]:
     """The arguments after the program name, in the order Ollama writes them."""
     args = ["--model", model_path, "--port", port, "--host", "127.0.0.1", "--no-webui", "--offline",
@@ -45,13 +45,13 @@ def llama_server_args(plan: LaunchPlan, model_path: str = MODEL_PLACEHOLDER, por
     return args
 
 
-def llama_server_command(plan: LaunchPlan, program: str = LLAMA_SERVER, model_path: str = MODEL_PLACEHOLDER,
+def llama_server_command(plan: OllamaLaunch, program: str = LLAMA_SERVER, model_path: str = MODEL_PLACEHOLDER,
                          port: str = PORT_PLACEHOLDER) -> str:
     """The whole command as one line a user can read and compare with Ollama's log."""
     return shlex.join([program, *llama_server_args(plan, model_path, port)])
 
 
-def predicted_lines(plan: LaunchPlan) -> list[str]:
+def predicted_lines(plan: OllamaLaunch) -> list[str]:
     """The predicted command with where its numbers come from, as lines for the Server page."""
     return [
         "# llama-server as Ollama will start it (predicted):",

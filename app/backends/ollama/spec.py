@@ -9,6 +9,7 @@ from typing import Any
 from app.backends.ollama import pull_hints, variant
 from app.backends.ollama.child_telemetry import server_telemetry
 from app.backends.ollama.client import OllamaClient, load_client
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.ports.backend import BackendSpec, Capabilities, CommandWords
@@ -64,6 +65,7 @@ OLLAMA = BackendSpec(
     server=ServerSupervisor,
     model_rules=OllamaModelRules(),
     tuning=OLLAMA_TUNING,
+    planner=OLLAMA_PLANNER,  # Ollama's own context default, automatic batch and placement by version
     server_telemetry=server_telemetry,  # the child's /slots, read once a second while Ollama runs
     command_words=CommandWords(
         start_hint=("Is Ollama running? Start it with `ollama serve` (or `ollama-deck`, which starts it from its "

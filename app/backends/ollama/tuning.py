@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from app.backends.ollama.launch import predicted_lines
-from app.core.memory.model_fit import ollama_default_context_length
-from app.core.memory.ollama_launch import LaunchPlan
+from app.backends.ollama.launch_plan import ollama_default_context_length
 from app.core.server.exposure import exposure_of
 from app.core.server.mapping import (COUNT, DIRECTORY, MEBIBYTES, PROGRAM, MappingTexts, OptionSpec,
                                  field_or_option_label)
@@ -318,11 +316,6 @@ class OllamaTuning:
         """The environment lines, e.g. OLLAMA_NUM_PARALLEL=4."""
         return mapping_text(settings)
 
-    def launch_lines(self, plan: LaunchPlan) -> list[str]:
-        """The llama-server command Ollama will run for a model's launch plan, with where its numbers
-        come from (the fit panel shows it before the server loads the model)."""
-        return predicted_lines(plan)
-
     def label(self, name: str) -> str:
         """The form's label of a field or option."""
         return field_or_option_label(OPTIONS, TEXTS, name)
@@ -333,7 +326,7 @@ class OllamaTuning:
 
     def default_context_length(self, version: str | None, gpu_total_bytes: int | None,
                                gpu_overhead_bytes: int = 0) -> int | None:
-        """Ollama's num_ctx by version and VRAM (4096, 32768 from 23 GiB, 262144 from 47 GiB; see model_fit)."""
+        """Ollama's num_ctx by version and VRAM (4096, 32768 from 23 GiB, 262144 from 47 GiB; see launch_plan)."""
         return ollama_default_context_length(version, gpu_total_bytes, gpu_overhead_bytes)
 
 

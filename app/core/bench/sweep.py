@@ -313,7 +313,7 @@ class Fingerprint:
     gpu_name: str = ""
     gpu_driver: str = ""
     gpu_memory_mib: float | None = None
-    ollama_version: str = ""  # the server's version (see server_version)
+    server_version: str = ""  # the measuring server's version (saved as "ollama_version", its first name)
     model: str = ""
     model_digest: str = ""
     model_quantization: str = ""
@@ -326,23 +326,22 @@ class Fingerprint:
     backend_kind: str = DEFAULT_BACKEND
 
     @property
-    def server_version(self) -> str:
-        """The measuring server's version (held in ollama_version, a name older than other servers)."""
-        return self.ollama_version
-
-    @property
     def server_text(self) -> str:
         """The measuring server for people, with its version ("llama-server b6123", "Ollama 0.32.15")."""
         return " ".join(x for x in (server_label(self.backend_kind), self.server_version) if x)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """Plain dict, under the keys documents have always had."""
+        return {_FINGERPRINT_KEYS.get(k, k): getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fingerprint:
         """Inverse of to_json (unknown keys ignored)."""
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        return cls(**{k: data[key] for k in cls.__dataclass_fields__ if (key := _FINGERPRINT_KEYS.get(k, k)) in data})
+
+
+# Fields saved under another name: the version key dates from when every server was Ollama.
+_FINGERPRINT_KEYS = {"server_version": "ollama_version"}
 
 
 # What people call the servers a history may hold (a kind it does not know is shown as stored).

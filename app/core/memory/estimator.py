@@ -1,22 +1,21 @@
 """Price a load setting in GPU memory before it is applied: fits, tight, spills or won't load.
 
-`estimate(shape, settings, gpu, era, host)` models what llama.cpp (the engine inside Ollama) really
-allocates — weights per layer, KV cache, compute buffers, the CUDA runtime — places layers the
-way the given Ollama era does, prices the CPU side against the host's RAM, and explains the
-verdict in one sentence. `gpu=None` is a machine without a GPU: everything runs on the CPU. All
+`estimate(shape, settings, gpu, rules, host)` models what llama.cpp really allocates — weights
+per layer, KV cache, compute buffers, the CUDA runtime — places layers the way the server's
+LoadRules say, prices the CPU side against the host's RAM, and explains the verdict in one
+sentence. `gpu=None` is a machine without a GPU: everything runs on the CPU. All
 sizes are bytes.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from typing import Protocol
 
 from app.core.errors import EstimateError
 from app.core.memory.host import (CPU_RUNTIME_OVERHEAD_BYTES, HostMemory, cpu_only_text, cpu_weights_bytes,
                                   host_verdict, out_of_memory_text, output_buffer_bytes)
-from app.core.memory.legacy import LegacyEstimate, legacy_estimate
 from app.core.memory.llama_cpp import (
     KV_TYPES,
     compute_bytes,
@@ -34,38 +33,8 @@ from app.core.units import GIB, MIB
 # (an RTX 4090 on a desktop). An H200 with driver 580 measured about 590 MiB; see
 # benchmarks/vram/README.md. Pass GpuMemory.runtime_overhead_bytes for another card.
 DEFAULT_RUNTIME_OVERHEAD_BYTES = 450 * MIB
-# Memory llama.cpp's --fit keeps free on each GPU in era C (its default LLAMA_ARG_FIT_TARGET).
+# Memory llama.cpp's --fit keeps free on each GPU (its default LLAMA_ARG_FIT_TARGET).
 FIT_TARGET_MARGIN_BYTES = GIB
-
-
-class OllamaEra(str, Enum):
-    """Which memory logic an Ollama version uses (see ollama-facts.md)."""
-
-    A = "A"  # ≤ 0.11.10: bundled llama.cpp runner, placement by the legacy formula
-    B = "B"  # 0.11.11 – 0.29: Go engine, placement by trial allocations
-    C = "C"  # ≥ 0.30: upstream llama-server with --fit
-
-
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
-# llama-server's own builds ("b6123-abc1234", or "local build" when none is stamped in) are upstream
-# llama.cpp with --fit: the memory logic of era C.
-_LLAMA_CPP_BUILD_RE = re.compile(r"^(b\d+\b|local build$)")
-
-
-def era_for_version(version: str | None) -> OllamaEra:
-    """Era of an Ollama version string such as "0.11.10" or "v0.30.2-rc1" (a llama-server build such as
-    "b6123-abc1234" is era C); None means current."""
-    if version is None or _LLAMA_CPP_BUILD_RE.match(version.strip()):
-        return OllamaEra.C
-    m = _VERSION_RE.match(version.strip())
-    if not m:
-        raise EstimateError(f"cannot read Ollama version {version!r}", "Use the form 0.12.3, as the server reports its version.")
-    v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    if v <= (0, 11, 10):
-        return OllamaEra.A
-    if v < (0, 30, 0):
-        return OllamaEra.B
-    return OllamaEra.C
 
 
 @dataclass(frozen=True)
@@ -77,14 +46,64 @@ class LoadSettings:
     kv_cache_type: str = "f16"  # KV-cache element type
     flash_attention: bool = True
     num_batch: int = 512
-    num_ubatch: int | None = None  # None: equal to num_batch, as Ollama passes it
-    num_gpu: int | None = None  # forced layers on the GPU; None lets Ollama decide
+    num_ubatch: int | None = None  # None: equal to num_batch
+    num_gpu: int | None = None  # forced layers on the GPU; None lets the server decide
     gpu_overhead_bytes: int = 0  # memory the server is told to leave free per GPU
 
     @property
     def ubatch(self) -> int:
         """Tokens per compute batch (micro-batch)."""
         return self.num_ubatch if self.num_ubatch is not None else self.num_batch
+
+
+class OwnEstimate(Protocol):
+    """A server's own memory prediction, where that (not the real sizes) decides the layers on the GPU."""
+
+    @property
+    def layers(self) -> int:
+        """Layers it puts on the GPU (the output layer counted)."""
+        ...
+
+    @property
+    def layers_model(self) -> int:
+        """The model's layers as it counts them (the output layer counted)."""
+        ...
+
+    @property
+    def total_bytes(self) -> int:
+        """Its size of the loaded model."""
+        ...
+
+    @property
+    def vram_bytes(self) -> int:
+        """Its size of the model's part on the GPU."""
+        ...
+
+    @property
+    def estimate_name(self) -> str:
+        """What the explanation calls this prediction, e.g. "the server's own estimate"."""
+        ...
+
+    @property
+    def advice(self) -> str:
+        """A sentence on how to get layers placed by real sizes instead ("" when none)."""
+        ...
+
+
+# (shape, load, GPU bytes free) -> the server's own prediction
+OwnEstimator = Callable[[ModelShape, LoadSettings, int], OwnEstimate]
+
+
+@dataclass(frozen=True)
+class LoadRules:
+    """What the server does with a load that the memory model must know: how it places layers when no
+    count is forced, and what it is called in the notes. The default is llama.cpp's --fit."""
+
+    label: str = "fit"  # a short name for the rules (the estimate command's JSON "era")
+    description: str = "llama.cpp's --fit places the layers"
+    server_name: str = "the server"  # as in "... the server uses f16 instead"
+    fit_margin_bytes: int = FIT_TARGET_MARGIN_BYTES  # memory the placement keeps free on the GPU
+    own_estimate: OwnEstimator | None = None  # the server's own prediction places the layers
 
 
 @dataclass(frozen=True)
@@ -105,7 +124,6 @@ class GpuMemory:
 class VramEstimate:
     """Predicted memory use of one loaded model and the verdict for this GPU (bytes)."""
 
-    era: OllamaEra
     kv_cache_type: str  # the type really used (f16 when flash attention is off)
     n_ctx_total: int  # KV cells over all slots
     weights_gpu_bytes: int
@@ -125,10 +143,10 @@ class VramEstimate:
     headroom_bytes: int  # available minus peak
     layers_on_gpu: int
     layers_total: int
-    processor: str  # what `ollama ps` would print
+    processor: str  # the PROCESSOR column a server's process list would print
     verdict: str  # fits | tight | spills | wont_load
     explanation: str
-    legacy: LegacyEstimate | None = None
+    legacy: OwnEstimate | None = None  # the server's own prediction, where it placed the layers
     notes: tuple[str, ...] = field(default_factory=tuple)
     full_offload_gpu_bytes: int = 0  # total at load if every layer were on the GPU
     forced_layers: bool = False  # True when num_gpu fixed the placement
@@ -205,15 +223,15 @@ def _place(shape: ModelShape, n_gpu: int, kv: list[int], compute: int, overhead:
 
 
 def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
-             era: OllamaEra = OllamaEra.C, host: HostMemory | None = None) -> VramEstimate:
-    """Predict GPU and host memory and placement for `settings` on `gpu` (None: no GPU) under Ollama `era`."""
+             rules: LoadRules = LoadRules(), host: HostMemory | None = None) -> VramEstimate:
+    """Predict GPU and host memory and placement for `settings` on `gpu` (None: no GPU) under the server's `rules`."""
     validate(shape, settings, gpu)
     if gpu is None:
-        return _estimate_cpu_only(shape, settings, era, host)
+        return _estimate_cpu_only(shape, settings, host)
     notes: list[str] = []
     kv_type = effective_kv_type(settings.kv_cache_type, settings.flash_attention)
     if kv_type != settings.kv_cache_type:
-        notes.append(f"{settings.kv_cache_type} KV cache needs flash attention; Ollama uses f16 instead")
+        notes.append(f"{settings.kv_cache_type} KV cache needs flash attention; {rules.server_name} uses f16 instead")
     plan = plan_context(shape, settings.num_ctx, settings.parallel, settings.ubatch)
     kv = kv_layer_bytes(shape, plan, kv_type)
     compute = compute_bytes(shape, plan, kv_type, settings.flash_attention)
@@ -223,17 +241,13 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
     layers_total = shape.n_layer + 1
     available = gpu.free_bytes - settings.gpu_overhead_bytes
 
-    legacy = None
-    if era is OllamaEra.A:
-        legacy = legacy_estimate(shape, settings.num_ctx, settings.num_batch, settings.parallel,
-                                 settings.kv_cache_type, settings.flash_attention, gpu.free_bytes,
-                                 settings.gpu_overhead_bytes, settings.num_gpu)
+    legacy = None if rules.own_estimate is None else rules.own_estimate(shape, settings, gpu.free_bytes)
     if settings.num_gpu is not None:
         n_gpu = min(settings.num_gpu, layers_total)
     elif legacy is not None:
         n_gpu = legacy.layers
     else:
-        margin = FIT_TARGET_MARGIN_BYTES if era is OllamaEra.C else 0
+        margin = rules.fit_margin_bytes
         n_gpu = 0
         for n in range(layers_total, 0, -1):
             if _place(shape, n, kv, compute, gpu.runtime_overhead_bytes).total_gpu + margin <= available:
@@ -252,7 +266,7 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
                  + CPU_RUNTIME_OVERHEAD_BYTES)
     on_host = host_verdict(host_need, host)
     est = VramEstimate(
-        era=era, kv_cache_type=kv_type, n_ctx_total=plan.n_ctx_total,
+        kv_cache_type=kv_type, n_ctx_total=plan.n_ctx_total,
         weights_gpu_bytes=placed.weights_gpu, weights_cpu_bytes=placed.weights_cpu,
         kv_bytes=sum(kv), kv_gpu_bytes=placed.kv_gpu, compute_bytes=placed.compute_gpu,
         compute_flash_on_bytes=compute_on, compute_flash_off_bytes=compute_off, host_compute_bytes=host_compute,
@@ -271,9 +285,8 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
     return replace(est, explanation=explain(est, settings.num_ctx, settings.flash_attention))
 
 
-def _estimate_cpu_only(shape: ModelShape, settings: LoadSettings, era: OllamaEra,
-                       host: HostMemory | None) -> VramEstimate:
-    """No GPU: llama-server keeps every buffer in host memory, so only the host's RAM decides."""
+def _estimate_cpu_only(shape: ModelShape, settings: LoadSettings, host: HostMemory | None) -> VramEstimate:
+    """No GPU: llama.cpp keeps every buffer in host memory, so only the host's RAM decides."""
     kv_type = settings.kv_cache_type if settings.flash_attention else "f16"
     plan = plan_context(shape, settings.num_ctx, settings.parallel, settings.ubatch)
     kv = sum(kv_layer_bytes(shape, plan, kv_type))
@@ -284,7 +297,7 @@ def _estimate_cpu_only(shape: ModelShape, settings: LoadSettings, era: OllamaEra
     verdict = on_host or "fits"
     headroom = host.available_bytes - need if host else 0
     return VramEstimate(
-        era=era, kv_cache_type=kv_type, n_ctx_total=plan.n_ctx_total, weights_gpu_bytes=0,
+        kv_cache_type=kv_type, n_ctx_total=plan.n_ctx_total, weights_gpu_bytes=0,
         weights_cpu_bytes=weights, kv_bytes=kv, kv_gpu_bytes=0, compute_bytes=0,
         compute_flash_on_bytes=compute_bytes(shape, plan, settings.kv_cache_type, True),
         compute_flash_off_bytes=compute_bytes(shape, plan, "f16", False), host_compute_bytes=compute,
@@ -297,6 +310,6 @@ def _estimate_cpu_only(shape: ModelShape, settings: LoadSettings, era: OllamaEra
 
 
 __all__ = [
-    "DEFAULT_RUNTIME_OVERHEAD_BYTES", "FIT_TARGET_MARGIN_BYTES", "GpuMemory", "HostMemory", "LoadSettings",
-    "OllamaEra", "VramEstimate", "era_for_version", "estimate", "validate",
+    "DEFAULT_RUNTIME_OVERHEAD_BYTES", "FIT_TARGET_MARGIN_BYTES", "GpuMemory", "HostMemory", "LoadRules", "LoadSettings",
+    "OwnEstimate", "OwnEstimator", "VramEstimate", "estimate", "validate",
 ]

@@ -1,8 +1,8 @@
-"""Host memory (RAM) of a load: what llama-server keeps on the CPU side, against what the machine has.
+"""Host memory (RAM) of a load: what llama.cpp's server keeps on the CPU side, against what the machine has.
 
 With no GPU everything is there; with a partial offload the layers llama.cpp's --fit left on the
 CPU bring their weights and KV cache. When that outgrows the available memory the kernel kills
-llama-server ("signal: killed"), so the verdict says the computer runs out of memory.
+the server process ("signal: killed"), so the verdict says the computer runs out of memory.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from app.core.units import GIB, MIB
 # llama.cpp's --fit keeps this much system memory free as it does per GPU ("will leave … >= 1024
 # MiB of system memory"); below it a load is tight.
 HOST_FIT_MARGIN_BYTES = GIB
-# llama-server's own resident memory besides its buffers (libraries, heap): its RSS less the
+# The llama.cpp server's own resident memory besides its buffers (libraries, heap): its RSS less the
 # buffers it logged was 20 MiB with SmolLM2-135M on the CPU (benchmarks/vram/cpu_estimate_vs_ollama.txt).
 CPU_RUNTIME_OVERHEAD_BYTES = 20 * MIB
 

@@ -1,9 +1,9 @@
 """llama.cpp's own memory arithmetic: KV cache cells, compute-graph buffers and runtime peaks.
 
-Sizes follow how llama.cpp (the engine inside Ollama) allocates: context padded to 256 cells,
+Sizes follow how llama.cpp allocates: context padded to 256 cells,
 one KV stream per parallel slot, sliding-window layers holding only window + ubatch cells,
 and a compute buffer sized for the worst-case prompt batch. The constants marked "fitted" were
-calibrated against llama-server on an NVIDIA H200 (benchmarks/vram/); the buffers they describe
+calibrated against llama.cpp's server on an NVIDIA H200 (benchmarks/vram/); the buffers they describe
 do not depend on the GPU model.
 """
 
@@ -74,7 +74,7 @@ def plan_context(shape: ModelShape, num_ctx: int, parallel: int, n_ubatch: int) 
 
 
 def effective_kv_type(kv_type: str, flash_attention: bool) -> str:
-    """KV type actually used: Ollama falls back to f16 when flash attention is off."""
+    """KV type actually used: a quantized KV cache needs flash attention, so without it the server uses f16."""
     return kv_type if flash_attention else "f16"
 
 

@@ -1,14 +1,13 @@
-"""Turn predicted memory into a verdict, `ollama ps`'s PROCESSOR text and one plain sentence."""
+"""Turn predicted memory into a verdict, the process list's PROCESSOR text and one plain sentence."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.core.memory.legacy import LegacyEstimate
 from app.core.units import GIB
 
 if TYPE_CHECKING:
-    from app.core.memory.estimator import VramEstimate
+    from app.core.memory.estimator import OwnEstimate, VramEstimate
 
 # A setting is "tight" when less than this stays free at the peak: 1 GiB, or 5 % of the card.
 TIGHT_MIN_BYTES = GIB
@@ -27,7 +26,8 @@ def verdict_label(verdict: str) -> str:
 
 
 def ps_processor(size: int, size_vram: int) -> str:
-    """PROCESSOR column exactly as `ollama ps` prints it from the loaded model's size and size on the GPU."""
+    """PROCESSOR column exactly as the server's process list prints it from the loaded model's size and size
+    on the GPU."""
     if size_vram == 0:
         return "100% CPU"
     if size_vram == size:
@@ -38,15 +38,16 @@ def ps_processor(size: int, size_vram: int) -> str:
     return f"{cpu}%/{100 - cpu}% CPU/GPU"
 
 
-def processor_string(legacy: LegacyEstimate | None, n_gpu: int, layers_total: int,
+def processor_string(legacy: OwnEstimate | None, n_gpu: int, layers_total: int,
                      gpu_buffers: int, cpu_buffers: int) -> str:
-    """Predicted PROCESSOR text: era A reports its own estimate, later eras the real buffers."""
+    """Predicted PROCESSOR text: a server that places layers by its own estimate reports that estimate,
+    others the real buffers."""
     if legacy is not None:
         return ps_processor(legacy.total_bytes, legacy.vram_bytes)
     if n_gpu <= 0:
         return "100% CPU"
     if n_gpu >= layers_total:
-        return "100% GPU"  # Ollama reports a full offload as 100% GPU though the input table is in RAM
+        return "100% GPU"  # a full offload is reported as 100% GPU though the input table is in RAM
     return ps_processor(gpu_buffers + cpu_buffers, gpu_buffers)
 
 
@@ -85,9 +86,9 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
         if est.forced_layers:
             return f"Spills: num_gpu puts {est.layers_on_gpu} of {est.layers_total} layers on the GPU; {slower}."
         if est.legacy is not None and est.full_offload_gpu_bytes <= est.available_bytes:
-            return (f"Spills: Ollama's own estimate ({_g(est.legacy.total_bytes)}) does not fit in {free} free, so "
-                    f"it offloads only {est.layers_on_gpu} of {est.layers_total} layers although all of them would "
-                    f"need {_g(est.full_offload_gpu_bytes)}; {slower}. A newer Ollama places layers by real sizes.")
+            return (f"Spills: {est.legacy.estimate_name} ({_g(est.legacy.total_bytes)}) does not fit in {free} free, "
+                    f"so it offloads only {est.layers_on_gpu} of {est.layers_total} layers although all of them would "
+                    f"need {_g(est.full_offload_gpu_bytes)}; {slower}. {est.legacy.advice}".rstrip())
         return (f"Spills: only {est.layers_on_gpu} of {est.layers_total} layers fit in {free} free (all on the "
                 f"GPU needs {_g(est.full_offload_gpu_bytes)}); {slower}. Lower the context or parallel requests, "
                 f"or quantize the KV cache.")
@@ -105,7 +106,7 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
 
 def risky_apply_words(est: VramEstimate, model: str, server_name: str) -> tuple[str, str]:
     """The title and sentence that ask before applying settings predicted to spill or not to load;
-    `server_name` is the backend's own name for its server (e.g. "llama-server")."""
+    `server_name` is the backend's own name for its server."""
     if est.verdict == "wont_load":
         return ("These settings will not load",
                 f"{model} needs {_g(est.total_gpu_bytes)} on a GPU with {_g(est.available_bytes)} available, so "

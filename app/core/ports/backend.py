@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.core.console.reply_words import ReplyWords
+from app.core.memory.launch_plan import SettingsPlanner
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.inference import ConsoleClientFactory, StreamingClientFactory
+from app.core.ports.planner import LoadPlanner
 from app.core.ports.server import ServerControl
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.server.mapping import TuningMapping
@@ -134,6 +136,8 @@ class BackendSpec:
     reply_words: ReplyWords = field(default_factory=ReplyWords)
     # What the headless commands say about starting the server and getting a model.
     command_words: CommandWords = field(default_factory=CommandWords)
+    # The launch the server really makes for a model with the settings (what the memory estimate prices).
+    planner: LoadPlanner = field(default_factory=SettingsPlanner)
 
     def bound(self, settings: Callable[[], ServerSettings]) -> BackendSpec:
         """This spec with factories that read `settings()` (the settings in force) whenever they make a client."""

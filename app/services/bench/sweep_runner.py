@@ -27,6 +27,7 @@ from app.core.memory.estimator import GpuMemory
 from app.core.memory.host import HostMemory
 from app.core.model_shape import ModelShape, shape_from_show
 from app.core.models import LocalModel, RunningModel
+from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.pricing import price
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
@@ -37,6 +38,7 @@ from app.core.ports.inference import StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
 from app.core.ports.contention import ContentionProbeFactory
+from app.core.ports.planner import LoadPlanner
 from app.core.ports.server import ServerControl
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.telemetry import GpuBackend
@@ -97,7 +99,7 @@ class SweepRunner:
                  clock: Clock = time.monotonic, sample_interval_s: float = 0.25,
                  app_version: str = "", server_telemetry: ServerTelemetryFactory | None = None,
                  host_memory: Callable[[], HostMemory | None] = lambda: None,
-                 contention: ContentionProbeFactory | None = None) -> None:
+                 contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None) -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._load_client = load_client
@@ -111,6 +113,8 @@ class SweepRunner:
         self._server_telemetry = server_telemetry  # the server's own slots and counters, where it has them
         self._host_memory = host_memory  # the RAM a point's load can have (None: not known, not priced)
         self._contention = contention  # what else used the device over each point's window (None: not measured)
+        # the launch the server makes for a point's settings, as its backend plans it: what is priced
+        self._planner: LoadPlanner = planner if planner is not None else SettingsPlanner()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._point_task: asyncio.Task[PointResult] | None = None
         self._cancelled = False
@@ -188,7 +192,7 @@ class SweepRunner:
                     break
                 begun = self._clock()
                 self._point_task = asyncio.ensure_future(
-                    self._run_point(client, spec, point, shape, fingerprint.ollama_version, progress, durations,
+                    self._run_point(client, spec, point, shape, fingerprint.server_version, progress, durations,
                                     len(plan.points), plan.varying))
                 try:
                     result = await self._point_task
@@ -241,7 +245,7 @@ class SweepRunner:
             notes.append("Attached server: its settings are its own, so only the client side varied.")
         fingerprint = Fingerprint(
             gpu_name=info.name if info else "", gpu_driver=info.driver if info else "",
-            gpu_memory_mib=info.memory_total_mib if info else None, ollama_version=version, model=entry.name,
+            gpu_memory_mib=info.memory_total_mib if info else None, server_version=version, model=entry.name,
             model_digest=entry.digest, model_quantization=entry.quantization_level,
             model_parameters=entry.parameter_size, managed=spec.managed,
             base_settings=spec.base.to_json() if spec.managed else {}, host=platform.node(),
@@ -272,7 +276,8 @@ class SweepRunner:
             gpu = await self._gpu_memory(client)
             if gpu is not None:
                 try:
-                    estimate = price(point.settings, shape, gpu, version, await asyncio.to_thread(self._host_memory))
+                    estimate = price(point.settings, shape, gpu, version, await asyncio.to_thread(self._host_memory),
+                                     planner=self._planner)
                 except EstimateError as exc:
                     return PointResult(point, SKIPPED, "invalid for this model", detail=exc.message)
         # What is known so far rides along on every outcome; each return sets status and reason.

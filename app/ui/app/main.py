@@ -145,7 +145,8 @@ class DeckApp:
                                        backend=self.backend,
                                        server_ring=self.telemetry.ring if self.telemetry.enabled else None)
         self.telemetry.notice_changed.connect(self.dashboard.server.set_notice)
-        self.server_page = ServerPage(self.controller, settings, mapping=self.backend.tuning)
+        self.server_page = ServerPage(self.controller, settings, mapping=self.backend.tuning,
+                                      planner=self.backend.planner)
         if self.telemetry.enabled and self.backend.can("reports_slots"):
             slots_view = SlotsView()
             self.telemetry.sample_ready.connect(slots_view.set_sample)

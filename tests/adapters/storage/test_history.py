@@ -34,7 +34,7 @@ def make_run(points: int = 3, records: int = 4) -> SweepRun:
         results.append(PointResult(p, OK, stats=summarize(recs, TARGETS), records=recs,
                                    gpu=GpuFigures(vram_peak_mib=10_000.0 + p.index)))
     results.append(PointResult(plan.points[-1], FAILED, "out of memory at load", detail="cudaMalloc failed"))
-    run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", ollama_version="0.12.6", model="qwen3:14b"),
+    run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b"),
                    plan.points, plan.varying, tuple(results), started_at="2026-08-01T12:00:00+02:00")
     return run.finished("finished", "2026-08-01T12:05:00+02:00")
 

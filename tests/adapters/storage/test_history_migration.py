@@ -43,12 +43,11 @@ def test_every_format_1_run_is_kept_with_its_ollama_version_and_kind(tmp_path: P
     assert sorted(summaries) == [1, 2]
     for run_id, title, status, model, gpu, version, planned, best, recommended, doc in old_rows:
         s = summaries[run_id]
-        assert (s.title, s.status, s.model, s.gpu_name, s.ollama_version, s.points_planned, s.best_tokens_per_s,
+        assert (s.title, s.status, s.model, s.gpu_name, s.server_version, s.points_planned, s.best_tokens_per_s,
                 s.recommended) == (title, status, model, gpu, version, planned, best, recommended)
-        assert s.backend_kind == "ollama" and s.server_version == version
+        assert s.backend_kind == "ollama"
         run = history.load(run_id)
-        assert run.fingerprint.backend_kind == "ollama" and run.fingerprint.ollama_version == version
-        assert run.fingerprint.server_version == version
+        assert run.fingerprint.backend_kind == "ollama" and run.fingerprint.server_version == version
         old_fingerprint = json.loads(doc)["fingerprint"]
         assert "backend_kind" not in old_fingerprint  # the old document never named its server
         assert {k: v for k, v in run.fingerprint.to_json().items() if k != "backend_kind"} == old_fingerprint
@@ -72,8 +71,10 @@ def test_a_run_document_without_a_backend_kind_reads_as_ollama() -> None:
     doc = run_to_json(make_run(), with_records=True)
     del doc["fingerprint"]["backend_kind"]
     run = run_from_json(doc)
-    assert run.fingerprint.backend_kind == "ollama" and run.fingerprint.ollama_version == "0.12.6"
-    assert Fingerprint(backend_kind="llama_server", ollama_version="b4567").server_version == "b4567"
+    assert run.fingerprint.backend_kind == "ollama" and run.fingerprint.server_version == "0.12.6"
+    # the version keeps its saved key, ollama_version, for every server
+    assert Fingerprint(backend_kind="llama_server", server_version="b4567").to_json()["ollama_version"] == "b4567"
+    assert Fingerprint.from_json({"ollama_version": "b4567"}).server_version == "b4567"
     assert run_to_json(make_run())["fingerprint"]["backend_kind"] == "ollama"
 
 

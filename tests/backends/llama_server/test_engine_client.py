@@ -22,6 +22,7 @@ from app.backends.llama_server.spec import LLAMA_SERVER
 from app.core.bench.workload import BenchPrompt, LoadPlan
 from app.core.errors import BadRequest, StreamDropped
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate
+from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.core.memory.model_fit import fit_verdict
 from app.core.model_shape import shape_from_show, tensor_bytes
 from app.core.ports.inference import ChatRequestStreaming
@@ -195,7 +196,8 @@ def test_the_estimator_prices_the_real_gguf(bundled_model: Path) -> None:
     assert shape.weights.from_tensors and shape.n_layer == 30 and shape.n_vocab == 49152 and shape.tied_embeddings
     est = estimate(shape, LoadSettings(num_ctx=1024, parallel=2), GpuMemory(total_bytes=24 * GIB))
     assert est.kv_bytes == 30 * 2048 * 3 * (64 + 64) * 2 and est.verdict == "fits"  # f16, head_dim 576/9
-    verdict = fit_verdict(info.show_dict(), info.size_bytes, ServerSettings(), None, 24 * GIB)
+    verdict = fit_verdict(info.show_dict(), info.size_bytes, ServerSettings(), None, 24 * GIB,
+                          planner=LLAMA_SERVER_PLANNER)
     assert verdict.verdict == "fits" and verdict.estimate is not None
 
 

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from app.backends.ollama.launch import llama_server_args, llama_server_command, predicted_lines
-from app.backends.ollama.tuning import OLLAMA_TUNING
+from app.backends.ollama.launch_plan import OllamaGpus, OllamaLaunch, plan_launch
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.estimator import GpuMemory
-from app.core.memory.ollama_launch import OllamaGpus, plan_launch
-from app.core.memory.pricing import launch_plan_for
 from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
@@ -23,6 +22,11 @@ SMOL = shape_from_show(json.loads((ROOT / "tests/data/show_smollm2_135m.json").r
 QWEN = shape_from_show(json.loads((ROOT / "tests/data/show_qwen3_14b.json").read_text()), 9_000_210_784)
 REAL = json.loads((ROOT / "benchmarks/vram/cpu_estimate_vs_ollama.json").read_text())["raw"]
 H200 = GpuMemory(total_bytes=143771 * MIB)
+
+
+def launch_plan_for(settings: ServerSettings, shape, gpu: GpuMemory, version: str | None) -> OllamaLaunch:
+    """What Ollama will pass to llama-server for this model with these settings on this GPU."""
+    return plan_launch(settings, shape, OllamaGpus(gpu.total_bytes, gpu.free_bytes), version)
 
 
 @pytest.mark.parametrize("run", REAL, ids=lambda r: f"parallel{r['parallel']}")
@@ -51,7 +55,8 @@ def test_settings_that_change_flags():
 
 def test_the_server_page_lines_say_where_the_numbers_come_from():
     plan = launch_plan_for(ServerSettings(num_parallel=2), QWEN, H200, "0.32.15")
-    lines = OLLAMA_TUNING.launch_lines(plan)
+    lines = list(OLLAMA_PLANNER.plan(ServerSettings(num_parallel=2), QWEN, None, H200,
+                                     server_version="0.32.15").launch_lines)
     assert lines == predicted_lines(plan)
     assert lines[1] == llama_server_command(plan) and lines[1].startswith("llama-server --model '<model blob>'")
     assert "-c 81920 = 40960 per slot (Ollama's default, clamped to the model's 40960) × 2 slots" in lines[2]

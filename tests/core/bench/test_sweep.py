@@ -183,7 +183,7 @@ def make_run() -> SweepRun:
         results.append(PointResult(p, OK, stats=summarize(records, TARGETS), records=records,
                                    gpu=GpuFigures(vram_peak_mib=12000.0, power_mean_w=300.0, energy_j=330.0)))
     results.append(PointResult(plan.points[2], FAILED, "out of memory at load", detail="cudaMalloc failed"))
-    run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", ollama_version="0.12.6", model="qwen3:14b",
+    run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b",
                                      model_digest="ab" * 32, base_settings=BASE.to_json()),
                    plan.points, plan.varying, tuple(results), started_at="2026-08-01T12:00:00+02:00")
     return run.finished("finished", "2026-08-01T12:03:00+02:00")

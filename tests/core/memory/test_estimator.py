@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from app.backends.ollama.launch_plan import OllamaEra, era_for_version
+from app.backends.ollama.legacy import LEGACY_CUDA_MINIMUM_BYTES, legacy_estimate
+from app.backends.ollama.planner import ERA_RULES
 from app.core.errors import EstimateError
-from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, OllamaEra,
-                                era_for_version, estimate)
-from app.core.memory.legacy import LEGACY_CUDA_MINIMUM_BYTES, legacy_estimate
+from app.core.memory.estimator import DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, estimate
 from app.core.memory.llama_cpp import kv_layer_bytes, peak_extra_bytes, plan_context
 from app.core.memory.verdict import VERDICTS, ps_processor
 from app.core.model_shape import shape_from_show
@@ -215,7 +216,7 @@ def test_four_slots_of_32k_f16_spill_on_a_4090_and_q8_0_fits() -> None:
     assert f16.kv_bytes == 20 * GIB
     assert f16.verdict == "spills" and f16.layers_on_gpu < 41
     assert "CPU/GPU" in f16.processor and "several times slower" in f16.explanation
-    q8 = estimate(QWEN, LoadSettings(num_ctx=32768, parallel=4, kv_cache_type="q8_0"), RTX_4090, OllamaEra.B)
+    q8 = estimate(QWEN, LoadSettings(num_ctx=32768, parallel=4, kv_cache_type="q8_0"), RTX_4090, ERA_RULES[OllamaEra.B])
     assert q8.verdict in ("fits", "tight") and q8.layers_on_gpu == 41
 
 
@@ -224,7 +225,7 @@ def test_era_c_keeps_llama_cpp_fit_margin() -> None:
     s = LoadSettings(num_ctx=32768, parallel=2)
     need = estimate(QWEN, s, GpuMemory(total_bytes=80 * GIB)).total_gpu_bytes
     gpu = GpuMemory(total_bytes=24564 * MIB, used_by_others_bytes=24564 * MIB - need - 512 * MIB)
-    b, c = estimate(QWEN, s, gpu, OllamaEra.B), estimate(QWEN, s, gpu, OllamaEra.C)
+    b, c = estimate(QWEN, s, gpu, ERA_RULES[OllamaEra.B]), estimate(QWEN, s, gpu, ERA_RULES[OllamaEra.C])
     assert b.layers_on_gpu == 41 and b.verdict == "tight"
     assert c.layers_on_gpu < 41 and c.verdict == "spills"
 
@@ -233,7 +234,7 @@ def test_long_prompt_without_flash_attention_is_tight_even_when_it_loads() -> No
     s = LoadSettings(num_ctx=40960, flash_attention=False)
     probe = estimate(QWEN, s, GpuMemory(total_bytes=80 * GIB))
     free = probe.total_gpu_bytes + 512 * MIB  # loads with 0.5 GiB spare, the peak needs ~1.6 GiB more
-    est = estimate(QWEN, s, GpuMemory(total_bytes=24564 * MIB, used_by_others_bytes=24564 * MIB - free), OllamaEra.B)
+    est = estimate(QWEN, s, GpuMemory(total_bytes=24564 * MIB, used_by_others_bytes=24564 * MIB - free), ERA_RULES[OllamaEra.B])
     assert est.layers_on_gpu == 41
     assert est.total_gpu_bytes <= est.available_bytes < est.peak_gpu_bytes
     assert est.verdict == "tight" and "long document" in est.explanation
@@ -248,7 +249,7 @@ def test_forcing_all_layers_on_a_small_card_will_not_load() -> None:
 
 def test_era_a_uses_ollamas_legacy_estimate_for_placement() -> None:
     s = LoadSettings(num_ctx=32768, parallel=2)
-    est = estimate(QWEN, s, RTX_4090, OllamaEra.A)
+    est = estimate(QWEN, s, RTX_4090, ERA_RULES[OllamaEra.A])
     assert est.legacy is not None and est.layers_on_gpu == est.legacy.layers
     # qwen3 falls to the default graph: GQA × KV / 6, far above the real compute buffer
     assert est.legacy.graph_full_bytes == (40 // 8) * est.legacy.kv_bytes // 6
@@ -347,8 +348,8 @@ def test_verdict_is_monotone_in_gpu_size(shape, ctx, par, kv, fa, era, g1, g2, f
     small, big = sorted((g1, g2))
     s = LoadSettings(num_ctx=ctx, parallel=par, kv_cache_type=kv, flash_attention=fa, num_gpu=99 if forced else None)
     rank = {v: i for i, v in enumerate(VERDICTS[::-1])}  # wont_load < spills < tight < fits
-    a = estimate(shape, s, GpuMemory(total_bytes=small * GIB), era)
-    b = estimate(shape, s, GpuMemory(total_bytes=big * GIB), era)
+    a = estimate(shape, s, GpuMemory(total_bytes=small * GIB), ERA_RULES[era])
+    b = estimate(shape, s, GpuMemory(total_bytes=big * GIB), ERA_RULES[era])
     assert rank[b.verdict] >= rank[a.verdict]
     assert b.layers_on_gpu >= a.layers_on_gpu
 
@@ -358,7 +359,7 @@ def test_verdict_is_monotone_in_gpu_size(shape, ctx, par, kv, fa, era, g1, g2, f
        st.sampled_from(list(OllamaEra)))
 def test_parts_always_add_up(shape, ctx, par, kv, fa, gib, era) -> None:
     est = estimate(shape, LoadSettings(num_ctx=ctx, parallel=par, kv_cache_type=kv, flash_attention=fa),
-                   GpuMemory(total_bytes=gib * GIB), era)
+                   GpuMemory(total_bytes=gib * GIB), ERA_RULES[era])
     assert est.total_gpu_bytes == est.weights_gpu_bytes + est.kv_gpu_bytes + est.compute_bytes + est.overhead_bytes
     assert est.kv_gpu_bytes <= est.kv_bytes and est.verdict in VERDICTS
     assert 0 <= est.layers_on_gpu <= est.layers_total

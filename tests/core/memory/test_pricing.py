@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from app.core.memory.estimator import GpuMemory
-from app.core.memory.model_fit import ollama_default_context_length
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.launch_plan import ollama_default_context_length
+from app.backends.ollama.planner import OLLAMA_PLANNER
+from app.core.memory.estimator import GpuMemory, LoadSettings
+from app.core.model_shape import ModelShape, shape_from_show
 from app.core.memory.pricing import (
     fit_grid,
-    load_settings_for,
     others_bytes,
+    plan_for,
     price,
 )
 from app.core.server.settings import ServerSettings
@@ -20,6 +21,12 @@ from app.core.units import GIB, MIB
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 QWEN3_14B_Q4_K_M_BYTES = 9_276_198_565
+
+
+def load_settings_for(settings: ServerSettings, shape: ModelShape, gpu_total_bytes: int,
+                      version: str | None) -> LoadSettings:
+    """The load Ollama at `version` makes for this model on a GPU of gpu_total_bytes."""
+    return plan_for(OLLAMA_PLANNER, settings, shape, GpuMemory(total_bytes=gpu_total_bytes), version).load_settings()
 
 
 @pytest.fixture(scope="module")
@@ -52,16 +59,16 @@ def test_load_settings_clamp_to_training_context_and_map_flash_attention(qwen3):
 
 def test_articles_trap_four_slots_of_32k_f16_does_not_fit_a_4090_but_q8_does(qwen3):
     gpu = GpuMemory(total_bytes=24564 * MIB)
-    f16 = price(ServerSettings(num_parallel=4, context_length=32768, flash_attention="on"), qwen3, gpu, "0.30.0")
+    f16 = price(ServerSettings(num_parallel=4, context_length=32768, flash_attention="on"), qwen3, gpu, "0.30.0", planner=OLLAMA_PLANNER)
     q8 = price(ServerSettings(num_parallel=4, context_length=32768, flash_attention="on", kv_cache_type="q8_0"),
-               qwen3, gpu, "0.30.0")
+               qwen3, gpu, "0.30.0", planner=OLLAMA_PLANNER)
     assert f16.verdict in ("spills", "wont_load")
     assert q8.verdict in ("fits", "tight")
     assert f16.kv_bytes == 20 * GIB  # 160 KiB per token x 131072 cells
 
 
 def test_grid_is_monotone_and_marks_contexts_beyond_the_model(qwen3):
-    grid = fit_grid(ServerSettings(flash_attention="on"), qwen3, GpuMemory(total_bytes=24 * GIB), "0.30.0")
+    grid = fit_grid(ServerSettings(flash_attention="on"), qwen3, GpuMemory(total_bytes=24 * GIB), "0.30.0", planner=OLLAMA_PLANNER)
     order = {"fits": 0, "tight": 1, "spills": 2, "wont_load": 3}
     for row in grid:
         valid = [c for c in row if c.verdict != "invalid"]

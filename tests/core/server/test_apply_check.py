@@ -8,6 +8,7 @@ import pytest
 from app.core.server.apply_check import ApplyObservation, judge
 from app.core.memory.estimator import GpuMemory
 from app.core.model_shape import shape_from_show
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.pricing import price
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
@@ -18,7 +19,7 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 @pytest.fixture(scope="module")
 def fits():
     shape = shape_from_show(json.loads((DATA / "show_qwen3_14b.json").read_text()), 9_276_198_565)
-    est = price(ServerSettings(context_length=8192, flash_attention="on"), shape, GpuMemory(24 * GIB), "0.30.0")
+    est = price(ServerSettings(context_length=8192, flash_attention="on"), shape, GpuMemory(24 * GIB), "0.30.0", planner=OLLAMA_PLANNER)
     assert est.verdict == "fits"
     return est
 
@@ -71,7 +72,7 @@ def test_good_apply_reports_predicted_against_measured(fits):
 
 def test_all_on_the_cpu_is_kept_when_it_was_priced_for_a_machine_without_a_gpu():
     shape = shape_from_show(json.loads((DATA / "show_smollm2_135m.json").read_text()), 98_362_745)
-    cpu = price(ServerSettings(num_parallel=2), shape, None, "0.32.15")
+    cpu = price(ServerSettings(num_parallel=2), shape, None, "0.32.15", planner=OLLAMA_PLANNER)
     assert cpu.cpu_only and cpu.verdict == "fits"
     j = judge(cpu, ApplyObservation(True, model="smollm2", ps_size_bytes=310 * MIB, ps_size_vram_bytes=0))
     assert j.keep and "on the CPU as predicted" in j.reason

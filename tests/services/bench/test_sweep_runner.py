@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from app.services.bench.sweep_runner import SweepRunner
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.client import OllamaClient, load_client
 from app.core.bench.stats import LatencyTargets
 from app.core.errors import DeckError, ModelNotFound
@@ -58,7 +59,7 @@ def test_each_point_restarts_the_server_and_the_settings_come_back(make_supervis
     h = make_supervisor(base)
     assert h.run(h.supervisor.start()).state is ServerState.RUNNING_MANAGED
     progress = []
-    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (2, 4)), on_progress=progress.append), timeout=60)
+    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER).run(spec(base, (2, 4)), on_progress=progress.append), timeout=60)
     assert [r.status for r in run.results] == [OK, OK]
     assert run.status == "finished"
     assert parallel_started(h.logs.lines) == [1, 2, 4, 1]  # before, one per point, restored
@@ -70,7 +71,7 @@ def test_each_point_restarts_the_server_and_the_settings_come_back(make_supervis
     for phase in ("preparing", "restarting", "loading", "warm-up", "measuring", "restoring", "done"):
         assert phase in phases
     assert any(p.eta_s is not None for p in progress if p.point == 1)  # known once a point has finished
-    assert run.fingerprint.ollama_version == real_version() and run.fingerprint.model == SMALL
+    assert run.fingerprint.server_version == real_version() and run.fingerprint.model == SMALL
     assert len(run.fingerprint.model_digest) == 64 and run.fingerprint.base_settings["num_parallel"] == 1
 
 
@@ -78,7 +79,7 @@ def test_oom_and_cpu_spill_are_marked_failed_and_the_sweep_goes_on(make_supervis
     env(FAKE_OLLAMA_OOM_ABOVE_MIB="2200", FAKE_OLLAMA_GPU_MIB="1500")
     base = ServerSettings(port=free_port())
     h = make_supervisor(base)
-    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (1, 4, 2))), timeout=60)
+    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER).run(spec(base, (1, 4, 2))), timeout=60)
     by_parallel = {r.point.parallel: r for r in run.results}
     assert by_parallel[1].status == OK
     assert by_parallel[4].status == FAILED and by_parallel[4].reason == "out of memory at load"
@@ -97,7 +98,7 @@ def test_a_point_predicted_to_spill_is_skipped_unless_forced(make_supervisor, en
                          server_memory_mib=10_400.0)
     gpu = ScriptedGpuBackend(script=[reading])
     h = make_supervisor(base)
-    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=gpu, server_pids=h.supervisor.server_pids, sample_interval_s=0.05)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=gpu, server_pids=h.supervisor.server_pids, sample_interval_s=0.05, planner=OLLAMA_PLANNER)
     run = h.run(runner.run(spec(base, (1, 16), plan=workload("qwen3:14b"))), timeout=60)
     one, sixteen = run.results
     assert one.status == OK and one.estimate_verdict in ("fits", "tight")
@@ -109,7 +110,7 @@ def test_a_point_predicted_to_spill_is_skipped_unless_forced(make_supervisor, en
     assert one.gpu.vram_peak_mib == 11_000.0 and one.gpu.server_peak_mib == 10_400.0
     assert one.gpu.power_mean_w == 300.0 and one.gpu.util_mean_pct == 95.0
     assert one.tokens_per_joule == pytest.approx(one.stats.output_tokens / one.gpu.energy_j)
-    forced = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, gpu=gpu).run(spec(base, (16,), plan=workload("qwen3:14b"), force=True)),
+    forced = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, gpu=gpu, planner=OLLAMA_PLANNER).run(spec(base, (16,), plan=workload("qwen3:14b"), force=True)),
                    timeout=60)
     assert forced.results[0].status == OK and forced.results[0].estimate_verdict == "spills"
 
@@ -119,7 +120,7 @@ def test_cancel_stops_at_once_and_puts_the_server_back(make_supervisor, env):
     base = ServerSettings(port=free_port(), num_parallel=1)
     h = make_supervisor(base)
     h.run(h.supervisor.start())
-    runner = SweepRunner(h.supervisor, OllamaClient, load_client)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER)
     measuring = threading.Event()
     future = h.loop.submit(runner.run(spec(base, (2, 4), plan=workload(warmup_requests=0)),
                                       on_progress=lambda p: p.phase == "measuring" and measuring.set()))
@@ -137,7 +138,7 @@ def test_cancel_in_any_phase_of_the_second_point_restores_the_settings(make_supe
     base = ServerSettings(port=free_port(), num_parallel=1)
     h = make_supervisor(base)
     h.run(h.supervisor.start())
-    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=ScriptedGpuBackend(), sample_interval_s=0.05)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=ScriptedGpuBackend(), sample_interval_s=0.05, planner=OLLAMA_PLANNER)
 
     def progress(p) -> None:
         if p.point == 1 and p.phase == phase:
@@ -153,7 +154,7 @@ def test_an_attached_server_varies_only_the_clients(make_supervisor, external_st
     env()
     server = external_standin(**FAST)
     url = f"http://127.0.0.1:{server.port}"
-    runner = SweepRunner(None, OllamaClient, load_client, base_url=url)
+    runner = SweepRunner(None, OllamaClient, load_client, base_url=url, planner=OLLAMA_PLANNER)
     attached = spec(ServerSettings(port=server.port), axes=SweepAxes(parallel=None, concurrency=(1, 2)), managed=False)
     h = make_supervisor(ServerSettings(port=server.port))
     run = h.run(runner.run(attached), timeout=60)
@@ -162,7 +163,7 @@ def test_an_attached_server_varies_only_the_clients(make_supervisor, external_st
     # A managed sweep refuses a server ollama-deck did not start, before touching anything.
     assert h.run(h.supervisor.probe()).state is ServerState.RUNNING_ATTACHED
     with pytest.raises(DeckError, match="not started by ollama-deck"):
-        h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(ServerSettings(port=server.port), (1, 2))))
+        h.run(SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER).run(spec(ServerSettings(port=server.port), (1, 2))))
     assert server.process.poll() is None
 
 
@@ -173,7 +174,7 @@ def test_an_unknown_model_fails_before_anything_restarts(make_supervisor, env):
     h.run(h.supervisor.start())
     pid = h.supervisor.status.pid
     with pytest.raises(ModelNotFound, match="nope:1b"):
-        h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (2,), plan=workload("nope:1b"))))
+        h.run(SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER).run(spec(base, (2,), plan=workload("nope:1b"))))
     assert h.supervisor.status.pid == pid and parallel_started(h.logs.lines) == [1]
 
 
@@ -181,7 +182,7 @@ def test_a_server_without_a_gpu_is_measured_on_the_cpu_not_failed_as_a_spill(mak
     env(FAKE_OLLAMA_GPU_MIB="0")  # /api/ps size_vram 0, as the real Ollama reports on a machine without a GPU
     base = ServerSettings(port=free_port())
     h = make_supervisor(base)
-    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (1, 2))), timeout=60)
+    run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER).run(spec(base, (1, 2))), timeout=60)
     assert [r.status for r in run.results] == [OK, OK]
     for r in run.results:
         assert r.ran and r.stats.requests_ok == 4 and r.output_tokens_per_s > 0
@@ -198,7 +199,7 @@ def test_nothing_in_vram_on_a_machine_with_a_gpu_is_still_a_spill(make_superviso
                          server_memory_mib=0.0)
     h = make_supervisor(base)
     runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=ScriptedGpuBackend(script=[reading]),
-                         server_pids=h.supervisor.server_pids, sample_interval_s=0.05)
+                         server_pids=h.supervisor.server_pids, sample_interval_s=0.05, planner=OLLAMA_PLANNER)
     run = h.run(runner.run(spec(base, (1,), force=True)), timeout=60)
     (only,) = run.results
     assert only.status == FAILED and only.reason == "spilled to CPU (100% CPU)" and only.stats is None
@@ -215,7 +216,7 @@ def test_a_point_whose_cpu_side_outgrows_the_hosts_ram_is_skipped_as_running_out
     h = make_supervisor(base)
     runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=ScriptedGpuBackend(script=[reading]),
                          server_pids=h.supervisor.server_pids, sample_interval_s=0.05,
-                         host_memory=lambda: HostMemory(16 * GIB, 32 * GIB))
+                         host_memory=lambda: HostMemory(16 * GIB, 32 * GIB), planner=OLLAMA_PLANNER)
     run = h.run(runner.run(spec(base, (1, 16), plan=workload("qwen3:14b"))), timeout=60)
     one, sixteen = run.results
     assert one.status == OK
@@ -266,7 +267,7 @@ def test_a_point_measured_while_others_took_the_device_is_unstable_and_not_recom
     verdicts: list = [contended, judge(CpuUse(10.0, 2, 20.0, 19.0, 0.8), None), OSError("no /proc")]
     calls: list = []
     runner = SweepRunner(h.supervisor, OllamaClient, load_client, server_pids=h.supervisor.server_pids,
-                         contention=lambda: RecordedProbe(verdicts, calls))
+                         contention=lambda: RecordedProbe(verdicts, calls), planner=OLLAMA_PLANNER)
     loop_thread: list[int] = []
 
     async def sweep():

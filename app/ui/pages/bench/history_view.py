@@ -202,7 +202,7 @@ class HistoryView(QWidget):
         for row, s in enumerate(summaries):
             best = "—" if s.best_tokens_per_s is None else f"{s.best_tokens_per_s:.1f}"
             cells = (s.started_at[:16].replace("T", " "), s.model, s.gpu_name or "no GPU readings",
-                     " ".join(x for x in (server_label(s.backend_kind), s.ollama_version) if x),
+                     " ".join(x for x in (server_label(s.backend_kind), s.server_version) if x),
                      f"{s.points_done}/{s.points_planned}", best, s.recommended or "—", s.status)
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)

@@ -152,7 +152,7 @@ class BenchPage(QWidget):
                                       server_pids=server_pids or controller.server_pids, meter=meter,
                                       history=self.history, app_version=app_version,
                                       server_telemetry=backend.server_telemetry, host_memory=host_memory,
-                                      contention=contention, parent=self)
+                                      contention=contention, planner=backend.planner, parent=self)
         self.current: SweepRun | None = None
         self._managed = True
         self._applying: ServerSettings | None = None  # what this page's Apply asked for, until it is checked

@@ -19,6 +19,7 @@ from app.core.errors import DeckError
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
 from app.core.ports.contention import ContentionProbeFactory
+from app.core.ports.planner import LoadPlanner
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.inference import StreamingClientFactory
 from app.core.ports.server import ServerControl
@@ -52,7 +53,8 @@ class SweepController(QObject):
                  meter: TokenMeter | None = None, history: SweepRecorder | None = None, app_version: str = "",
                  server_telemetry: ServerTelemetryFactory | None = None,
                  host_memory: Callable[[], HostMemory | None] = lambda: None,
-                 contention: ContentionProbeFactory | None = None, parent: QObject | None = None) -> None:
+                 contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._supervisor = supervisor
@@ -66,6 +68,7 @@ class SweepController(QObject):
         self._server_telemetry = server_telemetry
         self._host_memory = host_memory  # the RAM a point can have, for pricing (read in a worker thread)
         self._contention = contention  # what else used the device over each point's window
+        self._planner = planner  # the launch the server makes for a point's settings (priced before it runs)
         self._runner: SweepRunner | None = None
         self._future: concurrent.futures.Future[SweepRun] | None = None
         self._run_id: int | None = None  # read and written on the writer thread only
@@ -85,7 +88,7 @@ class SweepController(QObject):
                                    base_url=base_url, gpu=self._gpu, server_pids=self._server_pids,
                                    meter=self._meter, app_version=self._app_version,
                                    server_telemetry=self._server_telemetry, host_memory=self._host_memory,
-                                   contention=self._contention)
+                                   contention=self._contention, planner=self._planner)
         self._future = self._loop.submit(self._runner.run(spec, self.progress.emit, self._on_point, self._on_start))
         self._future.add_done_callback(self._done)
         self.running_changed.emit(True)

@@ -55,7 +55,8 @@ class ModelsPage(QWidget):
         self._server = server
         self.backend = backend
         self.session = ModelsSession(loop, backend.catalog, backend.model_rules.pull_failure_hint,
-                                     backend.tuning.setting_name("context_length") or "the context setting", self)
+                                     backend.tuning.setting_name("context_length") or "the context setting", self,
+                                     planner=backend.planner)
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_to_confirm(self, title, text)
         self._gpu_info = gpu_info
         self._gpu_reason = gpu_reason

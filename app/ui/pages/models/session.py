@@ -12,8 +12,10 @@ from PySide6.QtCore import QObject, Signal
 from app.adapters.aio import LoopThread
 from app.adapters.client_pool import ClientPool
 from app.core.errors import DeckError
+from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.model_fit import FitVerdict, fit_verdict
 from app.core.ports.catalog import CatalogFactory
+from app.core.ports.planner import LoadPlanner
 from app.core.pull_progress import PullTracker
 from app.core.server.settings import ServerSettings
 
@@ -38,12 +40,14 @@ class ModelsSession(QObject):
     action_failed = Signal(str, str, str)  # kind, model, message
 
     def __init__(self, loop: LoopThread, client_factory: CatalogFactory, pull_hint: Callable[[str, str], str],
-                 context_setting: str = "the context setting", parent: QObject | None = None) -> None:
+                 context_setting: str = "the context setting", parent: QObject | None = None, *,
+                 planner: LoadPlanner | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._clients = ClientPool(client_factory)
         self._pull_hint = pull_hint  # the backend's words for what to do after a failed pull
         self._context_setting = context_setting  # what the server calls the context setting
+        self._planner: LoadPlanner = planner if planner is not None else SettingsPlanner()  # the server's launch
         self._closed = False
         self.pull_future: concurrent.futures.Future | None = None
         self.create_future: concurrent.futures.Future | None = None
@@ -81,7 +85,7 @@ class ModelsSession(QObject):
             verdicts: dict[str, FitVerdict] = {}
             for name, (show, size) in entries.items():
                 verdicts[name] = fit_verdict(show, size, settings, version, gpu_total_bytes, gpu_reason,
-                                             context_setting=self._context_setting)
+                                             planner=self._planner, context_setting=self._context_setting)
             self.verdicts_ready.emit(verdicts)
 
         return self._submit(work())

@@ -4,7 +4,6 @@ the llama-server command the server will run for them."""
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -14,14 +13,16 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QVBoxLayout,
+    QWidget,
 )
 
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.memory.host import HostMemory
-from app.core.memory.ollama_launch import LaunchPlan, ollama_plans_launch
+from app.core.memory.launch_plan import LaunchPlan, SettingsPlanner
 from app.core.model_shape import ModelShape
-from app.core.memory.pricing import fit_grid, launch_plan_for, load_settings_for, price
+from app.core.memory.pricing import fit_grid, plan_for, price_plan
+from app.core.ports.planner import LoadPlanner
 from app.core.memory.verdict import verdict_label
 from app.core.server.mapping import NeutralTuning, TuningMapping
 from app.core.server.settings import ServerSettings
@@ -49,10 +50,13 @@ class FitPanel(QFrame):
     estimate_changed = Signal(object)  # VramEstimate | None
     grid_cell_chosen = Signal(int, int)  # parallel, context: the user clicked the heat-map
 
-    def __init__(self, parent=None, *, mapping: TuningMapping | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, mapping: TuningMapping | None = None,
+                 planner: LoadPlanner | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("FitPanel")
         self._mapping: TuningMapping = mapping if mapping is not None else NeutralTuning()
+        # the launch the backend's server makes for a model: what is priced, and the command it will run
+        self._planner: LoadPlanner = planner if planner is not None else SettingsPlanner()
         self.setStyleSheet("#FitPanel { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
                            "#FitPanel QLabel { background: transparent; }")
         self._settings = ServerSettings()
@@ -64,7 +68,6 @@ class FitPanel(QFrame):
         self._gpu_others = 0
         self._gpu_measured = False
         self._host: HostMemory | None = None
-        self._command_builder: Callable[[LaunchPlan], list[str]] | None = None
         self._estimate: VramEstimate | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -212,11 +215,6 @@ class FitPanel(QFrame):
         self._host = host
         self._timer.start()
 
-    def set_command_builder(self, builder: Callable[[LaunchPlan], list[str]] | None) -> None:
-        """How the server's backend writes the command it will run (None: the panel shows none)."""
-        self._command_builder = builder
-        self._timer.start()
-
     def set_gpu(self, total_bytes: int | None, used_by_others_bytes: int = 0) -> None:
         """The GPU's real size and what other processes use; None: no GPU readable here."""
         self._gpu_measured = total_bytes is not None
@@ -256,12 +254,14 @@ class FitPanel(QFrame):
                                                    if self.model_combo.count() else
                                                    "Prices appear once the server lists its local models."))
         else:
+            gpu = self.gpu_memory()
             try:
-                est = price(self._settings, self._shape, self.gpu_memory(), self._version, self._host)
+                plan = plan_for(self._planner, self._settings, self._shape, gpu, self._version)
+                est = price_plan(plan, self._shape, gpu, self._host)
             except EstimateError as exc:
                 self._show_empty(exc.user_text())
             else:
-                self._show_estimate(est, self._shape)
+                self._show_estimate(est, self._shape, plan)
         if est is not self._estimate:
             self._estimate = est
             self.estimate_changed.emit(est)
@@ -305,7 +305,7 @@ class FitPanel(QFrame):
         self.heat_note.setText("")
         self._show_keys(greyed=False)
 
-    def _show_estimate(self, est: VramEstimate, shape: ModelShape) -> None:
+    def _show_estimate(self, est: VramEstimate, shape: ModelShape, plan: LaunchPlan) -> None:
         if est.cpu_only:
             self._show_cpu_bar(est)
         else:
@@ -330,20 +330,16 @@ class FitPanel(QFrame):
         self.explanation.setText(est.explanation + (f" {notes}" if notes else ""))
         self.host_label.setText(_host_text(est))
         gpu = self.gpu_memory()
-        plan = launch_plan_for(self._settings, shape, gpu, self._version)
-        # before 0.30 Ollama ran its own runner, not llama-server: there is no such command to show
-        known = self._command_builder is not None and ollama_plans_launch(self._settings, self._version)
-        lines = self._command_builder(plan) if known and self._command_builder is not None else []
-        self.command_label.setText("\n".join(lines))
-        self.command_label.setVisible(bool(lines))
-        load = load_settings_for(self._settings, shape, self._gpu_total or None, self._version)
+        # the command the server will run, where its backend plans one (empty: nothing to show)
+        self.command_label.setText("\n".join(plan.launch_lines))
+        self.command_label.setVisible(bool(plan.launch_lines))
         # the star: the context the backend's server picks by itself on this GPU, where it has such a rule
         default_ctx = self._mapping.default_context_length(self._version, self._gpu_total or None,
                                                            self._settings.gpu_overhead_mib * MIB)
-        grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host)
+        grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host, planner=self._planner)
         self.heat_title.setText("What fits: parallel requests × context per request "
                                 + ("(GiB of RAM, no GPU)" if est.cpu_only else "(GiB on the GPU)"))
-        self.heatmap.set_grid(grid, (load.parallel, load.num_ctx), default_ctx,
+        self.heatmap.set_grid(grid, (plan.parallel, plan.num_ctx), default_ctx,
                               "of RAM" if est.cpu_only else "on the GPU")
         greyed = any(cell.verdict == "invalid" and cell.context > (shape.context_length or 0) > 0
                      for row in grid for cell in row)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from app.core.memory.verdict import risky_apply_words
 from app.core.server.applied import carry_edits
+from app.core.ports.planner import LoadPlanner
 from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMapping
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
@@ -182,10 +183,11 @@ def log_placeholder(status: ServerStatus) -> str:
 
 class ServerPage(QWidget):
     """Edits settings and drives the server through a ServerController; `mapping` is the backend's
-    view of the settings (its options, names and checks), chosen by the composition root."""
+    view of the settings (its options, names and checks) and `planner` the launch its server makes for a
+model (what the fit panel prices), both chosen by the composition root."""
 
     def __init__(self, controller, settings: ServerSettings, parent=None, *,
-                 mapping: TuningMapping | None = None) -> None:
+                 mapping: TuningMapping | None = None, planner: LoadPlanner | None = None) -> None:
         super().__init__(parent)
         mapping = mapping if mapping is not None else NeutralTuning()
         self._mapping = mapping
@@ -233,9 +235,8 @@ class ServerPage(QWidget):
 
         self.banner = Banner()
         rl.addWidget(self.banner)
-        self.fit_panel = FitPanel(mapping=mapping)
-        # a backend that starts llama-server itself can say the command it will run
-        self.fit_panel.set_command_builder(getattr(mapping, "launch_lines", None))
+        # the backend's planner prices the launch its server really makes, and says the command where it plans one
+        self.fit_panel = FitPanel(mapping=mapping, planner=planner)
         self.fit_panel.set_settings(settings)
         self.log_view = LogView()
         self.tabs = QTabWidget()

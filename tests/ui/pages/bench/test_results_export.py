@@ -13,7 +13,7 @@ from tests.adapters.storage.test_history import make_run
 
 def test_the_exported_png_carries_a_title_with_the_model_server_and_date(qtbot, tmp_path):
     run = make_run(points=3)
-    run = replace(run, fingerprint=replace(run.fingerprint, backend_kind="llama_server", ollama_version="b6000"))
+    run = replace(run, fingerprint=replace(run.fingerprint, backend_kind="llama_server", server_version="b6000"))
     assert chart_title(run) == "qwen3:14b on llama-server b6000 · NVIDIA GeForce RTX 4090 · 2026-08-01 12:00"
     view = RunView()
     qtbot.addWidget(view)

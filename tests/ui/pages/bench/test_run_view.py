@@ -57,7 +57,7 @@ def test_a_run_on_a_server_that_reports_its_slots_shows_them_and_no_empty_gpu_co
                                                                        window_s=2.0))
                     for r in run.results)
     run = replace(run, results=results, fingerprint=replace(run.fingerprint, backend_kind="llama_server",
-                                                            ollama_version="b6123"))
+                                                            server_version="b6123"))
     view.set_run(run)
     table = view.table
     headers = [table.horizontalHeaderItem(i).text() for i in range(table.columnCount())]

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.memory.host import HostMemory
 from app.core.model_shape import shape_from_show
@@ -25,9 +27,8 @@ WAIT_MS = 5_000
 
 @pytest.fixture
 def panel(qtbot):
-    p = FitPanel()
+    p = FitPanel(planner=OLLAMA_PLANNER)
     qtbot.addWidget(p)
-    p.set_command_builder(OLLAMA_TUNING.launch_lines)
     p.set_version("0.32.15")
     return p
 
@@ -88,8 +89,23 @@ def test_an_ollama_before_0_30_gets_no_llama_server_command(qtbot, panel):
     assert "not known here" in panel.host_label.text()
 
 
-def _panel_for(qtbot, mapping) -> FitPanel:
-    p = FitPanel(mapping=mapping)
+def test_a_llama_server_without_a_context_is_priced_with_the_models_own_shared_by_the_slots(qtbot):
+    # llama-server without -c takes the model's training context for all slots together; Ollama's default
+    # by VRAM (262144 on this card, clamped to 40960 per slot) is not its rule
+    p = FitPanel(mapping=LLAMA_SERVER_TUNING, planner=LLAMA_SERVER_PLANNER)
+    qtbot.addWidget(p)
+    p.set_version("b6123-abc1234")
+    p.set_gpu(143771 * MIB, 0)
+    p.set_settings(ServerSettings(num_parallel=2, backend="llama_server"))
+    _pick(p, "qwen3", QWEN)
+    qtbot.waitUntil(lambda: p.estimate is not None, timeout=WAIT_MS)
+    assert p.estimate.n_ctx_total == 40960
+    assert p.heatmap._current == (2, 20480)
+    assert not p.command_label.isVisibleTo(p) and p.command_label.text() == ""  # its command is the form's
+
+
+def _panel_for(qtbot, mapping, planner) -> FitPanel:
+    p = FitPanel(mapping=mapping, planner=planner)
     qtbot.addWidget(p)
     p.set_version("0.32.15")
     p.set_gpu(24 * GIB, 0)
@@ -100,17 +116,17 @@ def _panel_for(qtbot, mapping) -> FitPanel:
 
 
 def test_the_heatmap_stars_the_default_context_of_the_backend_in_use(qtbot):
-    ollama = _panel_for(qtbot, OLLAMA_TUNING)
+    ollama = _panel_for(qtbot, OLLAMA_TUNING, OLLAMA_PLANNER)
     assert ollama.heatmap._highlight_context == 32768  # Ollama's tier for a 24 GiB card
     assert "★ Ollama's default context on this card (32k)" in ollama.heat_note.text()
 
-    llama = _panel_for(qtbot, LLAMA_SERVER_TUNING)  # no default by VRAM: the model's own context
+    llama = _panel_for(qtbot, LLAMA_SERVER_TUNING, LLAMA_SERVER_PLANNER)  # no default by VRAM: the model's own
     assert llama.heatmap._highlight_context is None
     assert "★" not in llama.heat_note.text() and "Ollama" not in llama.heat_note.text()
 
 
 def test_greyed_columns_say_they_are_above_the_models_training_context(qtbot):
-    panel = _panel_for(qtbot, LLAMA_SERVER_TUNING)
+    panel = _panel_for(qtbot, LLAMA_SERVER_TUNING, LLAMA_SERVER_PLANNER)
     assert QWEN.context_length == 40960
     cell = panel.heatmap.cell_at(1, 65536)
     assert cell.verdict == "invalid"
@@ -122,7 +138,7 @@ def test_greyed_columns_say_they_are_above_the_models_training_context(qtbot):
 
 
 def test_without_a_gpu_the_panel_prices_this_computers_ram_by_default(qtbot):
-    p = FitPanel(mapping=OLLAMA_TUNING)
+    p = FitPanel(mapping=OLLAMA_TUNING, planner=OLLAMA_PLANNER)
     qtbot.addWidget(p)
     p.set_gpu(None)  # no NVIDIA GPU can be read here
     p.set_host(HostMemory(16 * GIB, 32 * GIB))
@@ -137,7 +153,7 @@ def test_without_a_gpu_the_panel_prices_this_computers_ram_by_default(qtbot):
 
 
 def test_without_a_gpu_free_ram_is_unknown_until_this_computers_memory_is_read(qtbot):
-    p = FitPanel(mapping=OLLAMA_TUNING)
+    p = FitPanel(mapping=OLLAMA_TUNING, planner=OLLAMA_PLANNER)
     qtbot.addWidget(p)
     p.set_gpu(None)
     _pick(p, "smollm2", SMOL)

@@ -9,6 +9,7 @@ from app.adapters.storage.apply_history import ApplyHistory
 from app.adapters.storage.settings_store import SettingsStore
 from app.backends.ollama.client import OllamaClient
 from app.backends.ollama.supervisor import ServerSupervisor
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
@@ -37,7 +38,7 @@ def test_the_page_names_the_orphan_and_its_stop_button_stops_it(qtbot, superviso
     no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
     controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu,
                                                             record=ApplyHistory(tmp_path / "h.sqlite3").add))
-    page = ServerPage(controller, settings, mapping=OLLAMA_TUNING)
+    page = ServerPage(controller, settings, mapping=OLLAMA_TUNING, planner=OLLAMA_PLANNER)
     qtbot.addWidget(page)
     page.show()
     try:

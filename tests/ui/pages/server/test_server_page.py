@@ -12,6 +12,7 @@ from app.services.guarded_apply import GuardedApplier
 from app.backends.ollama.client import OllamaClient
 from app.adapters.storage.settings_store import SettingsStore
 from app.backends.ollama.supervisor import ServerSupervisor
+from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
@@ -42,7 +43,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path):
         no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
         history = ApplyHistory(tmp_path / "history.sqlite3")
         controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu, record=history.add))
-        page = ServerPage(controller, settings, mapping=OLLAMA_TUNING)
+        page = ServerPage(controller, settings, mapping=OLLAMA_TUNING, planner=OLLAMA_PLANNER)
         page.fit_panel.set_gpu(24 * GIB)  # as the composition root feeds it from NVML: a 24 GiB card
         qtbot.addWidget(page)
         page.resize(1300, 850)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.adapters.aio import LoopThread
+from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.backends.llama_server.client import LlamaServerClient
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
 from app.core.model_shape import shape_from_show
@@ -27,7 +28,7 @@ def llama_page(qtbot):
     settings = ServerSettings(num_parallel=1, context_length=4096)
     with LoopThread() as loop:
         controller = ServerController(loop, None, LlamaServerClient, lambda _s: None)
-        page = ServerPage(controller, settings, mapping=LLAMA_SERVER_TUNING)
+        page = ServerPage(controller, settings, mapping=LLAMA_SERVER_TUNING, planner=LLAMA_SERVER_PLANNER)
         qtbot.addWidget(page)
         yield page
         controller.shutdown()

@@ -1,20 +1,94 @@
-"""What Ollama ≥ 0.30 decides by itself before it starts llama-server: the per-slot context, the
-slots, the prompt batch, flash attention, the KV type and how the weights are loaded.
+"""What Ollama decides by itself before it loads a model: its memory logic by version (the eras),
+the default context by version and VRAM, and from 0.30, before it starts llama-server, the per-slot
+context, the slots, the prompt batch, flash attention, the KV type and how the weights are loaded.
 
 Pure rules read from Ollama v0.32.15 (commit b7871fc0d1d8), each cited by file and function, so the
 estimator prices what Ollama really passes on rather than what the form shows. The command line
-itself is written by app/backends/ollama/launch.py from a LaunchPlan.
+itself is written by app/backends/ollama/launch.py from an OllamaLaunch.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from enum import Enum
 
-from app.core.memory.estimator import OllamaEra, era_for_version
-from app.core.memory.model_fit import context_for
+from app.core.errors import EstimateError
+from app.core.memory.launch_plan import clamped_context
 from app.core.model_shape import ModelShape
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
+
+
+class OllamaEra(str, Enum):
+    """Which memory logic an Ollama version uses (see ollama-facts.md)."""
+
+    A = "A"  # ≤ 0.11.10: bundled llama.cpp runner, placement by the legacy formula
+    B = "B"  # 0.11.11 – 0.29: Go engine, placement by trial allocations
+    C = "C"  # ≥ 0.30: upstream llama-server with --fit
+
+
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+# llama-server's own builds ("b6123-abc1234", or "local build" when none is stamped in) are upstream
+# llama.cpp with --fit: the memory logic of era C.
+_LLAMA_CPP_BUILD_RE = re.compile(r"^(b\d+\b|local build$)")
+
+
+def era_for_version(version: str | None) -> OllamaEra:
+    """Era of an Ollama version string such as "0.11.10" or "v0.30.2-rc1" (a llama-server build such as
+    "b6123-abc1234" is era C); None means current."""
+    if version is None or _LLAMA_CPP_BUILD_RE.match(version.strip()):
+        return OllamaEra.C
+    m = _VERSION_RE.match(version.strip())
+    if not m:
+        raise EstimateError(f"cannot read Ollama version {version!r}", "Use the form 0.12.3, as the server reports its version.")
+    v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    if v <= (0, 11, 10):
+        return OllamaEra.A
+    if v < (0, 30, 0):
+        return OllamaEra.B
+    return OllamaEra.C
+
+
+def _version_tuple(version: str | None) -> tuple[int, int, int] | None:
+    m = _VERSION_RE.match((version or "").strip())
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def ollama_default_context_length(version: str | None, gpu_total_bytes: int | None,
+                                  gpu_overhead_bytes: int = 0) -> int:
+    """num_ctx (tokens) Ollama uses when nothing sets it, for its version and the GPU's bytes less
+    the GPU-overhead setting's bytes: 2048 up to 0.6.6, 4096 until 0.15.5, then 4096 below 23 GiB, 32768
+    from 23 GiB, 262144 from 47 GiB (4096 when the GPU is unknown)."""
+    v = _version_tuple(version)
+    if v is not None and v <= (0, 6, 6):
+        return 2048
+    if v is not None and v < (0, 15, 5):
+        return 4096
+    if gpu_total_bytes is None:
+        return 4096
+    vram = gpu_total_bytes - gpu_overhead_bytes
+    if vram >= 47 * GIB:
+        return 262144
+    return 32768 if vram >= 23 * GIB else 4096
+
+
+def context_for(settings: ServerSettings, model_num_ctx: int | None, version: str | None,
+                gpu_total_bytes: int | None, training_context: int | None = None, *,
+                context_setting: str = "the context setting") -> tuple[int, str]:
+    """The num_ctx a plain request gets and where it comes from (tokens, words); Ollama clamps it
+    to the model's training context. `context_setting` is what the server calls the setting."""
+    if model_num_ctx:
+        ctx, source = model_num_ctx, "the model's num_ctx"
+    elif settings.context_length:
+        ctx, source = settings.context_length, context_setting
+    else:
+        ctx = ollama_default_context_length(version, gpu_total_bytes, settings.gpu_overhead_mib * MIB)
+        source = "Ollama's default"
+    return clamped_context(ctx, source, training_context)
+
 
 # server/sched.go, the llamaServerGenerationBatch* constants: the automatic prompt batches.
 BATCH_CONSTRAINED = 256
@@ -63,7 +137,7 @@ class OllamaGpus:
 
 
 @dataclass(frozen=True)
-class LaunchPlan:
+class OllamaLaunch:
     """What Ollama will pass to llama-server for one model (tokens, counts; sources in words)."""
 
     num_ctx: int  # per slot, after the clamp to the training context
@@ -83,12 +157,6 @@ class LaunchPlan:
     def ctx_total(self) -> int:
         """-c: the context over all slots (tokens)."""
         return self.num_ctx * self.parallel
-
-
-def ollama_plans_launch(settings: ServerSettings, version: str | None) -> bool:
-    """True when Ollama itself plans the llama-server launch: an Ollama server (not llama-server run
-    directly, whose flags are the settings' own) of 0.30 or later (None: the current one)."""
-    return settings.backend == "ollama" and era_for_version(version) is OllamaEra.C
 
 
 def predicted_vram_bytes(file_bytes: int, shape: ModelShape, ctx_total: int) -> int:
@@ -150,7 +218,8 @@ def flash_attention_flag(setting: str) -> str:
 def plan_launch(settings: ServerSettings, shape: ModelShape, gpus: OllamaGpus, version: str | None = None, *,
                 file_bytes: int | None = None, model_num_ctx: int | None = None,
                 model_num_batch: int | None = None, model_num_gpu: int | None = None,
-                embedding: bool = False, context_shift: bool = True) -> LaunchPlan:
+                embedding: bool = False, context_shift: bool = True,
+                context_setting: str = "the context setting") -> OllamaLaunch:
     """The launch Ollama makes for this model with these server settings on these GPUs.
 
     The default context is by VRAM (server/routes.go, Server.Serve: "vram-based default context"),
@@ -159,7 +228,7 @@ def plan_launch(settings: ServerSettings, shape: ModelShape, gpus: OllamaGpus, v
     (server/sched.go, Scheduler.load)."""
     notes: list[str] = []
     ctx, source = context_for(settings, model_num_ctx, version, gpus.total_bytes if gpus.present else 0,
-                              shape.context_length)
+                              shape.context_length, context_setting=context_setting)
     parallel = max(1, settings.num_parallel)
     if embedding and parallel > 1:
         parallel = 1
@@ -175,13 +244,13 @@ def plan_launch(settings: ServerSettings, shape: ModelShape, gpus: OllamaGpus, v
         predicted = predicted_vram_bytes(size, shape, ctx * parallel)
         batch = automatic_batch(ctx * parallel, predicted, gpus, flash)
         batch_source = "Ollama's automatic batch" + (" (by context and free VRAM)" if gpus.present else " (by context)")
-    return LaunchPlan(
+    return OllamaLaunch(
         num_ctx=ctx, context_source=source, parallel=parallel, num_batch=batch, batch_source=batch_source,
         flash_attention=flash, kv_cache_type="" if settings.kv_cache_type == "f16" else settings.kv_cache_type,
         num_gpu=model_num_gpu, load_mode_none=not gpus.present or model_num_gpu == 0,
         context_shift=context_shift, notes=tuple(notes))
 
 
-__all__ = ["BATCH_DEFAULT", "BATCH_LARGE", "BATCH_MEDIUM", "LaunchPlan", "OllamaGpus", "SINGLE_SLOT_ARCHITECTURES",
-           "automatic_batch", "batch_for_context", "flash_attention_flag", "ollama_plans_launch", "plan_launch",
-           "predicted_vram_bytes"]
+__all__ = ["BATCH_DEFAULT", "BATCH_LARGE", "BATCH_MEDIUM", "OllamaEra", "OllamaGpus", "OllamaLaunch",
+           "SINGLE_SLOT_ARCHITECTURES", "automatic_batch", "batch_for_context", "context_for", "era_for_version",
+           "flash_attention_flag", "ollama_default_context_length", "plan_launch", "predicted_vram_bytes"]

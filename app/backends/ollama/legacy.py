@@ -32,6 +32,16 @@ class LegacyEstimate:
     weights_bytes: int
     output_bytes: int
 
+    @property
+    def estimate_name(self) -> str:
+        """What the estimator's explanation calls this prediction."""
+        return "Ollama's own estimate"
+
+    @property
+    def advice(self) -> str:
+        """How to get layers placed by real sizes instead."""
+        return "A newer Ollama places layers by real sizes."
+
 
 def _graph(shape: ModelShape, context: int, batch: int, kv_total: int) -> tuple[int, int]:
     """(partial, full) compute-graph sizes per architecture, integer arithmetic as in Ollama."""

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from app.core.memory.ollama_launch import (
+from app.backends.ollama.launch_plan import (
     OllamaGpus,
+    context_for,
+    ollama_default_context_length,
     automatic_batch,
     batch_for_context,
     flash_attention_flag,
@@ -109,12 +111,41 @@ def test_property_batch_never_grows_with_less_vram(ctx, free_gib, parallel):
 
 
 def test_only_an_ollama_of_0_30_or_later_plans_the_launch_itself():
-    from app.core.memory.ollama_launch import ollama_plans_launch
-    from app.core.memory.pricing import load_settings_for
+    from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
+    from app.backends.ollama.planner import OLLAMA_PLANNER
+    from app.core.memory.estimator import GpuMemory
 
-    assert ollama_plans_launch(ServerSettings(), "0.32.15") and ollama_plans_launch(ServerSettings(), None)
-    assert not ollama_plans_launch(ServerSettings(), "0.20.0")
-    llama = ServerSettings(backend="llama_server")
-    assert not ollama_plans_launch(llama, "b6123-abc1234")  # llama-server run directly gets the settings' flags
-    assert load_settings_for(ServerSettings(), QWEN, H200.total_bytes, "0.32.15").num_batch == 2048
-    assert load_settings_for(llama, QWEN, H200.total_bytes, "b6123-abc1234").num_batch == 512
+    h200 = GpuMemory(total_bytes=H200.total_bytes)
+    new, current = OLLAMA_PLANNER.plan(ServerSettings(), QWEN, None, h200, server_version="0.32.15"), \
+        OLLAMA_PLANNER.plan(ServerSettings(), QWEN, None, h200)
+    assert new.num_batch == current.num_batch == 2048 and new.launch_lines and new.launch_lines == current.launch_lines
+    old = OLLAMA_PLANNER.plan(ServerSettings(), QWEN, None, h200, server_version="0.20.0")
+    assert old.num_batch == 512 and old.launch_lines == ()  # its own runner: no llama-server command
+    llama = LLAMA_SERVER_PLANNER.plan(ServerSettings(backend="llama_server"), QWEN, None, h200,
+                                      server_version="b6123-abc1234")
+    # llama-server run directly gets the settings' flags: llama.cpp's own batches, no planned command
+    assert (llama.num_batch, llama.num_ubatch, llama.launch_lines) == (2048, 512, ())
+    assert llama.load_settings().ubatch == 512
+
+
+RTX_4090_BYTES = 24564 * MIB
+
+
+@pytest.mark.parametrize("version, gpu, overhead, ctx", [
+    ("0.6.6", RTX_4090_BYTES, 0, 2048), ("0.12.6", RTX_4090_BYTES, 0, 4096), ("0.15.5", RTX_4090_BYTES, 0, 32768),
+    ("0.15.5", RTX_4090_BYTES, 2 * GIB, 4096),  # OLLAMA_GPU_OVERHEAD drops a 4090 below the 23 GiB tier
+    ("0.30.1", 80 * GIB, 0, 262144), ("0.30.1", 8 * GIB, 0, 4096), ("0.30.1", None, 0, 4096),
+])
+def test_default_context_by_version_and_vram(version: str, gpu: int | None, overhead: int, ctx: int) -> None:
+    assert ollama_default_context_length(version, gpu, overhead) == ctx
+
+
+def test_context_precedence_and_clamp() -> None:
+    tuned = ServerSettings(context_length=8192)
+    assert context_for(tuned, 16384, "0.12.6", RTX_4090_BYTES) == (16384, "the model's num_ctx")
+    assert context_for(tuned, None, "0.12.6", RTX_4090_BYTES) == (8192, "the context setting")
+    assert context_for(tuned, None, "0.12.6", RTX_4090_BYTES, context_setting="OLLAMA_CONTEXT_LENGTH") == (
+        8192, "OLLAMA_CONTEXT_LENGTH")
+    assert context_for(ServerSettings(), None, "0.20.0", RTX_4090_BYTES) == (32768, "Ollama's default")
+    ctx, source = context_for(ServerSettings(context_length=131072), None, "0.20.0", RTX_4090_BYTES, 40960)
+    assert ctx == 40960 and "clamped" in source
