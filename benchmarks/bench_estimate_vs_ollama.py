@@ -36,7 +36,7 @@ import psutil
 from app.backends.ollama.launch import llama_server_args
 from app.core.memory.host import HostMemory, output_buffer_bytes
 from app.core.memory.pricing import launch_plan_for, price
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
 

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.model_facts import ModelFacts
+
 
 @dataclass(frozen=True)
 class LocalModel:
@@ -73,6 +75,7 @@ class ModelDetails:
     template: str = ""
     tensors: tuple[dict[str, Any], ...] | None = None
     modified_at: str = ""
+    facts: ModelFacts = field(default_factory=ModelFacts)  # what the estimator prices, built by the backend
 
     @property
     def supports_thinking(self) -> bool:
@@ -99,13 +102,6 @@ class ModelDetails:
     def arch_value(self, key: str) -> Any:
         """An architecture-scoped GGUF key, e.g. arch_value("block_count") -> qwen3.block_count."""
         return self.model_info.get(f"{self.architecture}.{key}")
-
-    def show_dict(self) -> dict[str, Any]:
-        """The parts of the show reply the estimator reads, in the reply's own shape (what
-        shape_from_show and fit_verdict take, like a saved show JSON): model_info, details,
-        parameters, and tensors (None when the server sent none)."""
-        return {"model_info": self.model_info, "details": self.details, "parameters": self.parameters,
-                "tensors": list(self.tensors) if self.tensors else None}
 
     def parameter(self, name: str) -> str | None:
         """The first value of a Modelfile PARAMETER (e.g. "num_ctx"), as text, or None."""

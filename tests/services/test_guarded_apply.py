@@ -15,7 +15,7 @@ from app.services.guarded_apply import GuardedApplier
 from app.backends.llama_server.client import LlamaServerClient
 from app.backends.ollama.client import OllamaClient
 from app.core.memory.estimator import GpuMemory
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.memory.pricing import price
 from app.core.units import GIB
 from app.core.server.state import ServerState, ServerStatus

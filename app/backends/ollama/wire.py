@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Mapping
 
+from app.backends.ollama.show import facts_from_show
 from app.core.errors import MalformedResponse
 from app.core.models import LocalModel, ModelDetails, PullProgress, RunningModel
 from app.core.replies import ChatRequest, FinalFigures, StreamChunk
@@ -134,7 +135,8 @@ def parse_show(obj: Any) -> ModelDetails:
                         parameters=_field(obj, "parameters", str, where, ""),
                         template=_field(obj, "template", str, where, ""),
                         tensors=tensors,
-                        modified_at=_field(obj, "modified_at", str, where, ""))
+                        modified_at=_field(obj, "modified_at", str, where, ""),
+                        facts=facts_from_show(obj))
 
 
 def _ms(ns: int | None) -> float | None:

@@ -14,7 +14,7 @@ from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.ollama_launch import OllamaGpus, plan_launch
 from app.core.memory.pricing import launch_plan_for
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
 

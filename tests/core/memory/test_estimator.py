@@ -22,7 +22,7 @@ from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory
 from app.core.memory.legacy import LEGACY_CUDA_MINIMUM_BYTES, legacy_estimate
 from app.core.memory.llama_cpp import kv_layer_bytes, peak_extra_bytes, plan_context
 from app.core.memory.verdict import VERDICTS, ps_processor
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.units import GIB, MIB
 
 ROOT = Path(__file__).resolve().parents[3]

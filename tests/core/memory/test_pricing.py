@@ -8,7 +8,7 @@ import pytest
 
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.model_fit import ollama_default_context_length
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.memory.pricing import (
     fit_grid,
     load_settings_for,

@@ -7,7 +7,7 @@ import pytest
 
 from app.core.server.apply_check import ApplyObservation, judge
 from app.core.memory.estimator import GpuMemory
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.memory.pricing import price
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
