@@ -152,7 +152,8 @@ class LlamaServerSupervisor(SupervisorBase):
         return self._publish(free) if publish_free else free
 
     async def _attach(self, base_url: str, version: str | None, model: str, binary: str | None) -> ServerStatus:
-        listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port)
+        listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port,
+                                           probing.LLAMA_SERVER_PROCESS)
         self._attached_pid = listener.pid if listener else None
         self._attached_url = base_url
         who = listener.description if listener else "another process"

@@ -161,9 +161,10 @@ class ServerSupervisor(SupervisorBase):
 
     async def _attach(self, base_url: str, version: str | None, binary: str | None) -> ServerStatus:
         # Scanning sockets and /proc takes a while on a busy machine; keep the loop free.
-        listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port)
+        listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port,
+                                           probing.OLLAMA_PROCESS)
         pid = listener.pid if listener else None
-        kind = await asyncio.to_thread(procs.external_kind_of, pid)
+        kind = await asyncio.to_thread(procs.external_kind_of, pid, probing.OLLAMA_PROCESS)
         self._attached_pid = pid
         self._attached_url = base_url
         who = kind.value if kind is not ExternalKind.OTHER else (

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.core.console.reply_words import ReplyWords
+from app.core.server.process import ProcessSignature
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.inference import ConsoleClientFactory, StreamingClientFactory
 from app.core.ports.server import ServerControl
@@ -45,6 +46,7 @@ class CommandWords:
 
     start_hint: str = "Is the server running? Start it, or check --url."
     model_hint: str = "Check the model name, or list the server's models."
+    a_server: str = "a server"  # one server of this kind in a sentence, e.g. "an Ollama"
 
 
 class VariantVerdict(Protocol):
@@ -134,6 +136,8 @@ class BackendSpec:
     reply_words: ReplyWords = field(default_factory=ReplyWords)
     # What the headless commands say about starting the server and getting a model.
     command_words: CommandWords = field(default_factory=CommandWords)
+    # How the server's processes look, so a scan names the server it finds (none: it recognises no process).
+    process: ProcessSignature = field(default_factory=lambda: ProcessSignature(frozenset(), "the server"))
 
     def bound(self, settings: Callable[[], ServerSettings]) -> BackendSpec:
         """This spec with factories that read `settings()` (the settings in force) whenever they make a client."""

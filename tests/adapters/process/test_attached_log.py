@@ -109,7 +109,7 @@ def test_which_log_each_kind_of_server_has() -> None:
 def test_an_attached_systemd_server_has_its_journal_in_the_log_until_it_goes_away(
         make_supervisor, external_standin, standin_ollama, tmp_path, monkeypatch) -> None:
     script, pidfile = fake_journalctl(tmp_path)
-    monkeypatch.setattr(procs, "external_kind_of", lambda _pid: ExternalKind.SYSTEMD)
+    monkeypatch.setattr(procs, "external_kind_of", lambda _pid, _server: ExternalKind.SYSTEMD)
     ext = external_standin()
     h = make_supervisor(ServerSettings(port=ext.port),
                         log_follower_for=lambda kind: follower_for(kind, journalctl=str(script)))
@@ -126,7 +126,7 @@ def test_an_attached_systemd_server_has_its_journal_in_the_log_until_it_goes_awa
 def test_the_follower_is_cancelled_on_close(make_supervisor, external_standin, standin_ollama, tmp_path,
                                             monkeypatch) -> None:
     script, pidfile = fake_journalctl(tmp_path)
-    monkeypatch.setattr(procs, "external_kind_of", lambda _pid: ExternalKind.SYSTEMD)
+    monkeypatch.setattr(procs, "external_kind_of", lambda _pid, _server: ExternalKind.SYSTEMD)
     ext = external_standin()
     h = make_supervisor(ServerSettings(port=ext.port),
                         log_follower_for=lambda kind: follower_for(kind, journalctl=str(script)))
