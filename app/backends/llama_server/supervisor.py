@@ -161,7 +161,7 @@ class LlamaServerSupervisor(SupervisorBase):
         status = self._publish(ServerStatus(
             ServerState.RUNNING_ATTACHED,
             f"Attached to llama-server {version or '(unknown build)'} at {base_url}{serving}, run by {who}.",
-            version=version, pid=self._attached_pid, external_kind=ExternalKind.OTHER,
+            version=version, pid=self._attached_pid, external_kind=ExternalKind.OTHER, run_by="another process",
             apply_hint=self._apply_hint(), binary=binary, serving=model,
         ))
         self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))
