@@ -1,7 +1,6 @@
 """Typed, immutable views of what a server's model store lists: local and loaded models, model
-details, pull progress. Each backend's parsers build them from its own replies (Ollama's are in
-app/backends/ollama/wire.py);
-a streamed reply's lines and final figures are neutral (app/core/replies.py).
+details, pull progress. Each backend's parsers build them from its own replies (in its folder under
+app/backends/); a streamed reply's lines and final figures are neutral (app/core/replies.py).
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ class LocalModel:
 
 @dataclass(frozen=True)
 class RunningModel:
-    """A model loaded in memory; sizes in bytes (None: the server does not report them, as llama-server
-    does not), expires_at as the server wrote it."""
+    """A model loaded in memory; sizes in bytes (None: the server does not report them, as a one-model
+    server may not), expires_at as the server wrote it."""
 
     name: str
     model: str
@@ -49,8 +48,8 @@ class RunningModel:
 
     @property
     def processor(self) -> str:
-        """The PROCESSOR column of `ollama ps`: "100% GPU", "100% CPU" or "48%/52% CPU/GPU"; "" when the
-        server does not report the sizes."""
+        """Where the model sits, as a server's process list writes it: "100% GPU", "100% CPU" or
+        "48%/52% CPU/GPU"; "" when the server does not report the sizes."""
         if self.size_bytes is None or self.size_vram_bytes is None:
             return ""
         if self.size_vram_bytes == 0:
@@ -83,8 +82,8 @@ class ModelDetails:
         return "thinking" in self.capabilities
 
     def why_no_thinking(self) -> str:
-        """Why the model cannot think, in the server's words where it gave them (details["thinking_reason"]:
-        llama-server's chat template), else from its capabilities; '' when it can."""
+        """Why the model cannot think, in the server's words where it gave them (details["thinking_reason"],
+        e.g. what its chat template lacks), else from its capabilities; '' when it can."""
         if self.supports_thinking:
             return ""
         why = self.details.get("thinking_reason")

@@ -46,7 +46,7 @@ class CommandWords:
 
     start_hint: str = "Is the server running? Start it, or check --url."
     model_hint: str = "Check the model name, or list the server's models."
-    a_server: str = "a server"  # one server of this kind in a sentence, e.g. "an Ollama"
+    a_server: str = "a server"  # one server of this kind in a sentence, with its article
 
 
 class VariantVerdict(Protocol):
@@ -116,8 +116,8 @@ class ServerFactory(Protocol):
 class BackendSpec:
     """One inference server kind: its display name, capabilities and seam factories."""
 
-    name: str  # registry key, e.g. "ollama"
-    display_name: str  # for people, e.g. "Ollama"
+    name: str  # registry key (a folder name under app/backends/)
+    display_name: str  # for people, as the server's makers write its name
     capabilities: Capabilities
     catalog: CatalogFactory
     console: ConsoleClientFactory  # the prompt console's client: models, details, streamed chats

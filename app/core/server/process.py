@@ -13,7 +13,7 @@ class ProcessSignature:
     it, and where a service manager or a desktop app that runs it can be recognised ("" / empty: none)."""
 
     names: frozenset[str]
-    label: str  # e.g. "llama-server" or "ollama serve"
+    label: str  # as people call the running server: the program, with its subcommand if it has one
     subcommand: str = ""
     systemd_unit: str = ""
     desktop_apps: frozenset[str] = frozenset()  # names of an ancestor process that runs the server
