@@ -113,9 +113,9 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
     if args.model_size is None:
         raise EstimateError("--show needs --model-size BYTES", "Use the model's `size` in bytes from the server's model list.")
     # A saved show reply is Ollama's JSON: its parser is the Ollama backend's.
-    from app.backends.ollama.show import shape_from_show
+    from app.backends.ollama.show import facts_from_saved_show
 
-    return shape_from_show(_load_show(args.show), args.model_size), args.ollama_version
+    return facts_from_saved_show(_load_show(args.show)).shape(args.model_size), args.ollama_version
 
 
 def _mib(n: int) -> tuple[str, str]:

@@ -54,11 +54,17 @@ def facts_from_show(show: Mapping[str, Any], *, digest: str = "") -> ModelFacts:
     )
 
 
-def shape_from_show(show: Mapping[str, Any], model_size_bytes: int) -> ModelShape:
-    """Build a ModelShape from a show reply (model_info, details, tensors) and its size on disk in bytes."""
+def facts_from_saved_show(show: Any) -> ModelFacts:
+    """The facts of a show reply saved to a file (`ollama show --verbose` JSON); EstimateError when it is not
+    one (no model_info object)."""
     if not isinstance(show, Mapping) or not isinstance(show.get("model_info"), dict):
         raise EstimateError("the model metadata has no model_info", "Pass the JSON the server's show reply returned.")
-    return facts_from_show(show).shape(model_size_bytes)
+    return facts_from_show(show)
 
 
-__all__ = ["facts_from_show", "modelfile_parameters", "shape_from_show"]
+def shape_from_show(show: Mapping[str, Any], model_size_bytes: int) -> ModelShape:
+    """Build a ModelShape from a show reply (model_info, details, tensors) and its size on disk in bytes."""
+    return facts_from_saved_show(show).shape(model_size_bytes)
+
+
+__all__ = ["facts_from_saved_show", "facts_from_show", "modelfile_parameters", "shape_from_show"]
