@@ -38,7 +38,7 @@ from app.core.memory.host import HostMemory, output_buffer_bytes
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.launch_plan import OllamaGpus, plan_launch
 from app.core.memory.pricing import price
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.core.memory.estimator import GpuMemory  # noqa: E402
-from app.core.model_shape import shape_from_show  # noqa: E402
+from app.backends.ollama.show import shape_from_show  # noqa: E402
 from app.backends.ollama.planner import OLLAMA_PLANNER  # noqa: E402
 from app.core.memory.pricing import fit_grid, price  # noqa: E402
 from app.core.server.settings import ServerSettings  # noqa: E402

@@ -1,15 +1,15 @@
-"""A GGUF model file's header read into the metadata a server's show reply carries.
+"""A GGUF model file's header read into neutral model facts (app/core/model_facts.py).
 
-llama-server serves GGUF files and Ollama stores its models as GGUF blobs: the memory estimator
-(app/core/model_shape.py) reads the same keys from either. Only the key/value header and the tensor
+GGUF is llama.cpp's model format, which every server this app drives runs: the memory estimator
+(app/core/model_shape.py) reads the same keys from a file as from a server's model metadata. Only the key/value header and the tensor
 infos are read, with plain file reads (long arrays skipped, not decoded: see _Header); the weights stay
 on disk, never touched. Not memory-mapped: a file cut short or rewritten while it is read (a download
 finishing, a copy over it) would kill the process with SIGBUS on a mapped page that no longer exists,
 where a read only comes back short. Arrays nested deeper than any model writes are refused, not followed
-down into a RecursionError. The gguf package gives the tensor and file types and block sizes. What comes back has the shape of Ollama's verbose
-`/api/show`: `model_info` (GGUF keys, long arrays left out as Ollama leaves them out, plus
-`general.parameter_count` summed from the tensors as Ollama does), `details` (format, family,
-parameter size, quantization) and `tensors` ([{name, type, shape}], shapes in GGML order).
+down into a RecursionError. The gguf package gives the tensor and file types and block sizes. What comes back is
+`model_info` (the GGUF keys, long arrays left out as servers leave them out of their model metadata, plus
+`general.parameter_count` summed from the tensors), the quantization named by the file type, and `tensors`
+([{name, type, shape}], shapes in GGML order).
 
 Failures are one typed error each, naming the file: missing, not GGUF, cut short. The gguf
 package raises bare ValueError / IndexError / struct errors from deep inside numpy; they never
@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from app.core.errors import DeckError
+from app.core.model_facts import ModelFacts
 
 GGUF_MAGIC = b"GGUF"
-# Arrays longer than this (token lists, merges, scores) are left out, as Ollama's show does
-# without verbose: they cost megabytes and the estimator takes the vocabulary from token_embd.
+# Arrays longer than this (token lists, merges, scores) are left out, as servers' model metadata
+# leaves them out: they cost megabytes and the estimator takes the vocabulary from token_embd.
 MAX_ARRAY_ITEMS = 64
 
 
@@ -77,14 +78,26 @@ class GgufFile:
     size_bytes: int
     modified_at: str
     model_info: dict[str, Any]
-    details: dict[str, Any]
+    quantization: str  # the file type's name, e.g. "Q4_K_M"; "" when the header does not say
     tensors: tuple[dict[str, Any], ...]
     chat_template: str
 
-    def show_dict(self) -> dict[str, Any]:
-        """The metadata in the show reply's shape (what shape_from_show and fit_verdict take)."""
-        return {"model_info": self.model_info, "details": self.details, "parameters": "",
-                "tensors": list(self.tensors)}
+    @property
+    def architecture(self) -> str:
+        """`general.architecture`, "" when absent."""
+        arch = self.model_info.get("general.architecture")
+        return arch if isinstance(arch, str) else ""
+
+    @property
+    def parameter_count(self) -> int:
+        """Weights in the file, summed from its tensors."""
+        return int(self.model_info["general.parameter_count"])
+
+    def facts(self) -> ModelFacts:
+        """The file as model facts: its keys, tensors, quantization, size on disk and path (no capabilities:
+        what a model can do is the server's to say)."""
+        return ModelFacts(metadata=self.model_info, tensors=self.tensors, quantization=self.quantization,
+                          size_bytes=self.size_bytes, source=str(self.path))
 
 
 def file_stat(path: Path) -> tuple[int, str]:
@@ -137,7 +150,7 @@ def _quantization(file_type: Any) -> str:
 
 
 def size_label(n: int) -> str:
-    """A parameter count as Ollama writes it: 134515008 -> "134.5M"."""
+    """A parameter count as model lists write it: 134515008 -> "134.5M"."""
     for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if n >= scale:
             return f"{n / scale:.1f}{unit}"
@@ -303,15 +316,9 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufFile:
                             f"does not fit in the file ({type(exc).__name__})", path) from None
     except OSError as exc:
         raise GgufError(f"GGUF file {path} cannot be read: {exc.strerror or exc}", path) from None
-    arch = info.get("general.architecture")
-    quant = _quantization(info.get("general.file_type"))
-    details = {"format": "gguf", "family": arch if isinstance(arch, str) else "",
-               "families": [arch] if isinstance(arch, str) else [],
-               "parameter_size": size_label(info["general.parameter_count"]),
-               "quantization_level": quant}
     template = info.get("tokenizer.chat_template")
-    return GgufFile(path=path, size_bytes=size, modified_at=modified, model_info=info, details=details,
-                    tensors=tensors, chat_template=template if isinstance(template, str) else "")
+    return GgufFile(path=path, size_bytes=size, modified_at=modified, model_info=info,
+                    quantization=_quantization(info.get("general.file_type")), tensors=tensors, chat_template=template if isinstance(template, str) else "")
 
 
 __all__ = ["GgufDamaged", "GgufError", "GgufFile", "GgufNotFound", "GgufTruncated", "NotGguf", "file_stat", "read_gguf", "size_label"]

@@ -328,8 +328,9 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                 status = await supervisor.stop()
                 print(f"ollama-deck bench: {status.message}", file=sys.stderr, flush=True)
             if status.state is ServerState.RUNNING_ATTACHED:
-                raise InputError(f"--managed: an Ollama that ollama-deck did not start already answers at "
-                                 f"{spec.base.base_url} ({status.message}); stop it, or pick a free port with --url")
+                raise InputError(f"--managed: {backend.command_words.a_server} that ollama-deck did not start already "
+                                 f"answers at {spec.base.base_url} ({status.message}); stop it, or pick a free port "
+                                 "with --url")
             if status.state in (ServerState.NOT_INSTALLED, ServerState.PORT_CONFLICT):
                 raise InputError(f"--managed: {status.message}")
         base_url = url if url is not None and not spec.managed else spec.base.base_url

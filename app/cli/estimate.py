@@ -13,6 +13,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
+from app.backends.ollama.show import facts_from_saved_show
 from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, read_text_file, server_url
 from app.core.errors import DeckError, EstimateError, ModelNotFound
@@ -21,7 +22,8 @@ from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory
 from app.core.memory.llama_cpp import KV_TYPES
 from app.core.memory.verdict import verdict_label
 from app.core.units import GIB, MIB
-from app.core.model_shape import ModelShape, shape_from_show
+from app.core.model_facts import ModelFacts
+from app.core.model_shape import ModelShape
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 RTX_4090_MIB = 24564  # what nvidia-smi reports for a 24 GB RTX 4090
@@ -67,8 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-async def _fetch(url: str, name: str, backend: str = "ollama") -> tuple[dict[str, Any], int, str]:
-    """(show dict, size on disk, version) of `name` from a live server."""
+async def _fetch(url: str, name: str, backend: str = "ollama") -> tuple[ModelFacts, int, str]:
+    """(model facts, size on disk, version) of `name` from a live server."""
     from app.backends import registry
     from app.cli.server_reply import require_reply
 
@@ -80,7 +82,7 @@ async def _fetch(url: str, name: str, backend: str = "ollama") -> tuple[dict[str
     sizes = [m.size_bytes for m in local if m.name in wanted or m.model in wanted]
     if not sizes:
         raise ModelNotFound(f"model '{name}' not found among the server's local models")
-    return details.show_dict(), sizes[0], version
+    return details.facts, sizes[0], version
 
 
 def _load_show(path: str) -> dict[str, Any]:
@@ -103,13 +105,14 @@ def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
         raise EstimateError("give either --show or --model, not both")
     url = server_url("--url", args.url or DEFAULT_URL).base_url
     if args.model:
-        show, size, version = asyncio.run(_fetch(url, args.model, chosen_backend(args)))
-        return shape_from_show(show, size), args.server_version or version
+        facts, size, version = asyncio.run(_fetch(url, args.model, chosen_backend(args)))
+        return facts.shape(size), args.server_version or version
     if not args.show:
         raise EstimateError("no model given", "Pass --show SHOW.json --model-size BYTES, or --model NAME.")
     if args.model_size is None:
         raise EstimateError("--show needs --model-size BYTES", "Use the model's `size` in bytes from the server's model list.")
-    return shape_from_show(_load_show(args.show), args.model_size), args.server_version
+    # A saved show reply is Ollama's JSON: its parser is the Ollama backend's.
+    return facts_from_saved_show(_load_show(args.show)).shape(args.model_size), args.server_version
 
 
 def _mib(n: int) -> tuple[str, str]:

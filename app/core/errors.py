@@ -1,8 +1,8 @@
-"""Typed errors shared by every layer; each keeps Ollama's own message and says what to do."""
+"""Typed errors shared by every layer; each keeps the server's own message and says what to do."""
 
 from __future__ import annotations
 
-# Substrings Ollama and llama.cpp use when a load or allocation runs out of memory.
+# Substrings servers and llama.cpp use when a load or allocation runs out of memory.
 OOM_SUBSTRINGS: tuple[str, ...] = (
     "out of memory",
     "cudamalloc failed",
@@ -16,7 +16,7 @@ OOM_SUBSTRINGS: tuple[str, ...] = (
 
 
 def is_oom_message(text: str) -> bool:
-    """True when an Ollama/llama.cpp message reports running out of memory."""
+    """True when a server's or llama.cpp's message reports running out of memory."""
     low = text.lower()
     return any(s in low for s in OOM_SUBSTRINGS)
 
@@ -38,7 +38,7 @@ class DeckError(Exception):
 
 
 class ServerError(DeckError):
-    """An error from (or on the way to) the Ollama server."""
+    """An error from (or on the way to) the server."""
 
     status: int | None = None
 
@@ -57,7 +57,7 @@ class ServerTimeout(ServerError):
 
 
 class MalformedResponse(ServerError):
-    hint = "The server sent something that is not Ollama's API; check that host:port is Ollama."
+    hint = "The server sent something that is not its API; check that host:port is the server you meant."
 
 
 class ModelNotFound(ServerError):
@@ -101,7 +101,7 @@ class StreamOutOfMemory(StreamError, OutOfMemory):
 
 
 def error_for_status(status: int, message: str) -> ServerError:
-    """Map an HTTP status and Ollama's `error` text to a typed error keeping the text."""
+    """Map an HTTP status and the server's `error` text to a typed error keeping the text."""
     if status == 404:
         return ModelNotFound(message, status=404)
     if status == 400:
@@ -133,7 +133,7 @@ class TransportWords:
     nothing answered, the connection or a reply timed out, the connection closed early."""
 
     def __init__(self, server: str, connect_hint: str | None = None) -> None:
-        self.server = server  # as the user knows it, e.g. "Ollama", "llama-server"
+        self.server = server  # as the user knows it: the backend's display name
         self.connect_hint = connect_hint  # None: the generic "is the server running?" hint
 
     def connect_failed(self, url: str, reason: object) -> ServerUnreachable:

@@ -1,8 +1,8 @@
-"""A model's memory-relevant shape, read from the model metadata a server shows (GGUF keys).
+"""A model's memory-relevant shape, read from its GGUF metadata (the keys a server shows or a file's header holds).
 
 Everything the VRAM estimator needs about a model lives here: layer count, widths, attention
 heads, sliding-window layers, vocabulary, and how many bytes of weights each layer holds
-(exact from the GGUF tensor list when the server listed the tensors (Ollama's verbose show), otherwise split
+(exact from the GGUF tensor list when it is known (a server's verbose metadata, a file's header), otherwise split
 from the file size by the quantization's known type mix).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.core.errors import EstimateError
@@ -172,7 +173,7 @@ def _count(value: Any, key: str) -> int:
     return int(value)
 
 
-def _positive_int(info: dict[str, Any], key: str) -> int:
+def _positive_int(info: Mapping[str, Any], key: str) -> int:
     value = info.get(key)
     if isinstance(value, list) and value:
         if len(value) > MAX_LAYERS:
@@ -183,13 +184,13 @@ def _positive_int(info: dict[str, Any], key: str) -> int:
     return _count(value, key)
 
 
-def _optional_int(info: dict[str, Any], key: str, default: int) -> int:
+def _optional_int(info: Mapping[str, Any], key: str, default: int) -> int:
     """A positive bounded key, or default when the key is absent (or 0/null, as some converters write)."""
     value = info.get(key)
     return default if value is None or (_is_whole(value) and value == 0) else _count(value, key)
 
 
-def _per_layer(info: dict[str, Any], key: str, n_layer: int, default: int | None = None) -> tuple[int, ...]:
+def _per_layer(info: Mapping[str, Any], key: str, n_layer: int, default: int | None = None) -> tuple[int, ...]:
     value = info.get(key, default)
     if isinstance(value, list):
         if len(value) != n_layer:
@@ -198,7 +199,7 @@ def _per_layer(info: dict[str, Any], key: str, n_layer: int, default: int | None
     return (_count(value, key),) * n_layer
 
 
-def _vocab_size(info: dict[str, Any], arch: str, tensors: list[dict[str, Any]] | None) -> int:
+def _vocab_size(info: Mapping[str, Any], arch: str, tensors: list[dict[str, Any]] | None) -> int:
     for t in tensors or []:
         shape = t.get("shape")
         if t.get("name") == "token_embd.weight" and isinstance(shape, list) and len(shape) == 2:
@@ -211,7 +212,7 @@ def _vocab_size(info: dict[str, Any], arch: str, tensors: list[dict[str, Any]] |
     return FAMILY_VOCAB[arch]
 
 
-def _swa(info: dict[str, Any], arch: str, n_layer: int) -> tuple[int, tuple[bool, ...]]:
+def _swa(info: Mapping[str, Any], arch: str, n_layer: int) -> tuple[int, tuple[bool, ...]]:
     window = info.get(f"{arch}.attention.sliding_window", SWA_DEFAULT_WINDOW.get(arch, 0))
     if arch not in SWA_PATTERN or not isinstance(window, int) or window <= 0:
         return 0, (False,) * n_layer
@@ -273,21 +274,22 @@ def _layout_from_size(model_size: int, shape_args: dict[str, int], quant: str, t
     if rest <= 0:
         raise EstimateError(
             f"model size {model_size} bytes is too small for its {n_layer} layers and {n_vocab}-token vocabulary",
-            "Pass the size on disk of this model (ollama list / api/tags `size`).",
+            "Pass the size on disk of this model (the `size` the server's model list gives).",
         )
     per_layer = rest // n_layer
     return WeightLayout((per_layer,) * n_layer, token_embd, output + 4 * n_embd, 0, False)
 
 
-def shape_from_show(show: dict[str, Any], model_size_bytes: int) -> ModelShape:
-    """Build a ModelShape from a model-metadata reply (model_info, details, tensors) and its size on disk in bytes."""
-    if not isinstance(show, dict) or not isinstance(show.get("model_info"), dict):
-        raise EstimateError("the model metadata has no model_info", "Pass the JSON the server's show reply returned.")
+def shape_from_gguf(metadata: Mapping[str, Any], tensors: Sequence[Any] | None, quantization: str,
+                    model_size_bytes: int) -> ModelShape:
+    """Build a ModelShape from a model's GGUF key/values, its tensor list (None or empty when not known: the
+    weights are then split from the size on disk by the quantization's type mix), its quantization ("" for
+    the common Q4_K_M) and its size on disk in bytes."""
     if not isinstance(model_size_bytes, int) or isinstance(model_size_bytes, bool) or model_size_bytes <= 0:
         raise EstimateError(f"model size must be a positive number of bytes, got {model_size_bytes!r}")
     if model_size_bytes > MAX_MODEL_BYTES:
         raise EstimateError(f"model size {model_size_bytes} bytes is above 1 PiB, more than any model file")
-    info: dict[str, Any] = show["model_info"]
+    info = metadata
     arch = info.get("general.architecture")
     if arch not in SUPPORTED_ARCHITECTURES:
         raise EstimateError(
@@ -313,16 +315,12 @@ def shape_from_show(show: dict[str, Any], model_size_bytes: int) -> ModelShape:
     key_length = _optional_int(info, p + "attention.key_length", head_dim)
     value_length = _optional_int(info, p + "attention.value_length", head_dim)
     context_length = _positive_int(info, p + "context_length")
-    tensors = show.get("tensors") if isinstance(show.get("tensors"), list) and show.get("tensors") else None
-    if tensors is not None:
-        tensors = _checked_tensors(tensors)
-    n_vocab = _vocab_size(info, arch, tensors)
+    checked = _checked_tensors(list(tensors)) if tensors else None
+    n_vocab = _vocab_size(info, arch, checked)
     window, swa_layers = _swa(info, arch, n_layer)
-    details = show.get("details")
-    details = details if isinstance(details, dict) else {}
-    quant = str(details.get("quantization_level") or "Q4_K_M")
-    if tensors is not None:
-        layout, tied = _layout_from_tensors(tensors, n_layer)
+    quant = quantization or "Q4_K_M"
+    if checked is not None:
+        layout, tied = _layout_from_tensors(checked, n_layer)
     else:
         tied = arch.startswith("gemma")
         layout = _layout_from_size(model_size_bytes, {"n_layer": n_layer, "n_vocab": n_vocab, "n_embd": n_embd}, quant, tied)

@@ -1,7 +1,6 @@
 """Typed, immutable views of what a server's model store lists: local and loaded models, model
-details, pull progress. Each backend's parsers build them from its own replies (Ollama's are in
-app/backends/ollama/wire.py);
-a streamed reply's lines and final figures are neutral (app/core/replies.py).
+details, pull progress. Each backend's parsers build them from its own replies (in its folder under
+app/backends/); a streamed reply's lines and final figures are neutral (app/core/replies.py).
 """
 
 from __future__ import annotations
@@ -9,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from app.core.model_facts import ModelFacts
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,8 @@ class LocalModel:
 
 @dataclass(frozen=True)
 class RunningModel:
-    """A model loaded in memory; sizes in bytes (None: the server does not report them, as llama-server
-    does not), expires_at as the server wrote it."""
+    """A model loaded in memory; sizes in bytes (None: the server does not report them, as a one-model
+    server may not), expires_at as the server wrote it."""
 
     name: str
     model: str
@@ -47,8 +48,8 @@ class RunningModel:
 
     @property
     def processor(self) -> str:
-        """The PROCESSOR column of `ollama ps`: "100% GPU", "100% CPU" or "48%/52% CPU/GPU"; "" when the
-        server does not report the sizes."""
+        """Where the model sits, as a server's process list writes it: "100% GPU", "100% CPU" or
+        "48%/52% CPU/GPU"; "" when the server does not report the sizes."""
         if self.size_bytes is None or self.size_vram_bytes is None:
             return ""
         if self.size_vram_bytes == 0:
@@ -73,6 +74,7 @@ class ModelDetails:
     template: str = ""
     tensors: tuple[dict[str, Any], ...] | None = None
     modified_at: str = ""
+    facts: ModelFacts = field(default_factory=ModelFacts)  # what the estimator prices, built by the backend
 
     @property
     def supports_thinking(self) -> bool:
@@ -80,8 +82,8 @@ class ModelDetails:
         return "thinking" in self.capabilities
 
     def why_no_thinking(self) -> str:
-        """Why the model cannot think, in the server's words where it gave them (details["thinking_reason"]:
-        llama-server's chat template), else from its capabilities; '' when it can."""
+        """Why the model cannot think, in the server's words where it gave them (details["thinking_reason"],
+        e.g. what its chat template lacks), else from its capabilities; '' when it can."""
         if self.supports_thinking:
             return ""
         why = self.details.get("thinking_reason")
@@ -99,13 +101,6 @@ class ModelDetails:
     def arch_value(self, key: str) -> Any:
         """An architecture-scoped GGUF key, e.g. arch_value("block_count") -> qwen3.block_count."""
         return self.model_info.get(f"{self.architecture}.{key}")
-
-    def show_dict(self) -> dict[str, Any]:
-        """The parts of the show reply the estimator reads, in the reply's own shape (what
-        shape_from_show and fit_verdict take, like a saved show JSON): model_info, details,
-        parameters, and tensors (None when the server sent none)."""
-        return {"model_info": self.model_info, "details": self.details, "parameters": self.parameters,
-                "tensors": list(self.tensors) if self.tensors else None}
 
     def parameter(self, name: str) -> str | None:
         """The first value of a Modelfile PARAMETER (e.g. "num_ctx"), as text, or None."""

@@ -125,7 +125,7 @@ class PullTracker:
 
 
 def fmt_bytes(n: float | None) -> str:
-    """'9.3 GB', '512 MB', '11 kB' (decimal units, as Ollama and the registry show sizes)."""
+    """'9.3 GB', '512 MB', '11 kB' (decimal units, as model registries and their pull commands show sizes)."""
     if n is None:
         return "—"
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):

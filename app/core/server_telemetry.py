@@ -3,8 +3,8 @@ KV-cache fill and server-wide token rates, one immutable sample per poll.
 
 A backend reads its endpoints into ServerReading (raw counters and per-slot state); RateTracker
 turns consecutive readings into ServerSample, whose rates come from the counters' deltas between
-two polls rather than from the server's own running averages (which llama-server, for one,
-computes only over the requests that finished since the last scrape)."""
+two polls rather than from the server's own running averages (which a server may compute only over
+the requests that finished since the last scrape)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ class GpuSample:
     t: float  # time.monotonic() seconds
     memory_used_mib: float
     memory_total_mib: float
-    server_memory_mib: float  # used by the Ollama process tree; NaN when NVML cannot attribute it
+    server_memory_mib: float  # used by the server's process tree; NaN when NVML cannot attribute it
     utilization_pct: float
     power_w: float
     temperature_c: float

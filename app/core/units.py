@@ -1,8 +1,8 @@
 """Byte units, one definition for the whole app.
 
-Memory is counted in binary units — NVML, llama.cpp's buffer lines and Ollama's loaded-model sizes
-are bytes that people read as KiB/MiB/GiB — while download sizes are quoted in decimal gigabytes,
-as `ollama pull` and `ollama list` print them.
+Memory is counted in binary units — NVML, llama.cpp's buffer lines and the servers' loaded-model
+sizes are bytes that people read as KiB/MiB/GiB — while download sizes are quoted in decimal
+gigabytes, as model registries and the servers' pull and list commands print them.
 """
 
 from __future__ import annotations

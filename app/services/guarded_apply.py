@@ -68,7 +68,7 @@ class GuardedApplier:
                     predicted: VramEstimate | None) -> ApplyReport:
         """Apply `new`; on a crash, an OOM or an unexpected CPU spill, restore `last_good`."""
         obs = await self._try(new, model)
-        judgement = judge(predicted, obs)
+        judgement = judge(predicted, obs, self._supervisor.program)
         restored = None
         rollback_ok = True
         if judgement.rollback:

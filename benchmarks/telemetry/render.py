@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.adapters.telemetry.sampler import TelemetryBuffers  # noqa: E402
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
-from app.core.model_shape import shape_from_show  # noqa: E402
+from app.backends.ollama.show import shape_from_show  # noqa: E402
 from app.core.telemetry import GpuInfo  # noqa: E402
 from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
 from app.ui.app.theme import apply_theme  # noqa: E402

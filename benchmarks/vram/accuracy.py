@@ -36,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from app.core.memory.estimator import DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.core.memory.llama_cpp import peak_extra_bytes, plan_context  # noqa: E402
-from app.core.model_shape import ModelShape, shape_from_show  # noqa: E402
+from app.core.model_shape import ModelShape  # noqa: E402
+from app.backends.ollama.show import shape_from_show  # noqa: E402
 from app.core.units import MIB  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from app.adapters.gguf_file import GgufDamaged, GgufError, GgufNotFound, GgufTruncated, NotGguf, read_gguf
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate
 from app.core.units import GIB
-from app.core.model_shape import shape_from_show
 from tests.fakes.llama_server.tiny_gguf import (N_CTX, N_EMBD, N_HEAD, N_HEAD_KV, N_LAYER, N_VOCAB,
                                                 QWEN_STYLE_TEMPLATE, write_tiny_gguf)
 
@@ -21,16 +20,19 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
 
 
-def test_the_header_becomes_the_show_replys_metadata(tiny: Path) -> None:
+def test_the_header_becomes_neutral_model_facts(tiny: Path) -> None:
     info = read_gguf(tiny)
     m = info.model_info
     assert m["general.architecture"] == "llama"
     assert (m["llama.block_count"], m["llama.embedding_length"], m["llama.attention.head_count"],
             m["llama.attention.head_count_kv"], m["llama.context_length"]) == (N_LAYER, N_EMBD, N_HEAD, N_HEAD_KV, N_CTX)
-    assert m["tokenizer.ggml.tokens"] is None  # a long array is left out, as Ollama's show leaves it out
+    assert m["tokenizer.ggml.tokens"] is None  # a long array is left out, as servers' metadata leaves it out
     assert m["general.parameter_count"] == sum(_elements(t["shape"]) for t in info.tensors)
-    assert info.details == {"format": "gguf", "family": "llama", "families": ["llama"],
-                            "parameter_size": info.details["parameter_size"], "quantization_level": "F32"}
+    assert (info.architecture, info.quantization, info.parameter_count) == ("llama", "F32", m["general.parameter_count"])
+    facts = info.facts()
+    assert facts.metadata == m and facts.tensors == info.tensors and facts.quantization == "F32"
+    assert facts.size_bytes == info.size_bytes and facts.source == str(tiny) and facts.training_context == N_CTX
+    assert facts.architecture == "llama" and not facts.capabilities  # what it can do is the server's to say
     embd = next(t for t in info.tensors if t["name"] == "token_embd.weight")
     assert embd == {"name": "token_embd.weight", "type": "F32", "shape": [N_EMBD, N_VOCAB]}  # GGML order
     assert info.chat_template == QWEN_STYLE_TEMPLATE and info.size_bytes == tiny.stat().st_size
@@ -39,7 +41,7 @@ def test_the_header_becomes_the_show_replys_metadata(tiny: Path) -> None:
 
 def test_the_estimator_prices_it_from_the_tensor_list(tiny: Path) -> None:
     info = read_gguf(tiny)
-    shape = shape_from_show(info.show_dict(), info.size_bytes)
+    shape = info.facts().shape()
     assert shape.weights.from_tensors and shape.n_vocab == N_VOCAB and not shape.tied_embeddings
     assert shape.key_length == N_EMBD // N_HEAD
     # Every weight byte is accounted to a layer, the input table or the output head.

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from app.core.errors import DeckError, EstimateError
-from app.core.model_shape import shape_from_show, tensor_bytes
+from app.core.model_shape import tensor_bytes
+from app.backends.ollama.show import shape_from_show
 from app.core.units import GIB, MIB
 
 DATA = Path(__file__).resolve().parents[1] / "data"

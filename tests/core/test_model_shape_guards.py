@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.core.errors import EstimateError
-from app.core.model_shape import shape_from_show, tensor_bytes
+from app.core.model_shape import tensor_bytes
+from app.backends.ollama.show import shape_from_show
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 QWEN = json.loads((DATA / "show_qwen3_14b.json").read_text())

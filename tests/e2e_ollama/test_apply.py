@@ -13,7 +13,6 @@ from app.adapters.storage.apply_history import ApplyHistory
 from app.backends.ollama.client import OllamaClient
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.pricing import price
-from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
 from app.services.guarded_apply import GuardedApplier
@@ -60,7 +59,7 @@ def priced_without_a_gpu(harness, settings):
         async with OllamaClient(harness.supervisor.settings.base_url) as client:
             details = await client.show(f"{MODEL_NAME}:latest", verbose=True)
             sizes = {m.name: m.size_bytes for m in await client.tags()}
-        return shape_from_show(details.show_dict(), sizes[f"{MODEL_NAME}:latest"])
+        return details.facts.shape(sizes[f"{MODEL_NAME}:latest"])
 
     return price(settings, harness.run(shape(), timeout=60), None, harness.supervisor.status.version, planner=OLLAMA_PLANNER)
 

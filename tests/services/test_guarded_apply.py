@@ -15,7 +15,7 @@ from app.services.guarded_apply import GuardedApplier
 from app.backends.llama_server.client import LlamaServerClient
 from app.backends.ollama.client import OllamaClient
 from app.core.memory.estimator import GpuMemory
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.pricing import price
 from app.core.units import GIB
@@ -76,7 +76,7 @@ def test_unexpected_cpu_spill_rolls_back(applier_factory, monkeypatch, shape):
     report = harness.run(applier.apply(bigger, good, MODEL, predicted), timeout=30)
 
     assert report.judgement.rollback
-    assert "on the CPU" in report.judgement.reason
+    assert "on the CPU" in report.judgement.reason and report.judgement.reason.startswith("Ollama put ")
     assert report.observation.ps_size_vram_bytes < report.observation.ps_size_bytes
     assert harness.supervisor.settings == good
     assert history.recent()[0]["kept"] is False
@@ -145,6 +145,8 @@ def test_the_record_is_written_and_the_gpu_read_off_the_loop_thread(make_supervi
 class _RestartsInPlace:
     """The supervisor's side of a server that is already up at the settings' address: each restart comes
     back running (the restart itself is the supervisors' own tests' business, not this one's)."""
+
+    program = "llama-server"
 
     def __init__(self) -> None:
         self.status = ServerStatus(ServerState.RUNNING_MANAGED)

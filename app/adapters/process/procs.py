@@ -13,11 +13,9 @@ from collections.abc import Iterable
 
 import psutil
 
+from app.core.server.process import ProcessSignature
 from app.core.server.state import ExternalKind
 
-# Names of the Ollama desktop app (Linux/macOS/Windows) that runs `ollama serve` as its child.
-TRAY_APP_NAMES = frozenset({"ollama app", "ollama app.exe", "Ollama"})
-SYSTEMD_UNIT = "ollama.service"
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
 
 
@@ -86,28 +84,26 @@ def listening_pids(host: str, port: int) -> set[int] | None:
             and _addresses_overlap(conn.laddr.ip, host) and conn.pid is not None}
 
 
-def ollama_serve_pids() -> list[int]:
-    """Pids of processes named `ollama` running `serve` (any user; names are public on Linux).
+def server_pids(server: ProcessSignature) -> list[int]:
+    """Pids of the processes that run `server` (any user; names are public on Linux).
 
     Used only to identify a server whose socket psutil cannot attribute (a systemd service runs
     as its own user), never to choose what to signal."""
     found = []
     for proc in psutil.process_iter(["name", "cmdline"]):
-        name = (proc.info.get("name") or "").lower()
-        cmdline = proc.info.get("cmdline") or []
-        if name in ("ollama", "ollama.exe") and "serve" in cmdline[1:3]:
+        if server.matches(proc.info.get("name") or "", proc.info.get("cmdline") or []):
             found.append(proc.pid)
     return found
 
 
-def identify_listener(host: str, port: int) -> Listener | None:
-    """find_listener, falling back to the only `ollama serve` running when the socket's owner is hidden."""
+def identify_listener(host: str, port: int, server: ProcessSignature) -> Listener | None:
+    """find_listener, falling back to the only process running `server` when the socket's owner is hidden."""
     listener = find_listener(host, port)
     if listener is None or listener.pid is not None:
         return listener
-    candidates = ollama_serve_pids()
+    candidates = server_pids(server)
     if len(candidates) == 1:
-        return Listener(candidates[0], f"ollama serve (pid {candidates[0]})")
+        return Listener(candidates[0], f"{server.label} (pid {candidates[0]})")
     return listener
 
 
@@ -121,16 +117,16 @@ def describe_process(pid: int) -> str:
     return f"{name} (pid {pid})"
 
 
-def classify_external(cgroup_text: str, ancestor_names: Iterable[str]) -> ExternalKind:
+def classify_external(cgroup_text: str, ancestor_names: Iterable[str], server: ProcessSignature) -> ExternalKind:
     """Who runs a server, from its /proc/<pid>/cgroup text and its ancestors' process names."""
-    if SYSTEMD_UNIT in cgroup_text:
+    if server.systemd_unit and server.systemd_unit in cgroup_text:
         return ExternalKind.SYSTEMD
-    if any(name in TRAY_APP_NAMES for name in ancestor_names):
+    if any(name in server.desktop_apps for name in ancestor_names):
         return ExternalKind.TRAY_APP
     return ExternalKind.OTHER
 
 
-def external_kind_of(pid: int | None) -> ExternalKind:
+def external_kind_of(pid: int | None, server: ProcessSignature) -> ExternalKind:
     """Classify the process behind an attached server; OTHER when it cannot be inspected."""
     if pid is None:
         return ExternalKind.OTHER
@@ -147,7 +143,7 @@ def external_kind_of(pid: int | None) -> ExternalKind:
                 continue
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         pass
-    return classify_external(cgroup_text, names)
+    return classify_external(cgroup_text, names, server)
 
 
 def tree_of(root: psutil.Process) -> list[psutil.Process]:

@@ -44,7 +44,7 @@ class SupervisorBase:
     """The backend-neutral half of a server supervisor (see the module's docstring)."""
 
     backend_name = ""  # the registry name written into the records of the servers it starts
-    program = "The server"  # how crash messages name the server, e.g. "Ollama"
+    program = "The server"  # how messages name the server: the backend's display name
     orphan_phrase = "A server"  # as in "A server that ollama-deck started earlier … is still running"
     kill_words = "killed it"  # what a SIGKILL after the grace period did
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import replace
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from app.adapters.gguf_file import GgufFile, file_stat, read_gguf, size_label
 from app.backends.llama_server.wire import thinking_support
+from app.core.model_facts import ModelCapability, ModelFacts
 from app.core.models import LocalModel, ModelDetails, RunningModel
 
 GGUF_SUFFIX = ".gguf"
@@ -131,10 +133,14 @@ def read_cached(path: Path) -> GgufFile:
 def details_from_file(info: GgufFile, template: str | None, verbose: bool) -> ModelDetails:
     """A model's details from its GGUF header; `template` is the server's chat template for the
     served model (None: the file's own). Capabilities: "completion", and "thinking" when the
-    template can switch it; otherwise details["thinking_reason"] says why not."""
+    template can switch it; otherwise details["thinking_reason"] says why not. The facts are the
+    file's own, with its tensors when verbose."""
     chat_template = info.chat_template if template is None else template
-    return _details(info.model_info, info.details, chat_template, info.tensors if verbose else None,
-                    info.modified_at)
+    arch = info.architecture
+    details = {"format": "gguf", "family": arch, "families": [arch] if arch else [],
+               "parameter_size": size_label(info.parameter_count), "quantization_level": info.quantization}
+    return _details(info.model_info, details, chat_template, info.tensors if verbose else None,
+                    info.modified_at, info.facts() if verbose else replace(info.facts(), tensors=None))
 
 
 def details_from_server(served: Mapping[str, Any], template: str) -> ModelDetails:
@@ -144,17 +150,23 @@ def details_from_server(served: Mapping[str, Any], template: str) -> ModelDetail
     info: dict[str, Any] = {"general.parameter_count": meta.get("n_params"), "general.file_type_name": meta.get("ftype")}
     details = {"format": "gguf", "quantization_level": meta.get("ftype") or "",
                "parameter_size": size_label(meta["n_params"]) if isinstance(meta.get("n_params"), int) else ""}
-    return _details(info, details, template, None, "")
+    size = meta.get("size")
+    facts = ModelFacts(metadata=info, quantization=str(details["quantization_level"]),
+                       size_bytes=size if isinstance(size, int) and not isinstance(size, bool) else None,
+                       source=str(served.get("id", "")))
+    return _details(info, details, template, None, "", facts)
 
 
 def _details(model_info: dict[str, Any], details: Mapping[str, Any], template: str,
-             tensors: tuple[dict[str, Any], ...] | None, modified_at: str) -> ModelDetails:
+             tensors: tuple[dict[str, Any], ...] | None, modified_at: str, facts: ModelFacts) -> ModelDetails:
     thinks, why = thinking_support(template)
     out = dict(details)
     if not thinks:
         out["thinking_reason"] = why
-    return ModelDetails(model_info=dict(model_info), capabilities=("completion", "thinking") if thinks else ("completion",),
-                        details=out, parameters="", template=template, tensors=tensors, modified_at=modified_at)
+    capabilities = ("completion", "thinking") if thinks else ("completion",)
+    return ModelDetails(model_info=dict(model_info), capabilities=capabilities, details=out, parameters="",
+                        template=template, tensors=tensors, modified_at=modified_at,
+                        facts=replace(facts, capabilities=ModelCapability.known(capabilities)))
 
 
 __all__ = ["details_from_file", "details_from_server", "file_model", "gguf_files", "listed", "loaded_model", "model_file",

@@ -17,8 +17,10 @@ from typing import Any
 import httpx
 
 from app.adapters.process import procs
+from app.core.server.process import ProcessSignature
 
 PROBE_TIMEOUT_S = 2.0
+LLAMA_SERVER_PROCESS = ProcessSignature(names=frozenset({"llama-server", "llama-server.exe"}), label="llama-server")
 SERVER_HEADER = "llama.cpp"
 
 INSTALL_HINT = (

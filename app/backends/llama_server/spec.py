@@ -10,6 +10,7 @@ from typing import Any
 
 from app.backends.llama_server.metrics import server_telemetry
 from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
+from app.backends.llama_server.probe import LLAMA_SERVER_PROCESS
 from app.backends.llama_server.supervisor import make_supervisor
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING, models_dir
 from app.core.console.reply_words import ReplyWords
@@ -126,7 +127,9 @@ LLAMA_SERVER = BackendSpec(
                     "at it, or run `ollama-deck --demo`, which starts the embedded engine (its address is in the "
                     "window's header)."),
         model_hint=("llama-server serves the one model it was started with: give --model the name it lists "
-                    "(GET /v1/models), or restart it with -m on another GGUF file.")),
+                    "(GET /v1/models), or restart it with -m on another GGUF file."),
+        a_server="a llama-server"),
+    process=LLAMA_SERVER_PROCESS,
     missing_reasons={
         "lists_loaded": ("llama-server names the model it serves but not how much of it sits in VRAM; the "
                          "dashboard's VRAM graph shows what the server process holds."),

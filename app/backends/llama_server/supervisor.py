@@ -152,7 +152,8 @@ class LlamaServerSupervisor(SupervisorBase):
         return self._publish(free) if publish_free else free
 
     async def _attach(self, base_url: str, version: str | None, model: str, binary: str | None) -> ServerStatus:
-        listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port)
+        listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port,
+                                           probing.LLAMA_SERVER_PROCESS)
         self._attached_pid = listener.pid if listener else None
         self._attached_url = base_url
         who = listener.description if listener else "another process"
@@ -160,7 +161,7 @@ class LlamaServerSupervisor(SupervisorBase):
         status = self._publish(ServerStatus(
             ServerState.RUNNING_ATTACHED,
             f"Attached to llama-server {version or '(unknown build)'} at {base_url}{serving}, run by {who}.",
-            version=version, pid=self._attached_pid, external_kind=ExternalKind.OTHER,
+            version=version, pid=self._attached_pid, external_kind=ExternalKind.OTHER, run_by="another process",
             apply_hint=self._apply_hint(), binary=binary, serving=model,
         ))
         self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))

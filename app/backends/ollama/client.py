@@ -25,7 +25,7 @@ from app.adapters.http.server_connections import ConnectedClient
 from app.backends.ollama.stream import (STREAM_HEADERS, StreamDropped, decode_line, missing_final_line,
                                         raise_for_error, require_streamable, translated_errors)
 from app.backends.ollama.wire import (chat_body, parse_chat_line, parse_final, parse_generate_line, parse_ps, parse_pull_line,
-                                      parse_show, parse_status_line, parse_tags, parse_version)
+                                      parse_show, parse_status_line, parse_tags, parse_version, malformed)
 from app.core.errors import MalformedResponse, ModelNotFound, error_for_stream_line
 from app.core.models import LocalModel, ModelDetails, PullProgress, RunningModel
 from app.core.replies import ChatRequest, FinalFigures, StreamChunk
@@ -64,7 +64,7 @@ class OllamaClient(ConnectedClient):
         try:
             decoded = response.json()
         except ValueError:
-            raise MalformedResponse(
+            raise malformed(
                 f"{path} at {self.base_url} did not answer JSON: {response.text.strip()[:120]!r}") from None
         if isinstance(decoded, dict) and isinstance(decoded.get("error"), str):
             raise error_for_stream_line(decoded["error"])

@@ -11,8 +11,15 @@ from urllib.parse import urlsplit
 from app.adapters.process import procs
 from app.backends.ollama.client import OllamaClient
 from app.core.errors import ServerError
+from app.core.server.process import ProcessSignature
 
 PROBE_TIMEOUT_S = 2.0
+# `ollama serve`, as the process table shows it; the Ollama desktop app (Linux/macOS/Windows) and the
+# install script's systemd unit run it for the user.
+OLLAMA_PROCESS = ProcessSignature(
+    names=frozenset({"ollama", "ollama.exe"}), label="ollama serve", subcommand="serve",
+    systemd_unit="ollama.service", desktop_apps=frozenset({"ollama app", "ollama app.exe", "Ollama"}),
+)
 
 INSTALL_HINT = (
     "Install Ollama from https://ollama.com/download (Linux: `curl -fsSL https://ollama.com/install.sh | sh`), "

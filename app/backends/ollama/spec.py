@@ -10,6 +10,7 @@ from app.backends.ollama import pull_hints, variant
 from app.backends.ollama.child_telemetry import server_telemetry
 from app.backends.ollama.client import OllamaClient, load_client
 from app.backends.ollama.planner import OLLAMA_PLANNER
+from app.backends.ollama.probe import OLLAMA_PROCESS
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.ports.backend import BackendSpec, Capabilities, CommandWords
@@ -70,7 +71,9 @@ OLLAMA = BackendSpec(
     command_words=CommandWords(
         start_hint=("Is Ollama running? Start it with `ollama serve` (or `ollama-deck`, which starts it from its "
                     "window), or point --url at it."),
-        model_hint="Pull it first with `ollama pull {model}`, or check the name and tag (`ollama list`)."),
+        model_hint="Pull it first with `ollama pull {model}`, or check the name and tag (`ollama list`).",
+        a_server="an Ollama"),
+    process=OLLAMA_PROCESS,
     missing_reasons={
         "server_metrics": ("Ollama has no /metrics endpoint and starts its llama-server without --metrics; "
                            "throughput is measured from the replies to ollama-deck's own requests."),

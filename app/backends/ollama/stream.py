@@ -20,7 +20,8 @@ from typing import Any
 import httpx
 
 from app.adapters.http import translate
-from app.core.errors import (MalformedResponse, ServerError, StreamDropped, TransportWords,
+from app.backends.ollama.wire import malformed
+from app.core.errors import (ServerError, StreamDropped, TransportWords,
                              error_for_status, error_for_stream_line)
 
 # Headers every streamed request to Ollama carries.
@@ -52,8 +53,8 @@ def error_from_body(status: int, body: bytes, url: str) -> ServerError:
         decoded = None
     if isinstance(decoded, dict) and isinstance(decoded.get("error"), str):
         return error_for_status(status, decoded["error"])
-    return MalformedResponse(f"HTTP {status} from {url} without Ollama's error JSON: {text.strip()[:120]!r}",
-                             status=status)
+    return malformed(f"HTTP {status} from {url} without Ollama's error JSON: {text.strip()[:120]!r}",
+                     status=status)
 
 
 def decode_line(line: bytes | str, url: str) -> dict[str, Any]:
@@ -62,9 +63,9 @@ def decode_line(line: bytes | str, url: str) -> dict[str, Any]:
         obj = json.loads(line)
     except ValueError:
         text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
-        raise MalformedResponse(f"Ollama at {url} sent a line that is not JSON: {text.strip()[:120]!r}") from None
+        raise malformed(f"Ollama at {url} sent a line that is not JSON: {text.strip()[:120]!r}") from None
     if not isinstance(obj, dict):
-        raise MalformedResponse(f"Ollama at {url} sent JSON that is not an object: {str(obj)[:120]!r}")
+        raise malformed(f"Ollama at {url} sent JSON that is not an object: {str(obj)[:120]!r}")
     error = obj.get("error")
     if error is not None:
         raise error_for_stream_line(str(error))

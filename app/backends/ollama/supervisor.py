@@ -22,7 +22,8 @@ from app.backends.ollama.child_processes import follow_child_processes
 from app.backends.ollama.client import OLLAMA_BANNER, OllamaClient
 from app.core.errors import ServerError
 from app.core.server.exposure import exposure_of
-from app.core.server.state import ExternalKind, ServerState, ServerStatus, apply_hint_for
+from app.backends.ollama.attached import RUN_BY, apply_hint_for
+from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
 
 POLL_INTERVAL_S = 0.1
@@ -161,18 +162,19 @@ class ServerSupervisor(SupervisorBase):
 
     async def _attach(self, base_url: str, version: str | None, binary: str | None) -> ServerStatus:
         # Scanning sockets and /proc takes a while on a busy machine; keep the loop free.
-        listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port)
+        listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port,
+                                           probing.OLLAMA_PROCESS)
         pid = listener.pid if listener else None
-        kind = await asyncio.to_thread(procs.external_kind_of, pid)
+        kind = await asyncio.to_thread(procs.external_kind_of, pid, probing.OLLAMA_PROCESS)
         self._attached_pid = pid
         self._attached_url = base_url
-        who = kind.value if kind is not ExternalKind.OTHER else (
+        who = RUN_BY[kind] if kind is not ExternalKind.OTHER else (
             listener.description if listener else "another process"
         )
         status = self._publish(ServerStatus(
             ServerState.RUNNING_ATTACHED,
             f"Attached to Ollama {version or '(unknown version)'} at {base_url}, run by {who}.",
-            version=version, pid=pid, external_kind=kind,
+            version=version, pid=pid, external_kind=kind, run_by=RUN_BY[kind],
             apply_hint=apply_hint_for(kind, tuning.environment(self.settings)), binary=binary,
         ))
         self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Mapping
 
+from app.backends.ollama.show import facts_from_show
 from app.core.errors import MalformedResponse
 from app.core.models import LocalModel, ModelDetails, PullProgress, RunningModel
 from app.core.replies import ChatRequest, FinalFigures, StreamChunk
@@ -19,6 +20,12 @@ NS_PER_MS = 1e6
 # The final line's text fields (empty by then) are not figures: the raw record keeps the rest.
 _TEXT_KEYS = ("message", "response", "thinking")
 _MISSING = object()
+MALFORMED_HINT = "The server sent something that is not Ollama's API; check that host:port is Ollama."
+
+
+def malformed(message: str, status: int | None = None) -> MalformedResponse:
+    """The server's bytes are not what Ollama sends."""
+    return MalformedResponse(message, hint=MALFORMED_HINT, status=status)
 
 
 def _typename(types: type | tuple[type, ...]) -> str:
@@ -33,7 +40,7 @@ def _field(obj: Mapping[str, Any], key: str, types: type | tuple[type, ...], whe
     value = obj.get(key)
     if value is None:
         if default is _MISSING:
-            raise MalformedResponse(f"{where}: required field '{key}' is missing")
+            raise malformed(f"{where}: required field '{key}' is missing")
         return default
     wanted = types if isinstance(types, tuple) else (types,)
     # JSON true/false must not pass as a number.
@@ -42,14 +49,14 @@ def _field(obj: Mapping[str, Any], key: str, types: type | tuple[type, ...], whe
     else:
         ok = isinstance(value, wanted) or (float in wanted and isinstance(value, int))
     if not ok:
-        raise MalformedResponse(
+        raise malformed(
             f"{where}: field '{key}' should be {_typename(types)}, got {type(value).__name__} {value!r:.60}")
     return value
 
 
 def _object(obj: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(obj, Mapping):
-        raise MalformedResponse(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        raise malformed(f"{where}: expected a JSON object, got {type(obj).__name__}")
     return obj
 
 
@@ -57,7 +64,7 @@ def _str_tuple(values: Any, key: str, where: str) -> tuple[str, ...]:
     if values is None:
         return ()
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise MalformedResponse(f"{where}: field '{key}' should be an array of strings")
+        raise malformed(f"{where}: field '{key}' should be an array of strings")
     return tuple(values)
 
 
@@ -134,7 +141,8 @@ def parse_show(obj: Any) -> ModelDetails:
                         parameters=_field(obj, "parameters", str, where, ""),
                         template=_field(obj, "template", str, where, ""),
                         tensors=tensors,
-                        modified_at=_field(obj, "modified_at", str, where, ""))
+                        modified_at=_field(obj, "modified_at", str, where, ""),
+                        facts=facts_from_show(obj))
 
 
 def _ms(ns: int | None) -> float | None:

@@ -23,7 +23,7 @@ from typing import Any
 
 # CPU: others are competing when they used at least this share of the machine's cores ...
 # Measured with benchmarks/bench_contention.py (5 windows of 4 s each, the measuring process spinning
-# as a test runner does, a stand-in server spinning one process per core as a llama.cpp server's threads do):
+# as a test runner does, a stand-in server spinning one process per core as an inference server's threads do):
 # on a quiet 16-core machine the processes outside the server and the measuring one took 0.0-0.6 % of
 # it (under a tenth of a core: on 2 cores that background would be at most 5 %); with the cores
 # saturated, what others took is what the server lost (one competitor on 16 cores: others 5.9 %, the

@@ -77,7 +77,7 @@ class SweepRun:
 
 def chart_title(run: SweepRun) -> str:
     """The title an exported chart carries: model, server and version, GPU and date, e.g.
-    "qwen3:14b on Ollama 0.12.6 · NVIDIA GeForce RTX 4090 · 2026-08-01 21:04"."""
+    "qwen3:14b on <server> 0.12.6 · NVIDIA GeForce RTX 4090 · 2026-08-01 21:04"."""
     f = run.fingerprint
     server = " ".join(x for x in (server_label(f.backend_kind), f.server_version) if x)
     parts = [f"{f.model or run.spec.workload.model} on {server}", f.gpu_name or "no NVIDIA GPU readings"]
@@ -312,7 +312,7 @@ def setting_label(name: str) -> str:
 
 def value_text(value: object) -> str:
     """A setting's value for people: "—" for none or empty, on/off for flags, "key: value" pairs for
-    a mapping (e.g. "binary: /opt/llama-server"), never a Python repr."""
+    a mapping (e.g. "binary: /opt/server/bin/serve"), never a Python repr."""
     if value is None or value == "" or value == {} or value == [] or value == ():
         return "—"
     if isinstance(value, bool):

@@ -322,12 +322,12 @@ class Fingerprint:
     base_settings: dict[str, Any] = field(default_factory=dict)
     host: str = ""
     app_version: str = ""
-    # Which server measured this; documents written before servers had kinds are Ollama's.
+    # Which server measured this; documents written before servers had kinds are the default backend's.
     backend_kind: str = DEFAULT_BACKEND
 
     @property
     def server_text(self) -> str:
-        """The measuring server for people, with its version ("llama-server b6123", "Ollama 0.32.15")."""
+        """The measuring server for people, with its version (its label, then e.g. "b6123")."""
         return " ".join(x for x in (server_label(self.backend_kind), self.server_version) if x)
 
     def to_json(self) -> dict[str, Any]:

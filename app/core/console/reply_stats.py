@@ -4,7 +4,7 @@ Times are milliseconds measured from when the request went out on the client's m
 (the transport's stamp, so connecting and scheduling are not counted); rates are tokens per second.
 Servers send one token per stream line, so counting the lines that carry thinking or answer text
 counts tokens; the server's own output count is reported beside it. Field names are neutral; the
-JSON keys and labels keep the names users know from Ollama (eval_count, …), so exports and the
+JSON keys and labels keep the names the exports have always had (eval_count, …), so exports and the
 figures shown do not change.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Sequence
 
-from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
+from app.core.console.reply_words import ReplyWords
 from app.core.replies import FinalFigures, StreamChunk
 
 
@@ -28,7 +28,7 @@ class ReplyStats:
     thinking_tokens: int  # counted from the stream
     answer_tokens: int  # counted from the stream
     wall_ms: float  # request sent -> last line received (or stop/failure)
-    output_tokens: int | None = None  # the server's count (Ollama's eval_count)
+    output_tokens: int | None = None  # the server's own count of generated tokens
     decode_tokens_per_s: float | None = None  # output_tokens / decode time, as the server measured it
     prompt_tokens: int | None = None
     prompt_tokens_per_s: float | None = None
@@ -276,7 +276,7 @@ def mode_text(think: bool | str | None) -> str:
     return "Thinking" if think else "Non-thinking"
 
 
-def figures_line(stats: ReplyStats, words: ReplyWords = OLLAMA_WORDS) -> str:
+def figures_line(stats: ReplyStats, words: ReplyWords = ReplyWords()) -> str:
     """The reply's figures on one line (the server's counts under its own names)."""
     parts = [f"TTFT {fmt_ms(stats.ttft_ms)}", f"first answer {fmt_ms(stats.first_answer_ms)}",
              f"thinking {fmt_count(stats.thinking_tokens)} · answer {fmt_count(stats.answer_tokens)} tok",

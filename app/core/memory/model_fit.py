@@ -5,12 +5,11 @@ server's settings and its defaults)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, VramEstimate, estimate
 from app.core.memory.verdict import verdict_label
-from app.core.model_shape import shape_from_show
+from app.core.model_facts import ModelFacts
 from app.core.ports.planner import LoadPlanner
 from app.core.server.settings import ServerSettings
 
@@ -31,31 +30,21 @@ class FitVerdict:
         return verdict_label(self.verdict)
 
 
-def _int_param(value: Any) -> int | None:
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-
-
-def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings, version: str | None,
+def fit_verdict(facts: ModelFacts, size_bytes: int, settings: ServerSettings, version: str | None,
                 gpu_total_bytes: int | None, gpu_unknown_reason: str = "", *, planner: LoadPlanner,
                 context_setting: str = "the context setting") -> FitVerdict:
-    """Price a model (its metadata dict as the server shows it, and size on disk) on this GPU under these settings.
-
-    `show` may carry "parameters" (Modelfile text) for the model's own num_ctx/num_batch.
-    Without a known GPU the verdict is "unknown" and says why.
+    """Price a model (its facts, with the model's own context and batch when it sets them, and size on disk)
+    on this GPU under these settings. Without a known GPU the verdict is "unknown" and says why.
     """
-    params = _modelfile_parameters(str(show.get("parameters") or ""))
     try:
-        shape = shape_from_show(show, size_bytes)
+        shape = facts.shape(size_bytes)
     except EstimateError as exc:
         return FitVerdict("unknown", None, "", f"Cannot estimate this model: {exc.user_text()}")
     gpu = None if gpu_total_bytes is None else GpuMemory(total_bytes=gpu_total_bytes)
     try:
         plan = planner.plan(settings, shape, size_bytes, gpu, server_version=version,
-                            model_num_ctx=_int_param(params.get("num_ctx")),
-                            model_num_batch=_int_param(params.get("num_batch")), context_setting=context_setting)
+                            model_num_ctx=facts.own_context,
+                            model_num_batch=facts.own_batch, context_setting=context_setting)
     except EstimateError as exc:
         return FitVerdict("unknown", None, "", f"Cannot estimate this model: {exc.user_text()}")
     num_ctx, source = plan.num_ctx, plan.context_source
@@ -69,16 +58,6 @@ def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings,
     except EstimateError as exc:
         return FitVerdict("unknown", num_ctx, source, f"Cannot estimate this model: {exc.user_text()}")
     return FitVerdict(est.verdict, num_ctx, source, est.explanation, est)
-
-
-def _modelfile_parameters(text: str) -> dict[str, str]:
-    """First value of each PARAMETER line of the model's parameters text (Modelfile syntax)."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        key, _, value = line.strip().partition(" ")
-        if key and key not in out:
-            out[key] = value.strip().strip('"')
-    return out
 
 
 __all__ = ["FitVerdict", "fit_verdict"]

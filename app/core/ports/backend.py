@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from app.core.console.reply_words import ReplyWords
 from app.core.memory.launch_plan import SettingsPlanner
+from app.core.server.process import ProcessSignature
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.inference import ConsoleClientFactory, StreamingClientFactory
 from app.core.ports.planner import LoadPlanner
@@ -47,6 +48,7 @@ class CommandWords:
 
     start_hint: str = "Is the server running? Start it, or check --url."
     model_hint: str = "Check the model name, or list the server's models."
+    a_server: str = "a server"  # one server of this kind in a sentence, with its article
 
 
 class VariantVerdict(Protocol):
@@ -116,8 +118,8 @@ class ServerFactory(Protocol):
 class BackendSpec:
     """One inference server kind: its display name, capabilities and seam factories."""
 
-    name: str  # registry key, e.g. "ollama"
-    display_name: str  # for people, e.g. "Ollama"
+    name: str  # registry key (a folder name under app/backends/)
+    display_name: str  # for people, as the server's makers write its name
     capabilities: Capabilities
     catalog: CatalogFactory
     console: ConsoleClientFactory  # the prompt console's client: models, details, streamed chats
@@ -138,6 +140,8 @@ class BackendSpec:
     command_words: CommandWords = field(default_factory=CommandWords)
     # The launch the server really makes for a model with the settings (what the memory estimate prices).
     planner: LoadPlanner = field(default_factory=SettingsPlanner)
+    # How the server's processes look, so a scan names the server it finds (none: it recognises no process).
+    process: ProcessSignature = field(default_factory=lambda: ProcessSignature(frozenset(), "the server"))
 
     def bound(self, settings: Callable[[], ServerSettings]) -> BackendSpec:
         """This spec with factories that read `settings()` (the settings in force) whenever they make a client."""

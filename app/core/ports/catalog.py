@@ -39,7 +39,8 @@ class ModelCatalog(Protocol):
         ...
 
     async def show(self, model: str, verbose: bool = False) -> ModelDetails:
-        """A model's metadata (architecture keys; tensors when verbose); ModelNotFound if unknown."""
+        """A model's metadata (architecture keys; tensors when verbose) with its neutral `facts` (what the
+        estimator prices, built by the backend from its own source); ModelNotFound if unknown."""
         ...
 
     async def load(self, model: str, keep_alive: str | int | None = None) -> FinalFigures:

@@ -3,7 +3,7 @@
 The console's procedures (services/prompts: one reply, a burst, thinking vs not) iterate a reply;
 the load generator hands each line to a callback, with no task switch per line. Both get neutral
 StreamChunks, each stamped with when its line arrived and when its request went out. Backends
-implement these (the Ollama one: app/backends/ollama/client.OllamaClient); tests may pass others.
+implement these (each in its folder under app/backends/); tests may pass others.
 """
 
 from __future__ import annotations

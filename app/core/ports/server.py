@@ -1,7 +1,7 @@
 """The server seam: what starts, stops, restarts and probes one inference server.
 
 The controller, the guarded apply and the sweep drive a server only through this; each backend
-(ollama/, later llama_server/) supplies its own supervisor."""
+(a folder under app/backends/) supplies its own supervisor."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class ServerControl(Protocol):
     thread (they return snapshots)."""
 
     settings: ServerSettings  # what the next start uses; assigning it does not restart anything
+    program: str  # how messages name the server, e.g. the backend's display name
 
     @property
     def status(self) -> ServerStatus:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from app.core.memory.estimator import VramEstimate
 from app.core.units import GIB, MIB
 
-# Ollama's words when the process it started for the model exited: "llama-server process has
-# terminated: …" (>= 0.30), "llama runner process has terminated: …" (before).
+# A server's words when the process it started to run the model exited ("<runner> process has
+# terminated: …", whatever it calls the runner).
 RUNNER_TERMINATED = "process has terminated"
 
 
@@ -21,7 +21,7 @@ class ApplyObservation:
     server_message: str = ""  # why it is not running (crash text), if so
     model: str | None = None
     model_loaded: bool = False  # the server answered the test load for `model`: it serves it now
-    load_error: str | None = None  # Ollama's message when the test load failed
+    load_error: str | None = None  # the server's message when the test load failed
     load_error_is_oom: bool = False
     ps_size_bytes: int | None = None
     ps_size_vram_bytes: int | None = None
@@ -55,8 +55,9 @@ def measured_vram_bytes(obs: ApplyObservation) -> int | None:
     return obs.ps_size_vram_bytes
 
 
-def judge(predicted: VramEstimate | None, obs: ApplyObservation) -> ApplyJudgement:
-    """Keep or roll back: a crash, an out-of-memory load, or layers on the CPU against a fits verdict roll back."""
+def judge(predicted: VramEstimate | None, obs: ApplyObservation, server: str = "The server") -> ApplyJudgement:
+    """Keep or roll back: a crash, an out-of-memory load, or layers on the CPU against a fits verdict roll back.
+    `server` is how the reasons name the server (its display name)."""
     measured = measured_vram_bytes(obs)
     pred = predicted.total_gpu_bytes if predicted is not None else None
 
@@ -70,7 +71,7 @@ def judge(predicted: VramEstimate | None, obs: ApplyObservation) -> ApplyJudgeme
             want = f" (predicted {_gib(pred)} on the GPU)" if pred is not None else ""
             return verdict(False, f"Loading {obs.model} ran out of memory{want}: {obs.load_error}")
         if RUNNER_TERMINATED in obs.load_error:
-            # Ollama >= 0.30 runs the model in a llama-server it starts with these settings; when that
+            # A server that runs the model in a child process it starts with these settings: when that
             # process exits (a quantized KV cache without flash attention), every request fails alike.
             return verdict(False, f"The server runs, but the model runner it started for {obs.model} with these "
                                   f"settings exited, so every request would fail: {obs.load_error}")
@@ -78,8 +79,8 @@ def judge(predicted: VramEstimate | None, obs: ApplyObservation) -> ApplyJudgeme
     if not (obs.model_loaded or obs.ps_size_bytes is not None):
         return verdict(True, "The server runs with the new settings; no model was loaded to check memory.")
     if obs.ps_size_bytes is None or obs.ps_size_vram_bytes is None:
-        # A server that does not list how its model sits in memory (llama-server keeps one model loaded
-        # and says nothing of its GPU/CPU split): the GPU driver's reading of its processes is the check.
+        # A server that does not list how its model sits in memory (one that keeps one model loaded and
+        # says nothing of its GPU/CPU split): the GPU driver's reading of its processes is the check.
         if measured is None:
             return verdict(True, f"{obs.model} is loaded with the new settings. The server does not report how "
                                  "much of it sits on the GPU, and there is no GPU reading here to check memory.")
@@ -94,7 +95,7 @@ def judge(predicted: VramEstimate | None, obs: ApplyObservation) -> ApplyJudgeme
     if on_cpu > 0 and expected_full:
         share = round(on_cpu / obs.ps_size_bytes * 100)
         return verdict(False, (
-            f"Ollama put {share}% of {obs.model} ({_gib(on_cpu)}) on the CPU although the settings were "
+            f"{server} put {share}% of {obs.model} ({_gib(on_cpu)}) on the CPU although the settings were "
             f"predicted to fit ({_gib(pred) if pred is not None else 'no estimate'}); generation would be "
             "several times slower."))
     summary = f"{obs.model} loaded: {_gib(obs.ps_size_vram_bytes)} on the GPU"

@@ -2,8 +2,8 @@
 
 The inference servers' APIs have no authentication: whoever can send them a request can run,
 pull and delete models. A start is *exposed* when the server listens beyond loopback, or when a
-backend setting opens it another way (Ollama's OLLAMA_ORIGINS=* lets any web page the user
-opens call it from the browser, even on 127.0.0.1). An exposed start needs the user's
+backend setting opens it another way (a setting that lets any web origin in lets any web page the
+user opens call it from the browser, even on 127.0.0.1). An exposed start needs the user's
 permission, and that permission names the host it was given for: allowing 0.0.0.0 does not
 allow 192.168.1.5. The CLI, the GUI and the supervisor all ask `assess`, so they cannot disagree.
 
@@ -57,7 +57,7 @@ class Exposure:
     host: str
     port: int
     network: bool  # it listens beyond loopback
-    others: tuple[str, ...] = ()  # who else a backend setting lets in, e.g. "any web page you open (OLLAMA_ORIGINS=*)"
+    others: tuple[str, ...] = ()  # who else a backend setting lets in, e.g. "any web page you open (<its setting>)"
     allowed_for: str = ""  # the host the user's permission names; '' = no permission
 
     @property

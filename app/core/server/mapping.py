@@ -100,7 +100,7 @@ class TuningMapping(Protocol):
 
     def exposures(self, settings: ServerSettings) -> tuple[str, ...]:
         """Who besides this machine's programs this server's own settings let call it, beyond the bind
-        address (e.g. "any web page you open (OLLAMA_ORIGINS=*)"); () when none. See exposure.py."""
+        address (e.g. "any web page you open", naming the setting that allows it); () when none. See exposure.py."""
         ...
 
     def default_context_length(self, version: str | None, gpu_total_bytes: int | None,

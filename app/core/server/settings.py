@@ -1,9 +1,9 @@
 """Server settings in a vocabulary every inference server shares: parallel slots, context per
 slot, KV-cache type, flash attention, batch sizes, keep-alive, queue and address.
 
-What a setting becomes for a given server (environment variables read at start, command-line
-flags) is that backend's mapping (see app.core.server.mapping); knobs only one server
-has live in `options`, which that backend defines, reads and validates.
+What a setting becomes for a given server (environment variables for one, command-line flags for
+another) is that backend's mapping (see app.core.server.mapping); knobs only one server has live in
+`options`, which that backend defines, reads and validates.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ class ExternalKind(enum.Enum):
     """Who runs a server the app attached to."""
 
     SYSTEMD = "systemd service"
-    TRAY_APP = "Ollama desktop app"
+    TRAY_APP = "desktop app"  # the server's own desktop app, which runs it as its child
     OTHER = "another process"
 
 
@@ -47,6 +47,8 @@ class ServerStatus:
     orphan: bool = False
     # The model file a one-model server serves ('' where the server lists what it has loaded instead).
     serving: str = ""
+    # Who runs an attached server, in the backend's words (e.g. "systemd service"); '' for the app's own.
+    run_by: str = ""
 
     @property
     def can_stop(self) -> bool:
@@ -55,38 +57,8 @@ class ServerStatus:
     @property
     def stop_disabled_reason(self) -> str:
         if self.state is ServerState.RUNNING_ATTACHED:
-            who = self.external_kind.value if self.external_kind else "another process"
+            who = self.run_by or "another process"
             return f"This server was started by {who}; ollama-deck never stops what it did not start."
         if not self.can_stop:
             return "No server managed by ollama-deck is running."
         return ""
-
-
-def apply_hint_for(kind: ExternalKind, env: dict[str, str]) -> str:
-    """How to apply settings to a server the app does not own, with the exact variables."""
-    if kind is ExternalKind.SYSTEMD:
-        lines = "\n".join(f'Environment="{k}={v}"' for k, v in sorted(env.items()))
-        return (
-            "Run `sudo systemctl edit ollama.service`, add under [Service]:\n"
-            f"{lines}\nthen `sudo systemctl daemon-reload && sudo systemctl restart ollama`."
-        )
-    if kind is ExternalKind.TRAY_APP:
-        lines = "\n".join(f"launchctl setenv {k} {v}" for k, v in sorted(env.items()))
-        return (
-            "Quit the Ollama desktop app (it restarts its server and kills other servers on its "
-            "port), then start the server from ollama-deck to apply these settings. To keep the "
-            "desktop app instead, give it these variables (macOS shown; on Windows set them as user "
-            f"environment variables) and restart it:\n{lines}"
-        )
-    command = " ".join(f"{k}={_shell_quote(v)}" for k, v in sorted(env.items()))
-    return (
-        "Stop that server where it was started and start it again with these settings:\n"
-        f"{command} ollama serve\nor stop it and start the server from ollama-deck."
-    )
-
-
-def _shell_quote(value: str) -> str:
-    """Quote a value for a POSIX shell only when it needs it."""
-    if value and all(c.isalnum() or c in "._-:/[]" for c in value):
-        return value
-    return "'" + value.replace("'", "'\\''") + "'"

@@ -8,7 +8,7 @@ quietly dropped: credentials (`user:pass@`), a query or fragment, a scheme other
 out of range, a bare IPv6 address whose colons cannot be told from a port.
 
 https is refused by default: the streaming transport (app/adapters/http) is plain HTTP over a socket
-whose kernel receive stamps time every token, and Ollama itself serves only plain HTTP; a TLS layer
+whose kernel receive stamps time every token, and the local servers serve plain HTTP; a TLS layer
 would sit between those stamps and the bytes. Callers that could speak TLS may pass allow_https.
 """
 
@@ -58,7 +58,7 @@ class ServerUrl:
 
 
 def default_port() -> int:
-    """The port a server listens on when its settings do not say (Ollama's 11434)."""
+    """The port a server listens on when its settings do not say (the settings' default port)."""
     return ServerSettings().port
 
 
@@ -87,8 +87,8 @@ def parse_server_url(text: str, port: int | None = None, *, allow_https: bool = 
         raise bad("write the scheme as http:// (two slashes)")
     if scheme == "https" and not allow_https:
         raise ServerUrlError(
-            f"{shown!r}: https is not supported; ollama-deck talks plain http:// to the server (Ollama serves "
-            "only http); use http://HOST:PORT, or reach a TLS-only server through an SSH tunnel or a local proxy",
+            f"{shown!r}: https is not supported; ollama-deck talks plain http:// to the server (the local "
+            "servers serve only http); use http://HOST:PORT, or reach a TLS-only server through an SSH tunnel or a local proxy",
             hint="")
     if "?" in raw or "#" in raw:
         raise bad("a server URL takes no query (?…) or fragment (#…)")

@@ -25,7 +25,7 @@ from app.core.bench.stats import RequestRecord, summarize
 from app.core.errors import DeckError, EstimateError, ModelNotFound, ServerError, OutOfMemory
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.host import HostMemory
-from app.core.model_shape import ModelShape, shape_from_show
+from app.core.model_shape import ModelShape
 from app.core.models import LocalModel, RunningModel
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.pricing import price
@@ -231,8 +231,7 @@ class SweepRunner:
         shape = None
         try:
             details = await client.show(model_name, verbose=True)
-            show = details.show_dict()
-            shape = shape_from_show(show, entry.size_bytes)
+            shape = details.facts.shape(entry.size_bytes)
         except (EstimateError, ServerError) as exc:
             notes.append(f"Points were not priced before running: {getattr(exc, 'message', exc)}.")
         # The first NVML call may initialise the library: a worker thread waits for the driver, not the loop.

@@ -7,7 +7,6 @@ import concurrent.futures
 from PySide6.QtCore import QObject, Signal
 
 from app.core.errors import DeckError
-from app.core.model_shape import shape_from_show
 from app.core.models import LocalModel
 from app.core.ports.catalog import CatalogFactory
 from app.ui.app.loop_gate import LoopGate
@@ -45,8 +44,7 @@ class ModelLookups(QObject):
                 async with self._catalog(self._gate.server.settings.base_url) as client:
                     details = await client.show(name, verbose=True)
                     sizes = {m.name: m.size_bytes for m in await client.tags()}
-                show = details.show_dict()
-                shape = shape_from_show(show, sizes.get(name, 0))
+                shape = details.facts.shape(sizes.get(name, 0))
             except DeckError as exc:
                 self.model_shape_ready.emit(name, None, f"Cannot price {name}: {exc.user_text()}")
             else:

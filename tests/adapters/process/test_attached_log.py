@@ -109,7 +109,7 @@ def test_which_log_each_kind_of_server_has() -> None:
 def test_an_attached_systemd_server_has_its_journal_in_the_log_until_it_goes_away(
         make_supervisor, external_standin, standin_ollama, tmp_path, monkeypatch) -> None:
     script, pidfile = fake_journalctl(tmp_path)
-    monkeypatch.setattr(procs, "external_kind_of", lambda _pid: ExternalKind.SYSTEMD)
+    monkeypatch.setattr(procs, "external_kind_of", lambda _pid, _server: ExternalKind.SYSTEMD)
     ext = external_standin()
     h = make_supervisor(ServerSettings(port=ext.port),
                         log_follower_for=lambda kind: follower_for(kind, journalctl=str(script)))
@@ -123,10 +123,22 @@ def test_an_attached_systemd_server_has_its_journal_in_the_log_until_it_goes_awa
     journal.wait(WAIT_S)  # the follower stopped with the server
 
 
+def test_who_runs_an_attached_ollama_is_said_in_its_words(make_supervisor, external_standin, standin_ollama,
+                                                           monkeypatch) -> None:
+    monkeypatch.setattr(procs, "external_kind_of", lambda _pid, _server: ExternalKind.TRAY_APP)
+    ext = external_standin()
+    h = make_supervisor(ServerSettings(port=ext.port), log_follower_for=lambda _kind: None)
+    status = h.run(h.supervisor.probe())
+    assert status.external_kind is ExternalKind.TRAY_APP and status.run_by == "Ollama desktop app"
+    assert "run by Ollama desktop app." in status.message
+    assert status.stop_disabled_reason.startswith("This server was started by Ollama desktop app;")
+    assert "Quit the Ollama desktop app" in status.apply_hint
+
+
 def test_the_follower_is_cancelled_on_close(make_supervisor, external_standin, standin_ollama, tmp_path,
                                             monkeypatch) -> None:
     script, pidfile = fake_journalctl(tmp_path)
-    monkeypatch.setattr(procs, "external_kind_of", lambda _pid: ExternalKind.SYSTEMD)
+    monkeypatch.setattr(procs, "external_kind_of", lambda _pid, _server: ExternalKind.SYSTEMD)
     ext = external_standin()
     h = make_supervisor(ServerSettings(port=ext.port),
                         log_follower_for=lambda kind: follower_for(kind, journalctl=str(script)))

@@ -11,8 +11,9 @@ from app.adapters.process.procs import (
     classify_external,
     external_kind_of,
     find_listener,
-    ollama_serve_pids,
+    server_pids,
 )
+from app.backends.ollama.probe import OLLAMA_PROCESS
 from app.core.server.state import ExternalKind
 
 
@@ -30,11 +31,11 @@ from app.core.server.state import ExternalKind
     ],
 )
 def test_classify_external(cgroup: str, ancestors: list[str], kind: ExternalKind) -> None:
-    assert classify_external(cgroup, ancestors) is kind
+    assert classify_external(cgroup, ancestors, OLLAMA_PROCESS) is kind
 
 
 def test_unknown_pid_is_other() -> None:
-    assert external_kind_of(None) is ExternalKind.OTHER
+    assert external_kind_of(None, OLLAMA_PROCESS) is ExternalKind.OTHER
 
 
 def test_find_listener_names_this_process() -> None:
@@ -60,7 +61,7 @@ def test_find_listener_on_a_free_port_is_none() -> None:
 def test_ollama_serve_processes_are_recognised(external_standin) -> None:
     ext = external_standin()
 
-    pids = ollama_serve_pids()
+    pids = server_pids(OLLAMA_PROCESS)
 
     assert ext.pid in pids
     assert not set(ext.runner_pids()) & set(pids)  # `ollama runner` is not a server

@@ -72,3 +72,29 @@ JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() |
 @given(payload=st.one_of(st.binary(max_size=64), JSONISH.map(lambda v: json.dumps(v).encode())))
 def test_any_event_is_parsed_or_refused_with_a_typed_error(payload: bytes) -> None:
     sse_line_is_parsed_or_refused(b"data: " + payload)
+
+
+def test_a_gguf_files_details_carry_its_facts_with_the_templates_capabilities(tmp_path: Path) -> None:
+    from app.backends.llama_server.catalog import details_from_file, details_from_server, read_cached
+    from app.core.errors import EstimateError
+    from app.core.model_facts import ModelCapability
+    from tests.fakes.llama_server.tiny_gguf import N_CTX, N_LAYER, write_tiny_gguf
+
+    path = write_tiny_gguf(tmp_path / "thinker-F32.gguf")
+    info = read_cached(path)
+    verbose = details_from_file(info, None, verbose=True).facts
+    assert verbose.capabilities == {ModelCapability.COMPLETION, ModelCapability.THINKING}
+    assert verbose.source == str(path) and verbose.size_bytes == path.stat().st_size
+    assert verbose.quantization == "F32" and verbose.training_context == N_CTX
+    assert verbose.tensors == info.tensors and verbose.shape().weights.from_tensors
+    assert verbose.shape().n_layer == N_LAYER
+    plain = details_from_file(info, "no thinking here", verbose=False)
+    assert plain.facts.capabilities == {ModelCapability.COMPLETION} and plain.facts.tensors is None
+    assert plain.details["family"] == "llama" and plain.details["quantization_level"] == "F32"
+    # A served model whose file is elsewhere: the server's meta only, which the estimator cannot price.
+    remote = details_from_server({"id": "far.gguf", "meta": {"n_params": 1000, "ftype": "Q8_0", "size": 2048}},
+                                 "plain").facts
+    assert (remote.quantization, remote.size_bytes, remote.source, remote.parameter_count) == ("Q8_0", 2048,
+                                                                                              "far.gguf", 1000)
+    with pytest.raises(EstimateError, match="unsupported architecture"):
+        remote.shape()

@@ -24,7 +24,7 @@ from app.core.errors import BadRequest, StreamDropped
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate
 from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.core.memory.model_fit import fit_verdict
-from app.core.model_shape import shape_from_show, tensor_bytes
+from app.core.model_shape import tensor_bytes
 from app.core.ports.inference import ChatRequestStreaming
 from app.core.replies import ChatRequest, StreamChunk
 from app.core.server.settings import ServerSettings
@@ -183,7 +183,7 @@ def test_the_gguf_reader_on_the_bundled_model_agrees_with_the_server(server: str
     assert (m["llama.block_count"], m["llama.embedding_length"], m["llama.feed_forward_length"],
             m["llama.attention.head_count"], m["llama.attention.head_count_kv"], m["llama.context_length"],
             m["llama.vocab_size"]) == (30, 576, 1536, 9, 3, 8192, 49152)
-    assert info.details["quantization_level"] == "Q4_1" and len(info.tensors) == 272
+    assert info.quantization == "Q4_1" and len(info.tensors) == 272
     meta = httpx.get(f"{server}/v1/models", timeout=10, trust_env=False).json()["data"][0]["meta"]
     assert m["general.parameter_count"] == meta["n_params"]
     assert sum(tensor_bytes(t["type"], t["shape"]) for t in info.tensors) == meta["size"]
@@ -192,11 +192,11 @@ def test_the_gguf_reader_on_the_bundled_model_agrees_with_the_server(server: str
 
 def test_the_estimator_prices_the_real_gguf(bundled_model: Path) -> None:
     info = read_gguf(bundled_model)
-    shape = shape_from_show(info.show_dict(), info.size_bytes)
+    shape = info.facts().shape()
     assert shape.weights.from_tensors and shape.n_layer == 30 and shape.n_vocab == 49152 and shape.tied_embeddings
     est = estimate(shape, LoadSettings(num_ctx=1024, parallel=2), GpuMemory(total_bytes=24 * GIB))
     assert est.kv_bytes == 30 * 2048 * 3 * (64 + 64) * 2 and est.verdict == "fits"  # f16, head_dim 576/9
-    verdict = fit_verdict(info.show_dict(), info.size_bytes, ServerSettings(), None, 24 * GIB,
+    verdict = fit_verdict(info.facts(), info.size_bytes, ServerSettings(), None, 24 * GIB,
                           planner=LLAMA_SERVER_PLANNER)
     assert verdict.verdict == "fits" and verdict.estimate is not None
 

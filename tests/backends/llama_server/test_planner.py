@@ -10,7 +10,7 @@ from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.backends.llama_server.tuning import arguments
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.pricing import price
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
 

@@ -274,3 +274,36 @@ def test_a_guarded_apply_sees_the_model_llama_server_serves(make_llama) -> None:
     assert report.observation.model_loaded and "no model was loaded" not in report.judgement.reason
     assert report.judgement.reason.startswith(f"{model} is loaded with the new settings")
     assert records[0]["observation"]["model_loaded"] is True
+
+
+@pytest.mark.engine
+def test_the_process_scan_names_a_foreign_llama_server_as_llama_server(outside_server, external_standin) -> None:
+    from app.adapters.process.procs import server_pids
+    from app.backends.llama_server.spec import LLAMA_SERVER
+    from app.backends.ollama.spec import OLLAMA
+
+    process, _port = outside_server
+    ollama = external_standin()  # an `ollama serve` beside it: the llama-server's scan must not take it
+
+    llama_pids, ollama_pids = server_pids(LLAMA_SERVER.process), server_pids(OLLAMA.process)
+
+    assert process.pid in llama_pids and ollama.pid not in llama_pids
+    assert ollama.pid in ollama_pids and process.pid not in ollama_pids
+    assert (LLAMA_SERVER.process.label, OLLAMA.process.label) == ("llama-server", "ollama serve")
+
+
+@pytest.mark.engine
+def test_a_managed_bench_on_a_foreign_llama_server_calls_it_a_llama_server(outside_server, tmp_path: Path) -> None:
+    import sys
+
+    process, port = outside_server
+    root = Path(__file__).resolve().parents[3]
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "bench", "--config-dir", str(tmp_path / "cfg"), "--no-history",
+         "--backend", "llama_server", "--model", "smollm2", "--url", f"http://127.0.0.1:{port}", "--managed"],
+        env=dict(os.environ, PYTHONPATH=str(root)), capture_output=True, text=True, timeout=120)
+
+    assert result.returncode == 2, result.stderr
+    assert "--managed: a llama-server that ollama-deck did not start already answers" in result.stderr
+    assert "Ollama" not in result.stderr and f"llama-server (pid {process.pid})" in result.stderr
+    assert process.poll() is None  # never touched

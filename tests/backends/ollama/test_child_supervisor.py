@@ -39,7 +39,7 @@ def test_a_managed_servers_log_reaches_its_watch_and_a_stop_forgets_the_child(ma
 @pytest.mark.engine
 def test_an_attached_server_whose_log_is_read_has_its_childs_slots_read(
         make_supervisor, external_standin, tmp_path, monkeypatch, llama_server_binary, bundled_model) -> None:
-    monkeypatch.setattr(procs, "external_kind_of", lambda _pid: ExternalKind.TRAY_APP)
+    monkeypatch.setattr(procs, "external_kind_of", lambda _pid, _server: ExternalKind.TRAY_APP)
     log = tmp_path / "server.log"
     recorded = (DATA / "log_starting_llama_server.txt").read_text().splitlines()
     log.write_text("\n".join(recorded[:12]) + "\n")  # what the desktop app's Ollama logged before any load

@@ -13,7 +13,7 @@ from app.backends.ollama.launch import llama_server_args, llama_server_command, 
 from app.backends.ollama.launch_plan import OllamaGpus, OllamaLaunch, plan_launch
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.estimator import GpuMemory
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
 

@@ -20,7 +20,7 @@ from app.backends.ollama.launch_plan import (
     plan_launch,
     predicted_vram_bytes,
 )
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 

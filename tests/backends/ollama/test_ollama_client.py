@@ -359,3 +359,12 @@ def test_reference_transcripts_parse() -> None:
     assert chunks[-1].final.output_tokens == 14 and chunks[-1].final.decode_tokens_per_s == pytest.approx(63.03, rel=1e-3)
     running = parse_ps(json.loads((DATA / "ps_partial_offload.json").read_text()))
     assert running[0].processor == "48%/52% CPU/GPU"
+
+
+def test_a_reply_that_is_not_ollamas_says_so_in_ollamas_name() -> None:
+    ollama_hint = "The server sent something that is not Ollama's API; check that host:port is Ollama."
+    for bad in ([], {"model_info": {}, "capabilities": "thinking"}, {"models": [{"name": 1}]}):
+        with pytest.raises(MalformedResponse) as caught:
+            parse_show(bad) if "models" not in bad else parse_ps(bad)
+        assert caught.value.hint == ollama_hint
+    assert "Ollama" not in MalformedResponse("garbled").hint  # the shared type names no server

@@ -23,7 +23,7 @@ from app.core.errors import EstimateError
 from app.core.memory.estimator import DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadSettings, estimate
 from app.core.memory.llama_cpp import kv_layer_bytes, peak_extra_bytes, plan_context
 from app.core.memory.verdict import VERDICTS, ps_processor
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.units import GIB, MIB
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -16,7 +16,7 @@ from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate
 from app.core.memory.host import HOST_FIT_MARGIN_BYTES, HostMemory, host_memory_from
 from app.core.memory.pricing import fit_grid, plan_for, price
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 

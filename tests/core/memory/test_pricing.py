@@ -9,7 +9,8 @@ import pytest
 from app.backends.ollama.launch_plan import ollama_default_context_length
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.estimator import GpuMemory, LoadSettings
-from app.core.model_shape import ModelShape, shape_from_show
+from app.core.model_shape import ModelShape
+from app.backends.ollama.show import shape_from_show
 from app.core.memory.pricing import (
     fit_grid,
     others_bytes,

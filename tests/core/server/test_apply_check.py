@@ -7,7 +7,7 @@ import pytest
 
 from app.core.server.apply_check import ApplyObservation, judge
 from app.core.memory.estimator import GpuMemory
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.core.memory.pricing import price
 from app.core.server.settings import ServerSettings
@@ -51,6 +51,9 @@ def test_a_runner_that_exits_on_load_rolls_back_with_the_servers_words(fits):
 def test_cpu_spill_against_a_fits_verdict_rolls_back(fits):
     j = judge(fits, ApplyObservation(True, model="qwen3:14b", ps_size_bytes=12 * GIB, ps_size_vram_bytes=9 * GIB))
     assert j.rollback and "25% of qwen3:14b" in j.reason and "CPU" in j.reason
+    assert j.reason.startswith("The server put ")
+    spill = ApplyObservation(True, model="m", ps_size_bytes=4 * GIB, ps_size_vram_bytes=3 * GIB)
+    assert judge(fits, spill, "Ollama").reason.startswith("Ollama put 25% of m")  # the backend's name
 
 
 def test_expected_spill_is_kept(fits):

@@ -339,7 +339,7 @@ class BenchPage(QWidget):
         state = status.state
         blocked = ""
         if state is ServerState.RUNNING_ATTACHED:
-            who = status.external_kind.value if status.external_kind else "another process"
+            who = status.run_by or "another process"
             managed = False
             why = (f"Attached to a server run by {who}: its settings are its own, so only client concurrency "
                    "varies here. To sweep parallel, KV cache and context, stop it and start the server from "

@@ -308,7 +308,7 @@ class ModelsPage(QWidget):
     def _reprice(self) -> None:
         self._show_context()
         sizes = {m.name: m.size_bytes for m in self.local}
-        entries = {name: (d.show_dict(), sizes[name]) for name, d in self.details.items() if name in sizes}
+        entries = {name: (d.facts, sizes[name]) for name, d in self.details.items() if name in sizes}
         if entries:
             self.session.compute_verdicts(entries, self._server.settings, self._server.status.version,
                                           self.gpu_total_bytes, self._gpu_reason)

@@ -14,6 +14,7 @@ from app.adapters.client_pool import ClientPool
 from app.core.errors import DeckError
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.model_fit import FitVerdict, fit_verdict
+from app.core.model_facts import ModelFacts
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.planner import LoadPlanner
 from app.core.pull_progress import PullTracker
@@ -77,14 +78,15 @@ class ModelsSession(QObject):
 
         return self._submit(work())
 
-    def compute_verdicts(self, entries: dict[str, tuple[dict[str, Any], int]], settings: ServerSettings,
-                         version: str | None, gpu_total_bytes: int | None, gpu_reason: str) -> concurrent.futures.Future:
-        """Price every model (name -> (show dict, size)) off the GUI thread."""
+    def compute_verdicts(self, entries: dict[str, tuple[ModelFacts, int]], settings: ServerSettings,
+                         version: str | None, gpu_total_bytes: int | None,
+                         gpu_reason: str) -> concurrent.futures.Future[None]:
+        """Price every model (name -> (facts, size on disk)) off the GUI thread."""
 
         async def work() -> None:
             verdicts: dict[str, FitVerdict] = {}
-            for name, (show, size) in entries.items():
-                verdicts[name] = fit_verdict(show, size, settings, version, gpu_total_bytes, gpu_reason,
+            for name, (facts, size) in entries.items():
+                verdicts[name] = fit_verdict(facts, size, settings, version, gpu_total_bytes, gpu_reason,
                                              planner=self._planner, context_setting=self._context_setting)
             self.verdicts_ready.emit(verdicts)
 

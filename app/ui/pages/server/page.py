@@ -133,8 +133,7 @@ class StatusCard(QFrame):
         elif status.pid and status.state is not ServerState.CRASHED:
             # Starting and stopping are only ever the app's own server (one it launched or is shutting down).
             ours = status.state in (ServerState.RUNNING_MANAGED, ServerState.STARTING, ServerState.STOPPING)
-            owner = "managed by ollama-deck" if ours else (
-                status.external_kind.value if status.external_kind else "not ours")
+            owner = "managed by ollama-deck" if ours else (status.run_by or "not ours")
             owner = "left running by an earlier ollama-deck, managed again" if status.orphan else owner
             self._details["Process"].setText(f"pid {status.pid} ({owner})")
         else:

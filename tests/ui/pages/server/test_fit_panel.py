@@ -13,7 +13,7 @@ from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.memory.host import HostMemory
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 from app.ui.pages.server.fit_panel import NO_GPU_CARD, FitPanel

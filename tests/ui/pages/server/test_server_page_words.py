@@ -12,7 +12,7 @@ from app.adapters.aio import LoopThread
 from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.backends.llama_server.client import LlamaServerClient
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
-from app.core.model_shape import shape_from_show
+from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB
 from app.ui.app.server_controller import ServerController
