@@ -9,7 +9,7 @@ from typing import Any
 
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, LoadSettings, VramEstimate, era_for_version, estimate
-from app.core.memory.verdict import verdict_label
+from app.core.memory.verdict import Verdict, verdict_label
 from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
@@ -76,7 +76,7 @@ def load_settings(settings: ServerSettings, num_ctx: int, num_batch: int | None 
 class FitVerdict:
     """The verdict for one model: fits | tight | spills | wont_load | unknown, and why."""
 
-    verdict: str
+    verdict: Verdict
     num_ctx: int | None
     context_source: str
     explanation: str
@@ -107,12 +107,12 @@ def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings,
     try:
         shape = shape_from_show(show, size_bytes)
     except EstimateError as exc:
-        return FitVerdict("unknown", None, "", f"Cannot estimate this model: {exc.user_text()}")
+        return FitVerdict(Verdict.UNKNOWN, None, "", f"Cannot estimate this model: {exc.user_text()}")
     num_ctx, source = context_for(settings, _int_param(params.get("num_ctx")), version, gpu_total_bytes,
                                   shape.context_length, context_setting=context_setting)
     if gpu_total_bytes is None:
         why = gpu_unknown_reason or "no GPU was detected"
-        return FitVerdict("unknown", num_ctx, source,
+        return FitVerdict(Verdict.UNKNOWN, num_ctx, source,
                           f"GPU unknown ({why}), so there is no verdict; it would load with num_ctx "
                           f"{num_ctx} × {settings.num_parallel} parallel ({source}).")
     num_batch = _int_param(params.get("num_batch"))
@@ -129,7 +129,7 @@ def fit_verdict(show: dict[str, Any], size_bytes: int, settings: ServerSettings,
         est = estimate(shape, load_settings(parallel_settings, num_ctx, num_batch),
                        GpuMemory(total_bytes=gpu_total_bytes), era_for_version(version))
     except EstimateError as exc:
-        return FitVerdict("unknown", num_ctx, source, f"Cannot estimate this model: {exc.user_text()}")
+        return FitVerdict(Verdict.UNKNOWN, num_ctx, source, f"Cannot estimate this model: {exc.user_text()}")
     return FitVerdict(est.verdict, num_ctx, source, est.explanation, est)
 
 

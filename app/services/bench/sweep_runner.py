@@ -28,6 +28,7 @@ from app.core.memory.host import HostMemory
 from app.core.model_shape import ModelShape, shape_from_show
 from app.core.models import LocalModel, RunningModel
 from app.core.memory.pricing import price
+from app.core.memory.verdict import Verdict
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
@@ -48,7 +49,7 @@ ERROR_WORDS = {"oom": "out of memory", "queue_full": "server busy (queue full)",
                "other": "other error"}
 # Predictions that make a point pointless on this GPU: it would not load, or would run partly on the
 # CPU (slow to load, many times slower to decode, and failed by the loaded-model check anyway).
-SKIPPED_VERDICTS = ("wont_load", "spills")
+SKIPPED_VERDICTS = (Verdict.WONT_LOAD, Verdict.SPILLS)
 # Share of a point's time before measuring starts (restart, load, warm-up), for progress and ETA.
 SETUP_SHARE = 0.2
 

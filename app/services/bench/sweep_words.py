@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.core.memory.estimator import VramEstimate
+from app.core.memory.verdict import Verdict
 from app.core.units import GIB
 
 # Ollama ≥ 0.30's error when the kernel's out-of-memory killer ended the llama-server it started
@@ -12,9 +13,9 @@ KILLED_WORDS = "signal: killed"
 
 def skip_reason(estimate: VramEstimate) -> str:
     """Short words for a point the estimate rules out."""
-    if estimate.verdict == "spills":
+    if estimate.verdict is Verdict.SPILLS:
         return f"predicted to spill to CPU ({estimate.layers_on_gpu}/{estimate.layers_total} layers on GPU)"
-    if estimate.host_verdict == "wont_load" and estimate.host_available_bytes is not None:
+    if estimate.host_verdict is Verdict.WONT_LOAD and estimate.host_available_bytes is not None:
         return (f"predicted to run the computer out of memory ({estimate.host_bytes / GIB:.1f} GiB of RAM needed, "
                 f"{estimate.host_available_bytes / GIB:.1f} GiB available)")
     need, have = estimate.total_gpu_bytes / GIB, estimate.available_bytes / GIB

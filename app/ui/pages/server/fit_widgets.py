@@ -7,7 +7,7 @@ from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.core.memory.pricing import FitCell
-from app.core.memory.verdict import VERDICT_LABELS
+from app.core.memory.verdict import VERDICT_LABELS, Verdict
 from app.core.units import GIB
 
 
@@ -25,13 +25,13 @@ SEGMENT_LABELS = {
     "others": "other processes", "free": "free",
 }
 VERDICT_COLOURS = {
-    "fits": "#2f8f5b",
-    "tight": "#b8901f",
-    "spills": "#c9622b",
-    "wont_load": "#a8323f",
-    "invalid": "#2a2c33",
+    Verdict.FITS: "#2f8f5b",
+    Verdict.TIGHT: "#b8901f",
+    Verdict.SPILLS: "#c9622b",
+    Verdict.WONT_LOAD: "#a8323f",
+    Verdict.INVALID: "#2a2c33",
 }
-VERDICT_WORDS = {**VERDICT_LABELS, "invalid": "—"}
+VERDICT_WORDS = {**VERDICT_LABELS, Verdict.INVALID: "—"}
 
 
 class VramBar(QWidget):
@@ -74,7 +74,7 @@ class VramBar(QWidget):
             x += w
             used += size
         if used > self._total:  # over the card: hatch the end red
-            p.setBrush(QColor(VERDICT_COLOURS["wont_load"]))
+            p.setBrush(QColor(VERDICT_COLOURS[Verdict.WONT_LOAD]))
             p.drawRect(QRectF(r.right() - 6, r.top(), 6, r.height()))
         if self._peak is not None and self._peak > 0:
             px = r.left() + min(r.width(), r.width() * self._peak / self._total)
@@ -88,7 +88,7 @@ class VramBar(QWidget):
 def cell_tooltip(cell: FitCell, where: str) -> str:
     """What a heat-map cell means: its verdict and GiB, or why the combination is not offered."""
     head = f"{cell.parallel} parallel × {cell.context:,} tokens"
-    if cell.verdict == "invalid":
+    if cell.verdict is Verdict.INVALID:
         return f"{head}: not offered — {cell.reason}."
     return (f"{head}: {VERDICT_WORDS[cell.verdict]} ({cell.total_gpu_bytes / GIB:.1f} GiB {where})"
             "\nClick to use this combination.")
@@ -149,7 +149,7 @@ class FitHeatmap(QWidget):
 
     def mousePressEvent(self, event) -> None:  # noqa: N802
         cell = self._cell_under(event)
-        if cell is not None and cell.verdict != "invalid":
+        if cell is not None and cell.verdict is not Verdict.INVALID:
             self.cell_clicked.emit(cell.parallel, cell.context)
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802
@@ -191,7 +191,7 @@ class FitHeatmap(QWidget):
                 p.setPen(Qt.PenStyle.NoPen)
                 p.setBrush(QColor(VERDICT_COLOURS[cell.verdict]))
                 p.drawRoundedRect(rect, 3, 3)
-                if cell.verdict != "invalid" and cw > 34:
+                if cell.verdict is not Verdict.INVALID and cw > 34:
                     p.setPen(QColor("#ffffff"))
                     p.drawText(rect, Qt.AlignmentFlag.AlignCenter, f"{cell.total_gpu_bytes / GIB:.1f}")
                 if self._current == (cell.parallel, cell.context):
