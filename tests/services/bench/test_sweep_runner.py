@@ -16,7 +16,7 @@ from app.core.errors import DeckError, ModelNotFound
 from app.core.bench.workload import BenchPrompt, LoadPlan
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
-from app.core.bench.outcome import FailureKind, PointStatus
+from app.core.bench.outcome import FailureKind, PointStatus, RunStatus
 from app.core.bench.sweep import SweepAxes, SweepSpec
 from tests.fakes.scripted_gpu import GpuReading, ScriptedGpuBackend
 from tests.fakes.ollama.server_fixtures import WAIT_S, free_port
@@ -37,6 +37,13 @@ def workload(model: str = SMALL, **kw) -> LoadPlan:
 def spec(base: ServerSettings, parallel=(1, 2), managed: bool = True, **kw) -> SweepSpec:
     axes = kw.pop("axes", SweepAxes(parallel=parallel))
     return SweepSpec(base, axes, kw.pop("plan", workload()), LatencyTargets(2000, 100), managed=managed, **kw)
+
+
+def kinds_survive_saving(run) -> bool:
+    """Each point's failure kind reads back from its saved form (which does not hold it)."""
+    from app.core.bench.run import result_from_json, result_to_json
+
+    return all(result_from_json(result_to_json(r), run.spec.targets).failure is r.failure for r in run.results)
 
 
 def parallel_started(lines: list[str]) -> list[int]:
@@ -61,7 +68,7 @@ def test_each_point_restarts_the_server_and_the_settings_come_back(make_supervis
     progress = []
     run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client).run(spec(base, (2, 4)), on_progress=progress.append), timeout=60)
     assert [r.status for r in run.results] == [PointStatus.OK, PointStatus.OK]
-    assert run.status == "finished"
+    assert run.status is RunStatus.FINISHED and all(r.failure is None for r in run.results)
     assert parallel_started(h.logs.lines) == [1, 2, 4, 1]  # before, one per point, restored
     assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
     tps = [r.output_tokens_per_s for r in run.results]
@@ -86,6 +93,8 @@ def test_oom_and_cpu_spill_are_marked_failed_and_the_sweep_goes_on(make_supervis
     assert "cudaMalloc failed: out of memory" in by_parallel[4].detail
     assert by_parallel[2].status == PointStatus.FAILED and by_parallel[2].reason.startswith("spilled to CPU (")
     assert by_parallel[2].loaded_vram_mib == pytest.approx(1500) and by_parallel[2].stats is None
+    assert [by_parallel[p].failure for p in (1, 4, 2)] == [None, FailureKind.OUT_OF_MEMORY, FailureKind.SPILLED]
+    assert kinds_survive_saving(run)
     assert run.recommendation.index == by_parallel[1].point.index
     # The server was stopped before the sweep: it is stopped again, with the settings it had.
     assert h.supervisor.status.state is ServerState.STOPPED and h.supervisor.settings == base
@@ -105,6 +114,7 @@ def test_a_point_predicted_to_spill_is_skipped_unless_forced(make_supervisor, en
     # 16 slots x 32768 tokens of f16 KV is 80 GiB: most layers would have to run on the CPU.
     assert sixteen.status == PointStatus.SKIPPED and sixteen.estimate_verdict == "spills"
     assert sixteen.reason.startswith("predicted to spill to CPU (") and "Force" in sixteen.detail
+    assert sixteen.failure is FailureKind.PREDICTED_SPILL and one.failure is None and kinds_survive_saving(run)
     assert parallel_started(h.logs.lines) == [1, 1]  # the start to read the model, then point 1 only
     # GPU figures over the measured window: the scripted card's numbers, and tokens per joule from them.
     assert one.gpu.vram_peak_mib == 11_000.0 and one.gpu.server_peak_mib == 10_400.0
@@ -203,6 +213,7 @@ def test_nothing_in_vram_on_a_machine_with_a_gpu_is_still_a_spill(make_superviso
     run = h.run(runner.run(spec(base, (1,), force=True)), timeout=60)
     (only,) = run.results
     assert only.status == PointStatus.FAILED and only.reason == "spilled to CPU (100% CPU)" and only.stats is None
+    assert only.failure is FailureKind.SPILLED and kinds_survive_saving(run)
 
 
 def test_a_point_whose_cpu_side_outgrows_the_hosts_ram_is_skipped_as_running_out_of_memory(make_supervisor, env):
@@ -224,6 +235,7 @@ def test_a_point_whose_cpu_side_outgrows_the_hosts_ram_is_skipped_as_running_out
     assert sixteen.status == PointStatus.SKIPPED and sixteen.estimate_verdict == "wont_load"
     assert sixteen.reason.startswith("predicted to run the computer out of memory (")
     assert "GiB of RAM needed, 16.0 GiB available" in sixteen.reason
+    assert sixteen.failure is FailureKind.PREDICTED_OUT_OF_MEMORY and kinds_survive_saving(run)
     assert "The computer runs out of memory" in sixteen.detail and "Force" in sixteen.detail
 
 
@@ -282,6 +294,7 @@ def test_a_point_measured_while_others_took_the_device_is_unstable_and_not_recom
     assert one.status == PointStatus.UNSTABLE and one.reason == "CPU contended 31 %" and one.stats is not None
     assert "stress (pid 4242)" in one.detail and one.contention == contended
     assert one.stable_text() == "⚠ CPU contended 31 %"
+    assert one.failure is FailureKind.CONTENDED and two.failure is None and kinds_survive_saving(run)
     assert two.status == PointStatus.OK and two.contention.kind is ContentionKind.NONE
     # A probe that fails leaves the point measured, its contention unknown.
     assert four.status == PointStatus.OK and four.contention.kind is ContentionKind.UNMEASURED and "no /proc" in four.contention.why_unmeasured
