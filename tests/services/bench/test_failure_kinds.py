@@ -1,6 +1,7 @@
 """Every error class the load generator records for a request has a failure kind and words."""
 
 from __future__ import annotations
+
 from app.core.bench.outcome import ERROR_WORDS, REQUEST_FAILURES, FailureKind
 from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, OutOfMemory, QueueFull, ServerFault,
                              ServerTimeout, ServerUnreachable, StreamDropped, StreamError)
