@@ -16,7 +16,7 @@ from app.adapters.storage.history import SCHEMA_VERSION, BenchHistory, HistoryEr
 from app.core.bench.stats import LatencyTargets, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
 from app.core.server.settings import ServerSettings
-from app.core.bench.outcome import FailureKind, PointStatus
+from app.core.bench.outcome import FailureKind, PointStatus, RunStatus
 from app.core.bench.sweep import Fingerprint, GpuFigures, PointResult, SweepAxes, SweepSpec
 from app.core.bench.run import SweepRun
 
@@ -38,7 +38,7 @@ def make_run(points: int = 3, records: int = 4) -> SweepRun:
                                failure=FailureKind.OUT_OF_MEMORY))
     run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", ollama_version="0.12.6", model="qwen3:14b"),
                    plan.points, plan.varying, tuple(results), started_at="2026-08-01T12:00:00+02:00")
-    return run.finished("finished", "2026-08-01T12:05:00+02:00")
+    return run.finished(RunStatus.FINISHED, "2026-08-01T12:05:00+02:00")
 
 
 def test_a_run_is_kept_across_restarts_with_every_request(tmp_path):
