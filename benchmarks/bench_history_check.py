@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 from app.adapters.storage.history import BenchHistory  # noqa: E402
 from app.core.bench.run import SweepRun  # noqa: E402
 from app.core.bench.stats import LatencyTargets, RequestRecord, summarize  # noqa: E402
-from app.core.bench.sweep import OK, Fingerprint, PointResult, SweepAxes, SweepSpec  # noqa: E402
+from app.core.bench.outcome import PointStatus
+from app.core.bench.sweep import Fingerprint, PointResult, SweepAxes, SweepSpec  # noqa: E402
 from app.core.bench.workload import LoadPlan  # noqa: E402
 from app.core.server.settings import ServerSettings  # noqa: E402
 
@@ -39,7 +40,7 @@ def a_run(points: int = 8, records: int = 200) -> SweepRun:
     for p in plan.points:
         recs = tuple(RequestRecord(i, 0.0, 0.0, 1.0 + i * 0.01, first_token_s=0.1, output_tokens=20,
                                    output_chunks=20, itl_s=(0.05,) * 19) for i in range(records))
-        results.append(PointResult(p, OK, stats=summarize(recs, TARGETS), records=recs))
+        results.append(PointResult(p, PointStatus.OK, stats=summarize(recs, TARGETS), records=recs))
     run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b"),
                    plan.points, plan.varying, tuple(results), started_at="2026-08-01T12:00:00+02:00")
     return run.finished("finished", "2026-08-01T12:05:00+02:00")

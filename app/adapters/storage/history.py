@@ -27,7 +27,8 @@ from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, Hist
                                               check_shape, is_busy, is_damage, is_read_only, locked_error,
                                               open_file, read_only_uri, set_aside, SQLITE_ERRORS)
 from app.core.bench.sweep import PointResult
-from app.core.bench.run import INTERRUPTED, RUNNING, SweepRun, result_to_json, run_from_json, run_to_json
+from app.core.bench.outcome import RunStatus, saved_run_status
+from app.core.bench.run import SweepRun, result_to_json, run_from_json, run_to_json
 
 HISTORY_FILE_NAME = "benchmarks.sqlite3"
 # 2: runs name the server that measured them (backend_kind, server_version); format 1's runs are Ollama's.
@@ -64,7 +65,6 @@ CREATE TABLE IF NOT EXISTS points (
 _RUNS_COLUMNS = frozenset({"id", "started_at", "finished_at", "status", "title", "model", "gpu_name", "ollama_version",
                            "points_planned", "best_tokens_per_s", "recommended", "owner_pid", "owner_started", "doc"})
 _POINTS_COLUMNS = frozenset({"run_id", "idx", "status", "output_tokens_per_s", "doc"})
-UNREADABLE = "unreadable"  # the status of a run whose row is damaged
 # Format 1 to 2, in one transaction: every existing run was measured on Ollama, whose version it kept.
 _MIGRATE_1_TO_2 = """
 BEGIN;
@@ -84,7 +84,7 @@ class RunSummary:
     title: str
     started_at: str
     finished_at: str
-    status: str
+    status: RunStatus  # RunStatus.UNREADABLE for a run whose row is damaged
     model: str
     gpu_name: str
     points_planned: int
@@ -102,7 +102,7 @@ def default_history_path() -> Path:
 
 def _process_start(pid: int) -> float:
     try:
-        return psutil.Process(pid).create_time()
+        return float(psutil.Process(pid).create_time())
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return 0.0
 
@@ -120,7 +120,8 @@ def _pack(data: dict[str, Any]) -> bytes:
 
 
 def _unpack(blob: bytes) -> dict[str, Any]:
-    return json.loads(zlib.decompress(blob).decode())
+    data: dict[str, Any] = json.loads(zlib.decompress(blob).decode())
+    return data
 
 
 class BenchHistory:
@@ -342,10 +343,11 @@ class BenchHistory:
             conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
 
     # ---- reading -------------------------------------------------------------------------------
-    def _status(self, status: str, pid: int, started: float) -> str:
-        if status == RUNNING and not (pid == self._pid and abs(started - self._pid_started) < 1.0) \
+    def _status(self, saved: str, pid: int, started: float) -> RunStatus:
+        status = saved_run_status(saved)
+        if status is RunStatus.RUNNING and not (pid == self._pid and abs(started - self._pid_started) < 1.0) \
                 and not _alive(pid, started):
-            return INTERRUPTED
+            return RunStatus.INTERRUPTED
         return status
 
     def list_runs(self) -> list[RunSummary]:
@@ -367,7 +369,7 @@ class BenchHistory:
         numbers_ok = isinstance(row[8], int) and isinstance(row[12], int) and isinstance(row[13], (int, float)) \
             and (row[10] is None or isinstance(row[10], (int, float)))
         if not (numbers_ok and all(isinstance(t, str) for t in texts)):
-            return RunSummary(row[0], "unreadable run", "", "", UNREADABLE, "", "", 0, row[9], None, "")
+            return RunSummary(row[0], "unreadable run", "", "", RunStatus.UNREADABLE, "", "", 0, row[9], None, "")
         # row[7] (the ollama_version column) holds what row[15] (the server's version) does in every format
         return RunSummary(row[0], row[1], row[2], row[3], self._status(row[4], row[12], row[13]), row[5], row[6],
                           row[8], row[9], row[10], row[11], row[14], row[15])
@@ -398,5 +400,5 @@ class _ConversionFailed(Exception):
         self.cause = cause
 
 
-__all__ = ["BenchHistory", "HISTORY_FILE_NAME", "HistoryError", "HistoryLocationError", "RunSummary", "UNREADABLE",
+__all__ = ["BenchHistory", "HISTORY_FILE_NAME", "HistoryError", "HistoryLocationError", "RunSummary",
            "default_history_path"]

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Sequence
 
-from app.core.bench.stats import LatencyTargets, meets_targets
+from app.core.bench.outcome import PointStatus
+from app.core.bench.stats import LatencyTargets, PointStats, meets_targets
 from app.core.bench.sweep import PointResult
 
 PLATEAU_GAIN = 0.05
@@ -64,9 +65,21 @@ def _name(r: PointResult, varying: Sequence[str]) -> str:
     return r.point.label(varying)
 
 
-def _figures(r: PointResult) -> str:
-    s = r.stats
-    assert s is not None
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """A point that ran and measured requests that succeeded: its result, and the statistics it then has."""
+
+    result: PointResult
+    stats: PointStats
+
+
+def measured_points(results: Sequence[PointResult]) -> list[MeasuredPoint]:
+    """The points with a measurement (ok or unstable, at least one request succeeded), in their order."""
+    return [MeasuredPoint(r, r.stats) for r in results if r.ran and r.stats is not None and r.stats.requests_ok]
+
+
+def _figures(m: MeasuredPoint) -> str:
+    r, s = m.result, m.stats
     parts = [f"{s.output_tokens_per_s:.1f} output tokens/s in aggregate",
              f"TTFT p95 {s.ttft_ms.p95:.0f} ms (mean {s.ttft_ms.mean:.0f} ms)"]
     if s.tpot_ms.n:
@@ -77,9 +90,8 @@ def _figures(r: PointResult) -> str:
     return ", ".join(parts)
 
 
-def _misses(r: PointResult, targets: LatencyTargets) -> str:
-    s = r.stats
-    assert s is not None
+def _misses(m: MeasuredPoint, targets: LatencyTargets) -> str:
+    s = m.stats
     out = []
     if s.requests and s.success_rate < targets.min_success:
         out.append(f"only {s.success_rate * 100:.0f} % of requests succeeded")
@@ -122,10 +134,10 @@ def _others(r: PointResult, axis: str) -> tuple[object, ...]:
 def recommend(results: Sequence[PointResult], targets: LatencyTargets,
               varying: Sequence[str] = ("parallel",)) -> Recommendation:
     """The best point under the targets, with flags and a one-paragraph explanation."""
-    measured = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok]
-    contended = [r for r in measured if r.contention.contended]
+    measured = measured_points(results)
+    contended = [m.result for m in measured if m.result.contention.contended]
     excluded = tuple(r.point.index for r in contended)
-    ran = [r for r in measured if not r.contention.contended]
+    ran = [m for m in measured if not m.result.contention.contended]
     if not measured:
         reasons = "; ".join(f"{_name(r, varying)}: {r.stable_text()}" for r in results) or "no points"
         return Recommendation(None, f"No point produced a measurement, so there is nothing to recommend ({reasons}).")
@@ -135,53 +147,53 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
                               "Close what competes and run the sweep again.", contended=excluded)
     left_out = (f"Left out, measured while other programs competed for the device: "
                 f"{_contended_words(contended, varying)}.") if contended else ""
-    qualifying = [r for r in ran if meets_targets(r.stats, targets)]  # type: ignore[arg-type]
+    qualifying = [m for m in ran if meets_targets(m.stats, targets)]
     if not qualifying:
-        fastest = max(ran, key=lambda r: r.stats.output_tokens_per_s)  # type: ignore[union-attr]
-        quickest = min(ran, key=lambda r: r.stats.ttft_ms.p95)  # type: ignore[union-attr]
-        text = (f"No point met your targets ({targets.describe()}). The fastest, {_name(fastest, varying)}, "
-                f"reached {fastest.stats.output_tokens_per_s:.1f} tokens/s but {_misses(fastest, targets)}; "  # type: ignore[union-attr]
-                f"the lowest TTFT p95 was {quickest.stats.ttft_ms.p95:.0f} ms at {_name(quickest, varying)}. "  # type: ignore[union-attr]
+        fastest = max(ran, key=lambda m: m.stats.output_tokens_per_s)
+        quickest = min(ran, key=lambda m: m.stats.ttft_ms.p95)
+        text = (f"No point met your targets ({targets.describe()}). The fastest, {_name(fastest.result, varying)}, "
+                f"reached {fastest.stats.output_tokens_per_s:.1f} tokens/s but {_misses(fastest, targets)}; "
+                f"the lowest TTFT p95 was {quickest.stats.ttft_ms.p95:.0f} ms at {_name(quickest.result, varying)}. "
                 "Relax the targets, shorten the output, or lower parallel requests and context.")
         return Recommendation(None, " ".join(x for x in (text, left_out) if x), contended=excluded)
 
-    best = max(qualifying, key=lambda r: (r.stats.output_tokens_per_s, tuple(-c for c in _cost(r))))  # type: ignore[union-attr]
-    best_tps = best.stats.output_tokens_per_s  # type: ignore[union-attr]
-    sentences = [f"Recommended: {_name(best, varying)}. It gives the highest throughput that meets your targets "
-                 f"({targets.describe()}): {_figures(best)}."]
-    baseline = min(ran, key=_cost)
-    if baseline is not best and baseline.stats.output_tokens_per_s > 0:  # type: ignore[union-attr]
-        gain = best_tps / baseline.stats.output_tokens_per_s - 1  # type: ignore[union-attr]
-        sentences.append(f"That is {gain * 100:+.0f} % against {_name(baseline, varying)} "
-                         f"({baseline.stats.output_tokens_per_s:.1f} tokens/s, TTFT p95 "  # type: ignore[union-attr]
-                         f"{baseline.stats.ttft_ms.p95:.0f} ms).")  # type: ignore[union-attr]
-    faster = [r for r in ran if r not in qualifying and r.stats.output_tokens_per_s > best_tps]  # type: ignore[union-attr]
+    best = max(qualifying, key=lambda m: (m.stats.output_tokens_per_s, tuple(-c for c in _cost(m.result))))
+    best_tps = best.stats.output_tokens_per_s
+    sentences = [f"Recommended: {_name(best.result, varying)}. It gives the highest throughput that meets your "
+                 f"targets ({targets.describe()}): {_figures(best)}."]
+    baseline = min(ran, key=lambda m: _cost(m.result))
+    if baseline is not best and baseline.stats.output_tokens_per_s > 0:
+        gain = best_tps / baseline.stats.output_tokens_per_s - 1
+        sentences.append(f"That is {gain * 100:+.0f} % against {_name(baseline.result, varying)} "
+                         f"({baseline.stats.output_tokens_per_s:.1f} tokens/s, TTFT p95 "
+                         f"{baseline.stats.ttft_ms.p95:.0f} ms).")
+    faster = [m for m in ran if m not in qualifying and m.stats.output_tokens_per_s > best_tps]
     if faster:
-        top = max(faster, key=lambda r: r.stats.output_tokens_per_s)  # type: ignore[union-attr]
-        sentences.append(f"{_name(top, varying)} was faster ({top.stats.output_tokens_per_s:.1f} tokens/s) "  # type: ignore[union-attr]
+        top = max(faster, key=lambda m: m.stats.output_tokens_per_s)
+        sentences.append(f"{_name(top.result, varying)} was faster ({top.stats.output_tokens_per_s:.1f} tokens/s) "
                          f"but {_misses(top, targets)}.")
     if left_out:
         sentences.append(left_out)
-    broken = [r for r in results if not r.ran and r.status != "cancelled"]
+    broken = [r for r in results if not r.ran and r.status is not PointStatus.CANCELLED]
     if broken:
         sentences.append("Not usable: " + "; ".join(f"{_name(r, varying)} ({r.reason or r.status})" for r in broken) + ".")
-    cheaper = sorted((r for r in qualifying if r is not best and _cost(r) < _cost(best)
-                      and best_tps < r.stats.output_tokens_per_s * (1 + PLATEAU_GAIN)), key=_cost)  # type: ignore[union-attr]
+    cheaper = sorted((m for m in qualifying if m is not best and _cost(m.result) < _cost(best.result)
+                      and best_tps < m.stats.output_tokens_per_s * (1 + PLATEAU_GAIN)), key=lambda m: _cost(m.result))
     plateau = cheaper[0] if cheaper else None
     if plateau is not None:
-        share = plateau.stats.output_tokens_per_s / best_tps  # type: ignore[union-attr]
+        share = plateau.stats.output_tokens_per_s / best_tps
         extra = ""
-        if plateau.gpu.vram_peak_mib is not None and best.gpu.vram_peak_mib is not None:
-            extra = f" with {_gib(best.gpu.vram_peak_mib - plateau.gpu.vram_peak_mib)} less VRAM and"
-        sentences.append(f"Plateau: {_name(plateau, varying)} reaches {share * 100:.0f} % of that "
-                         f"({plateau.stats.output_tokens_per_s:.1f} tokens/s){extra} a TTFT p95 of "  # type: ignore[union-attr]
-                         f"{plateau.stats.ttft_ms.p95:.0f} ms, so the last step gains under "  # type: ignore[union-attr]
+        if plateau.result.gpu.vram_peak_mib is not None and best.result.gpu.vram_peak_mib is not None:
+            extra = f" with {_gib(best.result.gpu.vram_peak_mib - plateau.result.gpu.vram_peak_mib)} less VRAM and"
+        sentences.append(f"Plateau: {_name(plateau.result, varying)} reaches {share * 100:.0f} % of that "
+                         f"({plateau.stats.output_tokens_per_s:.1f} tokens/s){extra} a TTFT p95 of "
+                         f"{plateau.stats.ttft_ms.p95:.0f} ms, so the last step gains under "
                          f"{PLATEAU_GAIN * 100:.0f} %; prefer it if memory or latency matter more.")
-    edge, edge_text = _edge(best, results, varying)
+    edge, edge_text = _edge(best.result, results, varying)
     if edge_text:
         sentences.append(edge_text)
-    return Recommendation(best.point.index, " ".join(sentences), True, plateau is not None,
-                          plateau.point.index if plateau is not None else None, edge, best_tps, excluded)
+    return Recommendation(best.result.point.index, " ".join(sentences), True, plateau is not None,
+                          plateau.result.point.index if plateau is not None else None, edge, best_tps, excluded)
 
 
 def _contended_words(points: Sequence[PointResult], varying: Sequence[str]) -> str:
@@ -199,16 +211,16 @@ def pareto_front(results: Sequence[PointResult]) -> list[int]:
     """Point indexes on the throughput/latency Pareto front: no other measured point has both more
     output tokens/s and a lower TTFT p95. Ordered by throughput, lowest first. Points measured while
     others competed for the device are not on it: their figures are not their settings'."""
-    ran = [r for r in results if r.ran and r.stats is not None and r.stats.requests_ok and not r.contention.contended]
-    ran.sort(key=lambda r: (-r.stats.output_tokens_per_s, r.stats.ttft_ms.p95))  # type: ignore[union-attr]
+    ran = [m for m in measured_points(results) if not m.result.contention.contended]
+    ran.sort(key=lambda m: (-m.stats.output_tokens_per_s, m.stats.ttft_ms.p95))
     front: list[int] = []
     best_ttft = float("inf")
-    for r in ran:
-        ttft = r.stats.ttft_ms.p95  # type: ignore[union-attr]
+    for m in ran:
+        ttft = m.stats.ttft_ms.p95
         if ttft < best_ttft:
-            front.append(r.point.index)
+            front.append(m.result.point.index)
             best_ttft = ttft
     return front[::-1]
 
 
-__all__ = ["PLATEAU_GAIN", "Recommendation", "pareto_front", "recommend"]
+__all__ = ["MeasuredPoint", "PLATEAU_GAIN", "Recommendation", "measured_points", "pareto_front", "recommend"]

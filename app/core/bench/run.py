@@ -11,17 +11,14 @@ from typing import Any
 from collections.abc import Mapping, Sequence
 
 from app.core.bench.contention import Contention
+from app.core.bench.outcome import RunStatus, failure_of_saved, saved_point_status, saved_run_status
+from app.core.memory.verdict import saved_verdict
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec,
                                   server_label)
 from app.core.bench.recommend import Recommendation, recommend
 from app.core.server.settings import FIELD_LABELS
 
-RUNNING = "running"
-FINISHED = "finished"
-CANCELLED = "cancelled"
-INTERRUPTED = "interrupted"  # the process ended mid-sweep (found so in the history)
-RUN_STATUSES = (RUNNING, FINISHED, CANCELLED, INTERRUPTED)
 
 
 @dataclass(frozen=True)
@@ -34,7 +31,7 @@ class SweepRun:
     varying: tuple[str, ...]
     results: tuple[PointResult, ...] = ()
     recommendation: Recommendation | None = None
-    status: str = RUNNING
+    status: RunStatus = RunStatus.RUNNING
     started_at: str = ""  # ISO 8601 with offset
     finished_at: str = ""
     notes: tuple[str, ...] = ()
@@ -46,7 +43,7 @@ class SweepRun:
         """A copy with one more point result."""
         return replace(self, results=self.results + (result,))
 
-    def finished(self, status: str, finished_at: str) -> SweepRun:
+    def finished(self, status: RunStatus, finished_at: str) -> SweepRun:
         """A copy marked finished (or cancelled) with its recommendation."""
         return replace(self, status=status, finished_at=finished_at,
                        recommendation=recommend(self.results, self.spec.targets, self.varying))
@@ -165,15 +162,21 @@ def result_from_json(data: dict[str, Any], targets: LatencyTargets) -> PointResu
     records = tuple(RequestRecord.from_json(x) for x in data.get("records") or [])
     stats: PointStats | None = summarize(records, targets) if data.get("measured") else None
     gpu = GpuFigures(**{k: v for k, v in (data.get("gpu") or {}).items() if k in GpuFigures.__dataclass_fields__})
-    return PointResult(SweepPoint.from_json(data.get("point") or {}), str(data.get("status", "failed")),
-                       str(data.get("reason", "")), stats, records, gpu,
+    status = saved_point_status(data.get("status", "failed"))
+    reason = str(data.get("reason", ""))
+    contention = Contention.from_json(data.get("contention"))
+    return PointResult(SweepPoint.from_json(data.get("point") or {}), status,
+                       reason, stats, records, gpu,
                        server=ServerFigures.from_json(data.get("server")),
-                       estimate_verdict=data.get("estimate_verdict"), estimate_peak_mib=data.get("estimate_peak_mib"),
+                       estimate_verdict=saved_verdict(data.get("estimate_verdict")), estimate_peak_mib=data.get("estimate_peak_mib"),
                        loaded_size_mib=data.get("loaded_size_mib"), loaded_vram_mib=data.get("loaded_vram_mib"),
                        context_length=data.get("context_length"), elapsed_s=float(data.get("elapsed_s") or 0.0),
                        detail=str(data.get("detail", "")),
                        # Absent in points stored before it was measured: they read as not measured.
-                       contention=Contention.from_json(data.get("contention")))
+                       contention=contention,
+                       # Not saved: read back from what the point holds.
+                       failure=failure_of_saved(status, reason, stats.errors if stats else None,
+                                                contention.short_text()))
 
 
 def run_from_json(data: dict[str, Any], run_id: int | None = None) -> SweepRun:
@@ -183,7 +186,7 @@ def run_from_json(data: dict[str, Any], run_id: int | None = None) -> SweepRun:
     points = tuple(SweepPoint.from_json(p) for p in data.get("planned_points") or [])
     varying = tuple(data.get("varying") or ("parallel", "concurrency"))
     run = SweepRun(spec, Fingerprint.from_json(data.get("fingerprint") or {}), points, varying, results,
-                   None, str(data.get("status", FINISHED)), str(data.get("started_at", "")),
+                   None, saved_run_status(data.get("status", RunStatus.FINISHED)), str(data.get("started_at", "")),
                    str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id,
                    LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None)
     return replace(run, recommendation=recommend(results, spec.targets, varying)) if results else run
@@ -327,7 +330,7 @@ def value_text(value: object) -> str:
     return str(value)
 
 
-__all__ = ["CANCELLED", "chart_title", "CSV_COLUMNS", "FINISHED", "INTERRUPTED", "RUNNING", "RUN_STATUSES", "SERVER_HEADER",
+__all__ = ["chart_title", "CSV_COLUMNS", "SERVER_HEADER",
            "SweepRun", "TABLE_HEADER", "point_row", "reports_server", "result_from_json", "result_to_json",
            "run_from_json", "run_to_csv", "run_to_json", "run_to_markdown", "server_cells", "slots_cell",
            "setting_label", "table_header", "table_rows", "value_text"]

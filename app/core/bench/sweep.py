@@ -14,18 +14,12 @@ from typing import Any
 from collections.abc import Sequence
 
 from app.core.bench.contention import Contention
+from app.core.bench.outcome import FailureKind, PointStatus
+from app.core.memory.verdict import Verdict
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
 from app.core.server.settings import DEFAULT_BACKEND, ServerSettings, validate
 
-# Point outcomes, in the words of the results table's "stable?" column.
-OK = "ok"  # ran, enough requests succeeded
-UNSTABLE = "unstable"  # ran, but too many requests failed (e.g. an occasional OOM, 503s), or something else
-# competed for the device meanwhile (see PointResult.contention)
-FAILED = "failed"  # crashed, out of memory at load, spilled to the CPU, or no request succeeded
-SKIPPED = "skipped"  # not run: predicted not to load, or invalid settings
-CANCELLED = "cancelled"
-STATUSES = (OK, UNSTABLE, FAILED, SKIPPED, CANCELLED)
 SERVER_AXES = ("parallel", "kv_cache_types", "context_lengths", "flash_attention")
 MAX_POINTS = 200
 
@@ -248,23 +242,25 @@ class ServerFigures:
 
 @dataclass(frozen=True)
 class PointResult:
-    """What happened at one point; `stats` is None when nothing was measured."""
+    """What happened at one point; `stats` is None when nothing was measured, `failure` says why it was not
+    measured, or not cleanly (None for a point that ran fine)."""
 
     point: SweepPoint
-    status: str
+    status: PointStatus
     reason: str = ""  # short, for the table ("out of memory at load")
     stats: PointStats | None = None
     records: tuple[RequestRecord, ...] = ()
     gpu: GpuFigures = field(default_factory=GpuFigures)
     server: ServerFigures = field(default_factory=ServerFigures)
     contention: Contention = field(default_factory=Contention)  # what else used the device while it was measured
-    estimate_verdict: str | None = None  # the estimator's verdict before the point ran
+    estimate_verdict: Verdict | None = None  # the estimator's verdict before the point ran
     estimate_peak_mib: float | None = None
     loaded_size_mib: float | None = None  # the server's loaded-model size after the warm-up
     loaded_vram_mib: float | None = None
     context_length: int | None = None  # what the server reported as loaded
     elapsed_s: float = 0.0
     detail: str = ""  # the server's own words behind the reason, for a tooltip or the report
+    failure: FailureKind | None = None
 
     @property
     def output_tokens_per_s(self) -> float | None:
@@ -281,7 +277,7 @@ class PointResult:
     @property
     def ran(self) -> bool:
         """True when requests were measured (ok or unstable)."""
-        return self.status in (OK, UNSTABLE) and self.stats is not None
+        return self.status in (PointStatus.OK, PointStatus.UNSTABLE) and self.stats is not None
 
     def restat(self, targets: LatencyTargets) -> PointResult:
         """The same result with statistics recomputed for other targets (goodput changes)."""
@@ -291,17 +287,17 @@ class PointResult:
 
     def stable_text(self) -> str:
         """The "stable?" column: ✓, or why not."""
-        if self.status == OK:
+        if self.status is PointStatus.OK:
             return f"✓ {self.reason}" if self.reason else "✓"  # e.g. measured on the CPU of a server without a GPU
         reason = self.reason.replace("out of memory", "OOM")
-        if self.status == UNSTABLE:
+        if self.status is PointStatus.UNSTABLE:
             contended = self.contention.short_text()
             if contended and contended not in reason:
                 reason = f"{reason}; {contended}" if reason else contended
             return f"⚠ {reason}" if reason else "⚠ unstable"
-        if self.status == SKIPPED:
+        if self.status is PointStatus.SKIPPED:
             return f"skipped: {reason}" if reason else "skipped"
-        if self.status == CANCELLED:
+        if self.status is PointStatus.CANCELLED:
             return "cancelled"
         return f"✖ {reason}" if reason else "✖ failed"
 
@@ -382,6 +378,6 @@ class SweepSpec:
                    bool(data.get("force", False)))
 
 
-__all__ = ["CANCELLED", "FAILED", "Fingerprint", "GpuFigures", "OK", "PointResult", "SKIPPED", "STATUSES",
-           "SweepAxes", "SweepPlan", "SweepPlanError", "SweepPoint", "SweepSpec", "UNSTABLE",
+__all__ = ["Fingerprint", "GpuFigures", "PointResult",
+           "SweepAxes", "SweepPlan", "SweepPlanError", "SweepPoint", "SweepSpec",
            "parse_int_list", "plan_sweep"]

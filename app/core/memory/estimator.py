@@ -25,7 +25,7 @@ from app.core.memory.llama_cpp import (
     peak_extra_bytes,
     plan_context,
 )
-from app.core.memory.verdict import explain, processor_string, verdict_for
+from app.core.memory.verdict import Verdict, explain, processor_string, verdict_for
 from app.core.model_shape import ModelShape
 from app.core.units import GIB, MIB
 
@@ -144,7 +144,7 @@ class VramEstimate:
     layers_on_gpu: int
     layers_total: int
     processor: str  # the PROCESSOR column a server's process list would print
-    verdict: str  # fits | tight | spills | wont_load
+    verdict: Verdict  # fits | tight | spills | wont_load
     explanation: str
     legacy: OwnEstimate | None = None  # the server's own prediction, where it placed the layers
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -153,7 +153,7 @@ class VramEstimate:
     cpu_only: bool = False  # no GPU: every buffer is in host memory
     host_bytes: int = 0  # host RAM the load needs: CPU-side weights, KV, compute and output buffers, runtime
     host_available_bytes: int | None = None  # the host's available RAM (None: not known)
-    host_verdict: str = ""  # fits | tight | wont_load for host memory alone ("" when not known)
+    host_verdict: Verdict | None = None  # fits | tight | wont_load for host memory alone (None when not known)
 
     @property
     def host_headroom_bytes(self) -> int | None:
@@ -278,9 +278,9 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
         forced_layers=settings.num_gpu is not None, host_bytes=host_need,
         host_available_bytes=host.available_bytes if host else None, host_verdict=on_host,
     )
-    if host is not None and on_host == "wont_load" and verdict != "wont_load":
+    if host is not None and on_host is Verdict.WONT_LOAD and verdict is not Verdict.WONT_LOAD:
         on_gpu = f"{n_gpu} of {layers_total} layers go on the GPU and "
-        return replace(est, verdict="wont_load",
+        return replace(est, verdict=Verdict.WONT_LOAD,
                        explanation=out_of_memory_text(host_need, host, placed.weights_cpu, kv_cpu, on_gpu))
     return replace(est, explanation=explain(est, settings.num_ctx, settings.flash_attention))
 
@@ -294,7 +294,7 @@ def _estimate_cpu_only(shape: ModelShape, settings: LoadSettings, host: HostMemo
     weights = cpu_weights_bytes(shape)
     need = weights + kv + compute + output_buffer_bytes(shape, settings.parallel) + CPU_RUNTIME_OVERHEAD_BYTES
     on_host = host_verdict(need, host)
-    verdict = on_host or "fits"
+    verdict = on_host or Verdict.FITS
     headroom = host.available_bytes - need if host else 0
     return VramEstimate(
         kv_cache_type=kv_type, n_ctx_total=plan.n_ctx_total, weights_gpu_bytes=0,

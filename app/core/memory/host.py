@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from app.core.memory.verdict import Verdict
 from app.core.model_shape import ModelShape
 from app.core.units import GIB, MIB
 
@@ -42,13 +43,13 @@ def cpu_weights_bytes(shape: ModelShape) -> int:
     return w.token_embd_bytes + sum(w.layer_bytes) + w.projector_bytes + max(0, head)
 
 
-def host_verdict(need_bytes: int, host: HostMemory | None) -> str:
-    """fits | tight | wont_load for host memory alone ("" when the host is unknown)."""
+def host_verdict(need_bytes: int, host: HostMemory | None) -> Verdict | None:
+    """fits | tight | wont_load for host memory alone (None when the host is unknown)."""
     if host is None:
-        return ""
+        return None
     if need_bytes > host.available_bytes:
-        return "wont_load"
-    return "tight" if host.available_bytes - need_bytes < HOST_FIT_MARGIN_BYTES else "fits"
+        return Verdict.WONT_LOAD
+    return Verdict.TIGHT if host.available_bytes - need_bytes < HOST_FIT_MARGIN_BYTES else Verdict.FITS
 
 
 def _g(n: int) -> str:
@@ -63,16 +64,16 @@ def out_of_memory_text(need_bytes: int, host: HostMemory, weights_cpu: int, kv_c
             f"requests, or quantize the KV cache.")
 
 
-def cpu_only_text(verdict: str, need_bytes: int, host: HostMemory | None, weights: int, kv: int, compute: int) -> str:
+def cpu_only_text(verdict: Verdict, need_bytes: int, host: HostMemory | None, weights: int, kv: int, compute: int) -> str:
     """The sentence for a server without a GPU: it runs on the CPU, priced against the host's RAM."""
     parts = f"weights {_g(weights)}, KV {_g(kv)}, compute {_g(compute)}"
     if host is None:
         return (f"Runs on the CPU (no GPU): needs {_g(need_bytes)} of RAM ({parts}); the host's free memory "
                 f"is unknown, so it is not checked.")
-    if verdict == "wont_load":
+    if verdict is Verdict.WONT_LOAD:
         return out_of_memory_text(need_bytes, host, weights, kv, "")
     spare = host.available_bytes - need_bytes
-    if verdict == "tight":
+    if verdict is Verdict.TIGHT:
         return (f"Tight: runs on the CPU (no GPU) in {_g(need_bytes)} of RAM ({parts}) of {_g(host.available_bytes)} "
                 f"available, leaving {_g(spare)}; another program can push the computer out of memory.")
     return (f"Fits: runs on the CPU (no GPU) in {_g(need_bytes)} of RAM ({parts}) of "

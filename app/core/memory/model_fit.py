@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, VramEstimate, estimate
-from app.core.memory.verdict import verdict_label
+from app.core.memory.verdict import Verdict, verdict_label
 from app.core.model_facts import ModelFacts
 from app.core.ports.planner import LoadPlanner
 from app.core.server.settings import ServerSettings
@@ -18,7 +18,7 @@ from app.core.server.settings import ServerSettings
 class FitVerdict:
     """The verdict for one model: fits | tight | spills | wont_load | unknown, and why."""
 
-    verdict: str
+    verdict: Verdict
     num_ctx: int | None
     context_source: str
     explanation: str
@@ -39,24 +39,24 @@ def fit_verdict(facts: ModelFacts, size_bytes: int, settings: ServerSettings, ve
     try:
         shape = facts.shape(size_bytes)
     except EstimateError as exc:
-        return FitVerdict("unknown", None, "", f"Cannot estimate this model: {exc.user_text()}")
+        return FitVerdict(Verdict.UNKNOWN, None, "", f"Cannot estimate this model: {exc.user_text()}")
     gpu = None if gpu_total_bytes is None else GpuMemory(total_bytes=gpu_total_bytes)
     try:
         plan = planner.plan(settings, shape, size_bytes, gpu, server_version=version,
                             model_num_ctx=facts.own_context,
                             model_num_batch=facts.own_batch, context_setting=context_setting)
     except EstimateError as exc:
-        return FitVerdict("unknown", None, "", f"Cannot estimate this model: {exc.user_text()}")
+        return FitVerdict(Verdict.UNKNOWN, None, "", f"Cannot estimate this model: {exc.user_text()}")
     num_ctx, source = plan.num_ctx, plan.context_source
     if gpu is None:
         why = gpu_unknown_reason or "no GPU was detected"
-        return FitVerdict("unknown", num_ctx, source,
+        return FitVerdict(Verdict.UNKNOWN, num_ctx, source,
                           f"GPU unknown ({why}), so there is no verdict; it would load with num_ctx "
                           f"{num_ctx} × {settings.num_parallel} parallel ({source}).")
     try:
         est = estimate(shape, plan.load_settings(), gpu, plan.rules)
     except EstimateError as exc:
-        return FitVerdict("unknown", num_ctx, source, f"Cannot estimate this model: {exc.user_text()}")
+        return FitVerdict(Verdict.UNKNOWN, num_ctx, source, f"Cannot estimate this model: {exc.user_text()}")
     return FitVerdict(est.verdict, num_ctx, source, est.explanation, est)
 
 

@@ -12,6 +12,7 @@ from app.core.errors import EstimateError
 from app.core.memory.estimator import GpuMemory, VramEstimate, estimate
 from app.core.memory.host import HostMemory
 from app.core.memory.launch_plan import LaunchPlan
+from app.core.memory.verdict import Verdict
 from app.core.model_shape import ModelShape
 from app.core.ports.planner import LoadPlanner
 from app.core.server.settings import ServerSettings
@@ -48,7 +49,7 @@ class FitCell:
 
     parallel: int
     context: int
-    verdict: str  # fits | tight | spills | wont_load | invalid
+    verdict: Verdict  # fits | tight | spills | wont_load | invalid
     total_gpu_bytes: int = 0
     reason: str = ""
 
@@ -63,14 +64,14 @@ def fit_grid(settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None,
         row = []
         for c in contexts:
             if shape.context_length and c > shape.context_length:
-                row.append(FitCell(p, c, "invalid", reason=f"above the model's training context "
+                row.append(FitCell(p, c, Verdict.INVALID, reason=f"above the model's training context "
                                                                  f"({shape.context_length:,} tokens)"))
                 continue
             plan = plan_for(planner, settings.replace(num_parallel=p, context_length=c), shape, gpu, version)
             try:
                 est = price_plan(plan, shape, gpu, host)
             except EstimateError as exc:
-                row.append(FitCell(p, c, "invalid", reason=exc.message))
+                row.append(FitCell(p, c, Verdict.INVALID, reason=exc.message))
                 continue
             row.append(FitCell(p, c, est.verdict, est.host_bytes if est.cpu_only else est.total_gpu_bytes))
         rows.append(row)

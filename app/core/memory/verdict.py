@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from app.core.units import GIB
@@ -13,16 +14,37 @@ if TYPE_CHECKING:
 TIGHT_MIN_BYTES = GIB
 TIGHT_FRACTION = 0.05
 
-VERDICTS = ("fits", "tight", "spills", "wont_load")
-# What every page and the command line call each verdict, in the README's words; "unknown" is a
-# model without a verdict (no GPU known, or metadata the estimator cannot read).
-VERDICT_LABELS = {"fits": "Fits", "tight": "Tight", "spills": "Spills to the CPU", "wont_load": "Won't load",
-                  "unknown": "Unknown"}
 
 
-def verdict_label(verdict: str) -> str:
-    """The verdict in a word or two, as shown to people ('wont_load' -> "Won't load")."""
-    return VERDICT_LABELS.get(verdict, verdict)
+class Verdict(StrEnum):
+    """Whether a load fits; the value is the word the histories and exports save."""
+
+    FITS = "fits"
+    TIGHT = "tight"
+    SPILLS = "spills"
+    WONT_LOAD = "wont_load"
+    UNKNOWN = "unknown"  # a model without a verdict (no GPU known, or metadata the estimator cannot read)
+    INVALID = "invalid"  # a heat-map cell the model does not allow (above its training context, impossible)
+
+
+# What the estimator can say of a load, best first.
+VERDICTS = (Verdict.FITS, Verdict.TIGHT, Verdict.SPILLS, Verdict.WONT_LOAD)
+# What every page and the command line call each verdict, in the README's words.
+VERDICT_LABELS = {Verdict.FITS: "Fits", Verdict.TIGHT: "Tight", Verdict.SPILLS: "Spills to the CPU",
+                  Verdict.WONT_LOAD: "Won't load", Verdict.UNKNOWN: "Unknown"}
+
+
+def verdict_label(verdict: Verdict) -> str:
+    """The verdict in a word or two, as shown to people (Verdict.WONT_LOAD -> "Won't load")."""
+    return VERDICT_LABELS.get(verdict, verdict.value)
+
+
+def saved_verdict(value: object) -> Verdict | None:
+    """A verdict as a history or export saved it ("fits", ...); None for none or a word it does not know."""
+    try:
+        return Verdict(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def ps_processor(size: int, size_vram: int) -> str:
@@ -57,15 +79,15 @@ def tight_threshold(gpu_total: int) -> int:
 
 
 def verdict_for(n_gpu: int, layers_total: int, total_gpu: int, peak_gpu: int, available: int,
-                gpu_total: int) -> str:
+                gpu_total: int) -> Verdict:
     """fits, tight, spills or wont_load for a placement (bytes throughout)."""
     if n_gpu > 0 and total_gpu > available:
-        return "wont_load"
+        return Verdict.WONT_LOAD
     if n_gpu < layers_total:
-        return "spills"
+        return Verdict.SPILLS
     if available - peak_gpu < tight_threshold(gpu_total):
-        return "tight"
-    return "fits"
+        return Verdict.TIGHT
+    return Verdict.FITS
 
 
 def _g(n: int) -> str:
@@ -77,10 +99,10 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
     parts = (f"weights {_g(est.weights_gpu_bytes)}, KV {_g(est.kv_gpu_bytes)}, "
              f"compute {_g(est.compute_bytes)}, runtime {_g(est.overhead_bytes)}")
     free = _g(est.available_bytes)
-    if est.verdict == "wont_load":
+    if est.verdict is Verdict.WONT_LOAD:
         return (f"Won't load: this placement ({est.layers_on_gpu}/{est.layers_total} layers) needs "
                 f"{_g(est.total_gpu_bytes)} on the GPU ({parts}) but only {free} is free.")
-    if est.verdict == "spills":
+    if est.verdict is Verdict.SPILLS:
         on_cpu = est.layers_total - est.layers_on_gpu
         slower = f"{on_cpu} layers run on the CPU, so generation gets several times slower"
         if est.forced_layers:
@@ -92,12 +114,12 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
         return (f"Spills: only {est.layers_on_gpu} of {est.layers_total} layers fit in {free} free (all on the "
                 f"GPU needs {_g(est.full_offload_gpu_bytes)}); {slower}. Lower the context or parallel requests, "
                 f"or quantize the KV cache.")
-    if est.verdict == "tight" and est.total_gpu_bytes <= est.available_bytes < est.peak_gpu_bytes:
+    if est.verdict is Verdict.TIGHT and est.total_gpu_bytes <= est.available_bytes < est.peak_gpu_bytes:
         why = "without flash attention" if not flash_attention else "while it is processed"
         return (f"Tight: loads in {_g(est.total_gpu_bytes)} of {free} free ({parts}), but a prompt filling "
                 f"the {num_ctx}-token context needs {_g(est.peak_gpu_bytes)} {why} — it loads fine and can "
                 f"die on the first long document.")
-    if est.verdict == "tight":
+    if est.verdict is Verdict.TIGHT:
         return (f"Tight: needs {_g(est.peak_gpu_bytes)} at peak of {free} free ({parts}), leaving "
                 f"{_g(est.headroom_bytes)}; another app or a desktop change can push it over.")
     return (f"Fits: {_g(est.peak_gpu_bytes)} at peak of {free} free ({parts}), "
@@ -107,7 +129,7 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
 def risky_apply_words(est: VramEstimate, model: str, server_name: str) -> tuple[str, str]:
     """The title and sentence that ask before applying settings predicted to spill or not to load;
     `server_name` is the backend's own name for its server."""
-    if est.verdict == "wont_load":
+    if est.verdict is Verdict.WONT_LOAD:
         return ("These settings will not load",
                 f"{model} needs {_g(est.total_gpu_bytes)} on a GPU with {_g(est.available_bytes)} available, so "
                 "loading it will fail with an out-of-memory error.")

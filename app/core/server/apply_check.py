@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from app.core.memory.estimator import VramEstimate
+from app.core.memory.verdict import Verdict
 from app.core.units import GIB, MIB
 
 # A server's words when the process it started to run the model exited ("<runner> process has
@@ -91,7 +92,7 @@ def judge(predicted: VramEstimate | None, obs: ApplyObservation, server: str = "
         return verdict(True, summary + ".")
     on_cpu = obs.ps_size_bytes - obs.ps_size_vram_bytes
     # priced for a machine without a GPU: all on the CPU is what was predicted, not a spill
-    expected_full = predicted is None or (predicted.verdict in ("fits", "tight") and not predicted.cpu_only)
+    expected_full = predicted is None or (predicted.verdict in (Verdict.FITS, Verdict.TIGHT) and not predicted.cpu_only)
     if on_cpu > 0 and expected_full:
         share = round(on_cpu / obs.ps_size_bytes * 100)
         return verdict(False, (

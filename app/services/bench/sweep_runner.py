@@ -29,11 +29,14 @@ from app.core.model_shape import ModelShape
 from app.core.models import LocalModel, RunningModel
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.pricing import price
+from app.core.memory.verdict import Verdict
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
-from app.core.bench.sweep import FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, PointResult, SweepPoint, SweepSpec
-from app.core.bench.run import CANCELLED, FINISHED, RUNNING, SweepRun
+from app.core.bench.outcome import (CRASHED_DURING_RUN, ERROR_WORDS, EVERY_REQUEST_FAILED, REASONS, FailureKind,
+                                    PointStatus, RunStatus, request_failure)
+from app.core.bench.sweep import Fingerprint, PointResult, SweepPoint, SweepSpec
+from app.core.bench.run import SweepRun
 from app.core.ports.inference import StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
@@ -44,13 +47,9 @@ from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.telemetry import GpuBackend
 from app.core.throughput import TokenMeter
 
-ERROR_WORDS = {"oom": "out of memory", "queue_full": "server busy (queue full)", "timeout": "timed out",
-               "connect": "connection refused", "dropped": "connection dropped", "server": "server error",
-               "bad_request": "refused as bad request", "not_found": "model not found", "malformed": "malformed reply",
-               "other": "other error"}
 # Predictions that make a point pointless on this GPU: it would not load, or would run partly on the
 # CPU (slow to load, many times slower to decode, and failed by the loaded-model check anyway).
-SKIPPED_VERDICTS = ("wont_load", "spills")
+SKIPPED_VERDICTS = (Verdict.WONT_LOAD, Verdict.SPILLS)
 # Share of a point's time before measuring starts (restart, load, warm-up), for progress and ETA.
 SETUP_SHARE = 0.2
 
@@ -74,9 +73,11 @@ def now_iso() -> str:
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def _ended(known: PointResult, status: str, reason: str = "", detail: str = "") -> PointResult:
-    """The point's outcome: what was measured so far, with its status and the reason in words."""
-    return replace(known, status=status, reason=reason, detail=detail)
+def _ended(known: PointResult, status: PointStatus, failure: FailureKind | None, reason: str = "",
+           detail: str = "") -> PointResult:
+    """The point's outcome: what was measured so far, with its status, why (None: it ran fine) and the
+    reason in words."""
+    return replace(known, status=status, failure=failure, reason=reason, detail=detail)
 
 
 def _mib(n_bytes: int | None) -> float | None:
@@ -179,16 +180,16 @@ class SweepRunner:
             if sup is not None and not was_running:
                 await self._restore(original, was_running, progress, len(plan.points))
             raise
-        run = SweepRun(spec, fingerprint, plan.points, plan.varying, status=RUNNING, started_at=now_iso(),
+        run = SweepRun(spec, fingerprint, plan.points, plan.varying, status=RunStatus.RUNNING, started_at=now_iso(),
                        notes=tuple(plan.notes) + tuple(notes))
         if on_start is not None:
             on_start(run)
         durations: list[float] = []
-        status_word = FINISHED
+        status_word = RunStatus.FINISHED
         try:
             for point in plan.points:
                 if self._cancelled:
-                    status_word = CANCELLED
+                    status_word = RunStatus.CANCELLED
                     break
                 begun = self._clock()
                 self._point_task = asyncio.ensure_future(
@@ -199,7 +200,7 @@ class SweepRunner:
                 except asyncio.CancelledError:
                     if not self._cancelled:
                         raise  # our own task was cancelled: let it end
-                    status_word = CANCELLED
+                    status_word = RunStatus.CANCELLED
                     break
                 finally:
                     self._point_task = None
@@ -278,31 +279,34 @@ class SweepRunner:
                     estimate = price(point.settings, shape, gpu, version, await asyncio.to_thread(self._host_memory),
                                      planner=self._planner)
                 except EstimateError as exc:
-                    return PointResult(point, SKIPPED, "invalid for this model", detail=exc.message)
+                    return PointResult(point, PointStatus.SKIPPED, REASONS[FailureKind.INVALID_SETTINGS],
+                                       detail=exc.message, failure=FailureKind.INVALID_SETTINGS)
         # What is known so far rides along on every outcome; each return sets status and reason.
-        priced = PointResult(point, OK, estimate_verdict=estimate.verdict if estimate else None,
+        priced = PointResult(point, PointStatus.OK, estimate_verdict=estimate.verdict if estimate else None,
                              estimate_peak_mib=estimate.peak_gpu_bytes / MIB if estimate else None)
         if estimate is not None and estimate.verdict in SKIPPED_VERDICTS and not spec.force:
-            return _ended(priced, SKIPPED, skip_reason(estimate), f"{estimate.explanation} The point was "
+            return _ended(priced, PointStatus.SKIPPED, *skip_reason(estimate), f"{estimate.explanation} The point was "
                           "not run; tick Force (--force) to run it anyway.")
         if spec.managed and self._supervisor is not None:
             report("restarting", f"parallel {point.settings.num_parallel}", 0.02)
             status = await self._supervisor.restart(point.settings)
             if status.state is not ServerState.RUNNING_MANAGED:
-                return _ended(priced, FAILED, "server did not start", status.message)
+                return _ended(priced, PointStatus.FAILED, FailureKind.NO_START, REASONS[FailureKind.NO_START],
+                              status.message)
         report("loading", spec.workload.model, 0.05)
         try:
             await client.load(spec.workload.model)
             loaded = await self._loaded(client, spec.workload.model)
         except OutOfMemory as exc:
-            return _ended(priced, FAILED, "out of memory at load", exc.message)
+            return _ended(priced, PointStatus.FAILED, FailureKind.OUT_OF_MEMORY, REASONS[FailureKind.OUT_OF_MEMORY],
+                          exc.message)
         except ServerError as exc:
-            return _ended(priced, FAILED, *load_failure(exc.message, self._crash_reason()))
+            return _ended(priced, PointStatus.FAILED, *load_failure(exc.message, self._crash_reason()))
         facts = replace(priced, loaded_size_mib=_mib(loaded.size_bytes if loaded else None),
                         loaded_vram_mib=_mib(loaded.size_vram_bytes if loaded else None),
                         context_length=loaded.context_length if loaded else None)
         if loaded is not None and (spilled := spill_words(self._gpu, loaded)):
-            return _ended(facts, FAILED, f"spilled to CPU ({spilled})",
+            return _ended(facts, PointStatus.FAILED, FailureKind.SPILLED, f"spilled to CPU ({spilled})",
                           f"The server reports {_mib(loaded.size_vram_bytes) or 0:.0f} of "
                           f"{_mib(loaded.size_bytes) or 0:.0f} MiB "
                           "on the GPU; the rest runs on the CPU, many times slower.")
@@ -356,25 +360,28 @@ class SweepRunner:
                           server=server, contention=contention)
         crashed = self._crash_reason()
         if crashed:
-            return _ended(outcome, FAILED, "server crashed during the run", crashed)
+            return _ended(outcome, PointStatus.FAILED, FailureKind.CRASHED, CRASHED_DURING_RUN, crashed)
         try:
             loaded = await self._loaded(client, spec.workload.model)
         except ServerError:
             loaded = None
         if loaded is not None and (spilled := spill_words(self._gpu, loaded)):
-            return _ended(outcome, FAILED, f"spilled to CPU during the run ({spilled})")
+            return _ended(outcome, PointStatus.FAILED, FailureKind.SPILLED, f"spilled to CPU during the run ({spilled})")
         if stats.requests_ok == 0:
             kind = next(iter(stats.errors), "other")
-            return _ended(outcome, FAILED, f"every request failed ({ERROR_WORDS.get(kind, kind)})",
+            return _ended(outcome, PointStatus.FAILED, request_failure(stats.errors),
+                          f"{EVERY_REQUEST_FAILED} ({ERROR_WORDS.get(kind, kind)})",
                           stats.first_error)
         if stats.success_rate < spec.targets.min_success:
             failures = ", ".join(f"{ERROR_WORDS.get(k, k)} ×{n}" for k, n in sorted(stats.errors.items()))
-            return _ended(outcome, UNSTABLE, f"{stats.requests_failed} of {stats.requests} failed ({failures})",
+            return _ended(outcome, PointStatus.UNSTABLE, request_failure(stats.errors, most_common=True),
+                          f"{stats.requests_failed} of {stats.requests} failed ({failures})",
                           stats.first_error)
         if contention.contended:
             # Measured while something else took the device: the numbers are not this setting's alone.
-            return _ended(outcome, UNSTABLE, contention.short_text(), contention.text())
-        return _ended(outcome, OK, ON_CPU_REASON if on_cpu else "",
+            return _ended(outcome, PointStatus.UNSTABLE, FailureKind.CONTENDED, contention.short_text(),
+                          contention.text())
+        return _ended(outcome, PointStatus.OK, None, ON_CPU_REASON if on_cpu else "",
                       "The server has no GPU (none can be read here and it holds nothing in VRAM), so it runs on the "
                       "CPU by design; this point was measured there." if on_cpu else "")
 

@@ -16,7 +16,8 @@ from app.adapters.storage.history import SCHEMA_VERSION, BenchHistory, HistoryEr
 from app.core.bench.stats import LatencyTargets, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
 from app.core.server.settings import ServerSettings
-from app.core.bench.sweep import FAILED, OK, Fingerprint, GpuFigures, PointResult, SweepAxes, SweepSpec
+from app.core.bench.outcome import FailureKind, PointStatus, RunStatus
+from app.core.bench.sweep import Fingerprint, GpuFigures, PointResult, SweepAxes, SweepSpec
 from app.core.bench.run import SweepRun
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -31,12 +32,13 @@ def make_run(points: int = 3, records: int = 4) -> SweepRun:
     for p in plan.points[:-1]:
         recs = tuple(RequestRecord(i, 0.0, 0.0, 1.0 + p.index * 0.1, first_token_s=0.1, output_tokens=20,
                                    output_chunks=20, itl_s=(0.05,) * 19) for i in range(records))
-        results.append(PointResult(p, OK, stats=summarize(recs, TARGETS), records=recs,
+        results.append(PointResult(p, PointStatus.OK, stats=summarize(recs, TARGETS), records=recs,
                                    gpu=GpuFigures(vram_peak_mib=10_000.0 + p.index)))
-    results.append(PointResult(plan.points[-1], FAILED, "out of memory at load", detail="cudaMalloc failed"))
+    results.append(PointResult(plan.points[-1], PointStatus.FAILED, "out of memory at load", detail="cudaMalloc failed",
+                               failure=FailureKind.OUT_OF_MEMORY))
     run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b"),
                    plan.points, plan.varying, tuple(results), started_at="2026-08-01T12:00:00+02:00")
-    return run.finished("finished", "2026-08-01T12:05:00+02:00")
+    return run.finished(RunStatus.FINISHED, "2026-08-01T12:05:00+02:00")
 
 
 def test_a_run_is_kept_across_restarts_with_every_request(tmp_path):
@@ -50,7 +52,7 @@ def test_a_run_is_kept_across_restarts_with_every_request(tmp_path):
     assert summary.best_tokens_per_s == pytest.approx(run.recommendation.output_tokens_per_s)
     loaded = again.load(run_id)
     assert loaded.run_id == run_id
-    assert [r.status for r in loaded.results] == [OK, OK, FAILED]
+    assert [r.status for r in loaded.results] == [PointStatus.OK, PointStatus.OK, PointStatus.FAILED]
     assert loaded.results[0].records == run.results[0].records
     assert loaded.results[1].stats == run.results[1].stats
     assert loaded.results[2].detail == "cudaMalloc failed"
@@ -177,18 +179,18 @@ def test_a_contended_point_is_kept_and_points_stored_before_contention_was_measu
     from dataclasses import replace
 
     from app.core.bench.contention import Competitor, ContentionKind, CpuUse, judge
-    from app.core.bench.sweep import UNSTABLE
+    from app.core.bench.outcome import PointStatus
 
     path = tmp_path / "benchmarks.sqlite3"
     run = make_run()
     contention = judge(CpuUse(10.0, 2, 20.0, 13.0, 0.8, (Competitor("stress", 4242, 0.31),)), None)
-    first = replace(run.results[0], status=UNSTABLE, reason=contention.short_text(), contention=contention)
+    first = replace(run.results[0], status=PointStatus.UNSTABLE, reason=contention.short_text(), contention=contention)
     run = replace(run, results=(first, *run.results[1:]), status="running").finished("finished", run.finished_at)
     assert run.recommendation is not None and run.recommendation.contended == (0,)
     history = BenchHistory(path)
     run_id = history.save(run)
     loaded = history.load(run_id)
-    assert loaded.results[0].contention == contention and loaded.results[0].status == UNSTABLE
+    assert loaded.results[0].contention == contention and loaded.results[0].status == PointStatus.UNSTABLE
     assert loaded.recommendation == run.recommendation
     assert history.list_runs()[0].recommended == "parallel 2"  # the point measured alone
     # A point as the previous format wrote it: the same document without the contention field.
@@ -199,5 +201,5 @@ def test_a_contended_point_is_kept_and_points_stored_before_contention_was_measu
         conn.execute("UPDATE points SET doc = ? WHERE run_id = ? AND idx = 1",
                      (zlib.compress(json.dumps(doc).encode()), run_id))
     older = BenchHistory(path).load(run_id).results[1]
-    assert older.contention.kind is ContentionKind.UNMEASURED and older.status == OK
+    assert older.contention.kind is ContentionKind.UNMEASURED and older.status == PointStatus.OK
     assert older.records == run.results[1].records

@@ -18,7 +18,8 @@ from app.adapters.telemetry.contention import PsutilContentionProbe, contention_
 from app.backends.llama_server.spec import LLAMA_SERVER
 from app.core.bench.contention import Contention, ContentionKind
 from app.core.bench.stats import LatencyTargets
-from app.core.bench.sweep import OK, UNSTABLE, SweepAxes, SweepSpec
+from app.core.bench.outcome import PointStatus
+from app.core.bench.sweep import SweepAxes, SweepSpec
 from app.core.bench.workload import BenchPrompt, LoadPlan
 from app.core.server.state import ServerState
 from app.services.bench.sweep_runner import SweepProgress, SweepRunner
@@ -81,17 +82,17 @@ def test_a_point_measured_while_other_processes_take_the_cpu_is_not_stable(make_
     mine = server | {os.getpid()} | {b.pid for b in burners}
     if background.kind is ContentionKind.NONE:
         # Alone, with the test runner's own process busy driving the load: measured, and nothing competed.
-        assert quiet.status == OK and quiet.contention.kind is ContentionKind.NONE, (quiet.contention.text(), quiet.reason)
+        assert quiet.status == PointStatus.OK and quiet.contention.kind is ContentionKind.NONE, (quiet.contention.text(), quiet.reason)
     else:
         # Other programs already took the CPU before the sweep (a shared machine): the point says so, and
         # what it names is theirs, never the test's own process, the server's or a burner (not started yet).
-        assert quiet.status == UNSTABLE and quiet.contention.kind is ContentionKind.CPU, quiet.contention.text()
+        assert quiet.status == PointStatus.UNSTABLE and quiet.contention.kind is ContentionKind.CPU, quiet.contention.text()
         assert quiet.contention.top_pid not in mine, quiet.contention.text()
     assert quiet.contention.cpu_server_pct is not None and quiet.contention.cpu_server_pct > 0
     # With the burners: every request still succeeded, but the point says what took the CPU and is not stable.
     assert contended.stats is not None and contended.stats.requests_ok == 6
     verdict = contended.contention
-    assert contended.status == UNSTABLE and verdict.kind is ContentionKind.CPU, verdict.text()
+    assert contended.status == PointStatus.UNSTABLE and verdict.kind is ContentionKind.CPU, verdict.text()
     assert verdict.top_pid not in server | {os.getpid()}, verdict.text()
     if background.kind is ContentionKind.NONE:
         assert verdict.top_pid in {b.pid for b in burners}, verdict.text()

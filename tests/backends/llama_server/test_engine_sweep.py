@@ -13,7 +13,8 @@ import pytest
 from app.backends.llama_server.metrics import LlamaServerTelemetry
 from app.backends.llama_server.spec import LLAMA_SERVER
 from app.core.bench.stats import LatencyTargets
-from app.core.bench.sweep import OK, SweepAxes, SweepSpec
+from app.core.bench.outcome import PointStatus
+from app.core.bench.sweep import SweepAxes, SweepSpec
 from app.core.bench.workload import BenchPrompt, LoadPlan
 from app.core.server.state import ServerState
 from app.core.server_telemetry import ServerSample
@@ -63,7 +64,7 @@ def test_a_sweep_agrees_with_the_servers_own_slots_and_queue(make_llama, bundled
     run = h.run(sweep(), timeout=SWEEP_S)
     assert [r.point.parallel for r in run.results] == list(PARALLEL)
     for result in run.results:
-        assert result.status == OK, (result.point.parallel, result.reason, result.detail)
+        assert result.status == PointStatus.OK, (result.point.parallel, result.reason, result.detail)
         assert len(result.records) == 8 and all(r.ok for r in result.records), result.records
         assert all(0 < r.output_tokens <= 24 for r in result.records)  # the server's own counts, capped
         during = [s for s in seen if s.slots_total == result.point.parallel]

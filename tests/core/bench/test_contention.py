@@ -13,7 +13,7 @@ from app.core.bench.contention import (CPU_IDLE_SHARE_MAX, CPU_OTHERS_SHARE_MIN,
 from app.core.bench.recommend import pareto_front, recommend
 from app.core.bench.run import SweepRun, point_row, result_from_json, result_to_json, run_from_json, run_to_csv, \
     run_to_json, run_to_markdown, table_rows
-from app.core.bench.sweep import OK, UNSTABLE
+from app.core.bench.outcome import PointStatus
 from tests.core.bench.test_sweep import TARGETS, make_run, point
 
 STRESS = Competitor("stress", 4242, 0.31)
@@ -92,7 +92,7 @@ def test_no_readings_is_unmeasured_and_round_trips():
 
 
 def contended(index: int, parallel: int, tps: float):
-    return replace(point(index, parallel, tps, status=UNSTABLE, reason="CPU contended 31 %"),
+    return replace(point(index, parallel, tps, status=PointStatus.UNSTABLE, reason="CPU contended 31 %"),
                    contention=contended_cpu())
 
 
@@ -132,7 +132,7 @@ def contended_run() -> SweepRun:
     """make_run's sweep (parallel 1 and 2 measured from their records, 4 out of memory) with parallel 1
     measured while a competitor took the CPU."""
     run = make_run()
-    first = replace(run.results[0], status=UNSTABLE, reason="CPU contended 31 %", contention=contended_cpu())
+    first = replace(run.results[0], status=PointStatus.UNSTABLE, reason="CPU contended 31 %", contention=contended_cpu())
     return replace(run, results=(first, *run.results[1:]), status="running").finished("finished", run.finished_at)
 
 
@@ -156,10 +156,10 @@ def test_the_exports_carry_the_contention():
 def test_the_history_document_keeps_the_contention_and_reads_older_points():
     run = contended_run()
     back = run_from_json(json.loads(json.dumps(run_to_json(run, with_records=True))))
-    assert back.results[0].contention == run.results[0].contention and back.results[0].status == UNSTABLE
+    assert back.results[0].contention == run.results[0].contention and back.results[0].status == PointStatus.UNSTABLE
     assert back.recommendation == run.recommendation and back.recommendation is not None
     assert back.recommendation.contended == (0,)
     older = result_to_json(point(0, 1, 40.0))
     del older["contention"]
     assert result_from_json(older, TARGETS).contention.kind is ContentionKind.UNMEASURED
-    assert result_from_json(older, TARGETS).status == OK
+    assert result_from_json(older, TARGETS).status == PointStatus.OK

@@ -13,8 +13,9 @@ import pytest
 from app.core.bench.stats import Distribution, LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
 from app.core.server.settings import ServerSettings
-from app.core.bench.sweep import (FAILED, OK, SKIPPED, UNSTABLE, Fingerprint, GpuFigures, PointResult, ServerFigures,
-                            SweepAxes, SweepPlanError, SweepPoint, SweepSpec, parse_int_list, plan_sweep)
+from app.core.bench.outcome import FailureKind, PointStatus
+from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepAxes, SweepPlanError,
+                                  SweepPoint, SweepSpec, parse_int_list, plan_sweep)
 from app.core.bench.recommend import pareto_front, recommend
 from app.core.bench.run import (CSV_COLUMNS, TABLE_HEADER, SweepRun, point_row, run_from_json, run_to_csv,
                                 run_to_json, run_to_markdown, table_header, table_rows, value_text)
@@ -101,7 +102,7 @@ def stats(tps: float, ttft_p95: float, tpot_p95: float = 50.0, ok: int = 100, fa
                       output_tokens_mean=math.nan, errors={"oom": failed} if failed else {})
 
 
-def point(index: int, parallel: int, tps: float | None, ttft: float = 300.0, status: str = OK, reason: str = "",
+def point(index: int, parallel: int, tps: float | None, ttft: float = 300.0, status: PointStatus = PointStatus.OK, reason: str = "",
           vram: float | None = None, **kw) -> PointResult:
     p = SweepPoint(index, BASE.replace(num_parallel=parallel), parallel)
     s = stats(tps, ttft, **kw) if tps is not None else None
@@ -110,7 +111,7 @@ def point(index: int, parallel: int, tps: float | None, ttft: float = 300.0, sta
 
 def test_the_fastest_point_within_the_targets_wins_and_the_paragraph_has_the_numbers():
     results = [point(0, 1, 42, 180, vram=14200), point(1, 4, 68, 210, vram=15100), point(2, 8, 83, 260, vram=16300),
-               point(3, 16, 91, 1400, vram=18700), point(4, 32, None, status=FAILED, reason="out of memory at load")]
+               point(3, 16, 91, 1400, vram=18700), point(4, 32, None, status=PointStatus.FAILED, reason="out of memory at load")]
     rec = recommend(results, TARGETS)
     assert rec.index == 2 and rec.meets_targets and rec.output_tokens_per_s == 83
     assert not rec.plateau and rec.edge == ""  # parallel 32 was tried (and failed): 8 is not at the edge
@@ -123,7 +124,7 @@ def test_the_fastest_point_within_the_targets_wins_and_the_paragraph_has_the_num
 
 
 def test_too_many_failures_exclude_a_point():
-    results = [point(0, 1, 40), point(1, 2, 60, ok=97, failed=3, status=UNSTABLE, reason="3 of 100 failed")]
+    results = [point(0, 1, 40), point(1, 2, 60, ok=97, failed=3, status=PointStatus.UNSTABLE, reason="3 of 100 failed")]
     rec = recommend(results, TARGETS)
     assert rec.index == 0
     assert "only 97 % of requests succeeded" in rec.text
@@ -160,13 +161,13 @@ def test_no_point_meets_the_targets():
 
 
 def test_nothing_measured():
-    rec = recommend([point(0, 1, None, status=SKIPPED, reason="predicted not to fit")], TARGETS)
+    rec = recommend([point(0, 1, None, status=PointStatus.SKIPPED, reason="predicted not to fit")], TARGETS)
     assert rec.index is None and "nothing to recommend" in rec.text and "predicted not to fit" in rec.text
 
 
 def test_pareto_front():
     results = [point(0, 1, 40, 100), point(1, 2, 60, 150), point(2, 4, 55, 300), point(3, 8, 80, 400),
-               point(4, 16, 80, 500), point(5, 32, None, status=FAILED)]
+               point(4, 16, 80, 500), point(5, 32, None, status=PointStatus.FAILED)]
     assert pareto_front(results) == [0, 1, 3]  # 2 and 4 are dominated; 5 was not measured
 
 
@@ -180,9 +181,10 @@ def make_run() -> SweepRun:
     for p, (first, end, clients) in zip(plan.points[:2], ((0.1, 1.1, 2), (0.2, 1.2, 4))):
         records = tuple(RequestRecord(i, 0.0, 0.0, end, first_token_s=first, output_tokens=11, output_chunks=11,
                                       itl_s=(0.1,) * 10) for i in range(clients))
-        results.append(PointResult(p, OK, stats=summarize(records, TARGETS), records=records,
+        results.append(PointResult(p, PointStatus.OK, stats=summarize(records, TARGETS), records=records,
                                    gpu=GpuFigures(vram_peak_mib=12000.0, power_mean_w=300.0, energy_j=330.0)))
-    results.append(PointResult(plan.points[2], FAILED, "out of memory at load", detail="cudaMalloc failed"))
+    results.append(PointResult(plan.points[2], PointStatus.FAILED, "out of memory at load", detail="cudaMalloc failed",
+                               failure=FailureKind.OUT_OF_MEMORY))
     run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b",
                                      model_digest="ab" * 32, base_settings=BASE.to_json()),
                    plan.points, plan.varying, tuple(results), started_at="2026-08-01T12:00:00+02:00")
@@ -197,14 +199,14 @@ def test_point_row_has_what_the_bench_json_promises():
         assert key in row
     assert row["tokens_per_joule"] == pytest.approx(22 / 330, abs=1e-3)  # output tokens over GPU joules
     failed = point_row(run.results[2])
-    assert failed["output_tokens_per_s"] is None and failed["ttft_ms_p95"] is None and failed["status"] == FAILED
+    assert failed["output_tokens_per_s"] is None and failed["ttft_ms_p95"] is None and failed["status"] == PointStatus.FAILED
 
 
 def test_run_json_round_trip_recomputes_the_same_statistics():
     run = make_run()
     data = json.loads(json.dumps(run_to_json(run, with_records=True)))  # through real JSON
     back = run_from_json(data)
-    assert [r.status for r in back.results] == [OK, OK, FAILED]
+    assert [r.status for r in back.results] == [PointStatus.OK, PointStatus.OK, PointStatus.FAILED]
     assert back.results[0].stats == run.results[0].stats
     assert back.recommendation == run.recommendation
     assert back.fingerprint == run.fingerprint and back.spec == run.spec

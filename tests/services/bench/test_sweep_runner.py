@@ -17,7 +17,8 @@ from app.core.errors import DeckError, ModelNotFound
 from app.core.bench.workload import BenchPrompt, LoadPlan
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
-from app.core.bench.sweep import FAILED, OK, SKIPPED, SweepAxes, SweepSpec
+from app.core.bench.outcome import FailureKind, PointStatus, RunStatus
+from app.core.bench.sweep import SweepAxes, SweepSpec
 from tests.fakes.scripted_gpu import GpuReading, ScriptedGpuBackend
 from tests.fakes.ollama.server_fixtures import WAIT_S, free_port
 from tests.fakes.ollama.recorded import real_version
@@ -37,6 +38,13 @@ def workload(model: str = SMALL, **kw) -> LoadPlan:
 def spec(base: ServerSettings, parallel=(1, 2), managed: bool = True, **kw) -> SweepSpec:
     axes = kw.pop("axes", SweepAxes(parallel=parallel))
     return SweepSpec(base, axes, kw.pop("plan", workload()), LatencyTargets(2000, 100), managed=managed, **kw)
+
+
+def kinds_survive_saving(run) -> bool:
+    """Each point's failure kind reads back from its saved form (which does not hold it)."""
+    from app.core.bench.run import result_from_json, result_to_json
+
+    return all(result_from_json(result_to_json(r), run.spec.targets).failure is r.failure for r in run.results)
 
 
 def parallel_started(lines: list[str]) -> list[int]:
@@ -60,8 +68,8 @@ def test_each_point_restarts_the_server_and_the_settings_come_back(make_supervis
     assert h.run(h.supervisor.start()).state is ServerState.RUNNING_MANAGED
     progress = []
     run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER).run(spec(base, (2, 4)), on_progress=progress.append), timeout=60)
-    assert [r.status for r in run.results] == [OK, OK]
-    assert run.status == "finished"
+    assert [r.status for r in run.results] == [PointStatus.OK, PointStatus.OK]
+    assert run.status is RunStatus.FINISHED and all(r.failure is None for r in run.results)
     assert parallel_started(h.logs.lines) == [1, 2, 4, 1]  # before, one per point, restored
     assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
     tps = [r.output_tokens_per_s for r in run.results]
@@ -81,11 +89,13 @@ def test_oom_and_cpu_spill_are_marked_failed_and_the_sweep_goes_on(make_supervis
     h = make_supervisor(base)
     run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER).run(spec(base, (1, 4, 2))), timeout=60)
     by_parallel = {r.point.parallel: r for r in run.results}
-    assert by_parallel[1].status == OK
-    assert by_parallel[4].status == FAILED and by_parallel[4].reason == "out of memory at load"
+    assert by_parallel[1].status == PointStatus.OK
+    assert by_parallel[4].status == PointStatus.FAILED and by_parallel[4].reason == "out of memory at load"
     assert "cudaMalloc failed: out of memory" in by_parallel[4].detail
-    assert by_parallel[2].status == FAILED and by_parallel[2].reason.startswith("spilled to CPU (")
+    assert by_parallel[2].status == PointStatus.FAILED and by_parallel[2].reason.startswith("spilled to CPU (")
     assert by_parallel[2].loaded_vram_mib == pytest.approx(1500) and by_parallel[2].stats is None
+    assert [by_parallel[p].failure for p in (1, 4, 2)] == [None, FailureKind.OUT_OF_MEMORY, FailureKind.SPILLED]
+    assert kinds_survive_saving(run)
     assert run.recommendation.index == by_parallel[1].point.index
     # The server was stopped before the sweep: it is stopped again, with the settings it had.
     assert h.supervisor.status.state is ServerState.STOPPED and h.supervisor.settings == base
@@ -101,10 +111,11 @@ def test_a_point_predicted_to_spill_is_skipped_unless_forced(make_supervisor, en
     runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=gpu, server_pids=h.supervisor.server_pids, sample_interval_s=0.05, planner=OLLAMA_PLANNER)
     run = h.run(runner.run(spec(base, (1, 16), plan=workload("qwen3:14b"))), timeout=60)
     one, sixteen = run.results
-    assert one.status == OK and one.estimate_verdict in ("fits", "tight")
+    assert one.status == PointStatus.OK and one.estimate_verdict in ("fits", "tight")
     # 16 slots x 32768 tokens of f16 KV is 80 GiB: most layers would have to run on the CPU.
-    assert sixteen.status == SKIPPED and sixteen.estimate_verdict == "spills"
+    assert sixteen.status == PointStatus.SKIPPED and sixteen.estimate_verdict == "spills"
     assert sixteen.reason.startswith("predicted to spill to CPU (") and "Force" in sixteen.detail
+    assert sixteen.failure is FailureKind.PREDICTED_SPILL and one.failure is None and kinds_survive_saving(run)
     assert parallel_started(h.logs.lines) == [1, 1]  # the start to read the model, then point 1 only
     # GPU figures over the measured window: the scripted card's numbers, and tokens per joule from them.
     assert one.gpu.vram_peak_mib == 11_000.0 and one.gpu.server_peak_mib == 10_400.0
@@ -112,7 +123,7 @@ def test_a_point_predicted_to_spill_is_skipped_unless_forced(make_supervisor, en
     assert one.tokens_per_joule == pytest.approx(one.stats.output_tokens / one.gpu.energy_j)
     forced = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, gpu=gpu, planner=OLLAMA_PLANNER).run(spec(base, (16,), plan=workload("qwen3:14b"), force=True)),
                    timeout=60)
-    assert forced.results[0].status == OK and forced.results[0].estimate_verdict == "spills"
+    assert forced.results[0].status == PointStatus.OK and forced.results[0].estimate_verdict == "spills"
 
 
 def test_cancel_stops_at_once_and_puts_the_server_back(make_supervisor, env):
@@ -158,7 +169,7 @@ def test_an_attached_server_varies_only_the_clients(make_supervisor, external_st
     attached = spec(ServerSettings(port=server.port), axes=SweepAxes(parallel=None, concurrency=(1, 2)), managed=False)
     h = make_supervisor(ServerSettings(port=server.port))
     run = h.run(runner.run(attached), timeout=60)
-    assert [(r.point.parallel, r.point.concurrency, r.status) for r in run.results] == [(None, 1, OK), (None, 2, OK)]
+    assert [(r.point.parallel, r.point.concurrency, r.status) for r in run.results] == [(None, 1, PointStatus.OK), (None, 2, PointStatus.OK)]
     assert any("Attached server" in n for n in run.notes)
     # A managed sweep refuses a server ollama-deck did not start, before touching anything.
     assert h.run(h.supervisor.probe()).state is ServerState.RUNNING_ATTACHED
@@ -183,7 +194,7 @@ def test_a_server_without_a_gpu_is_measured_on_the_cpu_not_failed_as_a_spill(mak
     base = ServerSettings(port=free_port())
     h = make_supervisor(base)
     run = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER).run(spec(base, (1, 2))), timeout=60)
-    assert [r.status for r in run.results] == [OK, OK]
+    assert [r.status for r in run.results] == [PointStatus.OK, PointStatus.OK]
     for r in run.results:
         assert r.ran and r.stats.requests_ok == 4 and r.output_tokens_per_s > 0
         assert r.loaded_vram_mib == 0 and r.loaded_size_mib > 0
@@ -202,7 +213,8 @@ def test_nothing_in_vram_on_a_machine_with_a_gpu_is_still_a_spill(make_superviso
                          server_pids=h.supervisor.server_pids, sample_interval_s=0.05, planner=OLLAMA_PLANNER)
     run = h.run(runner.run(spec(base, (1,), force=True)), timeout=60)
     (only,) = run.results
-    assert only.status == FAILED and only.reason == "spilled to CPU (100% CPU)" and only.stats is None
+    assert only.status == PointStatus.FAILED and only.reason == "spilled to CPU (100% CPU)" and only.stats is None
+    assert only.failure is FailureKind.SPILLED and kinds_survive_saving(run)
 
 
 def test_a_point_whose_cpu_side_outgrows_the_hosts_ram_is_skipped_as_running_out_of_memory(make_supervisor, env):
@@ -219,11 +231,12 @@ def test_a_point_whose_cpu_side_outgrows_the_hosts_ram_is_skipped_as_running_out
                          host_memory=lambda: HostMemory(16 * GIB, 32 * GIB), planner=OLLAMA_PLANNER)
     run = h.run(runner.run(spec(base, (1, 16), plan=workload("qwen3:14b"))), timeout=60)
     one, sixteen = run.results
-    assert one.status == OK
+    assert one.status == PointStatus.OK
     # 16 slots x 32768 tokens: the layers llama.cpp's fit leaves on the CPU bring ~60 GiB of KV cache to RAM
-    assert sixteen.status == SKIPPED and sixteen.estimate_verdict == "wont_load"
+    assert sixteen.status == PointStatus.SKIPPED and sixteen.estimate_verdict == "wont_load"
     assert sixteen.reason.startswith("predicted to run the computer out of memory (")
     assert "GiB of RAM needed, 16.0 GiB available" in sixteen.reason
+    assert sixteen.failure is FailureKind.PREDICTED_OUT_OF_MEMORY and kinds_survive_saving(run)
     assert "The computer runs out of memory" in sixteen.detail and "Force" in sixteen.detail
 
 
@@ -231,11 +244,14 @@ def test_a_runner_killed_by_the_kernel_is_named_as_the_computer_running_out_of_m
     from app.services.bench.sweep_words import load_failure
 
     killed = "llama-server process has terminated: signal: killed"
-    reason, detail = load_failure(killed, "")
+    kind, reason, detail = load_failure(killed, "")
+    assert kind is FailureKind.HOST_OUT_OF_MEMORY
     assert reason == "the computer ran out of memory at load" and detail.startswith(killed)
     assert "outgrew the computer's RAM" in detail
-    assert load_failure("model 'x' not found", "") == ("model did not load", "model 'x' not found")
-    assert load_failure(killed, "the server crashed: exit 2") == ("server crashed at load", "the server crashed: exit 2")
+    assert load_failure("model 'x' not found", "") == (FailureKind.LOAD_ERROR, "model did not load",
+                                                       "model 'x' not found")
+    assert load_failure(killed, "the server crashed: exit 2") == (FailureKind.CRASHED, "server crashed at load",
+                                                                  "the server crashed: exit 2")
 
 
 class RecordedProbe:
@@ -258,7 +274,7 @@ class RecordedProbe:
 
 def test_a_point_measured_while_others_took_the_device_is_unstable_and_not_recommended(make_supervisor, env):
     from app.core.bench.contention import Competitor, ContentionKind, CpuUse, judge
-    from app.core.bench.sweep import UNSTABLE
+    from app.core.bench.outcome import PointStatus
 
     env()
     base = ServerSettings(port=free_port(), num_parallel=1)
@@ -276,12 +292,13 @@ def test_a_point_measured_while_others_took_the_device_is_unstable_and_not_recom
 
     run = h.run(sweep(), timeout=60)
     one, two, four = run.results
-    assert one.status == UNSTABLE and one.reason == "CPU contended 31 %" and one.stats is not None
+    assert one.status == PointStatus.UNSTABLE and one.reason == "CPU contended 31 %" and one.stats is not None
     assert "stress (pid 4242)" in one.detail and one.contention == contended
     assert one.stable_text() == "⚠ CPU contended 31 %"
-    assert two.status == OK and two.contention.kind is ContentionKind.NONE
+    assert one.failure is FailureKind.CONTENDED and two.failure is None and kinds_survive_saving(run)
+    assert two.status == PointStatus.OK and two.contention.kind is ContentionKind.NONE
     # A probe that fails leaves the point measured, its contention unknown.
-    assert four.status == OK and four.contention.kind is ContentionKind.UNMEASURED and "no /proc" in four.contention.why_unmeasured
+    assert four.status == PointStatus.OK and four.contention.kind is ContentionKind.UNMEASURED and "no /proc" in four.contention.why_unmeasured
     assert run.recommendation is not None and run.recommendation.index != 0 and run.recommendation.contended == (0,)
     # Each window read the server's processes, off the loop thread that drives the workload.
     assert [c[0] for c in calls] == ["begin", "end"] * 3

@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
+from app.core.bench.outcome import FAILURE_WORDS
 from app.core.bench.sweep import PointResult, varied_setting_parts
 from app.core.bench.recommend import pareto_front
 from app.ui.app import theme
@@ -194,8 +195,7 @@ class ThroughputChart(ChartFrame):
         item.addItem(pg.ScatterPlotItem(xs, [y] * len(xs), symbol="x", size=MARKER_PX + 5,
                                         brush=QColor(FAILED_COLOUR), pen=plots.pen(FAILED_COLOUR, 2.0)))
         for x, r in zip(xs, failed):
-            word = ("OOM" if "memory" in r.reason else "spill" if "spill" in r.reason
-                    else "skipped" if r.status == "skipped" else r.status)
+            word = FAILURE_WORDS[r.failure].mark if r.failure is not None else r.status.value
             label = _text(word, FAILED_COLOUR, (0.5, 1.3), bold=True)
             label.setPos(x, y)
             item.addItem(label)

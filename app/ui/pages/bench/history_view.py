@@ -9,7 +9,8 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QMessageBox, QPushButton, QScrollArea,
                                QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from app.adapters.storage.history import UNREADABLE, BenchHistory, RunSummary
+from app.adapters.storage.history import BenchHistory, RunSummary
+from app.core.bench.outcome import RunStatus
 from app.core.bench.run import SweepRun
 from app.core.bench.sweep import server_label
 from app.ui.app import theme
@@ -22,8 +23,8 @@ from app.ui.widgets.forms import InlineMessage, left_aligned
 # Runs the list shows whole at the least (the window's height permitting more).
 VISIBLE_ROWS = 4
 COLUMNS = ("Started", "Model", "GPU", "Server", "Points", "Best tokens/s", "Recommended", "Status")
-STATUS_COLOURS = {"finished": theme.OK, "cancelled": theme.WARNING, "interrupted": theme.ERROR,
-                  "running": theme.ACCENT, UNREADABLE: theme.ERROR}
+STATUS_COLOURS = {RunStatus.FINISHED: theme.OK, RunStatus.CANCELLED: theme.WARNING, RunStatus.INTERRUPTED: theme.ERROR,
+                  RunStatus.RUNNING: theme.ACCENT, RunStatus.UNREADABLE: theme.ERROR}
 
 
 def _scrolled(widget: QWidget) -> QScrollArea:
@@ -208,9 +209,9 @@ class HistoryView(QWidget):
                 item = QTableWidgetItem(text)
                 if col == len(cells) - 1:
                     item.setForeground(QBrush(QColor(STATUS_COLOURS.get(s.status, theme.TEXT))))
-                    if s.status == "interrupted":
+                    if s.status is RunStatus.INTERRUPTED:
                         item.setToolTip("The program ended during this sweep; the points it finished are kept.")
-                    elif s.status == UNREADABLE:
+                    elif s.status is RunStatus.UNREADABLE:
                         item.setToolTip("This run's row in the history file is damaged; the other runs are fine.")
                 if col in (4, 5):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

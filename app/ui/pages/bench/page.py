@@ -27,6 +27,7 @@ from app.core.server.applied import SettingsKeeping
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
 from app.core.bench.sweep import PointResult, SweepSpec
+from app.core.bench.outcome import RunStatus
 from app.core.bench.run import SweepRun
 from app.services.guarded_apply import ApplyReport
 from app.ui.app.server_controller import ServerController
@@ -307,7 +308,7 @@ class BenchPage(QWidget):
         self.run_view.set_run(run)
         ran = sum(1 for r in run.results if r.ran)
         took = duration_text(sum(r.elapsed_s for r in run.results))
-        if run.status == "cancelled":
+        if run.status is RunStatus.CANCELLED:
             self.progress.show_final(f"Cancelled after {len(run.results)} of {len(run.points)} points — "
                                      "the server is back in its previous settings.")
         else:

@@ -16,7 +16,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayo
                                QLabel, QMenu, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget)
 
-from app.core.bench.sweep import CANCELLED, FAILED, OK, SKIPPED, UNSTABLE, PointResult
+from app.core.bench.outcome import FAILURE_WORDS, PointStatus, RunStatus
+from app.core.bench.sweep import PointResult
 from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_csv, run_to_json, run_to_markdown,
                                 server_cells)
 from app.ui.app import theme
@@ -24,8 +25,8 @@ from app.ui.pages.bench.charts import SweepCharts
 from app.ui.pages.bench.targets import TargetFields
 
 RECOMMENDED_BACKGROUND = "#1d3b52"
-STATUS_COLOURS = {OK: theme.OK, UNSTABLE: theme.WARNING, FAILED: theme.ERROR, SKIPPED: theme.DIM,
-                  CANCELLED: theme.DIM}
+STATUS_COLOURS = {PointStatus.OK: theme.OK, PointStatus.UNSTABLE: theme.WARNING, PointStatus.FAILED: theme.ERROR,
+                  PointStatus.SKIPPED: theme.DIM, PointStatus.CANCELLED: theme.DIM}
 EXPORT_KINDS = {"csv": "CSV (*.csv)", "json": "JSON (*.json)", "md": "Markdown (*.md)", "png": "PNG image (*.png)"}
 CARD_STYLE = ("#RecommendationCard { background: #16222c; border: 1px solid #2f6f9a; border-radius: 8px; }"
               "#RecommendationCard QLabel { background: transparent; }")
@@ -72,20 +73,17 @@ def columns_for(varying: Sequence[str], clients: bool = True, server: bool = Fal
 
 def compact_stable(r: PointResult) -> str:
     """The "Stable?" cell in a few characters (the full reason is the cell's tooltip)."""
-    if r.status == OK:
+    if r.status is PointStatus.OK:
         return "✓"
-    if r.status == UNSTABLE and r.stats is not None:
+    if r.status is PointStatus.UNSTABLE and r.stats is not None:
         if r.contention.contended and not r.stats.requests_failed:
             return f"⚠ {r.contention.kind.value.upper()} contended"
         return f"⚠ {r.stats.requests_failed}/{r.stats.requests} failed"
-    if r.status == SKIPPED:
-        return "skipped (estimate)" if r.reason.startswith("predicted") else "skipped"
-    if r.status == CANCELLED:
+    if r.status is PointStatus.SKIPPED:
+        return FAILURE_WORDS[r.failure].cell if r.failure is not None else "skipped"
+    if r.status is PointStatus.CANCELLED:
         return "cancelled"
-    reason = r.reason.lower()
-    word = next((w for key, w in (("memory", "OOM"), ("spill", "CPU spill"), ("crash", "crashed"),
-                                  ("did not start", "no start")) if key in reason), "failed")
-    return f"✖ {word}"
+    return f"✖ {FAILURE_WORDS[r.failure].cell if r.failure is not None else 'failed'}"
 
 
 def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, server: bool = False,
@@ -340,7 +338,7 @@ class RunView(QWidget):
             targets = f"re-judged: {targets} (ran with {run.ran_with.describe()})"
         bits = [f.server_text, f.model_quantization,
                 run.spec.workload.describe(per_point_clients=True), targets]
-        if run.status not in ("finished", "running"):
+        if run.status not in (RunStatus.FINISHED, RunStatus.RUNNING):
             bits.append(run.status)
         self.facts.setText(" · ".join(b for b in bits if b))
         self.table.set_results(run.results, run.varying, index)

@@ -17,8 +17,12 @@ def _first(*values: float | None) -> float:
 
 
 def _match(field: RangedSpinBox | RangedDoubleSpinBox, value: float) -> None:
-    if field.value() != value:  # equal values emit nothing: the two fields do not echo each other
-        field.setValue(value)  # type: ignore[arg-type]  # an int for the whole-number fields
+    if field.value() == value:  # equal values emit nothing: the two fields do not echo each other
+        return
+    if isinstance(field, RangedSpinBox):
+        field.setValue(int(value))  # a whole-number field: its twin sends whole numbers
+    else:
+        field.setValue(value)
 
 
 class TargetFields:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QPushButton, QS
 
 from app.adapters.aio import LoopThread
 from app.core.memory.model_fit import FitVerdict
+from app.core.memory.verdict import Verdict
 from app.core.ports.backend import BackendSpec
 from app.core.models import LocalModel, ModelDetails, RunningModel
 from app.core.pull_progress import fmt_bytes
@@ -300,7 +301,7 @@ class ModelsPage(QWidget):
     def _on_details_failed(self, name: str, text: str) -> None:
         """A model whose metadata cannot be read: its row says so, with the reason, instead of a verdict."""
         self.details.pop(name, None)
-        self.verdicts[name] = FitVerdict("unknown", None, "", f"Its metadata cannot be read, so there is no "
+        self.verdicts[name] = FitVerdict(Verdict.UNKNOWN, None, "", f"Its metadata cannot be read, so there is no "
                                          f"verdict: {html.escape(text)}")
         self.table.set_models(self.local, self.running, self.verdicts)
         self._on_selection()

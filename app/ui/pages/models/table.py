@@ -11,13 +11,14 @@ from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from app.core.memory.model_fit import FitVerdict
+from app.core.memory.verdict import Verdict
 from app.core.models import LocalModel, RunningModel
 from app.core.pull_progress import fmt_bytes
 from app.ui.app import theme
 from app.core.units import GIB
 COLUMNS = ("Name", "Family", "Parameters", "Quantization", "Size", "Modified", "Loaded", "Fit")
-VERDICT_COLOURS = {"fits": theme.OK, "tight": theme.WARNING, "spills": "#ff9f40", "wont_load": theme.ERROR,
-                   "unknown": theme.DIM}
+VERDICT_COLOURS = {Verdict.FITS: theme.OK, Verdict.TIGHT: theme.WARNING, Verdict.SPILLS: "#ff9f40",
+                   Verdict.WONT_LOAD: theme.ERROR, Verdict.UNKNOWN: theme.DIM}
 _FRACTION_RE = re.compile(r"(\.\d{6})\d+")
 
 
@@ -126,7 +127,8 @@ class ModelsTable(QTableWidget):
             item = QTableWidgetItem("…")
             item.setToolTip("Reading the model's metadata…")
             return item
-        mark = {"fits": "●", "tight": "●", "spills": "▲", "wont_load": "✖", "unknown": "?"}.get(verdict.verdict, "")
+        mark = {Verdict.FITS: "●", Verdict.TIGHT: "●", Verdict.SPILLS: "▲", Verdict.WONT_LOAD: "✖",
+                Verdict.UNKNOWN: "?"}.get(verdict.verdict, "")
         ctx = f" @ {verdict.num_ctx:,}" if verdict.num_ctx else ""
         item = QTableWidgetItem(f"{mark} {verdict.label}{ctx}")
         item.setForeground(QColor(VERDICT_COLOURS.get(verdict.verdict, theme.DIM)))

@@ -23,7 +23,7 @@ from app.core.memory.launch_plan import LaunchPlan, SettingsPlanner
 from app.core.model_shape import ModelShape
 from app.core.memory.pricing import fit_grid, plan_for, price_plan
 from app.core.ports.planner import LoadPlanner
-from app.core.memory.verdict import verdict_label
+from app.core.memory.verdict import VERDICTS, Verdict, verdict_label
 from app.core.server.mapping import NeutralTuning, TuningMapping
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
@@ -268,9 +268,9 @@ class FitPanel(QFrame):
 
     def _show_keys(self, greyed: bool) -> None:
         """The verdicts' colours, and grey (above the model's training context) when the map has such cells."""
-        keys = [(VERDICT_COLOURS[v], VERDICT_WORDS[v]) for v in ("fits", "tight", "spills", "wont_load")]
+        keys = [(VERDICT_COLOURS[v], VERDICT_WORDS[v]) for v in VERDICTS]
         if greyed:
-            keys.append((_bright(VERDICT_COLOURS["invalid"]), "above the model's training context"))
+            keys.append((_bright(VERDICT_COLOURS[Verdict.INVALID]), "above the model's training context"))
         self.keys_label.setText(" &nbsp; ".join(
             f"<span style='color: {colour}; font-weight: 600; white-space: nowrap;'>■&nbsp;{html.escape(words, quote=False)}</span>"
             for colour, words in keys))
@@ -341,7 +341,7 @@ class FitPanel(QFrame):
                                 + ("(GiB of RAM, no GPU)" if est.cpu_only else "(GiB on the GPU)"))
         self.heatmap.set_grid(grid, (plan.parallel, plan.num_ctx), default_ctx,
                               "of RAM" if est.cpu_only else "on the GPU")
-        greyed = any(cell.verdict == "invalid" and cell.context > (shape.context_length or 0) > 0
+        greyed = any(cell.verdict is Verdict.INVALID and cell.context > (shape.context_length or 0) > 0
                      for row in grid for cell in row)
         self._show_heat_note(default_ctx if any(c.context == default_ctx for c in grid[0]) else None,
                              shape.context_length if greyed else None, est.cpu_only)
@@ -399,9 +399,9 @@ def _host_text(est: VramEstimate) -> str:
     if est.host_available_bytes is None:
         return need + " (the computer's free memory is not known here, so it is not checked)."
     text = f"{need} of {_gib(est.host_available_bytes)} available"
-    if est.host_verdict == "wont_load":
+    if est.host_verdict is Verdict.WONT_LOAD:
         return text + " — the computer runs out of memory."
-    if est.host_verdict == "tight":
+    if est.host_verdict is Verdict.TIGHT:
         return text + f" — tight: under {_gib(1 << 30)} would be left."
     return text + "."
 
@@ -416,6 +416,9 @@ def _bright(colour: str) -> str:
     """A lighter shade of a verdict colour for text on the dark panel."""
     c = colour.lstrip("#")
     r, g, b = (int(c[i:i + 2], 16) for i in (0, 2, 4))
-    mix = lambda v: min(255, int(v + (255 - v) * 0.35))  # noqa: E731
+
+    def mix(v: int) -> int:
+        return min(255, int(v + (255 - v) * 0.35))
+
     return f"#{mix(r):02x}{mix(g):02x}{mix(b):02x}"
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.core.memory.pricing import FitCell
-from app.core.memory.verdict import VERDICT_LABELS
+from app.core.memory.verdict import VERDICT_LABELS, Verdict
 from app.core.units import GIB
 
 
@@ -25,19 +25,19 @@ SEGMENT_LABELS = {
     "others": "other processes", "free": "free",
 }
 VERDICT_COLOURS = {
-    "fits": "#2f8f5b",
-    "tight": "#b8901f",
-    "spills": "#c9622b",
-    "wont_load": "#a8323f",
-    "invalid": "#2a2c33",
+    Verdict.FITS: "#2f8f5b",
+    Verdict.TIGHT: "#b8901f",
+    Verdict.SPILLS: "#c9622b",
+    Verdict.WONT_LOAD: "#a8323f",
+    Verdict.INVALID: "#2a2c33",
 }
-VERDICT_WORDS = {**VERDICT_LABELS, "invalid": "—"}
+VERDICT_WORDS = {**VERDICT_LABELS, Verdict.INVALID: "—"}
 
 
 class VramBar(QWidget):
     """A horizontal bar as wide as the GPU's memory, split into what would use it."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setMinimumHeight(34)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -55,7 +55,7 @@ class VramBar(QWidget):
         self._peak = peak_bytes
         self.update()
 
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's naming
+    def paintEvent(self, _event: QPaintEvent) -> None:  # noqa: N802 - Qt's naming
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         r = QRectF(self.rect()).adjusted(1, 1, -1, -1)
@@ -74,7 +74,7 @@ class VramBar(QWidget):
             x += w
             used += size
         if used > self._total:  # over the card: hatch the end red
-            p.setBrush(QColor(VERDICT_COLOURS["wont_load"]))
+            p.setBrush(QColor(VERDICT_COLOURS[Verdict.WONT_LOAD]))
             p.drawRect(QRectF(r.right() - 6, r.top(), 6, r.height()))
         if self._peak is not None and self._peak > 0:
             px = r.left() + min(r.width(), r.width() * self._peak / self._total)
@@ -88,7 +88,7 @@ class VramBar(QWidget):
 def cell_tooltip(cell: FitCell, where: str) -> str:
     """What a heat-map cell means: its verdict and GiB, or why the combination is not offered."""
     head = f"{cell.parallel} parallel × {cell.context:,} tokens"
-    if cell.verdict == "invalid":
+    if cell.verdict is Verdict.INVALID:
         return f"{head}: not offered — {cell.reason}."
     return (f"{head}: {VERDICT_WORDS[cell.verdict]} ({cell.total_gpu_bytes / GIB:.1f} GiB {where})"
             "\nClick to use this combination.")
@@ -99,7 +99,7 @@ class FitHeatmap(QWidget):
 
     cell_clicked = Signal(int, int)  # parallel, context
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._grid: list[list[FitCell]] = []
         self._current: tuple[int, int] | None = None
@@ -137,7 +137,7 @@ class FitHeatmap(QWidget):
         ch = (self.height() - top - 4) / rows
         return left, top, cw, ch
 
-    def _cell_under(self, event) -> FitCell | None:
+    def _cell_under(self, event: QMouseEvent) -> FitCell | None:
         if not self._grid:
             return None
         left, top, cw, ch = self._geometry()
@@ -147,17 +147,17 @@ class FitHeatmap(QWidget):
             return self._grid[row][col]
         return None
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         cell = self._cell_under(event)
-        if cell is not None and cell.verdict != "invalid":
+        if cell is not None and cell.verdict is not Verdict.INVALID:
             self.cell_clicked.emit(cell.parallel, cell.context)
 
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         c = self._cell_under(event)
         if c is not None:
             self.setToolTip(cell_tooltip(c, self._where))
 
-    def paintEvent(self, _event) -> None:  # noqa: N802
+    def paintEvent(self, _event: QPaintEvent) -> None:  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         if not self._grid:
@@ -191,7 +191,7 @@ class FitHeatmap(QWidget):
                 p.setPen(Qt.PenStyle.NoPen)
                 p.setBrush(QColor(VERDICT_COLOURS[cell.verdict]))
                 p.drawRoundedRect(rect, 3, 3)
-                if cell.verdict != "invalid" and cw > 34:
+                if cell.verdict is not Verdict.INVALID and cw > 34:
                     p.setPen(QColor("#ffffff"))
                     p.drawText(rect, Qt.AlignmentFlag.AlignCenter, f"{cell.total_gpu_bytes / GIB:.1f}")
                 if self._current == (cell.parallel, cell.context):

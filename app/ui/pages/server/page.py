@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.memory.verdict import risky_apply_words
+from app.core.memory.verdict import Verdict, risky_apply_words
 from app.core.server.applied import carry_edits
 from app.core.ports.planner import LoadPlanner
 from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMapping
@@ -407,7 +407,7 @@ model (what the fit panel prices), both chosen by the composition root."""
         self.banner.clear()
         settings = self.form.settings()
         est = self.fit_panel.estimate
-        if est is not None and est.verdict in ("spills", "wont_load"):
+        if est is not None and est.verdict in (Verdict.SPILLS, Verdict.WONT_LOAD):
             self._confirm_risky(settings, est)
             return
         self._apply_now(settings)

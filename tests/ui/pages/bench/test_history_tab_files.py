@@ -10,7 +10,8 @@ import sqlite3
 import pytest
 from PySide6.QtCore import Qt
 
-from app.adapters.storage.history import UNREADABLE, BenchHistory
+from app.adapters.storage.history import BenchHistory
+from app.core.bench.outcome import RunStatus
 from app.core.server.state import ServerState
 from app.ui.pages.bench.history_view import HistoryView
 from app.ui.pages.bench.worker import Background
@@ -65,8 +66,8 @@ def test_a_damaged_run_is_listed_as_unreadable_and_the_others_open(qtbot, tmp_pa
     view.refresh()
     qtbot.waitUntil(lambda: view.table.rowCount() == 3, timeout=WAIT_MS)
     statuses = {s.run_id: s.status for s in view.summaries}
-    assert statuses == {bad_point: "finished", bad_row: UNREADABLE, good: "finished"}
-    assert view.table.item(1, 7).text() == UNREADABLE and "damaged" in view.table.item(1, 7).toolTip()
+    assert statuses == {bad_point: "finished", bad_row: RunStatus.UNREADABLE, good: "finished"}
+    assert view.table.item(1, 7).text() == RunStatus.UNREADABLE and "damaged" in view.table.item(1, 7).toolTip()
     view.open_run(bad_point)
     qtbot.waitUntil(lambda: view.message.severity == "error", timeout=WAIT_MS)
     assert f"Run {bad_point} in the benchmark history {path} is damaged" in view.message.message

@@ -75,15 +75,15 @@ def test_a_contended_point_is_marked_with_its_numbers_in_the_tooltip_and_left_ou
     from dataclasses import replace
 
     from app.core.bench.contention import Competitor, CpuUse, judge
-    from app.core.bench.sweep import UNSTABLE
+    from app.core.bench.outcome import PointStatus, RunStatus
 
     view = RunView()
     qtbot.addWidget(view)
     run = make_run()
     contention = judge(CpuUse(10.0, 2, 20.0, 13.0, 0.8, (Competitor("stress", 4242, 0.31),)), None)
-    first = replace(run.results[0], status=UNSTABLE, reason=contention.short_text(), detail=contention.text(),
+    first = replace(run.results[0], status=PointStatus.UNSTABLE, reason=contention.short_text(), detail=contention.text(),
                     contention=contention)
-    run = replace(run, results=(first, *run.results[1:]), status="running").finished("finished", run.finished_at)
+    run = replace(run, results=(first, *run.results[1:]), status=RunStatus.RUNNING).finished(RunStatus.FINISHED, run.finished_at)
     view.set_run(run)
     table = view.table
     stable = table.item(0, table.columnCount() - 1)
