@@ -36,10 +36,10 @@ from app.backends.ollama.supervisor import ServerSupervisor  # noqa: E402
 from app.core.server.settings import ServerSettings  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
 from app.ui.pages.prompt.page import ConsolePage  # noqa: E402
-from app.ui.app.server_controller import ServerController  # noqa: E402
+from app.ui.server.controller import ServerController  # noqa: E402
 from app.ui.app.gc_policy import GuiThreadCollection  # noqa: E402
 from app.ui.app.main import settings_for_url  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
 
 TICK_MS = 5
 ROOT = Path(__file__).resolve().parents[1]

@@ -57,7 +57,7 @@ SLOTS = 4
 def apply_app_theme(app: QApplication) -> None:
     """The app's global dark theme when present, so the page looks as it does in the app."""
     try:
-        from app.ui.app.theme import apply_theme
+        from app.ui.widgets.theme import apply_theme
     except ImportError:
         app.setStyle("Fusion")
         return

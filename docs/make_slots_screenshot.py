@@ -32,7 +32,7 @@ from app.backends.llama_server.engine import find_bundled_model, find_llama_serv
 from app.core.server.state import ServerState, ServerStatus  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
 from app.ui.app.telemetry_poller import ServerTelemetryPoller  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
 from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
 from app.ui.pages.server.slots_view import SlotsView  # noqa: E402
 from shot_support import pump  # noqa: E402

@@ -24,7 +24,7 @@ from app.core.memory.estimator import GpuMemory, LoadSettings, estimate  # noqa:
 from app.core.model_shape import shape_from_show  # noqa: E402
 from app.core.telemetry import GpuInfo  # noqa: E402
 from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
 from app.core.units import MIB  # noqa: E402
 
 # What record.py / run_on_gpu.sh served: benchmarks/vram/make_gguf.py's Qwen3-14B Q4_K_M file,

@@ -41,7 +41,7 @@ from app.core.units import MIB
 from app.core.throughput import TokenMeter
 from app.ui.pages.bench.page import BenchPage
 from app.ui.pages.prompt.page import ConsolePage
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.app.telemetry_poller import ServerTelemetryPoller
 from app.ui.app.qt_platform import screenshot_platform
 from app.ui.pages.dashboard.page import DashboardPage
@@ -50,7 +50,7 @@ from app.ui.app.window import DEFAULT_SIZE, MainWindow
 from app.ui.pages.models.page import ModelsPage
 from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView
-from app.ui.app.theme import app_icon_path, apply_theme
+from app.ui.widgets.theme import app_icon_path, apply_theme
 from app.ui.app.store_report import FILES_HEADING, SETTINGS_HEADING, StoreReport
 from app.ui.app import embedded
 

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.forms import guard_form
 from app.ui.app.header import Header
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 
 
 # The window's default size, where the screen has room for it.

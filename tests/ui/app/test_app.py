@@ -251,7 +251,7 @@ def _check_page_width(qtbot, deck, name: str) -> None:
 def test_app_icon_and_desktop_entry_are_shipped():
     from PySide6.QtGui import QIcon
 
-    from app.ui.app.theme import app_icon_path
+    from app.ui.widgets.theme import app_icon_path
 
     assert not QIcon(str(app_icon_path())).isNull()
     desktop = (PROJECT_ROOT / "packaging" / "ollama-deck.desktop").read_text()

@@ -175,7 +175,7 @@ def test_the_whole_intro_shows_at_the_dialogs_size_whatever_the_interpreter_path
     from PySide6.QtGui import QFont
 
     from app.backends.llama_server.engine import quick_build_command
-    from app.ui.app.theme import stylesheet
+    from app.ui.widgets.theme import stylesheet
 
     font = QFont()
     font.setPointSizeF(11.0)  # the app's base size (theme.apply_theme)

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QMessageB
 from app.adapters.storage.history import UNREADABLE, BenchHistory, RunSummary
 from app.core.bench.run import SweepRun
 from app.core.bench.sweep import server_label
-from app.ui.app import theme
+from app.ui.widgets import theme
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
 from app.ui.pages.bench.worker import Background

@@ -29,7 +29,7 @@ from app.core.server.state import ServerState, ServerStatus
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
 from app.services.guarded_apply import ApplyReport
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.bench.editor import SweepEditor
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView

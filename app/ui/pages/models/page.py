@@ -19,7 +19,7 @@ from app.core.models import LocalModel, ModelDetails, RunningModel
 from app.core.pull_progress import fmt_bytes
 from app.core.server.state import ServerStatus
 from app.core.telemetry import GpuInfo
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.models.create import CreatePanel
 from app.ui.pages.models.pull import PullPanel
 from app.ui.pages.models.session import ModelsSession

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 from app.core.memory.model_fit import FitVerdict
 from app.core.models import LocalModel, RunningModel
 from app.core.pull_progress import fmt_bytes
-from app.ui.app import theme
+from app.ui.widgets import theme
 from app.core.units import GIB
 COLUMNS = ("Name", "Family", "Parameters", "Quantization", "Size", "Modified", "Loaded", "Fit")
 VERDICT_COLOURS = {"fits": theme.OK, "tight": theme.WARNING, "spills": "#ff9f40", "wont_load": theme.ERROR,

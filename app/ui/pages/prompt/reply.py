@@ -14,7 +14,7 @@ from app.services.prompts import ReplyOutcome
 from app.core.console.conversation import TurnRecord
 from app.core.console.reply_stats import ReplyStats, figures_line, fmt_ms, mode_text
 from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
-from app.ui.app import theme
+from app.ui.widgets import theme
 from app.ui.widgets.forms import InlineMessage
 
 THINKING_MAX_HEIGHT_PX = 200

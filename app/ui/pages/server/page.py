@@ -28,7 +28,7 @@ from app.core.server.settings import ServerSettings
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.forms import guard_form
 from app.ui.widgets.wrapping_text import WrappingText
-from app.ui.app.header import STATE_COLOURS
+from app.ui.widgets.theme import STATE_COLOURS
 from app.ui.pages.server.fit_panel import FitPanel
 from app.ui.pages.server.settings_fields import exposure_notice
 from app.ui.pages.server.logged_command import LoggedCommand

@@ -25,7 +25,7 @@ from tests.fakes.scripted_gpu import ScriptedGpuBackend
 from app.core.server.settings import ServerSettings
 from app.core.bench.sweep import Fingerprint
 from app.ui.pages.bench.page import BenchPage, duration_text
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from tests.adapters.storage.test_history import make_run
 from tests.fakes.ollama.server_fixtures import free_port
 

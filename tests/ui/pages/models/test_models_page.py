@@ -15,7 +15,7 @@ from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.ports.backend import BackendSpec, Capabilities
 from app.core.server.settings import ServerSettings
 from app.core.telemetry import GpuInfo
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.app.main import settings_for_url
 from app.ui.pages.models.page import ModelsPage
 from tests.fakes.ollama.fake_ollama import FakeOllama

@@ -16,7 +16,7 @@ from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.server.settings import ServerSettings
 from app.core.throughput import TokenMeter
 from app.ui.pages.prompt.page import ConsolePage
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.app.main import settings_for_url
 from tests.fakes.ollama.fake_ollama import FakeOllama
 

@@ -13,7 +13,7 @@ from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
 from app.services.guarded_apply import GuardedApplier
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.server.page import ServerPage
 from tests.fakes.ollama.app_like_parent import is_gone, start_app_like_parent, wait_gone
 from tests.fakes.ollama.server_fixtures import free_port

@@ -15,7 +15,7 @@ from app.backends.ollama.supervisor import ServerSupervisor
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.app.header import Header
 from app.ui.pages.server.page import ServerPage
 from tests.fakes.scripted_gpu import ScriptedGpuBackend

@@ -14,7 +14,7 @@ from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
 from app.core.model_shape import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.server.page import ServerPage
 
 ROOT = Path(__file__).resolve().parents[4]

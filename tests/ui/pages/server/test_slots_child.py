@@ -18,7 +18,7 @@ from app.backends.ollama.client import OllamaClient
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
 from app.core.server_telemetry import RateTracker, ServerReading, ServerSample
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.server.logged_command import LoggedCommand
 from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView

@@ -6,7 +6,7 @@ from app.adapters.aio import LoopThread
 from app.backends.ollama.client import OllamaClient
 from app.core.server.settings import ServerSettings
 from app.core.server_telemetry import ServerSample
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView
 from tests.backends.llama_server.recorded_samples import recorded_samples

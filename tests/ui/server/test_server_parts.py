@@ -12,12 +12,12 @@ from app.backends.ollama.client import OllamaClient
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
-from app.ui.app.lifecycle import ServerLifecycle
-from app.ui.app.loop_gate import LoopGate
+from app.ui.server.lifecycle import ServerLifecycle
+from app.ui.server.loop_gate import LoopGate
 from app.ui.app.main import settings_for_url
-from app.ui.app.model_lookups import ModelLookups
-from app.ui.app.server_controller import ServerController
-from app.ui.app.status_poller import StatusPoller
+from app.ui.server.model_lookups import ModelLookups
+from app.ui.server.controller import ServerController
+from app.ui.server.status_poller import StatusPoller
 
 WAIT_MS = 10_000
 

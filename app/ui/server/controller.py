@@ -21,10 +21,10 @@ from app.core.server.applied import SettingsKeeping
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerStatus
 from app.services.guarded_apply import GuardedApplier
-from app.ui.app.lifecycle import ServerLifecycle
-from app.ui.app.loop_gate import LoopGate
-from app.ui.app.model_lookups import ModelLookups
-from app.ui.app.status_poller import PS_POLL_S, StatusPoller
+from app.ui.server.lifecycle import ServerLifecycle
+from app.ui.server.loop_gate import LoopGate
+from app.ui.server.model_lookups import ModelLookups
+from app.ui.server.status_poller import PS_POLL_S, StatusPoller
 
 log = logging.getLogger(__name__)
 

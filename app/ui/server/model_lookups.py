@@ -10,7 +10,7 @@ from app.core.errors import DeckError
 from app.core.model_shape import shape_from_show
 from app.core.models import LocalModel
 from app.core.ports.catalog import CatalogFactory
-from app.ui.app.loop_gate import LoopGate
+from app.ui.server.loop_gate import LoopGate
 
 
 class ModelLookups(QObject):
