@@ -37,7 +37,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 import app as app_package  # noqa: E402
 from app.adapters.telemetry.nvml import REASON_NO_LIBRARY  # noqa: E402
-from app.adapters.telemetry.sampler import TelemetryBuffers  # noqa: E402
+from app.core.telemetry_buffers import TelemetryBuffers  # noqa: E402
 from app.core.server_telemetry import ServerSample, ServerTelemetryRing  # noqa: E402
 from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
 from tests.backends.llama_server.recorded_samples import REPORTING_SPEC  # noqa: E402

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.adapters.telemetry.sampler import TelemetryBuffers  # noqa: E402
+from app.core.telemetry_buffers import TelemetryBuffers  # noqa: E402
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.core.model_shape import shape_from_show  # noqa: E402
 from app.core.telemetry import GpuInfo  # noqa: E402

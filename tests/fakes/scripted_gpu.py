@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 
 from app.adapters.telemetry.nvml import gpu_lost_reason
-from app.adapters.telemetry.sampler import TelemetryBuffers
+from app.core.telemetry_buffers import TelemetryBuffers
 from app.core.telemetry import GpuInfo, GpuProcessUse, GpuSample, HostSample, Sample
 
 NAN = math.nan

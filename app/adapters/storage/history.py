@@ -15,7 +15,6 @@ import os
 import sqlite3
 import threading
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, Hist
                                               check_shape, is_busy, is_damage, is_read_only, locked_error,
                                               open_file, read_only_uri, set_aside, SQLITE_ERRORS)
 from app.core.bench.sweep import PointResult
+from app.core.bench.run_summary import UNREADABLE, RunSummary
 from app.core.bench.run import INTERRUPTED, RUNNING, SweepRun, result_to_json, run_from_json, run_to_json
 
 HISTORY_FILE_NAME = "benchmarks.sqlite3"
@@ -64,7 +64,6 @@ CREATE TABLE IF NOT EXISTS points (
 _RUNS_COLUMNS = frozenset({"id", "started_at", "finished_at", "status", "title", "model", "gpu_name", "ollama_version",
                            "points_planned", "best_tokens_per_s", "recommended", "owner_pid", "owner_started", "doc"})
 _POINTS_COLUMNS = frozenset({"run_id", "idx", "status", "output_tokens_per_s", "doc"})
-UNREADABLE = "unreadable"  # the status of a run whose row is damaged
 # Format 1 to 2, in one transaction: every existing run was measured on Ollama, whose version it kept.
 _MIGRATE_1_TO_2 = """
 BEGIN;
@@ -74,26 +73,6 @@ UPDATE runs SET server_version = ollama_version;
 PRAGMA user_version = 2;
 COMMIT;
 """
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """One row of the history list."""
-
-    run_id: int
-    title: str
-    started_at: str
-    finished_at: str
-    status: str
-    model: str
-    gpu_name: str
-    ollama_version: str
-    points_planned: int
-    points_done: int
-    best_tokens_per_s: float | None
-    recommended: str
-    backend_kind: str = "ollama"
-    server_version: str = ""
 
 
 def default_history_path() -> Path:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from app.adapters.aio import LoopThread
-from app.adapters.telemetry.sampler import TelemetryBuffers
+from app.core.telemetry_buffers import TelemetryBuffers
 from app.backends.ollama.spec import OLLAMA
 from app.core.server.state import ServerState, ServerStatus
 from app.core.server_telemetry import ServerColumn

@@ -9,7 +9,8 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QMessageBox, QPushButton, QScrollArea,
                                QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from app.adapters.storage.history import UNREADABLE, BenchHistory, RunSummary
+from app.adapters.storage.history import BenchHistory
+from app.core.bench.run_summary import UNREADABLE, RunSummary
 from app.core.bench.run import SweepRun
 from app.core.bench.sweep import server_label
 from app.ui.widgets import theme

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
+from app.core.telemetry_buffers import Channel, TelemetryBuffers
 from app.core.ports.backend import BackendSpec
 from app.core.server_telemetry import ServerTelemetryRing
 from app.core.telemetry import GpuInfo

@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
-from app.adapters.telemetry.sampler import Channel
+from app.core.telemetry_buffers import Channel
 from app.core.decimate import bin_starts, envelope_indices
 from app.ui.widgets import plots
 from app.ui.widgets.plots import LiveCurve, add_series, make_time_plot, pen, title_with_legend

@@ -10,7 +10,8 @@ import sqlite3
 import pytest
 from PySide6.QtCore import Qt
 
-from app.adapters.storage.history import UNREADABLE, BenchHistory
+from app.adapters.storage.history import BenchHistory
+from app.core.bench.run_summary import UNREADABLE
 from app.core.server.state import ServerState
 from app.ui.pages.bench.history_view import HistoryView
 from app.ui.pages.bench.worker import Background

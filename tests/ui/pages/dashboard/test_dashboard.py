@@ -10,7 +10,8 @@ from PySide6.QtCore import Qt
 
 from app.adapters.telemetry.host import HostProbe
 from app.adapters.telemetry.nvml import REASON_NO_LIBRARY
-from app.adapters.telemetry.sampler import Channel, Sampler, TelemetryBuffers
+from app.core.telemetry_buffers import Channel, TelemetryBuffers
+from app.adapters.telemetry.sampler import Sampler
 from app.core.throughput import TokenMeter
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.pages.dashboard.tiles import NO_DATA, NOT_AVAILABLE

@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import QRectF
 from pytestqt.exceptions import TimeoutError as WaitTimeout
 
-from app.adapters.telemetry.sampler import TelemetryBuffers
+from app.core.telemetry_buffers import TelemetryBuffers
 from app.backends.ollama.spec import OLLAMA
 from app.core.server_telemetry import ServerTelemetryRing
 from app.ui.pages.dashboard.page import DashboardPage

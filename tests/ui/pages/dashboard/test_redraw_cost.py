@@ -10,7 +10,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHBoxLayout, QScrollArea, QWidget
 
-from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
+from app.core.telemetry_buffers import Channel, TelemetryBuffers
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.pages.dashboard.tiles import TILE_BACKGROUND, TILE_STYLE, StatTile
 from app.ui.widgets import plots

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
+from app.core.telemetry_buffers import Channel, TelemetryBuffers
 from app.backends.ollama.spec import OLLAMA
 from app.core.server_telemetry import ServerTelemetryRing
 from app.ui.pages.dashboard.page import DashboardPage

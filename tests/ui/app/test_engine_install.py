@@ -14,7 +14,7 @@ from app.adapters.aio import LoopThread
 from app.adapters.process.install_step import InstallStep
 from app.adapters.process.pip_install import Outcome
 from app.backends.llama_server.engine import install_steps
-from app.ui.widgets.engine_install import EngineInstallDialog, format_elapsed
+from app.ui.app.engine_install import EngineInstallDialog, format_elapsed
 from tests.adapters.process.local_packages import make_sdist
 
 
