@@ -191,3 +191,8 @@ def fill_demo_history(
         )
         tokens = (2 * 66.0 + 6.0 * wobble) if busy else 0.0
         buffers.append(Sample(t=t, gpu=g, host=host, tokens_per_s=tokens), 2 if busy else 0)
+
+
+def gpu_with(info: GpuInfo | None, reason: str = "") -> ScriptedGpuBackend:
+    """A scripted backend whose info() is `info` (idle readings), or, for None, one with no GPU and `reason`."""
+    return ScriptedGpuBackend(info) if info is not None else ScriptedGpuBackend(available=False, reason=reason)

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QAbstractSpinBox, QComboBox
 from app.backends.ollama.client import OllamaClient
 from app.core.server.applied import SettingsKeeping
 from app.core.server.state import ServerState
-from app.ui.app.main import settings_for_url
+from app.core.server.url import settings_for_url
 from app.core.units import GIB
 from tests.fakes.ollama.recorded import real_version
 

@@ -14,7 +14,7 @@ from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
 from app.ui.server.lifecycle import ServerLifecycle
 from app.ui.server.loop_gate import LoopGate
-from app.ui.app.main import settings_for_url
+from app.core.server.url import settings_for_url
 from app.ui.server.model_lookups import ModelLookups
 from app.ui.server.controller import ServerController
 from app.ui.server.status_poller import StatusPoller

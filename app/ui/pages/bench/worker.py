@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from app.adapters.aio import LoopThread
+from app.core.ports.tasks import CoroutineRunner
 from app.services.bench.recording import QueuedRecorder
 from app.services.bench.sweep_runner import SweepProgress, SweepRunner
 from app.core.errors import DeckError
@@ -48,7 +48,7 @@ class SweepController(QObject):
     history_problem = Signal(str)
     running_changed = Signal(bool)
 
-    def __init__(self, loop: LoopThread, supervisor: ServerControl | None, client_factory: CatalogFactory,
+    def __init__(self, loop: CoroutineRunner, supervisor: ServerControl | None, client_factory: CatalogFactory,
                  load_client: StreamingClientFactory, *,
                  gpu: GpuBackend | None = None, server_pids: Callable[[], Sequence[int]] = lambda: [],
                  meter: TokenMeter | None = None, history: SweepRecorder | None = None, app_version: str = "",
@@ -161,7 +161,7 @@ class Background(QObject):
 
     _delivered = Signal(object)
 
-    def __init__(self, loop: LoopThread, parent: QObject | None = None) -> None:
+    def __init__(self, loop: CoroutineRunner, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._delivered.connect(self._deliver)

@@ -12,14 +12,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QPushButton, QScrollArea, QSplitter, QVBoxLayout,
                                QWidget)
 
-from app.adapters.aio import LoopThread
 from app.core.memory.model_fit import FitVerdict
-from app.core.ports.backend import BackendSpec
 from app.core.models import LocalModel, ModelDetails, RunningModel
 from app.core.pull_progress import fmt_bytes
 from app.core.server.state import ServerStatus
 from app.core.telemetry import GpuInfo
-from app.ui.server.controller import ServerController
+from app.ui.pages.context import PageContext
 from app.ui.pages.models.create import CreatePanel
 from app.ui.pages.models.pull import PullPanel
 from app.ui.pages.models.session import ModelsSession
@@ -49,16 +47,15 @@ def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
 class ModelsPage(QWidget):
     """Everything about the server's models, kept current with the server's state."""
 
-    def __init__(self, loop: LoopThread, backend: BackendSpec, server: ServerController,
-                 gpu_info: GpuInfo | None = None, gpu_reason: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, context: PageContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._server = server
-        self.backend = backend
-        self.session = ModelsSession(loop, backend.catalog, backend.model_rules.pull_failure_hint,
+        self._server = server = context.server
+        self.backend = backend = context.backend
+        self.session = ModelsSession(context.loop, backend.catalog, backend.model_rules.pull_failure_hint,
                                      backend.tuning.setting_name("context_length") or "the context setting", self)
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_to_confirm(self, title, text)
-        self._gpu_info = gpu_info
-        self._gpu_reason = gpu_reason
+        self._gpu_info = context.gpu.info()
+        self._gpu_reason = context.gpu.unavailable_reason
         self.local: list[LocalModel] = []
         self.running: list[RunningModel] = []
         self.details: dict[str, ModelDetails] = {}

@@ -9,8 +9,8 @@ from collections.abc import Callable, Coroutine
 
 from PySide6.QtCore import QObject, Signal
 
-from app.adapters.aio import LoopThread
-from app.adapters.client_pool import ClientPool
+from app.core.ports.tasks import CoroutineRunner
+from app.services.client_pool import ClientPool
 from app.core.errors import DeckError
 from app.core.memory.model_fit import FitVerdict, fit_verdict
 from app.core.ports.catalog import CatalogFactory
@@ -37,7 +37,7 @@ class ModelsSession(QObject):
     action_finished = Signal(str, str)  # kind (delete/unload/preload), model
     action_failed = Signal(str, str, str)  # kind, model, message
 
-    def __init__(self, loop: LoopThread, client_factory: CatalogFactory, pull_hint: Callable[[str, str], str],
+    def __init__(self, loop: CoroutineRunner, client_factory: CatalogFactory, pull_hint: Callable[[str, str], str],
                  context_setting: str = "the context setting", parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop

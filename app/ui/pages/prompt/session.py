@@ -17,8 +17,8 @@ from collections.abc import Coroutine
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.adapters.aio import LoopThread
-from app.adapters.client_pool import ClientPool
+from app.core.ports.tasks import CoroutineRunner
+from app.services.client_pool import ClientPool
 from app.services.prompts import PromptRequest, ReplyOutcome, run_ab, run_burst, stream_reply
 from app.core.errors import DeckError
 from app.core.ports.inference import ConsoleClientFactory
@@ -120,7 +120,7 @@ class ConsoleSession(QObject):
     run_progress = Signal(object, object)  # ConsoleRun, Drained
     run_finished = Signal(object)  # ConsoleRun
 
-    def __init__(self, loop: LoopThread, client_factory: ConsoleClientFactory, meter: TokenMeter | None,
+    def __init__(self, loop: CoroutineRunner, client_factory: ConsoleClientFactory, meter: TokenMeter | None,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop

@@ -22,13 +22,14 @@ from PySide6.QtWidgets import (
 
 from app.core.memory.verdict import risky_apply_words
 from app.core.server.applied import carry_edits
-from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMapping
+from app.core.server.mapping import PROGRAM, OptionSpec
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.forms import guard_form
 from app.ui.widgets.wrapping_text import WrappingText
 from app.ui.widgets.theme import STATE_COLOURS
+from app.ui.pages.context import PageContext
 from app.ui.pages.server.fit_panel import FitPanel
 from app.ui.pages.server.settings_fields import exposure_notice
 from app.ui.pages.server.logged_command import LoggedCommand
@@ -181,13 +182,14 @@ def log_placeholder(status: ServerStatus) -> str:
 
 
 class ServerPage(QWidget):
-    """Edits settings and drives the server through a ServerController; `mapping` is the backend's
-    view of the settings (its options, names and checks), chosen by the composition root."""
+    """Edits settings and drives the server through the context's server view-model, in the backend's
+    view of the settings (its tuning mapping: options, names and checks)."""
 
-    def __init__(self, controller, settings: ServerSettings, parent=None, *,
-                 mapping: TuningMapping | None = None) -> None:
+    def __init__(self, context: PageContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        mapping = mapping if mapping is not None else NeutralTuning()
+        controller = context.server
+        settings = controller.settings  # the settings the server runs, or starts, with
+        mapping = context.backend.tuning
         self._mapping = mapping
         self.controller = controller
         self._applied = settings

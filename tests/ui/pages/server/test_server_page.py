@@ -19,6 +19,7 @@ from app.ui.server.controller import ServerController
 from app.ui.app.header import Header
 from app.ui.pages.server.page import ServerPage
 from tests.fakes.scripted_gpu import ScriptedGpuBackend
+from tests.ui.page_context import page_context_on
 from tests.fakes.ollama.server_fixtures import free_port, is_gone
 from tests.fakes.ollama.recorded import real_version
 from app.core.units import GIB
@@ -42,7 +43,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path):
         no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
         history = ApplyHistory(tmp_path / "history.sqlite3")
         controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu, record=history.add))
-        page = ServerPage(controller, settings, mapping=OLLAMA_TUNING)
+        page = ServerPage(page_context_on(supervisor_loop, server=controller))
         page.fit_panel.set_gpu(24 * GIB)  # as the composition root feeds it from NVML: a 24 GiB card
         qtbot.addWidget(page)
         page.resize(1300, 850)
