@@ -19,6 +19,7 @@ from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
+from app.core.models import LocalModel
 from app.services.guarded_apply import ApplyReport
 from app.ui.pages.context import PageContext
 from app.ui.pages.bench.editor import SweepEditor
@@ -308,7 +309,7 @@ class BenchPage(QWidget):
         self._server_changed(self.controller.status)
 
     # ---- server state ---------------------------------------------------------------------------
-    def _models_listed(self, models: list) -> None:
+    def _models_listed(self, models: list[LocalModel]) -> None:
         self.editor.set_models([m.name for m in models])
 
     def _settings_applied(self, _settings: object) -> None:

@@ -167,11 +167,11 @@ class Background(QObject):
         self._delivered.connect(self._deliver)
 
     def call(self, fn: Callable[..., Any], *args: Any, on_done: Callable[[Any], None],
-             on_error: Callable[[str], None]) -> concurrent.futures.Future:
+             on_error: Callable[[str], None]) -> concurrent.futures.Future[Any]:
         """fn(*args) in a thread; on_done(result) or on_error(text) later on the GUI thread."""
         future = self._loop.submit(asyncio.to_thread(fn, *args))
 
-        def finished(f: concurrent.futures.Future) -> None:
+        def finished(f: concurrent.futures.Future[Any]) -> None:
             if f.cancelled():
                 return
             exc = f.exception()

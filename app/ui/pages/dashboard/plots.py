@@ -160,7 +160,7 @@ class TimePlot:
 
     def bin_s(self) -> float:
         """Seconds of data per min/max pair at the plot's current width."""
-        width_px = max(self.item.getViewBox().width(), 1.0)
+        width_px: float = max(self.item.getViewBox().width(), 1.0)
         return self._span_s * PX_PER_BIN / width_px
 
     def update(self, data: WindowRows) -> None:

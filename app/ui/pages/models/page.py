@@ -9,6 +9,7 @@ from typing import Any
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QPushButton, QScrollArea, QSplitter, QVBoxLayout,
                                QWidget)
 
@@ -258,7 +259,7 @@ class ModelsPage(QWidget):
             gpu = f"{self._gpu_info.name}, {self._gpu_info.memory_total_mib / 1024:.1f} GiB"
             self.context_label.setText(f"<b>Fit</b> on {html.escape(gpu)} under the server settings: {knobs}")
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         """Coming back to the page re-reads the models (the store may have changed elsewhere)."""
         super().showEvent(event)
         if self._server.status.state.is_running and self._listed_url:
@@ -271,7 +272,7 @@ class ModelsPage(QWidget):
         known = frozenset(m.digest for m in self.local if m.name in self.details and m.digest)
         self.session.refresh(self.base_url, known)
 
-    def _on_models(self, url: str, local: list, running: list) -> None:
+    def _on_models(self, url: str, local: list[LocalModel], running: list[RunningModel]) -> None:
         if url != self.base_url:
             return
         self.local, self.running = local, running
@@ -283,7 +284,7 @@ class ModelsPage(QWidget):
         self.create_panel.set_models([m.name for m in local])
         self._on_selection()
 
-    def _on_running(self, running: list) -> None:
+    def _on_running(self, running: list[RunningModel]) -> None:
         self.running = running
         self.table.set_models(self.local, running, self.verdicts)
         self._on_selection()
@@ -309,7 +310,7 @@ class ModelsPage(QWidget):
             self.session.compute_verdicts(entries, self._server.settings, self._server.status.version,
                                           self.gpu_total_bytes, self._gpu_reason)
 
-    def _on_verdicts(self, verdicts: dict) -> None:
+    def _on_verdicts(self, verdicts: dict[str, FitVerdict]) -> None:
         self.verdicts.update(verdicts)
         self.table.set_models(self.local, self.running, self.verdicts)
         self._on_selection()

@@ -45,13 +45,13 @@ class ModelsSession(QObject):
         self._pull_hint = pull_hint  # the backend's words for what to do after a failed pull
         self._context_setting = context_setting  # what the server calls the context setting
         self._closed = False
-        self.pull_future: concurrent.futures.Future | None = None
-        self.create_future: concurrent.futures.Future | None = None
+        self.pull_future: concurrent.futures.Future[None] | None = None
+        self.create_future: concurrent.futures.Future[None] | None = None
 
-    def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+    def _submit(self, coro: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
         return self._loop.submit_unless(self._closed, coro)
 
-    def refresh(self, url: str, known_digests: frozenset[str] = frozenset()) -> concurrent.futures.Future:
+    def refresh(self, url: str, known_digests: frozenset[str] = frozenset()) -> concurrent.futures.Future[None]:
         """Read local and loaded models, then the metadata of each model not known yet (by digest)."""
 
         async def work() -> None:
@@ -74,7 +74,7 @@ class ModelsSession(QObject):
         return self._submit(work())
 
     def compute_verdicts(self, entries: dict[str, tuple[dict[str, Any], int]], settings: ServerSettings,
-                         version: str | None, gpu_total_bytes: int | None, gpu_reason: str) -> concurrent.futures.Future:
+                         version: str | None, gpu_total_bytes: int | None, gpu_reason: str) -> concurrent.futures.Future[None]:
         """Price every model (name -> (show dict, size)) off the GUI thread."""
 
         async def work() -> None:
@@ -86,7 +86,7 @@ class ModelsSession(QObject):
 
         return self._submit(work())
 
-    def running(self, url: str) -> concurrent.futures.Future:
+    def running(self, url: str) -> concurrent.futures.Future[None]:
         """Read the loaded models again (after a load or unload)."""
 
         async def work() -> None:
@@ -100,7 +100,7 @@ class ModelsSession(QObject):
 
         return self._submit(work())
 
-    def pull(self, url: str, model: str) -> concurrent.futures.Future:
+    def pull(self, url: str, model: str) -> concurrent.futures.Future[None]:
         """Pull a model, reporting progress about ten times a second; cancel the future to stop."""
 
         async def work() -> None:
@@ -128,7 +128,7 @@ class ModelsSession(QObject):
         if self.pull_future is not None:
             self.pull_future.cancel()
 
-    def create(self, url: str, body: dict[str, Any]) -> concurrent.futures.Future:
+    def create(self, url: str, body: dict[str, Any]) -> concurrent.futures.Future[None]:
         """Create a variant from a checked body (model, from, parameters, quantize)."""
         name = body["model"]
 
@@ -145,7 +145,7 @@ class ModelsSession(QObject):
         self.create_future = self._submit(work())
         return self.create_future
 
-    def act(self, url: str, kind: str, model: str) -> concurrent.futures.Future:
+    def act(self, url: str, kind: str, model: str) -> concurrent.futures.Future[None]:
         """delete, unload (keep_alive 0) or preload one model."""
 
         async def work() -> None:

@@ -287,7 +287,8 @@ class ConsoleControls(QWidget):
         if not self.think_on.isChecked():
             return False
         if self._levels:
-            return self.level_combo.currentData()
+            level: str = self.level_combo.currentData()
+            return level
         return True
 
     def thinking_choice(self) -> bool | str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMenu, QPlainTextEdit,
                                QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QToolButton,
                                QVBoxLayout, QWidget)
@@ -19,6 +19,7 @@ from app.services.prompts import MAX_BURST, PromptRequest
 from app.core.console.conversation import (ab_json, ab_markdown, burst_csv, burst_json, conversation_json,
                                    conversation_markdown)
 from app.core.errors import DeckError
+from app.core.models import LocalModel
 from app.core.console.presets import BUILTIN_PRESETS, Preset
 from app.ui.pages.context import PageContext
 from app.ui.pages.prompt.ab import AbView
@@ -237,7 +238,7 @@ class ConsolePage(QWidget):
             self.controls.show_models_error(f"No server answers at {self.base_url}: start or attach one on "
                                             "the Server page.")
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         """Coming back to the page re-reads the models (one may have been pulled meanwhile)."""
         super().showEvent(event)
         if self._server.status.state.is_running and self._models_url:
@@ -248,11 +249,11 @@ class ConsolePage(QWidget):
         self._models_url = self.base_url
         self.session.refresh_models(self.base_url)
 
-    def _on_models(self, url: str, models: list) -> None:
+    def _on_models(self, url: str, models: list[LocalModel]) -> None:
         if url == self.base_url:
             self.controls.set_models(models)
 
-    def _on_listed_elsewhere(self, models: list) -> None:
+    def _on_listed_elsewhere(self, models: list[LocalModel]) -> None:
         if self._models_url == self.base_url:  # the page has listed this server's models before
             self.controls.set_models(models)
 

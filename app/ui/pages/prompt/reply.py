@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QTextCursor, QTextDocument, QTextFormat, QTextOption
+from PySide6.QtGui import QColor, QResizeEvent, QTextCursor, QTextDocument, QTextFormat, QTextOption
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy,
                                QTextEdit, QToolButton, QVBoxLayout, QWidget)
 
@@ -81,7 +81,7 @@ class GrowingText(QTextEdit):
         if height != self.height():
             self.setFixedHeight(height)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         self._fit()
 

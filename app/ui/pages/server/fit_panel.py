@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QVBoxLayout,
+    QWidget,
 )
 
 from app.core.errors import EstimateError
@@ -49,7 +50,7 @@ class FitPanel(QFrame):
     estimate_changed = Signal(object)  # VramEstimate | None
     grid_cell_chosen = Signal(int, int)  # parallel, context: the user clicked the heat-map
 
-    def __init__(self, parent=None, *, mapping: TuningMapping | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, mapping: TuningMapping | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("FitPanel")
         self._mapping: TuningMapping = mapping if mapping is not None else NeutralTuning()
@@ -420,6 +421,9 @@ def _bright(colour: str) -> str:
     """A lighter shade of a verdict colour for text on the dark panel."""
     c = colour.lstrip("#")
     r, g, b = (int(c[i:i + 2], 16) for i in (0, 2, 4))
-    mix = lambda v: min(255, int(v + (255 - v) * 0.35))  # noqa: E731
+
+    def mix(v: int) -> int:
+        return min(255, int(v + (255 - v) * 0.35))
+
     return f"#{mix(r):02x}{mix(g):02x}{mix(b):02x}"
 

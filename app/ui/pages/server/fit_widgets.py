@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.core.memory.pricing import FitCell
@@ -37,7 +37,7 @@ VERDICT_WORDS = {**VERDICT_LABELS, "invalid": "—"}
 class VramBar(QWidget):
     """A horizontal bar as wide as the GPU's memory, split into what would use it."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setMinimumHeight(34)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -55,7 +55,7 @@ class VramBar(QWidget):
         self._peak = peak_bytes
         self.update()
 
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's naming
+    def paintEvent(self, _event: QPaintEvent) -> None:  # noqa: N802 - Qt's naming
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         r = QRectF(self.rect()).adjusted(1, 1, -1, -1)
@@ -99,7 +99,7 @@ class FitHeatmap(QWidget):
 
     cell_clicked = Signal(int, int)  # parallel, context
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._grid: list[list[FitCell]] = []
         self._current: tuple[int, int] | None = None
@@ -137,7 +137,7 @@ class FitHeatmap(QWidget):
         ch = (self.height() - top - 4) / rows
         return left, top, cw, ch
 
-    def _cell_under(self, event) -> FitCell | None:
+    def _cell_under(self, event: QMouseEvent) -> FitCell | None:
         if not self._grid:
             return None
         left, top, cw, ch = self._geometry()
@@ -147,17 +147,17 @@ class FitHeatmap(QWidget):
             return self._grid[row][col]
         return None
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         cell = self._cell_under(event)
         if cell is not None and cell.verdict != "invalid":
             self.cell_clicked.emit(cell.parallel, cell.context)
 
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         c = self._cell_under(event)
         if c is not None:
             self.setToolTip(cell_tooltip(c, self._where))
 
-    def paintEvent(self, _event) -> None:  # noqa: N802
+    def paintEvent(self, _event: QPaintEvent) -> None:  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         if not self._grid:

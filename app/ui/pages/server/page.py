@@ -20,11 +20,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.memory.estimator import VramEstimate
 from app.core.memory.verdict import risky_apply_words
 from app.core.server.applied import carry_edits
 from app.core.server.mapping import PROGRAM, OptionSpec
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
+from app.services.guarded_apply import ApplyReport
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.forms import guard_form
 from app.ui.widgets.wrapping_text import WrappingText
@@ -42,7 +44,7 @@ LOG_MAX_LINES = 5000
 class LogView(QWidget):
     """The server's stdout/stderr, newest at the bottom, bounded in length."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -83,7 +85,8 @@ class LogView(QWidget):
 class StatusCard(QFrame):
     """The server's state in words, with details and the reason behind disabled controls."""
 
-    def __init__(self, parent=None, *, program: OptionSpec | None = None, server_name: str = "the server") -> None:
+    def __init__(self, parent: QWidget | None = None, *, program: OptionSpec | None = None,
+                 server_name: str = "the server") -> None:
         super().__init__(parent)
         self._program = program  # the backend's option naming its server program, if it has one
         self._server_name = server_name  # the backend's own name for its server, e.g. "llama-server"
@@ -419,7 +422,7 @@ class ServerPage(QWidget):
         model = self.fit_panel.model_name or None
         self.controller.apply(settings, model=model, predicted=self.fit_panel.estimate)
 
-    def _confirm_risky(self, settings: ServerSettings, est) -> None:
+    def _confirm_risky(self, settings: ServerSettings, est: VramEstimate) -> None:
         """Ask before applying settings predicted to spill or not to load (non-blocking dialog)."""
         title, consequence = risky_apply_words(est, self.fit_panel.model_name, self._mapping.texts.server_name)
         box = QMessageBox(QMessageBox.Icon.Warning, title, consequence, QMessageBox.StandardButton.NoButton, self)
@@ -437,7 +440,7 @@ class ServerPage(QWidget):
         self.confirm_dialog = box
         box.open()
 
-    def _on_apply_checked(self, report) -> None:
+    def _on_apply_checked(self, report: ApplyReport) -> None:
         self._apply_banner = True
         if report.judgement.keep:
             notice = self._exposure_notice() if self._status.state is ServerState.RUNNING_MANAGED else ""
