@@ -26,7 +26,7 @@ def format_running_model(m: RunningModel) -> str:
 class Header(QFrame):
     """Shows a ServerStatus, the loaded models and the GPU in one line."""
 
-    def __init__(self, server_name: str = "Ollama", parent: QWidget | None = None) -> None:
+    def __init__(self, server_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._server_name = server_name  # the backend's display name
         self._serving = ""  # the model file a one-model server serves

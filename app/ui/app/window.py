@@ -33,7 +33,7 @@ FRAME_SETTLE_MS = 200
 class MainWindow(QMainWindow):
     """A sidebar of pages beside a stack, under a header that always shows the server and GPU."""
 
-    def __init__(self, controller: ServerController, server_name: str = "Ollama", parent: QWidget | None = None) -> None:
+    def __init__(self, controller: ServerController, server_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("ollama-deck")
         self.controller = controller

@@ -425,3 +425,13 @@ def test_a_run_whose_start_could_not_be_stored_is_stored_whole_at_its_end(qtbot,
     assert problems and "database or disk is full" in problems[0]  # said when it happened
     [summary] = history.list_runs()
     assert run.run_id == summary.run_id and (summary.status, summary.points_done) == ("finished", 2)
+
+
+def test_the_page_uses_the_history_it_is_given_and_makes_none_of_its_own(qtbot, page_context, tmp_path):
+    with pytest.raises(ValueError, match="needs the benchmark history"):
+        BenchPage(page_context())  # no history in the context: no SQLite file in the user's folder either
+    history = BenchHistory(tmp_path / "given.sqlite3")
+    page = BenchPage(page_context(history=history))
+    qtbot.addWidget(page)
+    assert page.history is history and page.history_view._history is history
+    page.shutdown()

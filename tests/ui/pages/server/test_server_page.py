@@ -176,7 +176,7 @@ def test_invalid_form_blocks_apply_and_start_with_reason(qtbot, page_factory):
 
 def test_header_follows_status(qtbot, page_factory):
     controller, page, _store = page_factory()
-    header = Header()
+    header = Header("Ollama")
     qtbot.addWidget(header)
     controller.status_changed.connect(header.set_status)
     controller.start()
