@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, SignalInstance
 
-from app.adapters.aio import LoopThread
+from app.core.ports.tasks import CoroutineRunner
 from app.core.memory.estimator import VramEstimate
 from app.core.models import LocalModel
 from app.core.ports.catalog import CatalogFactory
@@ -53,7 +53,7 @@ class ServerController(QObject):
 
     def __init__(
         self,
-        loop: LoopThread,
+        loop: CoroutineRunner,
         supervisor: ServerControl | None,
         client_factory: CatalogFactory,
         save_settings: Callable[[ServerSettings], object],
@@ -82,7 +82,7 @@ class ServerController(QObject):
                 setattr(self, name, getattr(part, name))
 
     @classmethod
-    def serving(cls, loop: LoopThread, make_server: ServerMaker, client_factory: CatalogFactory,
+    def serving(cls, loop: CoroutineRunner, make_server: ServerMaker, client_factory: CatalogFactory,
                 save_settings: Callable[[ServerSettings], object], *,
                 make_applier: Callable[[ServerControl], GuardedApplier] | None = None,
                 last_good: ServerSettings | None = None,
