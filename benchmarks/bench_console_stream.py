@@ -36,10 +36,11 @@ from app.backends.ollama.supervisor import ServerSupervisor  # noqa: E402
 from app.core.server.settings import ServerSettings  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
 from app.ui.pages.prompt.page import ConsolePage  # noqa: E402
-from app.ui.app.server_controller import ServerController  # noqa: E402
+from app.ui.server.controller import ServerController  # noqa: E402
 from app.ui.app.gc_policy import GuiThreadCollection  # noqa: E402
-from app.ui.app.main import settings_for_url  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.core.server.url import settings_for_url  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
+from tests.ui.page_context import page_context_on  # noqa: E402
 
 TICK_MS = 5
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +139,7 @@ def main() -> int:
     controller = ServerController(loop, None, OllamaClient, lambda _s: None)
     controller.attach_supervisor(ServerSupervisor(settings_for_url(ServerSettings(), url),
                                                   on_status=controller.on_status, on_log=controller.on_log))
-    page = ConsolePage(loop, OllamaClient, controller, TokenMeter())
+    page = ConsolePage(page_context_on(loop, server=controller, meter=TokenMeter()))
     page.resize(1270, 850)
     page.show()
     controller.probe()

@@ -36,8 +36,9 @@ import PySide6  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 import app as app_package  # noqa: E402
+from app.adapters.aio import LoopThread  # noqa: E402
 from app.adapters.telemetry.nvml import REASON_NO_LIBRARY  # noqa: E402
-from app.adapters.telemetry.sampler import TelemetryBuffers  # noqa: E402
+from app.core.telemetry_buffers import TelemetryBuffers  # noqa: E402
 from app.core.server_telemetry import ServerSample, ServerTelemetryRing  # noqa: E402
 from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
 from tests.backends.llama_server.recorded_samples import REPORTING_SPEC  # noqa: E402
@@ -47,7 +48,9 @@ from tests.fakes.scripted_gpu import (  # noqa: E402
     fill_demo_history,
     serving_phase,
     serving_script,
+    gpu_with,
 )
+from tests.ui.page_context import page_context_on  # noqa: E402
 
 END_T = 10_000.0  # fill_demo_history's default end of the history (s, monotonic)
 LOAD_AT_S = 30.0
@@ -57,7 +60,7 @@ SLOTS = 4
 def apply_app_theme(app: QApplication) -> None:
     """The app's global dark theme when present, so the page looks as it does in the app."""
     try:
-        from app.ui.app.theme import apply_theme
+        from app.ui.widgets.theme import apply_theme
     except ImportError:
         app.setStyle("Fusion")
         return
@@ -93,8 +96,9 @@ def build(no_gpu: bool, with_server: bool, interval_s: float, history_s: float, 
         start = END_T - history_s
         for i in range(int(history_s) + 1):
             ring.append(server_sample(start + i, start))
-    page = DashboardPage(buffers, None if no_gpu else RTX_4090, REASON_NO_LIBRARY if no_gpu else "",
-                         backend=REPORTING_SPEC if with_server else None, server_ring=ring)
+    # The recorded llama-server's spec either way: without a ring its section draws nothing.
+    page = DashboardPage(page_context_on(LoopThread(), backend=REPORTING_SPEC, samples=buffers, server_ring=ring,
+                                         gpu=gpu_with(None if no_gpu else RTX_4090, REASON_NO_LIBRARY)))
     page.resize(width, height)
     page.show()
     QApplication.processEvents()

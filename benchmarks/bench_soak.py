@@ -42,7 +42,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from app.core.bench.workload import LoadPlan  # noqa: E402
 from app.services.bench.loadgen import LoadGenerator  # noqa: E402
 from app.ui.app.main import DeckApp  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GUI_TICK_MS = 5

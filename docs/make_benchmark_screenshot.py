@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 import app.ui.app.main as deck_main  # noqa: E402
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.backends.ollama.show import shape_from_show  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
 from app.core.units import MIB  # noqa: E402
 from shot_support import pump  # noqa: E402
 from tests.fakes.scripted_gpu import DESKTOP_MIB, RTX_4090, GpuReading, ScriptedGpuBackend, idle_reading  # noqa: E402

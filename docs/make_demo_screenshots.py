@@ -28,7 +28,7 @@ from app.core.bench.sweep import SweepAxes, SweepSpec  # noqa: E402
 from app.core.bench.workload import LoadPlan  # noqa: E402
 from app.core.server.state import ServerState  # noqa: E402
 from app.ui.app.main import DeckApp  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
 from shot_support import pump  # noqa: E402
 
 START_S = 120.0

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.ui.app.main import DeckApp  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
 from shot_support import pump  # noqa: E402
 from tests.fakes.ollama.fake_ollama import FakeOllama  # noqa: E402
 

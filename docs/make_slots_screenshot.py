@@ -32,12 +32,13 @@ from app.backends.llama_server.engine import find_bundled_model, find_llama_serv
 from app.core.server.state import ServerState, ServerStatus  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
 from app.ui.app.telemetry_poller import ServerTelemetryPoller  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
 from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
 from app.ui.pages.server.slots_view import SlotsView  # noqa: E402
 from shot_support import pump  # noqa: E402
 from tests.backends.llama_server.engine_server import llama_server, post_json  # noqa: E402
 from tests.backends.llama_server.recorded_samples import REPORTING_SPEC  # noqa: E402
+from tests.ui.page_context import page_context_on  # noqa: E402
 from tests.fakes.scripted_gpu import GpuReading, ScriptedGpuBackend  # noqa: E402
 
 FLAGS = ("-np", "2", "-c", "2048", "-t", "2", "--metrics")
@@ -72,8 +73,9 @@ def main() -> int:
                                                          temperature_c=41.0, server_memory_mib=0.0)])
         samplers = [Sampler(g, HostProbe(), server_pids=lambda: [server.process.pid], token_meter=TokenMeter(),
                             interval_s=0.5) for g in (gpu, scripted)]
-        pages = [DashboardPage(s.buffers, g.info(), g.unavailable_reason, backend=REPORTING_SPEC,
-                               server_ring=poller.ring) for s, g in zip(samplers, (gpu, scripted))]
+        contexts = [page_context_on(loop, backend=REPORTING_SPEC, samples=s.buffers, gpu=g, server_ring=poller.ring)
+                    for s, g in zip(samplers, (gpu, scripted))]
+        pages = [DashboardPage(context) for context in contexts]
         slots = SlotsView()
         poller.sample_ready.connect(slots.set_sample)
         for page in pages:

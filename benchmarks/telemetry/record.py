@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.adapters.telemetry.host import HostProbe  # noqa: E402
 from app.adapters.telemetry.nvml import make_gpu_backend  # noqa: E402
-from app.adapters.telemetry.sampler import Channel, Sampler  # noqa: E402
+from app.core.telemetry_buffers import Channel  # noqa: E402
+from app.adapters.telemetry.sampler import Sampler  # noqa: E402
 from app.core.throughput import TokenMeter  # noqa: E402
 
 PROMPT = "Explain why decoding on a GPU is bound by memory bandwidth. " * 4

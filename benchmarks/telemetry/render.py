@@ -19,13 +19,17 @@ sys.path.insert(0, str(ROOT))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.adapters.telemetry.sampler import TelemetryBuffers  # noqa: E402
+from app.adapters.aio import LoopThread  # noqa: E402
+from app.backends.llama_server.spec import LLAMA_SERVER  # noqa: E402
+from app.core.telemetry_buffers import TelemetryBuffers  # noqa: E402
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.backends.ollama.show import shape_from_show  # noqa: E402
 from app.core.telemetry import GpuInfo  # noqa: E402
 from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
-from app.ui.app.theme import apply_theme  # noqa: E402
+from app.ui.widgets.theme import apply_theme  # noqa: E402
 from app.core.units import MIB  # noqa: E402
+from tests.fakes.scripted_gpu import gpu_with  # noqa: E402
+from tests.ui.page_context import page_context_on  # noqa: E402
 
 # What record.py / run_on_gpu.sh served: benchmarks/vram/make_gguf.py's Qwen3-14B Q4_K_M file,
 # 4 slots of 8192 tokens, f16 KV, flash attention on; the H200's runtime overhead measured there.
@@ -58,7 +62,10 @@ def main() -> int:
             break
         buffers.append_row(t, [math.nan if v is None else v for v in row])
     g = rec["gpu"]
-    page = DashboardPage(buffers, GpuInfo(g["name"], g["driver"], g["memory_total_mib"]))
+    loop = LoopThread()
+    context = page_context_on(loop, backend=LLAMA_SERVER, samples=buffers,
+                              gpu=gpu_with(GpuInfo(g["name"], g["driver"], g["memory_total_mib"])))
+    page = DashboardPage(context)
     page.resize(1440, 900)
     page.show()
     page.set_window_s(args.window)
@@ -67,6 +74,8 @@ def main() -> int:
     page.redraw_now()
     app.processEvents()
     ok = page.grab().save(args.out)
+    context.server.shutdown()
+    loop.stop()
     print(f"{'wrote' if ok else 'could not write'} {args.out}")
     return 0 if ok else 1
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 
 from app.adapters.telemetry.nvml import gpu_lost_reason
-from app.adapters.telemetry.sampler import TelemetryBuffers
+from app.core.telemetry_buffers import TelemetryBuffers
 from app.core.telemetry import GpuInfo, GpuProcessUse, GpuSample, HostSample, Sample
 
 NAN = math.nan
@@ -191,3 +191,8 @@ def fill_demo_history(
         )
         tokens = (2 * 66.0 + 6.0 * wobble) if busy else 0.0
         buffers.append(Sample(t=t, gpu=g, host=host, tokens_per_s=tokens), 2 if busy else 0)
+
+
+def gpu_with(info: GpuInfo | None, reason: str = "") -> ScriptedGpuBackend:
+    """A scripted backend whose info() is `info` (idle readings), or, for None, one with no GPU and `reason`."""
+    return ScriptedGpuBackend(info) if info is not None else ScriptedGpuBackend(available=False, reason=reason)

@@ -15,7 +15,6 @@ import os
 import sqlite3
 import threading
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, Hist
 from app.core.bench.sweep import PointResult
 from app.core.bench.outcome import RunStatus, saved_run_status
 from app.core.bench.run import SweepRun, result_to_json, run_from_json, run_to_json
+from app.core.bench.run_summary import RunSummary
 
 HISTORY_FILE_NAME = "benchmarks.sqlite3"
 # 2: runs name the server that measured them (backend_kind, server_version); format 1's runs are Ollama's.
@@ -74,25 +74,6 @@ UPDATE runs SET server_version = ollama_version;
 PRAGMA user_version = 2;
 COMMIT;
 """
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """One row of the history list."""
-
-    run_id: int
-    title: str
-    started_at: str
-    finished_at: str
-    status: RunStatus  # RunStatus.UNREADABLE for a run whose row is damaged
-    model: str
-    gpu_name: str
-    points_planned: int
-    points_done: int
-    best_tokens_per_s: float | None
-    recommended: str
-    backend_kind: str = "ollama"
-    server_version: str = ""
 
 
 def default_history_path() -> Path:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from app.adapters.storage import paths as storage_paths
 from app.adapters.storage.atomic_json import json_bytes, keep_copy, set_aside, utc_stamp, write_atomic
 from app.adapters.storage.json_file import (MISSING, READ, STUCK, UNREADABLE, FileTooLargeError, os_reason,
                                             read_capped, read_json_file)
-from app.core.console.presets import (PRESETS_VERSION, Preset, SavedPresets, dropped_extras, read_user_data,
+from app.core.console.presets import (PRESETS_VERSION, Preset, PresetLoad, SavedPresets, dropped_extras, read_user_data,
                                       user_data)
 from app.core.errors import DeckError
 
@@ -41,14 +40,6 @@ class PresetSaveError(DeckError):
     """The presets could not be written; the previous file is unchanged."""
 
     hint = "Your previous presets file is unchanged; check the folder's permissions and free space."
-
-
-@dataclass(frozen=True)
-class PresetLoad:
-    """The presets to offer and what was wrong with the file (user-readable)."""
-
-    presets: list[Preset]
-    problems: list[str] = field(default_factory=list)
 
 
 def shape_problem(data: Any) -> str:

@@ -13,6 +13,7 @@ from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.probe import OLLAMA_PROCESS
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.backends.ollama.tuning import OLLAMA_TUNING
+from app.core.console.reply_words import ReplyWords
 from app.core.ports.backend import BackendSpec, Capabilities, CommandWords
 
 
@@ -46,6 +47,13 @@ class OllamaModelRules:
         return f"POST /api/create {json.dumps(dict(body))}"
 
 
+# What Ollama calls a reply's figures: the fields of its final record (eval_count, done_reason, …).
+OLLAMA_WORDS = ReplyWords(
+    output_count="eval_count", count_header="eval\ncount", decode_source="eval_count / eval_duration",
+    total_source="total_duration", stop_field="done_reason",
+    think_hint=("Sent as the request's think field. Thinking tokens count in eval_count and delay the first "
+                "answer token."))
+
 OLLAMA = BackendSpec(
     name="ollama",
     display_name="Ollama",
@@ -68,6 +76,7 @@ OLLAMA = BackendSpec(
     tuning=OLLAMA_TUNING,
     planner=OLLAMA_PLANNER,  # Ollama's own context default, automatic batch and placement by version
     server_telemetry=server_telemetry,  # the child's /slots, read once a second while Ollama runs
+    reply_words=OLLAMA_WORDS,
     command_words=CommandWords(
         start_hint=("Is Ollama running? Start it with `ollama serve` (or `ollama-deck`, which starts it from its "
                     "window), or point --url at it."),

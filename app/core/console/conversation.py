@@ -15,6 +15,7 @@ from typing import Any
 from collections.abc import Sequence
 
 from app.core.console.reply_stats import BurstSummary, ReplyStats, ThinkingCost, figures_line, mode_text
+from app.core.console.reply_words import ReplyWords
 
 FORMAT_VERSION = 1
 
@@ -58,9 +59,10 @@ def _quote(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines() or [""])
 
 
-def conversation_markdown(turns: Sequence[TurnRecord], server: str, exported_at: str) -> str:
+def conversation_markdown(turns: Sequence[TurnRecord], server: str, exported_at: str, *, words: ReplyWords) -> str:
     """The conversation as Markdown: prompts quoted, thinking folded in <details>, answers as written;
-    the system prompt is shown where it first applies and wherever it changed."""
+    the system prompt is shown where it first applies and wherever it changed; figures under `words`,
+    the server's own names for them."""
     lines = ["# Prompt console conversation", "",
              f"Server {server} · exported {exported_at} · {len(turns)} turn{'s' if len(turns) != 1 else ''}", ""]
     system = ""
@@ -72,11 +74,11 @@ def conversation_markdown(turns: Sequence[TurnRecord], server: str, exported_at:
                 lines += [_quote(turn.system), ""]
             system = turn.system
         lines += ["**Prompt:**", "", _quote(turn.prompt), ""]
-        lines += _reply_lines(turn)
+        lines += _reply_lines(turn, words)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _reply_lines(turn: TurnRecord) -> list[str]:
+def _reply_lines(turn: TurnRecord, words: ReplyWords) -> list[str]:
     """A reply in Markdown: the thinking folded, the answer as written, how it ended, its figures."""
     lines: list[str] = []
     if turn.thinking:
@@ -90,7 +92,7 @@ def _reply_lines(turn: TurnRecord) -> list[str]:
     elif turn.stopped:
         lines += ["*Stopped before the end.*", ""]
     if turn.stats is not None:
-        lines += [f"<sub>{figures_line(turn.stats)}</sub>", ""]
+        lines += [f"<sub>{figures_line(turn.stats, words)}</sub>", ""]
     return lines
 
 
@@ -151,15 +153,16 @@ def burst_json(replies: Sequence[BurstReply], summary: BurstSummary | None, mode
 
 
 def ab_markdown(with_thinking: TurnRecord, without: TurnRecord, cost: ThinkingCost | None, server: str,
-                exported_at: str) -> str:
-    """An A/B comparison as Markdown: the prompt once, each side's reply, then what thinking cost."""
+                exported_at: str, *, words: ReplyWords) -> str:
+    """An A/B comparison as Markdown: the prompt once, each side's reply (figures under `words`, the server's
+    names for them), then what thinking cost."""
     lines = ["# Thinking against non-thinking", "",
              f"Server {server} · exported {exported_at} · {with_thinking.model}", ""]
     if with_thinking.system.strip():
         lines += ["**System prompt:**", "", _quote(with_thinking.system), ""]
     lines += ["**Prompt:**", "", _quote(with_thinking.prompt), ""]
     for title, side in (("With thinking", with_thinking), ("Without thinking", without)):
-        lines += [f"## {title} · {mode_text(side.think)}", ""] + _reply_lines(side)
+        lines += [f"## {title} · {mode_text(side.think)}", ""] + _reply_lines(side, words)
     lines += ["## Cost of thinking", "",
               (cost.summary() if cost is not None else "not measurable (a reply did not finish)")
               + " (sent one after the other; load time left out).", ""]

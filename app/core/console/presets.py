@@ -157,6 +157,14 @@ def _json_type(value: Any) -> str:
 
 
 @dataclass(frozen=True)
+class PresetLoad:
+    """The presets to offer and what was wrong with the file (user-readable)."""
+
+    presets: list[Preset]
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class SavedPresets:
     """What a presets document held: the presets to offer, notes on what could not be used, and
     everything this version does not understand, to write back unchanged."""
@@ -253,6 +261,6 @@ def edited(preset: Preset, **changes: Any) -> Preset:
     return replace(preset, **changes)
 
 
-__all__ = ["BUILTIN_PRESETS", "MAX_NUM_PREDICT", "PRESETS_VERSION", "Preset", "SavedPresets", "apply_user_data",
+__all__ = ["BUILTIN_PRESETS", "MAX_NUM_PREDICT", "PRESETS_VERSION", "Preset", "PresetLoad", "SavedPresets", "apply_user_data",
            "builtin", "dropped_extras", "edited", "is_builtin", "is_edited", "new_key", "read_user_data", "user_data",
            "validate_preset"]

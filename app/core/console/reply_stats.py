@@ -276,7 +276,7 @@ def mode_text(think: bool | str | None) -> str:
     return "Thinking" if think else "Non-thinking"
 
 
-def figures_line(stats: ReplyStats, words: ReplyWords = ReplyWords()) -> str:
+def figures_line(stats: ReplyStats, words: ReplyWords) -> str:
     """The reply's figures on one line (the server's counts under its own names)."""
     parts = [f"TTFT {fmt_ms(stats.ttft_ms)}", f"first answer {fmt_ms(stats.first_answer_ms)}",
              f"thinking {fmt_count(stats.thinking_tokens)} · answer {fmt_count(stats.answer_tokens)} tok",

@@ -135,7 +135,7 @@ class BackendSpec:
     # None: the factories above need only a URL.
     binder: Callable[[BackendSpec, Callable[[], ServerSettings]], BackendSpec] | None = None
     # What the server calls a reply's figures (the Prompt page labels them so).
-    reply_words: ReplyWords = field(default_factory=ReplyWords)
+    reply_words: ReplyWords = field(kw_only=True)
     # What the headless commands say about starting the server and getting a model.
     command_words: CommandWords = field(default_factory=CommandWords)
     # The launch the server really makes for a model with the settings (what the memory estimate prices).

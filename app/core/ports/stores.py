@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.core.bench.run import SweepRun
+from app.core.bench.run_summary import RunSummary
 from app.core.bench.sweep import PointResult
-from app.core.console.presets import Preset
+from app.core.console.presets import Preset, PresetLoad
 from app.core.server.settings import ServerSettings
 
 
@@ -53,9 +54,43 @@ class SettingsSaver(Protocol):
 class PresetStorage(Protocol):
     """Reads and writes the prompt presets."""
 
-    def save(self, presets: list[Preset]) -> None:
-        """Write every preset."""
+    def load(self) -> PresetLoad:
+        """The presets to offer (the built-ins where the file has none) and what was wrong with the file."""
+        ...
+
+    def save(self, presets: list[Preset]) -> list[str]:
+        """Write every preset; returns notices for the user (e.g. a copy it kept), raises DeckError on failure."""
         ...
 
 
-__all__ = ["ApplyRecorder", "PresetStorage", "SettingsSaver", "SweepRecorder"]
+class BenchHistoryStore(SweepRecorder, Protocol):
+    """The benchmark history as the Benchmark page uses it: the sweep's writes, and the list to open,
+    compare, re-judge and delete runs from."""
+
+    @property
+    def path(self) -> Path:
+        """The history's file."""
+        ...
+
+    def open(self) -> list[str]:
+        """Check (and create or convert) the file; returns problems found, in words for the user."""
+        ...
+
+    def list_runs(self) -> list[RunSummary]:
+        """Every run kept, one summary each."""
+        ...
+
+    def load(self, run_id: int) -> SweepRun:
+        """One run with every point."""
+        ...
+
+    def keep_judgement(self, run_id: int, run: SweepRun) -> None:
+        """Store how the user last judged the run (its targets and recommendation)."""
+        ...
+
+    def delete(self, run_id: int) -> None:
+        """Remove a run and its points."""
+        ...
+
+
+__all__ = ["ApplyRecorder", "BenchHistoryStore", "PresetStorage", "SettingsSaver", "SweepRecorder"]

@@ -21,6 +21,12 @@ class SettingsKeeping(Enum):
         """True when the settings outlive this session."""
         return self is SettingsKeeping.SAVED
 
+    @classmethod
+    def for_session(cls, demo: bool, folder_unwritable: bool) -> SettingsKeeping:
+        """Where this session's applied settings go: the demo and an unwritable settings folder keep them
+        for the session only (the demo first: it never writes, whatever the folder)."""
+        return cls.DEMO_SESSION if demo else cls.UNWRITABLE_SESSION if folder_unwritable else cls.SAVED
+
 
 def carry_edits(shown: ServerSettings, before: ServerSettings, after: ServerSettings) -> ServerSettings:
     """`after` with the changes `shown` made to `before` on top: settings applied elsewhere (a sweep's

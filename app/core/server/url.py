@@ -149,4 +149,10 @@ def _check_host(host: str, bad: Callable[[str], ServerUrlError]) -> None:
         raise bad(f"{host!r} is not a host name or IP address")
 
 
-__all__ = ["EXAMPLE", "SCHEMES", "ServerUrl", "ServerUrlError", "default_port", "parse_server_url"]
+def settings_for_url(settings: ServerSettings, url: str) -> ServerSettings:
+    """The settings with host and port taken from a URL like http://127.0.0.1:11434 (ServerUrlError, a ValueError, if not)."""
+    parsed = parse_server_url(url, allow_path=False)
+    return settings.replace(host=parsed.host, port=parsed.port)
+
+
+__all__ = ["EXAMPLE", "SCHEMES", "ServerUrl", "ServerUrlError", "default_port", "parse_server_url", "settings_for_url"]

@@ -34,10 +34,12 @@ class HistoryOutcome:
 
 
 class QueuedRecorder:
-    """Writes a sweep to `history` on one worker thread; failures are noted for `close`, not raised."""
+    """Writes a sweep to `history` on one worker thread; failures are noted for `close`, not raised, and each is
+    also passed to `on_problem` (on the writer thread) as it happens, for a window that says so at once."""
 
-    def __init__(self, history: SweepRecorder) -> None:
+    def __init__(self, history: SweepRecorder, on_problem: Callable[[str], None] | None = None) -> None:
         self._history = history
+        self._on_problem = on_problem
         self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-history")
         self._lock = threading.Lock()
         self._run_id: int | None = None
@@ -74,11 +76,15 @@ class QueuedRecorder:
         try:
             write()
         except DeckError as exc:
-            with self._lock:
-                self._error = exc.user_text()
+            self._failed(exc.user_text())
         except Exception as exc:  # noqa: BLE001 - on the writer thread nothing else would see it: the run is not kept
-            with self._lock:
-                self._error = f"the history could not be written ({type(exc).__name__}: {exc})"
+            self._failed(f"the history could not be written ({type(exc).__name__}: {exc})")
+
+    def _failed(self, error: str) -> None:
+        with self._lock:
+            self._error = error
+        if self._on_problem is not None:
+            self._on_problem(error)
 
     def _begin(self, run: SweepRun) -> None:
         self._run_id = self._history.begin(run)

@@ -18,8 +18,8 @@ from app.backends.llama_server.engine import (
     install_steps,
     quick_build_command,
 )
-from app.ui.app.theme import apply_theme
-from app.ui.widgets.engine_install import EngineInstallDialog
+from app.ui.widgets.theme import apply_theme
+from app.ui.app.engine_install import EngineInstallDialog
 
 
 def offer_install(status: EngineStatus | None = None) -> EngineInstallDialog | None:

@@ -10,18 +10,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 from app.core.models import RunningModel
 from app.core.server.state import ServerState, ServerStatus
 from app.core.telemetry import GpuInfo
-from app.ui.app import theme
+from app.ui.widgets.theme import STATE_COLOURS
 from app.core.units import GIB
-STATE_COLOURS = {
-    ServerState.RUNNING_MANAGED: theme.OK,
-    ServerState.RUNNING_ATTACHED: theme.ACCENT,
-    ServerState.STARTING: theme.WARNING,
-    ServerState.STOPPING: theme.WARNING,
-    ServerState.CRASHED: theme.ERROR,
-    ServerState.PORT_CONFLICT: theme.ERROR,
-    ServerState.STOPPED: "#9a9da8",
-    ServerState.NOT_INSTALLED: "#9a9da8",
-}
 
 
 def format_running_model(m: RunningModel) -> str:
@@ -36,7 +26,7 @@ def format_running_model(m: RunningModel) -> str:
 class Header(QFrame):
     """Shows a ServerStatus, the loaded models and the GPU in one line."""
 
-    def __init__(self, server_name: str = "Ollama", parent: QWidget | None = None) -> None:
+    def __init__(self, server_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._server_name = server_name  # the backend's display name
         self._serving = ""  # the model file a one-model server serves

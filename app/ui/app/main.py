@@ -11,6 +11,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QObject, QTimer, Signal
@@ -21,6 +22,7 @@ from app.adapters.aio import LoopThread
 from app.adapters.storage.apply_history import APPLY_HISTORY_FILE_NAME, ApplyHistory
 from app.services.guarded_apply import GuardedApplier
 from app.adapters.storage.history import HISTORY_FILE_NAME, BenchHistory
+from app.adapters.storage.atomic_json import write_atomic
 from app.adapters.telemetry.contention import contention_probes
 from app.adapters.telemetry.host import HostProbe, host_memory_reader
 from app.adapters.telemetry.nvml import make_gpu_backend
@@ -31,17 +33,19 @@ from app.adapters.telemetry.sampler import Sampler
 from app.adapters.storage.settings_store import LoadResult, SettingsSaveError, SettingsStore
 from app.adapters.storage.ui_state import UiState, UiStateStore, with_recent
 from app.core.memory.estimator import VramEstimate
-from app.core.memory.pricing import others_bytes
-from app.core.memory.host import HostMemory, host_memory_from
+from app.core.fit_feed import gpu_budget, host_budget
 from app.core.server.applied import SettingsKeeping
 from app.core.server.settings import ServerSettings
-from app.core.server.url import parse_server_url
+from app.core.server.url import settings_for_url
+from app.core.server.state import ServerStatus
+from app.core.ports.server import ServerControl
 from app.core.telemetry import GpuBackend, GpuInfo, Sample
 from app.core.units import MIB
 from app.core.throughput import TokenMeter
 from app.ui.pages.bench.page import BenchPage
+from app.ui.pages.context import PageContext
 from app.ui.pages.prompt.page import ConsolePage
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.app.telemetry_poller import ServerTelemetryPoller
 from app.ui.app.qt_platform import screenshot_platform
 from app.ui.pages.dashboard.page import DashboardPage
@@ -50,7 +54,7 @@ from app.ui.app.window import DEFAULT_SIZE, MainWindow
 from app.ui.pages.models.page import ModelsPage
 from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView
-from app.ui.app.theme import app_icon_path, apply_theme
+from app.ui.widgets.theme import app_icon_path, apply_theme
 from app.ui.app.store_report import FILES_HEADING, SETTINGS_HEADING, StoreReport
 from app.ui.app import embedded
 
@@ -58,12 +62,6 @@ log = logging.getLogger(__name__)
 
 SCREENSHOT_TIMEOUT_S = 20.0
 SCREENSHOT_MIN_SAMPLES = 3
-
-
-def settings_for_url(settings: ServerSettings, url: str) -> ServerSettings:
-    """The settings with host and port taken from a URL like http://127.0.0.1:11434 (ServerUrlError, a ValueError, if not)."""
-    parsed = parse_server_url(url, allow_path=False)
-    return settings.replace(host=parsed.host, port=parsed.port)
 
 
 class GpuLossWatch(QObject):
@@ -84,6 +82,18 @@ class GpuLossWatch(QObject):
             self.lost.emit(self._gpu.unavailable_reason)
 
 
+def page_context(deck: DeckApp, config_dir: Path | None) -> PageContext:
+    """What every page gets from this root: the spec, the server view-model, the loop, the GPU, the sampler's
+    and the server's telemetry, the token meter and the stores (presets, benchmark history)."""
+    telemetry = deck.telemetry
+    return PageContext(
+        backend=deck.backend, server=deck.controller, loop=deck.loop, gpu=deck.gpu, write_file=write_atomic,
+        samples=deck.sampler.buffers, server_ring=telemetry.ring if telemetry.enabled else None, meter=deck.meter,
+        presets=PresetStore(deck.store.config_dir),
+        history=BenchHistory(config_dir / HISTORY_FILE_NAME if config_dir else None),
+        host_memory=host_memory_reader(deck.controller.server_pids), contention=contention_probes(deck.gpu))
+
+
 class DeckApp:
     """Everything the running GUI owns, so that it can be built and torn down in one place."""
 
@@ -97,56 +107,85 @@ class DeckApp:
         self.collection = GuiThreadCollection()
         # --demo: the embedded engine (bundled llama-server and model); ValueError says what to install.
         self.demo = bool(getattr(args, "demo", False))
-        demo = embedded.demo_settings() if self.demo else None
+        self._screenshot = bool(getattr(args, "screenshot", None))
+        self.screenshot_timer: QTimer | None = None
+        config_dir = Path(args.config_dir) if args.config_dir else None
         # The one place the backend is chosen; pages get the spec and ask its capabilities.
         chosen = embedded.BACKEND if self.demo else getattr(args, "backend", None)
         # Bound to the settings in force: factories that need more than a URL (a models folder) read them.
         self.backend = registry.get(chosen or registry.DEFAULT_BACKEND).bound(lambda: self.controller.settings)
-        self.store = SettingsStore(Path(args.config_dir) if args.config_dir else None, self.backend.tuning)
+        self.store = SettingsStore(config_dir, self.backend.tuning)
         # A settings folder that cannot be written: every store keeps working in memory, and the banner says so.
         self.config_problem = storage_paths.folder_problem(self.store.config_dir)
-        # --demo leaves the saved settings alone: not read (a read may convert an older format or move a damaged
-        # file aside), not written (see _save_settings).
-        loaded = LoadResult(ServerSettings()) if self.demo else self.store.load()
-        settings = demo if demo is not None else loaded.settings
-        if args.url:
-            settings = settings_for_url(settings, args.url)
+        loaded, settings = self._starting_settings(args)
         self.loop = LoopThread()
-        catalog = self.backend.catalog
-        keeping = (SettingsKeeping.DEMO_SESSION if self.demo else
-                   SettingsKeeping.UNWRITABLE_SESSION if self.config_problem else SettingsKeeping.SAVED)
-        self.controller = ServerController(
-            self.loop, None, catalog, self._save_settings, last_good=settings, keeping=keeping)  # supervisor below
-        self.supervisor = self.backend.server(
-            settings, on_status=self.controller.on_status, on_log=self.controller.on_log,
-            runtime_dir=storage_paths.runtime_dir(args.config_dir or None))
         self.meter = TokenMeter()
         self.gpu = make_gpu_backend()
-        self.history = ApplyHistory(Path(args.config_dir) / APPLY_HISTORY_FILE_NAME if args.config_dir else None)
-        self.controller.attach_supervisor(
-            self.supervisor, GuardedApplier(self.supervisor, catalog, self.gpu, record=self.history.add))
+        self.history = ApplyHistory(config_dir / APPLY_HISTORY_FILE_NAME if config_dir else None)
+        self.controller = self._server_controller(settings, args.config_dir or None)
+        self.supervisor = self.controller.supervisor
         self.gpu_watch = GpuLossWatch(self.gpu)
         self.sampler = Sampler(
             self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
             on_sample=self.gpu_watch.on_sample)
-
-        server_name = embedded.demo_label() if self.demo else self.backend.display_name
         self._own_window = window is None
-        if window is None:
-            self.window = MainWindow(self.controller, server_name)
-        else:
-            window.reset(self.controller, server_name)
-            self.window = window
-        self.window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
+        self.window = self._take_window(window)
         # The server's own report (slots, queue, counters), polled only where the backend has one.
         self.telemetry = ServerTelemetryPoller(self.loop, self.backend, lambda: self.controller.settings.base_url)
         self.controller.status_changed.connect(self.telemetry.on_status)
-        self.dashboard = DashboardPage(self.sampler.buffers, self.gpu.info(), self.gpu.unavailable_reason,
-                                       backend=self.backend,
-                                       server_ring=self.telemetry.ring if self.telemetry.enabled else None)
+        self._add_pages(page_context(self, config_dir))
+        self.gpu_watch.lost.connect(self._on_gpu_lost)
+        self.store_report = self._report_store_problems(loaded.problems)
+        self.embedded_offer = self._offer_embedded(args)
+        self._restore_ui_state(args)
+        self._loaded_vram = 0
+        self.controller.running_models_changed.connect(
+            lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes or 0 for m in models)))
+        self._gpu_feed = QTimer()
+        self._gpu_feed.setInterval(1000)
+        self._gpu_feed.timeout.connect(self._feed_fit_panel)
+        self._feed_fit_panel()
+
+    # ---- building (called once, from __init__) ------------------------------------------------
+    def _starting_settings(self, args: argparse.Namespace) -> tuple[LoadResult, ServerSettings]:
+        """What the saved file held (with its problems) and the settings to start with: the embedded engine's
+        in demo mode, else the saved ones; --url sets host and port."""
+        # --demo leaves the saved settings alone: not read (a read may convert an older format or move a damaged
+        # file aside), not written (see _save_settings).
+        loaded = LoadResult(ServerSettings()) if self.demo else self.store.load()
+        settings = embedded.demo_settings() if self.demo else loaded.settings
+        if args.url:
+            settings = settings_for_url(settings, args.url)
+        return loaded, settings
+
+    def _server_controller(self, settings: ServerSettings, config_dir: str | None) -> ServerController:
+        """The server's view-model over the backend's supervisor for `settings`, applying through the guard."""
+        catalog = self.backend.catalog
+        runtime_dir = storage_paths.runtime_dir(config_dir)
+
+        def make_server(on_status: Callable[[ServerStatus], None], on_log: Callable[[str], None]) -> ServerControl:
+            return self.backend.server(settings, on_status=on_status, on_log=on_log, runtime_dir=runtime_dir)
+
+        return ServerController.serving(
+            self.loop, make_server, catalog, self._save_settings,
+            make_applier=lambda server: GuardedApplier(server, catalog, self.gpu, record=self.history.add),
+            last_good=settings, keeping=SettingsKeeping.for_session(self.demo, bool(self.config_problem)))
+
+    def _take_window(self, window: MainWindow | None) -> MainWindow:
+        """A new window, or `window` emptied for this DeckApp, its header naming this server and GPU."""
+        server_name = embedded.demo_label() if self.demo else self.backend.display_name
+        if window is None:
+            window = MainWindow(self.controller, server_name)
+        else:
+            window.reset(self.controller, server_name)
+        window.header.set_gpu(self.gpu.info(), self.gpu.unavailable_reason)
+        return window
+
+    def _add_pages(self, context: PageContext) -> None:
+        """The five pages on one context, and what connects them to each other and to the pollers."""
+        self.dashboard = DashboardPage(context)
         self.telemetry.notice_changed.connect(self.dashboard.server.set_notice)
-        self.server_page = ServerPage(self.controller, settings, mapping=self.backend.tuning,
-                                      planner=self.backend.planner)
+        self.server_page = ServerPage(context)
         if self.telemetry.enabled and self.backend.can("reports_slots"):
             slots_view = SlotsView()
             self.telemetry.sample_ready.connect(slots_view.set_sample)
@@ -158,12 +197,8 @@ class DeckApp:
         # The fit panel's price of the settings being edited is the dashboard's dashed estimate line.
         self.server_page.fit_panel.estimate_changed.connect(self._show_estimate)
         self._show_estimate(self.server_page.fit_panel.estimate)
-        # The backend's console client: its models, one model's details, streamed chats.
-        self.console_page = ConsolePage(self.loop, self.backend.console, self.controller, self.meter,
-                                        PresetStore(self.store.config_dir), server_name=self.backend.display_name,
-                                        words=self.backend.reply_words)
-        self.models_page = ModelsPage(self.loop, self.backend, self.controller, self.gpu.info(),
-                                      self.gpu.unavailable_reason)
+        self.console_page = ConsolePage(context)
+        self.models_page = ModelsPage(context)
         if self.gpu.info() is None:
             # No NVIDIA GPU here: price the Models page on the card chosen in the Server page's fit panel.
             card = self.server_page.fit_panel.card_combo
@@ -171,35 +206,38 @@ class DeckApp:
             self._price_models_on_chosen_card()
         self.window.add_page("console", "Prompt", self.console_page)
         self.window.add_page("models", "Models", self.models_page)
-        self.bench_page = BenchPage(
-            self.controller, self.loop, self.supervisor, self.backend, gpu=self.gpu, meter=self.meter,
-            history=BenchHistory(Path(args.config_dir) / HISTORY_FILE_NAME if args.config_dir else None),
-            host_memory=host_memory_reader(self.controller.server_pids), contention=contention_probes(self.gpu))
+        self.bench_page = BenchPage(context)
         self.window.add_page("bench", "Benchmark", self.bench_page)
-        self.gpu_watch.lost.connect(self._on_gpu_lost)
-        self.store_report = StoreReport(self.window.banner)
-        self.store_report.add(SETTINGS_HEADING, loaded.problems)
+
+    def _report_store_problems(self, settings_problems: list[str]) -> StoreReport:
+        """The banner's list of what the settings, presets and history files could not do."""
+        report = StoreReport(self.window.banner)
+        report.add(SETTINGS_HEADING, settings_problems)
         if self.config_problem:
-            self.store_report.add(FILES_HEADING, [
+            report.add(FILES_HEADING, [
                 f"The settings folder {self.store.config_dir} cannot be written ({self.config_problem}): settings, "
                 "presets and the window's place are kept for this session only. Fix it, or start with "
                 "--config-dir pointing at a folder you can write."])
-        self.store_report.add(FILES_HEADING, self.history.problems)
-        self.bench_page.history_view.problems_found.connect(
-            lambda problems: self.store_report.add(FILES_HEADING, problems))
-        self.store_report.add(FILES_HEADING, self.bench_page.history_view.found_problems)  # if checked already
-        # Without Ollama (none installed, none answering) the first probe offers the embedded engine.
-        self.embedded_offer: embedded.EmbeddedOffer | None = None
+        report.add(FILES_HEADING, self.history.problems)
+        self.bench_page.history_view.problems_found.connect(lambda problems: report.add(FILES_HEADING, problems))
+        report.add(FILES_HEADING, self.bench_page.history_view.found_problems)  # if checked already
+        return report
+
+    def _offer_embedded(self, args: argparse.Namespace) -> embedded.EmbeddedOffer | None:
+        """In demo mode, the banner says so; without Ollama (none installed, none answering) the first probe
+        offers the embedded engine."""
         if self.demo:
             self.window.banner.show_message(embedded.DEMO_NOTE.format(model=embedded.demo_model_name()), "info")
-        elif self.backend.name == registry.DEFAULT_BACKEND and not getattr(args, "screenshot", None):
-            self.embedded_offer = embedded.EmbeddedOffer(self.window.banner, self.switch_to_embedded,
-                                                         show=self.store_report.offer)
-            self.controller.status_changed.connect(self.embedded_offer.on_status)
-        # Where the window was left (not for --screenshot, whose images must not depend on it); a window
-        # taken over stays where it is.
-        self._screenshot = bool(getattr(args, "screenshot", None))
-        self.screenshot_timer: QTimer | None = None
+            return None
+        if self.backend.name != registry.DEFAULT_BACKEND or getattr(args, "screenshot", None):
+            return None
+        offer = embedded.EmbeddedOffer(self.window.banner, self.switch_to_embedded, show=self.store_report.offer)
+        self.controller.status_changed.connect(offer.on_status)
+        return offer
+
+    def _restore_ui_state(self, args: argparse.Namespace) -> None:
+        """Where the window was left (not for --screenshot, whose images must not depend on it); a window
+        taken over stays where it is. Also the Markdown switch, recent model files and the first page."""
         self.ui_store = UiStateStore(Path(args.config_dir) if args.config_dir else None)
         self.ui_state = UiState() if self._screenshot else self.ui_store.load()
         if self._own_window:
@@ -215,13 +253,6 @@ class DeckApp:
         asked = getattr(args, "page", None)
         self.first_page = asked or (self.ui_state.page if self.ui_state.page in self.window.page_names else None) \
             or "dashboard"
-        self._loaded_vram = 0
-        self.controller.running_models_changed.connect(
-            lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes or 0 for m in models)))
-        self._gpu_feed = QTimer()
-        self._gpu_feed.setInterval(1000)
-        self._gpu_feed.timeout.connect(self._feed_fit_panel)
-        self._feed_fit_panel()
 
     def _remember_files(self, settings: ServerSettings) -> None:
         """Put the model files these settings serve first in the Recent menus."""
@@ -241,23 +272,17 @@ class DeckApp:
             log.warning("settings kept in memory only: %s", exc.message)
 
     def _feed_fit_panel(self) -> None:
-        """Give the fit panel the GPU's size and what other processes use (64 MiB steps: no churn)."""
+        """Give the fit panel the host's free RAM, the GPU's size and what other processes use."""
         sample = self.sampler.latest
         if sample is not None:
-            host = sample.host
-            step = 64 * MIB
-            ram = host_memory_from(host.ram_total_mib, host.ram_used_mib, host.server_rss_mib)
-            self.server_page.fit_panel.set_host(HostMemory(ram.available_bytes // step * step, ram.total_bytes))
+            self.server_page.fit_panel.set_host(host_budget(sample.host))
         gpu = sample.gpu if sample is not None else None
         if gpu is None:
-            info = self.gpu.info()
-            if info is None:
+            if self.gpu.info() is None:
                 self.server_page.fit_panel.set_gpu(None)
             return
-        others = others_bytes(gpu.memory_used_mib, gpu.server_memory_mib,
-                              self.controller.status.state.is_running, self._loaded_vram)
-        step = 64 * MIB
-        self.server_page.fit_panel.set_gpu(int(gpu.memory_total_mib * MIB), others // step * step)
+        total, others = gpu_budget(gpu, self.controller.status.state.is_running, self._loaded_vram)
+        self.server_page.fit_panel.set_gpu(total, others)
 
     def _show_estimate(self, estimate: VramEstimate | None) -> None:
         """The predicted server memory at load (MiB) on the dashboard's VRAM plot, or no line."""

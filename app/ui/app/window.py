@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.forms import guard_form
 from app.ui.app.header import Header
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 
 
 # The window's default size, where the screen has room for it.
@@ -33,7 +33,7 @@ FRAME_SETTLE_MS = 200
 class MainWindow(QMainWindow):
     """A sidebar of pages beside a stack, under a header that always shows the server and GPU."""
 
-    def __init__(self, controller: ServerController, server_name: str = "Ollama", parent: QWidget | None = None) -> None:
+    def __init__(self, controller: ServerController, server_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("ollama-deck")
         self.controller = controller

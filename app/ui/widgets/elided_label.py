@@ -4,6 +4,7 @@ the middle with "…", and its tooltip holds the whole text."""
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
@@ -57,7 +58,7 @@ class ElidedLabel(QLabel):
         """Little: the text is cut before a neighbour shrinks."""
         return QSize(self._min_width_px, super().minimumSizeHint().height())
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         self._fit()
 

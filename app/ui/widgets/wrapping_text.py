@@ -7,7 +7,7 @@ window. This widget wraps inside such words too, and copies its text exactly as 
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, QSizeF, Qt
-from PySide6.QtGui import QTextOption
+from PySide6.QtGui import QResizeEvent, QTextOption
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextEdit, QWidget
 
 # The narrowest it gets: a few characters, however long a word it holds.
@@ -49,7 +49,7 @@ class WrappingText(QTextEdit):
         if height != self.height() or self.minimumHeight() != height:
             self.setFixedHeight(height)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
         """A new width re-wraps the lines: the height follows."""
         super().resizeEvent(event)
         self.document().setTextWidth(self.viewport().width())

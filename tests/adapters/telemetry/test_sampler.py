@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from app.adapters.telemetry.host import HostProbe
-from app.adapters.telemetry.sampler import Channel, Sampler, TelemetryBuffers, TickSchedule, clamp_interval
+from app.core.telemetry_buffers import Channel, TelemetryBuffers
+from app.adapters.telemetry.sampler import Sampler, TickSchedule, clamp_interval
 from app.core.throughput import TokenMeter
 from tests.fakes.scripted_gpu import GpuReading, ScriptedGpuBackend
 

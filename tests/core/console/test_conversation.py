@@ -6,6 +6,11 @@ import json
 
 from app.core.console.conversation import TurnRecord, conversation_json, conversation_markdown
 from app.core.console.reply_stats import ReplyStats
+from app.core.console.reply_words import ReplyWords
+
+# A server's names for the figures; the export writes them as that server calls them.
+WORDS = ReplyWords(output_count="gen_count", count_header="gen\ncount", decode_source="gen_count / gen_time",
+                   total_source="total_time", stop_field="stop_cause", think_hint="")
 
 DONE = ReplyStats(ttft_ms=120.0, first_answer_ms=900.0, thinking_tokens=40, answer_tokens=12, wall_ms=1300.0,
                   output_tokens=52, decode_tokens_per_s=48.5, prompt_tokens=30, prompt_tokens_per_s=900.0,
@@ -24,7 +29,7 @@ def turns() -> list[TurnRecord]:
 
 
 def test_markdown_has_every_turn_with_its_mode_prompt_thinking_answer_and_figures():
-    text = conversation_markdown(turns(), "http://127.0.0.1:11434", "2026-11-30 01:00")
+    text = conversation_markdown(turns(), "http://127.0.0.1:11434", "2026-11-30 01:00", words=WORDS)
     assert text.startswith("# Prompt console conversation\n")
     assert "4 turns" in text and "http://127.0.0.1:11434" in text
     assert "## Turn 1 · qwen3:14b · Thinking" in text and "## Turn 2 · qwen3:14b · Non-thinking" in text
@@ -36,11 +41,12 @@ def test_markdown_has_every_turn_with_its_mode_prompt_thinking_answer_and_figure
     assert "*Stopped before the end.*" in text
     assert '**Error from the server:** model "gone:latest" not found, try pulling it first' in text
     assert text.count("<sub>TTFT 120 ms") == 2 and "decode 48.5 tok/s" in text
+    assert "gen_count 52" in text and "stop_cause stop" in text  # the figures under the server's own names
 
 
 def test_a_prompt_or_trace_full_of_backticks_cannot_break_out_of_its_block():
     trace = "look: ```` four, and ``` three"
-    text = conversation_markdown([TurnRecord("q", "m", True, thinking=trace)], "s", "t")
+    text = conversation_markdown([TurnRecord("q", "m", True, thinking=trace)], "s", "t", words=WORDS)
     assert "`````text\n" + trace + "\n`````" in text  # a fence longer than any run inside
     assert "> And" not in text
 
@@ -86,10 +92,11 @@ def test_an_ab_comparison_has_the_prompt_once_both_replies_and_the_cost():
     with_t = TurnRecord("17 × 23?", "qwen3:14b", True, thinking="17 × 20 = 340 …", answer="**391**", stats=DONE)
     without = TurnRecord("17 × 23?", "qwen3:14b", False, answer="391", stats=plain)
     cost = thinking_cost(DONE, plain)
-    text = ab_markdown(with_t, without, cost, "http://127.0.0.1:11434", "now")
+    text = ab_markdown(with_t, without, cost, "http://127.0.0.1:11434", "now", words=WORDS)
+    assert "gen_count 52" in text and "gen_count 12" in text  # each reply's figures in the server's words
     assert text.count("> 17 × 23?") == 1 and "## With thinking · Thinking" in text and "\n391\n" in text
     assert "## Cost of thinking" in text and "+40 tokens" in text and "load time left out" in text
     doc = json.loads(ab_json(with_t, without, cost, "s", "t"))
     assert doc["format"] == "ollama-deck a/b" and doc["cost_of_thinking"]["extra_tokens"] == 40
     assert doc["without_thinking"]["ending"] == "finished (stop)"
-    assert "not measurable" in ab_markdown(with_t, without, None, "s", "t")
+    assert "not measurable" in ab_markdown(with_t, without, None, "s", "t", words=WORDS)

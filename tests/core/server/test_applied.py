@@ -22,3 +22,11 @@ def test_pending_edits_stay_on_top_of_what_was_applied():
 
 def test_only_saved_settings_outlive_the_session():
     assert [k.saved for k in SettingsKeeping] == [True, False, False]
+
+
+def test_the_demo_and_an_unwritable_folder_keep_applied_settings_for_the_session_only():
+    assert SettingsKeeping.for_session(demo=False, folder_unwritable=False) is SettingsKeeping.SAVED
+    assert SettingsKeeping.for_session(demo=False, folder_unwritable=True) is SettingsKeeping.UNWRITABLE_SESSION
+    # The demo never writes the user's settings, whatever the folder.
+    assert SettingsKeeping.for_session(demo=True, folder_unwritable=True) is SettingsKeeping.DEMO_SESSION
+    assert SettingsKeeping.for_session(demo=True, folder_unwritable=False) is SettingsKeeping.DEMO_SESSION

@@ -93,3 +93,12 @@ def test_any_text_is_a_url_or_a_reason_and_accepted_ones_are_stable(text: str) -
         return
     assert 1 <= url.port <= 65535 and url.scheme == "http" and not url.path.endswith("/")
     assert parse_server_url(url.base_url) == url
+
+
+def test_settings_for_url_takes_host_and_port():
+    from app.core.server.settings import ServerSettings
+    from app.core.server.url import settings_for_url
+
+    s = settings_for_url(ServerSettings(), "http://192.168.1.5:11500")
+    assert (s.host, s.port) == ("192.168.1.5", 11500)
+    assert settings_for_url(ServerSettings(), "localhost").port == 11434

@@ -73,3 +73,23 @@ def test_an_unexpected_failure_on_the_writer_thread_is_reported_not_taken_for_sa
     assert not kept.saved and "TypeError: Object of type bytes is not JSON serializable" in kept.error
     [summary] = history.list_runs()
     assert summary.status == "running"  # the end was not stored, and the run does not claim it was
+
+
+def test_each_failed_write_is_passed_on_as_it_happens(tmp_path):
+    path = tmp_path / "benchmarks.sqlite3"
+    BenchHistory(path).open()
+    history = BenchHistory(path, busy_timeout_s=0.3)
+    run = make_run()
+    problems: list[str] = []
+    recorder = QueuedRecorder(history, on_problem=problems.append)
+    holder = Holder(path)
+    try:
+        recorder.started(_started(run))
+        recorder.drain()
+        assert len(problems) == 1 and "is locked by" in problems[0]  # said before the run ends
+    finally:
+        holder.release()
+    for result in run.results:
+        recorder.point_done(run, result)
+    kept = recorder.close(run)
+    assert kept.saved and len(problems) == 1  # the end stored the whole run; nothing more to say

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import QAbstractSpinBox, QComboBox
 from app.backends.ollama.client import OllamaClient
 from app.core.server.applied import SettingsKeeping
 from app.core.server.state import ServerState
-from app.ui.app.main import settings_for_url
 from app.core.units import GIB
 from tests.fakes.ollama.recorded import real_version
 
@@ -98,14 +97,6 @@ def test_bad_url_exits_with_message(tmp_path):
     )
     assert result.returncode == 2
     assert "not a server URL" in result.stderr
-
-
-def test_settings_for_url_takes_host_and_port():
-    from app.core.server.settings import ServerSettings
-
-    s = settings_for_url(ServerSettings(), "http://192.168.1.5:11500")
-    assert (s.host, s.port) == ("192.168.1.5", 11500)
-    assert settings_for_url(ServerSettings(), "localhost").port == 11434
 
 
 def _args(tmp_path: Path, **kw) -> argparse.Namespace:
@@ -251,7 +242,7 @@ def _check_page_width(qtbot, deck, name: str) -> None:
 def test_app_icon_and_desktop_entry_are_shipped():
     from PySide6.QtGui import QIcon
 
-    from app.ui.app.theme import app_icon_path
+    from app.ui.widgets.theme import app_icon_path
 
     assert not QIcon(str(app_icon_path())).isNull()
     desktop = (PROJECT_ROOT / "packaging" / "ollama-deck.desktop").read_text()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from app.adapters.aio import LoopThread
-from app.adapters.telemetry.sampler import TelemetryBuffers
+from app.core.telemetry_buffers import TelemetryBuffers
 from app.backends.ollama.spec import OLLAMA
 from app.core.server.state import ServerState, ServerStatus
 from app.core.server_telemetry import ServerColumn
@@ -20,6 +20,7 @@ from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.pages.server.slots_view import SlotsView
 from tests.backends.llama_server.engine_server import llama_server, post_json
 from tests.backends.llama_server.recorded_samples import REPORTING_SPEC
+from tests.fakes.scripted_gpu import gpu_with
 from tests.fakes.raw_http import closed_port
 
 RUNNING = ServerStatus(ServerState.RUNNING_MANAGED)
@@ -55,13 +56,13 @@ def test_a_backend_without_the_capability_is_never_polled(qtbot, loop) -> None:
 
 
 @pytest.mark.engine
-def test_dashboard_and_slot_table_follow_the_real_server_under_load(qtbot, loop, llama_server_binary: Path,
+def test_dashboard_and_slot_table_follow_the_real_server_under_load(qtbot, page_context, loop, llama_server_binary: Path,
                                                                    bundled_model: Path, tmp_path: Path) -> None:
     flags = ("-np", "2", "-c", "2048", "-t", "2", "--metrics")
     with llama_server(llama_server_binary, bundled_model, tmp_path, flags) as server:
         poller = ServerTelemetryPoller(loop, REPORTING_SPEC, lambda: server.base_url, interval_s=0.5)
-        page = DashboardPage(TelemetryBuffers(interval_s=0.5), None, "no NVIDIA driver", backend=REPORTING_SPEC,
-                             server_ring=poller.ring)
+        page = DashboardPage(page_context(backend=REPORTING_SPEC, loop=loop, samples=TelemetryBuffers(interval_s=0.5),
+                                          server_ring=poller.ring, gpu=gpu_with(None, "no NVIDIA driver")))
         slots = SlotsView()
         poller.sample_ready.connect(slots.set_sample)
         for widget in (page, slots):

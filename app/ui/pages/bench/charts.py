@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, 
 from app.core.bench.outcome import FAILURE_WORDS
 from app.core.bench.sweep import PointResult, varied_setting_parts
 from app.core.bench.recommend import pareto_front
-from app.ui.app import theme
+from app.ui.widgets import theme
 from app.ui.widgets import plots
 SERIES_COLOURS = (plots.CYAN, plots.ORANGE, plots.VIOLET, plots.MAGENTA, plots.GREEN, plots.YELLOW)
 RECOMMENDED_COLOUR = plots.YELLOW

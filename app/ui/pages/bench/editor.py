@@ -13,7 +13,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QSpinBox, QStyle, QVBoxLayout, QWidget)
 
-from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
+from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, BenchPrompt, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
 from app.core.server.settings import KV_CACHE_TYPES, MAX_CONTEXT, MAX_PARALLEL, MIN_CONTEXT, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
@@ -56,7 +56,7 @@ class SweepEditor(QWidget):
         self._setting_name = setting_name
         self._managed = True
         self._base = ServerSettings()
-        self._file_prompts: tuple | None = None
+        self._file_prompts: tuple[BenchPrompt, ...] | None = None
         root = QVBoxLayout(self)
         root.setContentsMargins(0, 0, 8, 0)
         root.setSpacing(10)
@@ -347,7 +347,7 @@ class SweepEditor(QWidget):
         if errors:
             raise FieldErrors(errors)
 
-    def _prompts(self) -> tuple:
+    def _prompts(self) -> tuple[BenchPrompt, ...]:
         key = self.prompts.currentData()
         if key == FROM_FILE:
             if not self._file_prompts:

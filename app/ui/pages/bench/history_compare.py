@@ -12,6 +12,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from app.core.bench.run import SweepRun
+from app.core.bench.sweep import PointResult
 from app.ui.widgets import plots
 from app.ui.pages.bench.charts import MARKER_PX, RECOMMENDED_COLOUR, axis_of, speed_latency
 from app.ui.pages.bench.results import ResultsTable
@@ -114,7 +115,9 @@ class CompareView(QWidget):
             colour = RUN_COLOURS[col]
             ran = sorted((r for r in run.results if r.ran and r.output_tokens_per_s is not None),
                          key=lambda r: (r.point.parallel or 0) if axis == "parallel" else r.point.concurrency)
-            key = (lambda r: (r.point.parallel or 0)) if axis == "parallel" else (lambda r: r.point.concurrency)
+            def key(r: PointResult) -> int:
+                return (r.point.parallel or 0) if axis == "parallel" else r.point.concurrency
+
             xs = [position[key(r)] for r in ran]
             ys = [r.output_tokens_per_s for r in ran]
             pen = plots.pen(colour, 3.0)

@@ -9,11 +9,12 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QMessageBox, QPushButton, QScrollArea,
                                QSplitter, QStackedWidget, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from app.adapters.storage.history import BenchHistory, RunSummary
 from app.core.bench.outcome import RunStatus
+from app.core.bench.run_summary import RunSummary
+from app.core.ports.stores import BenchHistoryStore
 from app.core.bench.run import SweepRun
 from app.core.bench.sweep import server_label
-from app.ui.app import theme
+from app.ui.widgets import theme
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
 from app.ui.pages.bench.worker import Background
@@ -42,13 +43,13 @@ def table_height(table: QTableWidget, rows: int) -> int:
 
 
 class HistoryView(QWidget):
-    """Lists runs from the BenchHistory; all database work happens off the GUI thread."""
+    """Lists runs from the benchmark history; all database work happens off the GUI thread."""
 
     apply_requested = Signal(object, object)  # PointResult, its SweepRun
     loaded = Signal(object)  # the SweepRun (or pair) now shown; for tests and status lines
     problems_found = Signal(list)  # what opening the history found (each names its file), for the window's banner
 
-    def __init__(self, history: BenchHistory, background: Background, parent: QWidget | None = None) -> None:
+    def __init__(self, history: BenchHistoryStore, background: Background, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._history = history
         self._bg = background

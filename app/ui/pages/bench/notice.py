@@ -8,7 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.ui.app import theme
+from app.ui.widgets import theme
 
 
 class ExportNotice(QLabel):

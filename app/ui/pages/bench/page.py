@@ -9,28 +9,20 @@ point and puts it back afterwards; on an attached server only client concurrency
 from __future__ import annotations
 
 from dataclasses import replace
-from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplitter, QTabWidget, QVBoxLayout,
                                QWidget)
 
-from app.adapters.aio import LoopThread
-from app.adapters.storage.history import BenchHistory
-from app.core.memory.host import HostMemory
-from app.core.ports.contention import ContentionProbeFactory
-from app.core.ports.backend import BackendSpec
-from app.core.ports.server import ServerControl
-from app.core.telemetry import GpuBackend
-from app.core.throughput import TokenMeter
 from app.core.server.applied import SettingsKeeping
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.outcome import RunStatus
 from app.core.bench.run import SweepRun
+from app.core.models import LocalModel
 from app.services.guarded_apply import ApplyReport
-from app.ui.app.server_controller import ServerController
+from app.ui.pages.context import PageContext
 from app.ui.pages.bench.editor import SweepEditor
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
@@ -136,24 +128,20 @@ def _scroll(widget: QWidget) -> QScrollArea:
 class BenchPage(QWidget):
     """Sweep editor, live results and history, wired to the server controller."""
 
-    def __init__(self, controller: ServerController, loop: LoopThread, supervisor: ServerControl | None,
-                 backend: BackendSpec, *, gpu: GpuBackend | None = None, meter: TokenMeter | None = None,
-                 history: BenchHistory | None = None,
-                 server_pids: Callable[[], Sequence[int]] | None = None, app_version: str = "",
-                 host_memory: Callable[[], HostMemory | None] = lambda: None,
-                 contention: ContentionProbeFactory | None = None,
-                 parent: QWidget | None = None) -> None:
+    def __init__(self, context: PageContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        if context.history is None:
+            raise ValueError("the Benchmark page needs the benchmark history (PageContext.history)")
         self.setObjectName("BenchPage")
-        self.controller = controller
-        self.history = history or BenchHistory()
-        self.background = Background(loop, self)
-        self.backend = backend
-        self.sweeps = SweepController(loop, supervisor, backend.catalog, backend.load_client, gpu=gpu,
-                                      server_pids=server_pids or controller.server_pids, meter=meter,
-                                      history=self.history, app_version=app_version,
-                                      server_telemetry=backend.server_telemetry, host_memory=host_memory,
-                                      contention=contention, planner=backend.planner, parent=self)
+        self.controller = controller = context.server
+        self.history = context.history
+        self.background = Background(context.loop, self)
+        self.backend = backend = context.backend
+        self.sweeps = SweepController(context.loop, controller.supervisor, backend.catalog, backend.load_client,
+                                      gpu=context.gpu, server_pids=controller.server_pids, meter=context.meter,
+                                      history=self.history, server_telemetry=backend.server_telemetry,
+                                      host_memory=context.host_memory, contention=context.contention,
+                                      planner=backend.planner, parent=self)
         self.current: SweepRun | None = None
         self._managed = True
         self._applying: ServerSettings | None = None  # what this page's Apply asked for, until it is checked
@@ -323,7 +311,7 @@ class BenchPage(QWidget):
         self._server_changed(self.controller.status)
 
     # ---- server state ---------------------------------------------------------------------------
-    def _models_listed(self, models: list) -> None:
+    def _models_listed(self, models: list[LocalModel]) -> None:
         self.editor.set_models([m.name for m in models])
 
     def _settings_applied(self, _settings: object) -> None:

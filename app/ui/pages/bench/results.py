@@ -20,7 +20,7 @@ from app.core.bench.outcome import FAILURE_WORDS, PointStatus, RunStatus
 from app.core.bench.sweep import PointResult
 from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_csv, run_to_json, run_to_markdown,
                                 server_cells)
-from app.ui.app import theme
+from app.ui.widgets import theme
 from app.ui.pages.bench.charts import SweepCharts
 from app.ui.pages.bench.targets import TargetFields
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -12,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from app.adapters.aio import LoopThread
-from app.adapters.storage.history import HistoryError
+from app.core.ports.tasks import CoroutineRunner
+from app.services.bench.recording import QueuedRecorder
 from app.services.bench.sweep_runner import SweepProgress, SweepRunner
 from app.core.errors import DeckError
 from app.core.bench.sweep import PointResult, SweepSpec
@@ -36,8 +37,9 @@ T = TypeVar("T")
 class SweepController(QObject):
     """Starts and cancels sweeps; every result is also written to the history as it arrives.
 
-    The runner reports on the asyncio loop thread; the history's SQLite writes go to one worker
-    thread of their own (in order: begin, each point, finish), so the loop never waits on the disk."""
+    The runner reports on the asyncio loop thread; the history's SQLite writes go to the sweep's
+    QueuedRecorder (one worker thread, in order: begin, each point, finish), so the loop never waits on
+    the disk, and a write that fails is said at once (history_problem)."""
 
     started = Signal(object)  # SweepRun as it begins
     progress = Signal(object)  # SweepProgress
@@ -47,7 +49,7 @@ class SweepController(QObject):
     history_problem = Signal(str)
     running_changed = Signal(bool)
 
-    def __init__(self, loop: LoopThread, supervisor: ServerControl | None, client_factory: CatalogFactory,
+    def __init__(self, loop: CoroutineRunner, supervisor: ServerControl | None, client_factory: CatalogFactory,
                  load_client: StreamingClientFactory, *,
                  gpu: GpuBackend | None = None, server_pids: Callable[[], Sequence[int]] = lambda: [],
                  meter: TokenMeter | None = None, history: SweepRecorder | None = None, app_version: str = "",
@@ -71,9 +73,8 @@ class SweepController(QObject):
         self._planner = planner  # the launch the server makes for a point's settings (priced before it runs)
         self._runner: SweepRunner | None = None
         self._future: concurrent.futures.Future[SweepRun] | None = None
-        self._run_id: int | None = None  # read and written on the writer thread only
-        # One thread: the writes keep their order, and a point's row always follows its run's.
-        self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-history")
+        # Closes a finished sweep's recorder (it waits on the disk) off the loop thread.
+        self._closer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-history-end")
 
     @property
     def running(self) -> bool:
@@ -89,8 +90,13 @@ class SweepController(QObject):
                                    meter=self._meter, app_version=self._app_version,
                                    server_telemetry=self._server_telemetry, host_memory=self._host_memory,
                                    contention=self._contention, planner=self._planner)
-        self._future = self._loop.submit(self._runner.run(spec, self.progress.emit, self._on_point, self._on_start))
-        self._future.add_done_callback(self._done)
+        # This sweep's history writer (its own thread, in order: begin, each point, finish).
+        history = self._history
+        recorder = QueuedRecorder(history, on_problem=self.history_problem.emit) if history is not None else None
+        self._future = self._loop.submit(self._runner.run(
+            spec, self.progress.emit, functools.partial(self._on_point, recorder),
+            functools.partial(self._on_start, recorder)))
+        self._future.add_done_callback(functools.partial(self._done, recorder))
         self.running_changed.emit(True)
 
     def cancel(self) -> None:
@@ -107,69 +113,49 @@ class SweepController(QObject):
                 future.result(timeout_s)
             except Exception as exc:  # noqa: BLE001 - quitting goes on whatever the sweep did
                 log.warning("the sweep did not end cleanly: %s", exc)
-        self._writer.shutdown(wait=True)  # the last points and the finish reach the disk before quitting
+        self._closer.shutdown(wait=True)  # the last points and the finish reach the disk before quitting
 
-    # ---- writer thread ------------------------------------------------------------------------
+    # ---- the history's writes -----------------------------------------------------------------
     def _queue(self, fn: Callable[[T], None], arg: T) -> None:
         try:
-            self._writer.submit(fn, arg)
-        except RuntimeError:  # shut down on quit while the sweep was ending: write now, in order
+            self._closer.submit(fn, arg)
+        except RuntimeError:  # shut down on quit while the sweep was ending: close now
             fn(arg)
 
-    def _write(self, fn: Callable[[SweepRecorder], None]) -> None:
-        """fn(history) on the writer thread; a failure is reported, never raised into the sweep."""
-        history = self._history
-        if history is None:
-            return
-        try:
-            fn(history)
-        except HistoryError as exc:
-            self.history_problem.emit(exc.user_text())
-
-    def _begin(self, history: SweepRecorder, run: SweepRun) -> None:
-        self._run_id = history.begin(run)
-
-    def _add_point(self, history: SweepRecorder, result: PointResult) -> None:
-        if self._run_id is not None:
-            history.add_point(self._run_id, result)
-
-    def _save_whole(self, history: SweepRecorder, run: SweepRun) -> None:
-        self._run_id = history.save(run)
-
-    def _finish(self, run: SweepRun) -> None:
-        """Store the end of the run (with any point a failed write missed; the whole run when even its start
-        could not be stored, e.g. the file was locked then), then announce it (with its history id, if any)."""
-        run_id = self._run_id
-        if run_id is not None:
-            stored = run_id
-            self._write(lambda history: history.finish(stored, run))
-        else:
-            self._write(lambda history: self._save_whole(history, run))
-            run_id = self._run_id
-        if run_id is not None:
-            run = replace(run, run_id=run_id)
-        self.finished.emit(run)
-        self.running_changed.emit(False)
+    def _finish(self, ended: tuple[QueuedRecorder | None, SweepRun | None]) -> None:
+        """Store the end of the run (the recorder stores any point a failed write missed, or the whole run when
+        even its start could not be stored), then announce it with its history id, if any (no run: the sweep
+        failed; only what was queued is written)."""
+        recorder, run = ended
+        if recorder is not None:
+            kept = recorder.close(run)
+            if run is not None and kept.run_id is not None:
+                run = replace(run, run_id=kept.run_id)
+        if run is not None:
+            self.finished.emit(run)
+            self.running_changed.emit(False)
 
     # ---- loop thread --------------------------------------------------------------------------
-    def _on_start(self, run: SweepRun) -> None:
-        self._run_id = None
-        self._queue(self._write, lambda history: self._begin(history, run))
+    def _on_start(self, recorder: QueuedRecorder | None, run: SweepRun) -> None:
+        if recorder is not None:
+            recorder.started(run)
         self.started.emit(run)
 
-    def _on_point(self, run: SweepRun, result: PointResult) -> None:
-        self._queue(self._write, lambda history: self._add_point(history, result))
+    def _on_point(self, recorder: QueuedRecorder | None, run: SweepRun, result: PointResult) -> None:
+        if recorder is not None:
+            recorder.point_done(run, result)
         self.point_finished.emit(run)
 
-    def _done(self, future: concurrent.futures.Future[SweepRun]) -> None:
+    def _done(self, recorder: QueuedRecorder | None, future: concurrent.futures.Future[SweepRun]) -> None:
         if future.cancelled():
             self.failed.emit("The sweep was stopped.")
         elif (exc := future.exception()) is not None:
             self.failed.emit(exc.user_text() if isinstance(exc, DeckError) else f"The sweep failed: {exc!r}")
         else:
             # finished follows the writes already queued, so the run it carries is in the history.
-            self._queue(self._finish, future.result())
+            self._queue(self._finish, (recorder, future.result()))
             return
+        self._queue(self._finish, (recorder, None))
         self.running_changed.emit(False)
 
 
@@ -178,17 +164,17 @@ class Background(QObject):
 
     _delivered = Signal(object)
 
-    def __init__(self, loop: LoopThread, parent: QObject | None = None) -> None:
+    def __init__(self, loop: CoroutineRunner, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._delivered.connect(self._deliver)
 
     def call(self, fn: Callable[..., Any], *args: Any, on_done: Callable[[Any], None],
-             on_error: Callable[[str], None]) -> concurrent.futures.Future:
+             on_error: Callable[[str], None]) -> concurrent.futures.Future[Any]:
         """fn(*args) in a thread; on_done(result) or on_error(text) later on the GUI thread."""
         future = self._loop.submit(asyncio.to_thread(fn, *args))
 
-        def finished(f: concurrent.futures.Future) -> None:
+        def finished(f: concurrent.futures.Future[Any]) -> None:
             if f.cancelled():
                 return
             exc = f.exception()

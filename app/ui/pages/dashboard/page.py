@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFrame,
@@ -19,10 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
-from app.core.ports.backend import BackendSpec
-from app.core.server_telemetry import ServerTelemetryRing
-from app.core.telemetry import GpuInfo
+from app.core.telemetry_buffers import Channel
+from app.ui.pages.context import PageContext
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.plots import TimePlot, WindowRows, build_gpu_plots, build_host_plots, estimate_line, on_screen
 from app.ui.pages.dashboard.server_section import ServerSection
@@ -46,29 +45,23 @@ REDRAW_INTERVAL_MS = 100  # 10 Hz at most
 
 
 class DashboardPage(QWidget):
-    """Live telemetry from `buffers`. With gpu_info None the GPU tiles and plots give way to a
-    panel that says why (gpu_unavailable_reason); everything else works the same. Where `backend`
-    reports slots or server metrics, `server_ring` feeds a slots & queue plot beside VRAM, and with
-    server metrics the throughput plot and tile become server-wide."""
+    """Live telemetry from the context's samples. Without a GPU the GPU tiles and plots give way to a
+    panel that says why (the GPU backend's reason); everything else works the same. Where the backend
+    reports slots or server metrics, the context's server ring feeds a slots & queue plot beside VRAM,
+    and with server metrics the throughput plot and tile become server-wide."""
 
-    def __init__(
-        self,
-        buffers: TelemetryBuffers,
-        gpu_info: GpuInfo | None,
-        gpu_unavailable_reason: str = "",
-        parent: QWidget | None = None,
-        *,
-        backend: BackendSpec | None = None,
-        server_ring: ServerTelemetryRing | None = None,
-    ) -> None:
+    def __init__(self, context: PageContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        buffers = context.samples
+        gpu_info = context.gpu.info()
+        server_ring = context.server_ring
         self.setObjectName("DashboardPage")
         self.setStyleSheet(TILE_STYLE)
         self._buffers = buffers
         self._gpu_info = gpu_info
         self._window_s = DEFAULT_WINDOW_S
         self._drawn: tuple[int, int, int] | None = None  # (buffers version, window, server version) last drawn
-        self.server = ServerSection(backend, server_ring, server_ring.capacity if server_ring is not None else 2)
+        self.server = ServerSection(context.backend, server_ring, server_ring.capacity if server_ring is not None else 2)
         self._estimate_mib: float | None = None
         self._x = np.empty(buffers.capacity)
         self.redraw_count = 0
@@ -96,7 +89,7 @@ class DashboardPage(QWidget):
 
         self.gpu_off_panel: QFrame | None = None
         if gpu_info is None:
-            self.gpu_off_panel = self._build_gpu_off_panel(gpu_unavailable_reason)
+            self.gpu_off_panel = self._build_gpu_off_panel(context.gpu.unavailable_reason)
             root.addWidget(self.gpu_off_panel)
         self._tile_grid = QGridLayout()
         self._tile_grid.setSpacing(12)
@@ -214,11 +207,11 @@ class DashboardPage(QWidget):
         self.server.update_tiles(self.tiles["tokens"])
 
     # --- Qt events ------------------------------------------------------------------------
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
         self._redraw_if_changed()
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         self._reflow_tiles(event.size().width())
 

@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
-from app.adapters.telemetry.sampler import Channel
+from app.core.telemetry_buffers import Channel
 from app.core.decimate import bin_starts, envelope_indices
 from app.ui.widgets import plots
 from app.ui.widgets.plots import LiveCurve, add_series, make_time_plot, pen, title_with_legend
@@ -160,7 +160,7 @@ class TimePlot:
 
     def bin_s(self) -> float:
         """Seconds of data per min/max pair at the plot's current width."""
-        width_px = max(self.item.getViewBox().width(), 1.0)
+        width_px: float = max(self.item.getViewBox().width(), 1.0)
         return self._span_s * PX_PER_BIN / width_px
 
     def update(self, data: WindowRows) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPaintEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 NOT_AVAILABLE = "N/A"
@@ -95,7 +95,7 @@ class OpaqueLabel(QLabel):
             self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
         return handled
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)
         painter.fillRect(self.rect(), self._fill)
         painter.end()
@@ -157,7 +157,7 @@ class StatTile(QFrame):
             self._detail_full = detail
             self._fit_detail()
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         self._fit_title()
         self._fit_value()

@@ -9,18 +9,17 @@ from typing import Any
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QPushButton, QScrollArea, QSplitter, QVBoxLayout,
                                QWidget)
 
-from app.adapters.aio import LoopThread
 from app.core.memory.model_fit import FitVerdict
 from app.core.memory.verdict import Verdict
-from app.core.ports.backend import BackendSpec
 from app.core.models import LocalModel, ModelDetails, RunningModel
 from app.core.pull_progress import fmt_bytes
 from app.core.server.state import ServerStatus
 from app.core.telemetry import GpuInfo
-from app.ui.app.server_controller import ServerController
+from app.ui.pages.context import PageContext
 from app.ui.pages.models.create import CreatePanel
 from app.ui.pages.models.pull import PullPanel
 from app.ui.pages.models.session import ModelsSession
@@ -50,17 +49,16 @@ def ask_to_confirm(parent: QWidget, title: str, text: str) -> bool:
 class ModelsPage(QWidget):
     """Everything about the server's models, kept current with the server's state."""
 
-    def __init__(self, loop: LoopThread, backend: BackendSpec, server: ServerController,
-                 gpu_info: GpuInfo | None = None, gpu_reason: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, context: PageContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._server = server
-        self.backend = backend
-        self.session = ModelsSession(loop, backend.catalog, backend.model_rules.pull_failure_hint,
+        self._server = server = context.server
+        self.backend = backend = context.backend
+        self.session = ModelsSession(context.loop, backend.catalog, backend.model_rules.pull_failure_hint,
                                      backend.tuning.setting_name("context_length") or "the context setting", self,
                                      planner=backend.planner)
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_to_confirm(self, title, text)
-        self._gpu_info = gpu_info
-        self._gpu_reason = gpu_reason
+        self._gpu_info = context.gpu.info()
+        self._gpu_reason = context.gpu.unavailable_reason
         self.local: list[LocalModel] = []
         self.running: list[RunningModel] = []
         self.details: dict[str, ModelDetails] = {}
@@ -263,7 +261,7 @@ class ModelsPage(QWidget):
             gpu = f"{self._gpu_info.name}, {self._gpu_info.memory_total_mib / 1024:.1f} GiB"
             self.context_label.setText(f"<b>Fit</b> on {html.escape(gpu)} under the server settings: {knobs}")
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         """Coming back to the page re-reads the models (the store may have changed elsewhere)."""
         super().showEvent(event)
         if self._server.status.state.is_running and self._listed_url:
@@ -276,7 +274,7 @@ class ModelsPage(QWidget):
         known = frozenset(m.digest for m in self.local if m.name in self.details and m.digest)
         self.session.refresh(self.base_url, known)
 
-    def _on_models(self, url: str, local: list, running: list) -> None:
+    def _on_models(self, url: str, local: list[LocalModel], running: list[RunningModel]) -> None:
         if url != self.base_url:
             return
         self.local, self.running = local, running
@@ -288,7 +286,7 @@ class ModelsPage(QWidget):
         self.create_panel.set_models([m.name for m in local])
         self._on_selection()
 
-    def _on_running(self, running: list) -> None:
+    def _on_running(self, running: list[RunningModel]) -> None:
         self.running = running
         self.table.set_models(self.local, running, self.verdicts)
         self._on_selection()
@@ -314,7 +312,7 @@ class ModelsPage(QWidget):
             self.session.compute_verdicts(entries, self._server.settings, self._server.status.version,
                                           self.gpu_total_bytes, self._gpu_reason)
 
-    def _on_verdicts(self, verdicts: dict) -> None:
+    def _on_verdicts(self, verdicts: dict[str, FitVerdict]) -> None:
         self.verdicts.update(verdicts)
         self.table.set_models(self.local, self.running, self.verdicts)
         self._on_selection()

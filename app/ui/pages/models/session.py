@@ -9,8 +9,8 @@ from collections.abc import Callable, Coroutine
 
 from PySide6.QtCore import QObject, Signal
 
-from app.adapters.aio import LoopThread
-from app.adapters.client_pool import ClientPool
+from app.core.ports.tasks import CoroutineRunner
+from app.services.client_pool import ClientPool
 from app.core.errors import DeckError
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.model_fit import FitVerdict, fit_verdict
@@ -40,7 +40,7 @@ class ModelsSession(QObject):
     action_finished = Signal(str, str)  # kind (delete/unload/preload), model
     action_failed = Signal(str, str, str)  # kind, model, message
 
-    def __init__(self, loop: LoopThread, client_factory: CatalogFactory, pull_hint: Callable[[str, str], str],
+    def __init__(self, loop: CoroutineRunner, client_factory: CatalogFactory, pull_hint: Callable[[str, str], str],
                  context_setting: str = "the context setting", parent: QObject | None = None, *,
                  planner: LoadPlanner | None = None) -> None:
         super().__init__(parent)
@@ -50,13 +50,13 @@ class ModelsSession(QObject):
         self._context_setting = context_setting  # what the server calls the context setting
         self._planner: LoadPlanner = planner if planner is not None else SettingsPlanner()  # the server's launch
         self._closed = False
-        self.pull_future: concurrent.futures.Future | None = None
-        self.create_future: concurrent.futures.Future | None = None
+        self.pull_future: concurrent.futures.Future[None] | None = None
+        self.create_future: concurrent.futures.Future[None] | None = None
 
-    def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+    def _submit(self, coro: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
         return self._loop.submit_unless(self._closed, coro)
 
-    def refresh(self, url: str, known_digests: frozenset[str] = frozenset()) -> concurrent.futures.Future:
+    def refresh(self, url: str, known_digests: frozenset[str] = frozenset()) -> concurrent.futures.Future[None]:
         """Read local and loaded models, then the metadata of each model not known yet (by digest)."""
 
         async def work() -> None:
@@ -92,7 +92,7 @@ class ModelsSession(QObject):
 
         return self._submit(work())
 
-    def running(self, url: str) -> concurrent.futures.Future:
+    def running(self, url: str) -> concurrent.futures.Future[None]:
         """Read the loaded models again (after a load or unload)."""
 
         async def work() -> None:
@@ -106,7 +106,7 @@ class ModelsSession(QObject):
 
         return self._submit(work())
 
-    def pull(self, url: str, model: str) -> concurrent.futures.Future:
+    def pull(self, url: str, model: str) -> concurrent.futures.Future[None]:
         """Pull a model, reporting progress about ten times a second; cancel the future to stop."""
 
         async def work() -> None:
@@ -134,7 +134,7 @@ class ModelsSession(QObject):
         if self.pull_future is not None:
             self.pull_future.cancel()
 
-    def create(self, url: str, body: dict[str, Any]) -> concurrent.futures.Future:
+    def create(self, url: str, body: dict[str, Any]) -> concurrent.futures.Future[None]:
         """Create a variant from a checked body (model, from, parameters, quantize)."""
         name = body["model"]
 
@@ -151,7 +151,7 @@ class ModelsSession(QObject):
         self.create_future = self._submit(work())
         return self.create_future
 
-    def act(self, url: str, kind: str, model: str) -> concurrent.futures.Future:
+    def act(self, url: str, kind: str, model: str) -> concurrent.futures.Future[None]:
         """delete, unload (keep_alive 0) or preload one model."""
 
         async def work() -> None:

@@ -14,7 +14,7 @@ from app.core.memory.model_fit import FitVerdict
 from app.core.memory.verdict import Verdict
 from app.core.models import LocalModel, RunningModel
 from app.core.pull_progress import fmt_bytes
-from app.ui.app import theme
+from app.ui.widgets import theme
 from app.core.units import GIB
 COLUMNS = ("Name", "Family", "Parameters", "Quantization", "Size", "Modified", "Loaded", "Fit")
 VERDICT_COLOURS = {Verdict.FITS: theme.OK, Verdict.TIGHT: theme.WARNING, Verdict.SPILLS: "#ff9f40",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
+from app.core.console.reply_words import ReplyWords
 from app.services.prompts import PromptRequest, ReplyOutcome
 from app.core.console.conversation import TurnRecord
 from app.core.console.reply_stats import ReplyStats, ThinkingCost, fmt_count, fmt_ms, fmt_rate, thinking_cost
@@ -31,8 +31,8 @@ FIGURES = (("ttft", "first token"), ("first_answer", "first answer"), ("thinking
 class AbColumn(QFrame):
     """One side: which mode, the streaming reply, and its six key figures."""
 
-    def __init__(self, title: str, think: bool | str, parent: QWidget | None = None,
-                 words: ReplyWords = OLLAMA_WORDS) -> None:
+    def __init__(self, title: str, think: bool | str, parent: QWidget | None = None, *,
+                 words: ReplyWords) -> None:
         super().__init__(parent)
         self.setObjectName("AbColumn")
         self.think = think
@@ -57,7 +57,8 @@ class AbColumn(QFrame):
             grid.addWidget(value, (i // 3) * 2, i % 3)
             grid.addWidget(name, (i // 3) * 2 + 1, i % 3)
             self.values[key] = value
-        self.reply = ReplyView(show_figures=False, empty_text="Nothing sent yet.")  # one line: placeholders do not wrap
+        self._words = words  # the server's names for a reply's figures
+        self.reply = ReplyView(show_figures=False, words=words, empty_text="Nothing sent yet.")  # one line: placeholders do not wrap
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -93,7 +94,7 @@ class AbColumn(QFrame):
 
     def reset(self, waiting_text: str = WAITING_TEXT) -> None:
         """Empty, for a new comparison whose request is on its way (or queued: `waiting_text`)."""
-        self.reply = ReplyView(show_figures=False)
+        self.reply = ReplyView(show_figures=False, words=self._words)
         self.reply.set_waiting(waiting_text)
         self._scroll_area.setWidget(self.reply)  # the scroll area deletes the previous reply
         for value in self.values.values():
@@ -103,7 +104,7 @@ class AbColumn(QFrame):
 class AbView(QWidget):
     """Thinking on the left, non-thinking on the right, the cost of thinking underneath."""
 
-    def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
+    def __init__(self, parent: QWidget | None = None, *, words: ReplyWords) -> None:
         super().__init__(parent)
         self.setStyleSheet(AB_STYLE)
         self.left = AbColumn("With thinking", True, words=words)

@@ -14,17 +14,17 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
 from app.services.prompts import ReplyOutcome
 from app.core.console.conversation import BurstReply
 from app.core.console.reply_stats import BurstSummary, ReplyStats, fmt_count, fmt_ms, fmt_rate, summarize_burst
-from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
+from app.core.console.reply_words import ReplyWords
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.tiles import NO_DATA, TILE_STYLE, StatTile
 
-def columns(words: ReplyWords = OLLAMA_WORDS) -> tuple[str, ...]:
+def columns(words: ReplyWords) -> tuple[str, ...]:
     """The table's headers, the server's count under its own name."""
     return ("#", "state", "TTFT", "first\nanswer", "thinking\ntokens", "answer\ntokens", words.count_header,
             "decode", "total", "end")
 
 
-def column_tips(words: ReplyWords = OLLAMA_WORDS) -> tuple[str, ...]:
+def column_tips(words: ReplyWords) -> tuple[str, ...]:
     """The headers' tooltips: where each figure comes from, in the server's words."""
     return ("reply number", "waiting, streaming, done, failed or stopped", "time to first token",
             "time to the first answer token", "thinking tokens (stream)", "answer tokens (stream)",
@@ -32,14 +32,13 @@ def column_tips(words: ReplyWords = OLLAMA_WORDS) -> tuple[str, ...]:
             f"{words.stop_field}, or the server's error")
 
 
-COLUMNS = columns()
 WAIT_COLOUR = "#4a4d5a"
 
 
 class BurstView(QWidget):
     """Shows one burst: live while it runs, aggregate figures when it is over."""
 
-    def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
+    def __init__(self, parent: QWidget | None = None, *, words: ReplyWords) -> None:
         super().__init__(parent)
         self.setStyleSheet(TILE_STYLE)
         tiles = QHBoxLayout()
@@ -72,9 +71,10 @@ class BurstView(QWidget):
         item.addItem(self._gen_bars)
         self.plot.setMinimumHeight(120)  # room for the page's prompt and buttons at 720 px high
 
-        self.table = QTableWidget(0, len(COLUMNS))
+        headers = columns(words)
+        self.table = QTableWidget(0, len(headers))
         self.table.setObjectName("BurstTable")
-        self.table.setHorizontalHeaderLabels(columns(words))
+        self.table.setHorizontalHeaderLabels(headers)
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -130,7 +130,7 @@ class BurstView(QWidget):
         self.note.show()
         self.table.setRowCount(copies)
         for row in range(copies):
-            for col in range(len(COLUMNS)):
+            for col in range(self.table.columnCount()):
                 cell = QTableWidgetItem("")
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                                       if 1 < col < 9 else Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QButtonGroup, QComboBox, QDoubl
                                QWidget)
 
 from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP
-from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
+from app.core.console.reply_words import ReplyWords
 from app.services.prompts import PromptOptions
 from app.core.models import LocalModel, ModelDetails
 from app.ui.widgets.forms import HintLabel, InlineMessage
@@ -48,7 +48,7 @@ class ConsoleControls(QWidget):
     refresh_requested = Signal()
     thinking_changed = Signal()  # what the chosen model can do about thinking is known anew
 
-    def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
+    def __init__(self, parent: QWidget | None = None, *, words: ReplyWords) -> None:
         super().__init__(parent)
         self.setStyleSheet(SEGMENT_STYLE)
         self._details: ModelDetails | None = None
@@ -287,7 +287,8 @@ class ConsoleControls(QWidget):
         if not self.think_on.isChecked():
             return False
         if self._levels:
-            return self.level_combo.currentData()
+            level: str = self.level_combo.currentData()
+            return level
         return True
 
     def thinking_choice(self) -> bool | str:

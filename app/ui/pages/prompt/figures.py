@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QGridLayout, QWidget
 
 from app.core.console.reply_stats import ReplyStats, fmt_count, fmt_ms, fmt_rate
-from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
+from app.core.console.reply_words import ReplyWords
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.tiles import NO_DATA, TILE_STYLE, StatTile
 
@@ -23,7 +23,7 @@ def live_decode_rate(stats: ReplyStats) -> float | None:
 class ReplyFigures(QWidget):
     """Eight tiles: first token, first answer, decode rate, total; thinking, answer, prompt, load."""
 
-    def __init__(self, columns: int = 4, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
+    def __init__(self, columns: int = 4, parent: QWidget | None = None, *, words: ReplyWords) -> None:
         super().__init__(parent)
         self._words = words  # the server's names for the figures
         self.setObjectName("ReplyFiguresPanel")

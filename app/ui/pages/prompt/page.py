@@ -7,23 +7,21 @@ import asyncio
 import time
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMenu, QPlainTextEdit,
                                QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
 from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP, cap_note
-from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
-from app.adapters.storage.atomic_json import write_atomic
 from app.services.prompts import MAX_BURST, PromptRequest
 from app.core.console.conversation import (ab_json, ab_markdown, burst_csv, burst_json, conversation_json,
                                    conversation_markdown)
 from app.core.errors import DeckError
+from app.core.models import LocalModel
 from app.core.console.presets import BUILTIN_PRESETS, Preset
-from app.core.throughput import TokenMeter
+from app.ui.pages.context import PageContext
 from app.ui.pages.prompt.ab import AbView
 from app.ui.pages.prompt.burst import BurstView
 from app.ui.pages.prompt.controls import SEGMENT_STYLE, ConsoleControls
@@ -41,21 +39,22 @@ EXPORT_FILTERS = {"md": "Markdown (*.md)", "json": "JSON (*.json)", "csv": "CSV 
 
 
 class ConsolePage(QWidget):
-    """Prompt console wired to a server (for its URL and state), the loop thread and the TokenMeter."""
+    """Prompt console wired to the context's server (for its URL and state), loop thread, console client,
+    token meter and presets; the figures are named in the backend's words."""
 
     _presets_save_failed = Signal(str)
     _presets_saved_notice = Signal(str)  # a copy the save kept, named for the user
 
-    def __init__(self, loop: Any, client_factory: Callable[[str], Any], server: Any,
-                 meter: TokenMeter | None = None, preset_store: Any = None, parent: QWidget | None = None,
-                 *, server_name: str = "Ollama", words: ReplyWords = OLLAMA_WORDS) -> None:
+    def __init__(self, context: PageContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._server_name = server_name  # how the status line names the server, e.g. "llama-server"
+        self._server_name = context.server_name  # how the status line names the server, e.g. "llama-server"
+        words = self._words = context.backend.reply_words  # the server's names for a reply's figures
         self.setStyleSheet(REPLY_STYLE + SEGMENT_STYLE)
-        self._loop = loop
-        self._server = server
-        self._preset_store = preset_store
-        self.session = ConsoleSession(loop, client_factory, meter, self)
+        self._loop = context.loop
+        self._server = context.server
+        self._write_file = context.write_file
+        preset_store = self._preset_store = context.presets
+        self.session = ConsoleSession(context.loop, context.backend.console, context.meter, self)
         self.run: ConsoleRun | None = None
         self._last_chat_run: ConsoleRun | None = None
         self._views: dict[ConsoleRun, ReplyView] = {}
@@ -213,10 +212,10 @@ class ConsolePage(QWidget):
         self.session.details_failed.connect(lambda model, text: self.controls.set_details(model, None, text))
         self.session.run_progress.connect(self._on_progress)
         self.session.run_finished.connect(self._on_finished)
-        server.status_changed.connect(self._on_status)
-        server.models_listed.connect(self._on_listed_elsewhere)  # a pull or delete on the Models page
+        self._server.status_changed.connect(self._on_status)
+        self._server.models_listed.connect(self._on_listed_elsewhere)  # a pull or delete on the Models page
         self._on_mode(0)
-        self._on_status(server.status)
+        self._on_status(self._server.status)
 
     # --- server and models ----------------------------------------------------------------
     @property
@@ -239,7 +238,7 @@ class ConsolePage(QWidget):
             self.controls.show_models_error(f"No server answers at {self.base_url}: start or attach one on "
                                             "the Server page.")
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         """Coming back to the page re-reads the models (one may have been pulled meanwhile)."""
         super().showEvent(event)
         if self._server.status.state.is_running and self._models_url:
@@ -250,11 +249,11 @@ class ConsolePage(QWidget):
         self._models_url = self.base_url
         self.session.refresh_models(self.base_url)
 
-    def _on_models(self, url: str, models: list) -> None:
+    def _on_models(self, url: str, models: list[LocalModel]) -> None:
         if url == self.base_url:
             self.controls.set_models(models)
 
-    def _on_listed_elsewhere(self, models: list) -> None:
+    def _on_listed_elsewhere(self, models: list[LocalModel]) -> None:
         if self._models_url == self.base_url:  # the page has listed this server's models before
             self.controls.set_models(models)
 
@@ -286,12 +285,13 @@ class ConsolePage(QWidget):
         self.controls.num_predict.setValue(preset.num_predict or DEFAULT_NUM_PREDICT)
 
     def _save_presets(self, presets: list[Preset]) -> None:
-        if self._preset_store is None:
+        store = self._preset_store
+        if store is None:
             return
 
         async def work() -> None:
             try:
-                notes = await asyncio.to_thread(self._preset_store.save, presets)
+                notes = await asyncio.to_thread(store.save, presets)
                 if notes:
                     self._presets_saved_notice.emit(" ".join(notes))
             except DeckError as exc:
@@ -435,8 +435,9 @@ class ConsolePage(QWidget):
         if not records:
             self.message.show_error("Nothing to export yet: send a prompt first.")
             return False
-        make = conversation_markdown if kind == "md" else conversation_json
-        text = make(records, self.base_url, time.strftime("%Y-%m-%d %H:%M:%S %z"))
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
+        text = (conversation_markdown(records, self.base_url, stamp, words=self._words) if kind == "md"
+                else conversation_json(records, self.base_url, stamp))
         return self._write_export(path, text, f"{len(records)} turn{'s' if len(records) != 1 else ''}")
 
     def export_burst(self, kind: str, path: Path) -> bool:
@@ -460,13 +461,14 @@ class ConsolePage(QWidget):
             self.message.show_error("Nothing to export yet: run a comparison first and let it finish.")
             return False
         with_thinking, without = self.ab_view.records(self._ab_request)
-        make = ab_markdown if kind == "md" else ab_json
-        text = make(with_thinking, without, self.ab_view.cost, self.base_url, time.strftime("%Y-%m-%d %H:%M:%S %z"))
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
+        text = (ab_markdown(with_thinking, without, self.ab_view.cost, self.base_url, stamp, words=self._words)
+                if kind == "md" else ab_json(with_thinking, without, self.ab_view.cost, self.base_url, stamp))
         return self._write_export(path, text, "the comparison")
 
     def _write_export(self, path: Path, text: str, what: str) -> bool:
         try:
-            write_atomic(path, text.encode("utf-8"))
+            self._write_file(path, text.encode("utf-8"))
         except OSError as exc:
             self.message.show_error(f"Could not export to {path}: {exc.strerror or exc}")
             return False

@@ -6,15 +6,15 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QTextCursor, QTextDocument, QTextFormat, QTextOption
+from PySide6.QtGui import QColor, QResizeEvent, QTextCursor, QTextDocument, QTextFormat, QTextOption
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy,
                                QTextEdit, QToolButton, QVBoxLayout, QWidget)
 
 from app.services.prompts import ReplyOutcome
 from app.core.console.conversation import TurnRecord
 from app.core.console.reply_stats import ReplyStats, figures_line, fmt_ms, mode_text
-from app.core.console.reply_words import OLLAMA_WORDS, ReplyWords
-from app.ui.app import theme
+from app.core.console.reply_words import ReplyWords
+from app.ui.widgets import theme
 from app.ui.widgets.forms import InlineMessage
 
 THINKING_MAX_HEIGHT_PX = 200
@@ -81,7 +81,7 @@ class GrowingText(QTextEdit):
         if height != self.height():
             self.setFixedHeight(height)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         self._fit()
 
@@ -161,8 +161,8 @@ def _tint_code_blocks(document: QTextDocument) -> None:
 class ReplyView(QWidget):
     """One reply: thinking trace, answer, and then its figures, a stop note or the server's error."""
 
-    def __init__(self, show_figures: bool = True, parent: QWidget | None = None,
-                 words: ReplyWords = OLLAMA_WORDS, empty_text: str = "") -> None:
+    def __init__(self, show_figures: bool = True, parent: QWidget | None = None, *,
+                 words: ReplyWords, empty_text: str = "") -> None:
         super().__init__(parent)
         self._show_figures = show_figures
         self._words = words
@@ -279,7 +279,7 @@ class TurnView(QFrame):
     """One turn of the conversation: what was asked (and how), then the reply."""
 
     def __init__(self, prompt: str, model: str, think: bool | str | None, system: str = "",
-                 parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
+                 parent: QWidget | None = None, *, words: ReplyWords) -> None:
         super().__init__(parent)
         self.setObjectName("Turn")
         self.prompt, self.model, self.think, self.system = prompt, model, think, system
@@ -326,7 +326,7 @@ def _shorten(prompt: str, limit: int = 600) -> str:
 class Conversation(QScrollArea):
     """The turns, newest at the bottom; follows new text unless the user scrolled up."""
 
-    def __init__(self, parent: QWidget | None = None, words: ReplyWords = OLLAMA_WORDS) -> None:
+    def __init__(self, parent: QWidget | None = None, *, words: ReplyWords) -> None:
         super().__init__(parent)
         self.words = words  # the server's names for a reply's figures
         self.setWidgetResizable(True)

@@ -17,8 +17,8 @@ from collections.abc import Coroutine
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.adapters.aio import LoopThread
-from app.adapters.client_pool import ClientPool
+from app.core.ports.tasks import CoroutineRunner
+from app.services.client_pool import ClientPool
 from app.services.prompts import PromptRequest, ReplyOutcome, run_ab, run_burst, stream_reply
 from app.core.errors import DeckError
 from app.core.ports.inference import ConsoleClientFactory
@@ -98,7 +98,7 @@ class ConsoleRun:
     request: PromptRequest
     expected: int  # replies it will produce
     buffer: StreamBuffer
-    future: concurrent.futures.Future | None = None
+    future: concurrent.futures.Future[None] | None = None
     outcomes: dict[int, ReplyOutcome] = field(default_factory=dict)
     stopped_at_s: float | None = None
     finished: bool = False
@@ -120,7 +120,7 @@ class ConsoleSession(QObject):
     run_progress = Signal(object, object)  # ConsoleRun, Drained
     run_finished = Signal(object)  # ConsoleRun
 
-    def __init__(self, loop: LoopThread, client_factory: ConsoleClientFactory, meter: TokenMeter | None,
+    def __init__(self, loop: CoroutineRunner, client_factory: ConsoleClientFactory, meter: TokenMeter | None,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
@@ -133,7 +133,7 @@ class ConsoleSession(QObject):
         self._timer.timeout.connect(self.drain_now)
 
     # --- models ---------------------------------------------------------------------------
-    def refresh_models(self, url: str) -> concurrent.futures.Future:
+    def refresh_models(self, url: str) -> concurrent.futures.Future[None]:
         """Read the local models of the server at url."""
 
         async def work() -> None:
@@ -146,7 +146,7 @@ class ConsoleSession(QObject):
 
         return self._submit(work())
 
-    def load_details(self, url: str, model: str) -> concurrent.futures.Future:
+    def load_details(self, url: str, model: str) -> concurrent.futures.Future[None]:
         """Read a model's capabilities and metadata from the server."""
 
         async def work() -> None:
@@ -236,7 +236,7 @@ class ConsoleSession(QObject):
         except Exception:  # noqa: BLE001 - quitting goes on whatever the connections do
             pass
 
-    def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+    def _submit(self, coro: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
         return self._loop.submit_unless(self._closed, coro)
 
 

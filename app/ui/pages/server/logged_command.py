@@ -5,7 +5,7 @@ beside the form's prediction."""
 from __future__ import annotations
 
 from PySide6.QtGui import QFont, QGuiApplication
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.ui.widgets.wrapping_text import WrappingText
 
@@ -18,7 +18,7 @@ class LoggedCommand(QFrame):
     TITLE = "Command as run — from the server's log or the process table"
     ENDED_TITLE = "Command as run — that run has ended"
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("LoggedCommand")
         self.setStyleSheet("#LoggedCommand { background: #17181d; border: 1px solid #2c2e36; border-radius: 6px; }"

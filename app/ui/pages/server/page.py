@@ -20,16 +20,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.memory.estimator import VramEstimate
 from app.core.memory.verdict import Verdict, risky_apply_words
 from app.core.server.applied import carry_edits
-from app.core.ports.planner import LoadPlanner
-from app.core.server.mapping import PROGRAM, NeutralTuning, OptionSpec, TuningMapping
+from app.core.server.mapping import PROGRAM, OptionSpec
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
+from app.services.guarded_apply import ApplyReport
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.forms import guard_form
 from app.ui.widgets.wrapping_text import WrappingText
-from app.ui.app.header import STATE_COLOURS
+from app.ui.widgets.theme import STATE_COLOURS
+from app.ui.pages.context import PageContext
 from app.ui.pages.server.fit_panel import FitPanel
 from app.ui.pages.server.settings_fields import exposure_notice
 from app.ui.pages.server.logged_command import LoggedCommand
@@ -42,7 +44,7 @@ LOG_MAX_LINES = 5000
 class LogView(QWidget):
     """The server's stdout/stderr, newest at the bottom, bounded in length."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -83,7 +85,8 @@ class LogView(QWidget):
 class StatusCard(QFrame):
     """The server's state in words, with details and the reason behind disabled controls."""
 
-    def __init__(self, parent=None, *, program: OptionSpec | None = None, server_name: str = "the server") -> None:
+    def __init__(self, parent: QWidget | None = None, *, program: OptionSpec | None = None,
+                 server_name: str = "the server") -> None:
         super().__init__(parent)
         self._program = program  # the backend's option naming its server program, if it has one
         self._server_name = server_name  # the backend's own name for its server, e.g. "llama-server"
@@ -181,14 +184,15 @@ def log_placeholder(status: ServerStatus) -> str:
 
 
 class ServerPage(QWidget):
-    """Edits settings and drives the server through a ServerController; `mapping` is the backend's
-    view of the settings (its options, names and checks) and `planner` the launch its server makes for a
-model (what the fit panel prices), both chosen by the composition root."""
+    """Edits settings and drives the server through the context's server view-model, in the backend's
+    view of the settings (its tuning mapping: options, names and checks) and with its planner (the launch its
+    server makes for a model, which the fit panel prices)."""
 
-    def __init__(self, controller, settings: ServerSettings, parent=None, *,
-                 mapping: TuningMapping | None = None, planner: LoadPlanner | None = None) -> None:
+    def __init__(self, context: PageContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        mapping = mapping if mapping is not None else NeutralTuning()
+        controller = context.server
+        settings = controller.settings  # the settings the server runs, or starts, with
+        mapping, planner = context.backend.tuning, context.backend.planner
         self._mapping = mapping
         self.controller = controller
         self._applied = settings
@@ -417,7 +421,7 @@ model (what the fit panel prices), both chosen by the composition root."""
         model = self.fit_panel.model_name or None
         self.controller.apply(settings, model=model, predicted=self.fit_panel.estimate)
 
-    def _confirm_risky(self, settings: ServerSettings, est) -> None:
+    def _confirm_risky(self, settings: ServerSettings, est: VramEstimate) -> None:
         """Ask before applying settings predicted to spill or not to load (non-blocking dialog)."""
         title, consequence = risky_apply_words(est, self.fit_panel.model_name, self._mapping.texts.server_name)
         box = QMessageBox(QMessageBox.Icon.Warning, title, consequence, QMessageBox.StandardButton.NoButton, self)
@@ -435,7 +439,7 @@ model (what the fit panel prices), both chosen by the composition root."""
         self.confirm_dialog = box
         box.open()
 
-    def _on_apply_checked(self, report) -> None:
+    def _on_apply_checked(self, report: ApplyReport) -> None:
         self._apply_banner = True
         if report.judgement.keep:
             notice = self._exposure_notice() if self._status.state is ServerState.RUNNING_MANAGED else ""

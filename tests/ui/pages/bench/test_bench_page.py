@@ -25,9 +25,10 @@ from tests.fakes.scripted_gpu import ScriptedGpuBackend
 from app.core.server.settings import ServerSettings
 from app.core.bench.sweep import Fingerprint
 from app.ui.pages.bench.page import BenchPage, duration_text
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from tests.adapters.storage.test_history import make_run
 from tests.fakes.ollama.server_fixtures import free_port
+from tests.ui.page_context import page_context_on
 
 WAIT_MS = 30_000
 FAST = {"FAKE_OLLAMA_TOKENS_PER_S": "1000", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "100000",
@@ -51,8 +52,8 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
                                       start_timeout_s=5.0, stop_grace_s=0.5, health_interval_s=0.2)
         no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
         controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu) if guarded else None)
-        page = BenchPage(controller, supervisor_loop, supervisor, backend,
-                         history=history or BenchHistory(tmp_path / "benchmarks.sqlite3"))
+        page = BenchPage(page_context_on(supervisor_loop, backend=backend, server=controller,
+                                         history=history or BenchHistory(tmp_path / "benchmarks.sqlite3")))
         qtbot.addWidget(page)
         page.resize(1300, 900)
         page.show()
@@ -159,11 +160,11 @@ def test_cancel_mid_point_puts_the_server_back(qtbot, page_factory):
     assert controller.status.state is ServerState.RUNNING_MANAGED
 
 
-def test_while_a_sweep_runs_the_server_page_cannot_restart_stop_or_apply(qtbot, page_factory):
+def test_while_a_sweep_runs_the_server_page_cannot_restart_stop_or_apply(qtbot, page_factory, supervisor_loop):
     from app.ui.pages.server.page import ServerPage
 
     controller, page, _store = page_factory(FAKE_OLLAMA_TOKENS_PER_S="50", FAKE_OLLAMA_ANSWER_TOKENS="500")
-    server_page = ServerPage(controller, controller.settings)
+    server_page = ServerPage(page_context_on(supervisor_loop, server=controller))
     qtbot.addWidget(server_page)
     controller.start()
     qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
@@ -424,3 +425,13 @@ def test_a_run_whose_start_could_not_be_stored_is_stored_whole_at_its_end(qtbot,
     assert problems and "database or disk is full" in problems[0]  # said when it happened
     [summary] = history.list_runs()
     assert run.run_id == summary.run_id and (summary.status, summary.points_done) == ("finished", 2)
+
+
+def test_the_page_uses_the_history_it_is_given_and_makes_none_of_its_own(qtbot, page_context, tmp_path):
+    with pytest.raises(ValueError, match="needs the benchmark history"):
+        BenchPage(page_context())  # no history in the context: no SQLite file in the user's folder either
+    history = BenchHistory(tmp_path / "given.sqlite3")
+    page = BenchPage(page_context(history=history))
+    qtbot.addWidget(page)
+    assert page.history is history and page.history_view._history is history
+    page.shutdown()

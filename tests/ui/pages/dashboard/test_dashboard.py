@@ -10,18 +10,19 @@ from PySide6.QtCore import Qt
 
 from app.adapters.telemetry.host import HostProbe
 from app.adapters.telemetry.nvml import REASON_NO_LIBRARY
-from app.adapters.telemetry.sampler import Channel, Sampler, TelemetryBuffers
+from app.core.telemetry_buffers import Channel, TelemetryBuffers
+from app.adapters.telemetry.sampler import Sampler
 from app.core.throughput import TokenMeter
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.pages.dashboard.tiles import NO_DATA, NOT_AVAILABLE
-from tests.fakes.scripted_gpu import RTX_4090, GpuReading, ScriptedGpuBackend
+from tests.fakes.scripted_gpu import RTX_4090, GpuReading, ScriptedGpuBackend, gpu_with
 
 SERVING = GpuReading(memory_used_mib=15_155.0, utilization_pct=97.0, power_w=351.0, temperature_c=66.0,
                      server_memory_mib=14_350.0)
 
 
-def make_page(qtbot, buffers, gpu_info=RTX_4090, reason="", size=(1600, 1000)) -> DashboardPage:
-    page = DashboardPage(buffers, gpu_info, reason)
+def make_page(qtbot, page_context, buffers, gpu_info=RTX_4090, reason="", size=(1600, 1000)) -> DashboardPage:
+    page = DashboardPage(page_context(samples=buffers, gpu=gpu_with(gpu_info, reason)))
     qtbot.addWidget(page)
     page.resize(*size)
     page.show()
@@ -30,14 +31,14 @@ def make_page(qtbot, buffers, gpu_info=RTX_4090, reason="", size=(1600, 1000)) -
 
 
 @pytest.fixture
-def live(qtbot):
+def live(qtbot, page_context):
     """A page over a real Sampler (4 Hz) reading the scripted 4090; stopped afterwards."""
     made = []
 
     def build(gpu: ScriptedGpuBackend, meter: TokenMeter | None = None):
         meter = meter or TokenMeter()
         sampler = Sampler(gpu, HostProbe(), server_pids=lambda: [], token_meter=meter, interval_s=0.25)
-        page = make_page(qtbot, sampler.buffers, gpu.info(), gpu.unavailable_reason)
+        page = make_page(qtbot, page_context, sampler.buffers, gpu.info(), gpu.unavailable_reason)
         made.append(sampler)
         sampler.start()
         return sampler, page
@@ -124,8 +125,8 @@ def filled_buffers(seconds: float = 1000.0, interval_s: float = 1.0) -> Telemetr
     return buffers
 
 
-def test_window_selector_changes_the_x_range(qtbot):
-    page = make_page(qtbot, filled_buffers())
+def test_window_selector_changes_the_x_range(qtbot, page_context):
+    page = make_page(qtbot, page_context, filled_buffers())
     page.redraw_now()
     for label, seconds in (("1 min", 60), ("15 min", 900), ("5 min", 300)):
         button = page.window_buttons[seconds]
@@ -141,9 +142,9 @@ def test_window_selector_changes_the_x_range(qtbot):
         page.set_window_s(42)
 
 
-def test_redraws_only_when_data_changed_and_page_visible(qtbot):
+def test_redraws_only_when_data_changed_and_page_visible(qtbot, page_context):
     buffers = filled_buffers(10)
-    page = make_page(qtbot, buffers)
+    page = make_page(qtbot, page_context, buffers)
     with qtbot.waitSignal(page.redraw_timer.timeout, timeout=2000):
         pass
     drawn = page.redraw_count
@@ -160,22 +161,22 @@ def test_redraws_only_when_data_changed_and_page_visible(qtbot):
     qtbot.waitUntil(lambda: page.redraw_count == drawn + 1, timeout=2000)
 
 
-def test_nan_readings_draw_as_gaps(qtbot):
+def test_nan_readings_draw_as_gaps(qtbot, page_context):
     buffers = filled_buffers(10)
     t, row = buffers.last()
     gap = row.copy()
     gap[Channel.TOKENS_PER_S] = np.nan
     buffers.append_row(t + 1, gap)
     buffers.append_row(t + 2, row)
-    page = make_page(qtbot, buffers)
+    page = make_page(qtbot, page_context, buffers)
     page.redraw_now()
     curve = page.time_plots["tokens"].series[0].curve
     assert curve.opts["connect"] == "finite"
     assert np.isnan(curve.yData[-2]) and curve.yData[-1] == 70.0
 
 
-def test_estimate_line_hook(qtbot):
-    page = make_page(qtbot, filled_buffers(10))
+def test_estimate_line_hook(qtbot, page_context):
+    page = make_page(qtbot, page_context, filled_buffers(10))
     line = page.time_plots["vram"].item.items
     page.set_estimate_mib(15_800.0)
     est = page._estimate_line
@@ -186,8 +187,8 @@ def test_estimate_line_hook(qtbot):
     assert not est.isVisible()
 
 
-def test_empty_buffers_show_waiting_tiles(qtbot):
-    page = make_page(qtbot, TelemetryBuffers(history_s=60, interval_s=0.5))
+def test_empty_buffers_show_waiting_tiles(qtbot, page_context):
+    page = make_page(qtbot, page_context, TelemetryBuffers(history_s=60, interval_s=0.5))
     page.redraw_now()
     assert page.tiles["gpu"].value == "RTX 4090"
     assert page.tiles["vram"].value == NO_DATA
@@ -195,8 +196,8 @@ def test_empty_buffers_show_waiting_tiles(qtbot):
 
 
 @pytest.mark.parametrize(("width", "rows"), [(1920, 1), (1280, 2)])
-def test_tiles_fit_one_row_on_wide_screens_and_two_on_narrow(qtbot, width, rows):
-    page = make_page(qtbot, filled_buffers(10), size=(width, 1000))
+def test_tiles_fit_one_row_on_wide_screens_and_two_on_narrow(qtbot, page_context, width, rows):
+    page = make_page(qtbot, page_context, filled_buffers(10), size=(width, 1000))
     page.redraw_now()
     qtbot.waitUntil(lambda: len({tile.geometry().top() for tile in page.tiles.values()}) == rows, timeout=2000)
     heights = {tile.height() for tile in page.tiles.values()}

@@ -7,12 +7,13 @@ import pytest
 from PySide6.QtCore import QRectF
 from pytestqt.exceptions import TimeoutError as WaitTimeout
 
-from app.adapters.telemetry.sampler import TelemetryBuffers
+from app.core.telemetry_buffers import TelemetryBuffers
 from app.backends.ollama.spec import OLLAMA
 from app.core.server_telemetry import ServerTelemetryRing
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.pages.dashboard.plots import TimePlot
 from tests.backends.llama_server.recorded_samples import REPORTING_SPEC
+from tests.fakes.scripted_gpu import gpu_with
 
 WAIT_MS = 10_000  # a ceiling for a loaded machine: the layout settles in a few event-loop turns
 
@@ -44,9 +45,9 @@ def legend_line_rects(plot: TimePlot) -> list[QRectF]:
 
 @pytest.mark.parametrize("spec", [OLLAMA, REPORTING_SPEC], ids=["ollama", "llama-server"])
 @pytest.mark.parametrize("width", PAGE_WIDTHS_PX)
-def test_no_legend_entry_or_tile_title_is_cut_in_a_1280_window(qtbot, spec, width) -> None:
-    page = DashboardPage(TelemetryBuffers(interval_s=0.5), None, "no NVIDIA driver", backend=spec,
-                         server_ring=ServerTelemetryRing(interval_s=1.0))
+def test_no_legend_entry_or_tile_title_is_cut_in_a_1280_window(qtbot, page_context, spec, width) -> None:
+    page = DashboardPage(page_context(backend=spec, samples=TelemetryBuffers(interval_s=0.5),
+                                      server_ring=ServerTelemetryRing(interval_s=1.0), gpu=gpu_with(None, "no NVIDIA driver")))
     qtbot.addWidget(page)
     page.resize(width, 900)
     page.show()

@@ -10,11 +10,11 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHBoxLayout, QScrollArea, QWidget
 
-from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
+from app.core.telemetry_buffers import Channel, TelemetryBuffers
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.pages.dashboard.tiles import TILE_BACKGROUND, TILE_STYLE, StatTile
 from app.ui.widgets import plots
-from tests.fakes.scripted_gpu import RTX_4090
+from tests.fakes.scripted_gpu import RTX_4090, gpu_with
 
 SPIKE_MIB = 23_900.0
 STEP_S = 0.25
@@ -32,8 +32,8 @@ def serving_buffers(spike_at: int | None, samples: int = 3601) -> TelemetryBuffe
     return buffers
 
 
-def shown_page(qtbot, buffers: TelemetryBuffers, window_s: int) -> DashboardPage:
-    page = DashboardPage(buffers, RTX_4090, "")
+def shown_page(qtbot, page_context, buffers: TelemetryBuffers, window_s: int) -> DashboardPage:
+    page = DashboardPage(page_context(samples=buffers, gpu=gpu_with(RTX_4090)))
     qtbot.addWidget(page)
     page.resize(1600, 1000)
     page.show()
@@ -53,9 +53,9 @@ def topmost_row_of(color: str, image, left: int, top: int, right: int, bottom: i
 
 
 @pytest.mark.parametrize(("window_s", "spike_at"), [(900, 1800), (900, 7), (900, 3600), (300, 3000)])
-def test_a_one_sample_vram_spike_reaches_the_drawn_curve(qtbot, window_s: int, spike_at: int) -> None:
+def test_a_one_sample_vram_spike_reaches_the_drawn_curve(qtbot, page_context, window_s: int, spike_at: int) -> None:
     buffers = serving_buffers(spike_at)
-    page = shown_page(qtbot, buffers, window_s)
+    page = shown_page(qtbot, page_context, buffers, window_s)
     plot = page.time_plots["vram"]
     curve = plot.series[0].curve
     visible = int(window_s / STEP_S) + 1
@@ -75,15 +75,15 @@ def test_a_one_sample_vram_spike_reaches_the_drawn_curve(qtbot, window_s: int, s
     column = range(max(box.left(), spike.x() - 3), min(box.right(), spike.x() + 4))
     assert any(image.pixel(x, top) == QColor(plots.VRAM_USED_COLOR).rgb() for x in column)
 
-    baseline = shown_page(qtbot, serving_buffers(None), window_s)
+    baseline = shown_page(qtbot, page_context, serving_buffers(None), window_s)
     plain = baseline.time_plots["vram"].widget.grab().toImage()
     plain_top = topmost_row_of(plots.VRAM_USED_COLOR, plain, box.left(), box.top(), box.right(), box.bottom())
     assert plain_top is not None and plain_top > top + 40  # without the spike nothing is drawn that high
 
 
-def test_plots_scrolled_out_of_view_skip_frames_and_catch_up_when_shown(qtbot) -> None:
+def test_plots_scrolled_out_of_view_skip_frames_and_catch_up_when_shown(qtbot, page_context) -> None:
     buffers = serving_buffers(None, samples=400)
-    page = DashboardPage(buffers, RTX_4090, "")
+    page = DashboardPage(page_context(samples=buffers, gpu=gpu_with(RTX_4090)))
     holder = QScrollArea()
     holder.setWidgetResizable(True)
     holder.setWidget(page)

@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from app.adapters.telemetry.sampler import Channel, TelemetryBuffers
+from app.core.telemetry_buffers import Channel, TelemetryBuffers
 from app.backends.ollama.spec import OLLAMA
 from app.core.server_telemetry import ServerTelemetryRing
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.pages.dashboard.server_plots import SERVER_WIDE_TITLE
 from tests.backends.llama_server.recorded_samples import REPORTING_SPEC, recorded_samples
-from tests.fakes.scripted_gpu import RTX_4090
+from tests.fakes.scripted_gpu import RTX_4090, gpu_with
 
 # A server that reports neither slots nor metrics (as Ollama before 0.30, whose runner had no /slots).
 NO_SLOTS = replace(OLLAMA, capabilities=replace(OLLAMA.capabilities, reports_slots=False), server_telemetry=None,
@@ -28,9 +28,9 @@ def host_row(tokens_per_s: float = 0.0) -> list[float]:
     return row
 
 
-def make(qtbot, spec, ring, gpu_info=None) -> DashboardPage:
-    page = DashboardPage(TelemetryBuffers(interval_s=0.5), gpu_info, "" if gpu_info else "no NVIDIA driver",
-                         backend=spec, server_ring=ring)
+def make(qtbot, page_context, spec, ring, gpu_info=None) -> DashboardPage:
+    page = DashboardPage(page_context(backend=spec, samples=TelemetryBuffers(interval_s=0.5), server_ring=ring,
+                                      gpu=gpu_with(gpu_info, "" if gpu_info else "no NVIDIA driver")))
     qtbot.addWidget(page)
     page.resize(1600, 1000)
     page.show()
@@ -38,9 +38,9 @@ def make(qtbot, spec, ring, gpu_info=None) -> DashboardPage:
     return page
 
 
-def test_slots_queue_and_kv_fill_are_drawn_from_the_servers_samples(qtbot) -> None:
+def test_slots_queue_and_kv_fill_are_drawn_from_the_servers_samples(qtbot, page_context) -> None:
     ring = ServerTelemetryRing(interval_s=1.0)
-    page = make(qtbot, REPORTING_SPEC, ring, RTX_4090)
+    page = make(qtbot, page_context, REPORTING_SPEC, ring, RTX_4090)
     assert page.server.slots_plot is not None and page.plots["server_slots"].isVisible()
     now = time.monotonic()
     for sample in recorded_samples(start_s=now - 2.0):
@@ -59,9 +59,9 @@ def test_slots_queue_and_kv_fill_are_drawn_from_the_servers_samples(qtbot) -> No
     assert page.tiles["slots"].value == "0 / 2 busy" and page.tiles["slots"].detail == "0 waiting · KV 0 %"
 
 
-def test_tokens_become_server_wide_on_a_backend_with_metrics(qtbot) -> None:
+def test_tokens_become_server_wide_on_a_backend_with_metrics(qtbot, page_context) -> None:
     ring = ServerTelemetryRing(interval_s=1.0)
-    page = make(qtbot, REPORTING_SPEC, ring)
+    page = make(qtbot, page_context, REPORTING_SPEC, ring)
     assert "tokens" not in page.time_plots and page.server.tokens_plot is not None
     assert SERVER_WIDE_TITLE in page.server.tokens_plot.item.titleLabel.text
     now = time.monotonic()
@@ -77,16 +77,16 @@ def test_tokens_become_server_wide_on_a_backend_with_metrics(qtbot) -> None:
     assert page.tiles["tokens"].title_label.text() == "THROUGHPUT · SERVER-WIDE"
 
 
-def test_a_failing_endpoint_is_said_once_on_the_panel(qtbot) -> None:
-    page = make(qtbot, REPORTING_SPEC, ServerTelemetryRing())
+def test_a_failing_endpoint_is_said_once_on_the_panel(qtbot, page_context) -> None:
+    page = make(qtbot, page_context, REPORTING_SPEC, ServerTelemetryRing())
     page.server.set_notice("server metrics unavailable: /slots at http://127.0.0.1:1: HTTP 501")
     assert page.server.notice.isVisible() and "HTTP 501" in page.server.notice.text()
     page.server.set_notice("")
     assert not page.server.notice.isVisible()
 
 
-def test_a_backend_without_slots_shows_no_slots_panel_and_keeps_its_own_throughput(qtbot) -> None:
-    page = make(qtbot, NO_SLOTS, ServerTelemetryRing(), RTX_4090)
+def test_a_backend_without_slots_shows_no_slots_panel_and_keeps_its_own_throughput(qtbot, page_context) -> None:
+    page = make(qtbot, page_context, NO_SLOTS, ServerTelemetryRing(), RTX_4090)
     assert page.server.slots_plot is None and "server_slots" not in page.plots and "slots" not in page.tiles
     assert page.server.reason == NO_SLOTS.why_not("reports_slots")
     assert page.tiles["tokens"].toolTip() == NO_SLOTS.why_not("reports_slots")
@@ -97,9 +97,9 @@ def test_a_backend_without_slots_shows_no_slots_panel_and_keeps_its_own_throughp
     assert page.tiles["tokens"].detail == "0 requests from this app in flight"
 
 
-def test_ollama_shows_its_childs_slots_and_keeps_its_own_throughput(qtbot) -> None:
+def test_ollama_shows_its_childs_slots_and_keeps_its_own_throughput(qtbot, page_context) -> None:
     ring = ServerTelemetryRing(interval_s=1.0)
-    page = make(qtbot, OLLAMA, ring, RTX_4090)
+    page = make(qtbot, page_context, OLLAMA, ring, RTX_4090)
     assert page.server.slots_plot is not None and "server_slots" in page.plots and "slots" in page.tiles
     assert page.server.tokens_plot is None  # no server-wide counters: the child runs without --metrics
     assert page.server.reason == OLLAMA.why_not("server_metrics")
@@ -114,8 +114,8 @@ def test_ollama_shows_its_childs_slots_and_keeps_its_own_throughput(qtbot) -> No
     assert page.tiles["slots"].value == "0 / 2 busy"
 
 
-def test_a_legend_too_long_for_its_plot_wraps_between_entries_instead_of_being_cut(qtbot) -> None:
-    page = make(qtbot, REPORTING_SPEC, ServerTelemetryRing(interval_s=1.0), RTX_4090)
+def test_a_legend_too_long_for_its_plot_wraps_between_entries_instead_of_being_cut(qtbot, page_context) -> None:
+    page = make(qtbot, page_context, REPORTING_SPEC, ServerTelemetryRing(interval_s=1.0), RTX_4090)
     plot = page.server.slots_plot
     label = plot.item.titleLabel
     page.resize(2400, 1000)  # wide: title and legend on one line

@@ -15,10 +15,12 @@ from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.ports.backend import BackendSpec, Capabilities
 from app.core.server.settings import ServerSettings
 from app.core.telemetry import GpuInfo
-from app.ui.app.server_controller import ServerController
-from app.ui.app.main import settings_for_url
+from app.ui.server.controller import ServerController
+from app.core.server.url import settings_for_url
 from app.ui.pages.models.page import ModelsPage
 from tests.fakes.ollama.fake_ollama import FakeOllama
+from tests.fakes.scripted_gpu import gpu_with
+from tests.ui.page_context import page_context_on
 from app.core.units import GIB
 
 WAIT_MS = 10_000
@@ -47,7 +49,8 @@ def models(qtbot, make_fake_ollama):
         controller = ServerController(loop, None, OllamaClient, lambda _s: None)
         controller.attach_supervisor(ServerSupervisor(settings_for_url(settings or ServerSettings(), fake.url),
                                                       on_status=controller.on_status, on_log=controller.on_log))
-        page = ModelsPage(loop, backend, controller, gpu, "" if gpu else "No NVIDIA driver found")
+        page = ModelsPage(page_context_on(loop, backend=backend, server=controller,
+                                          gpu=gpu_with(gpu, "" if gpu else "No NVIDIA driver found")))
         qtbot.addWidget(page)
         page.resize(1270, 850)
         page.show()
@@ -68,6 +71,7 @@ NO_STORE = BackendSpec(
     name="no-store", display_name="A fixed-model server",
     capabilities=Capabilities(lists_loaded=True, load_unload=True, delete=False),
     catalog=OllamaClient, console=OllamaClient, load_client=load_client, server=ServerSupervisor, model_rules=OLLAMA.model_rules, tuning=OLLAMA.tuning,
+    reply_words=OLLAMA.reply_words,
     missing_reasons={"pull": "This server serves the model files it was started with; it cannot download models.",
                      "create": "This server cannot make model variants; pass the settings on its command line."})
 
@@ -255,7 +259,7 @@ def test_a_pull_or_delete_reaches_the_consoles_model_picker_at_once(qtbot, model
     from app.ui.pages.prompt.page import ConsolePage
 
     m = models(pull_s=0.2)
-    console = ConsolePage(m.loop, OllamaClient, m.controller, TokenMeter())
+    console = ConsolePage(page_context_on(m.loop, server=m.controller, meter=TokenMeter()))
     qtbot.addWidget(console)
     console.refresh_models()  # as when the page was first shown
     picker = console.controls.model_combo
@@ -307,7 +311,7 @@ def test_the_model_llama_server_serves_shows_as_loaded(qtbot):
         controller = ServerController(loop, None, LlamaServerClient, lambda _s: None)
         controller.attach_supervisor(ServerSupervisor(settings_for_url(ServerSettings(), url),
                                                       on_status=controller.on_status, on_log=controller.on_log))
-        page = ModelsPage(loop, LLAMA_SERVER, controller, RTX_4090, "")
+        page = ModelsPage(page_context_on(loop, backend=LLAMA_SERVER, server=controller, gpu=gpu_with(RTX_4090)))
         qtbot.addWidget(page)
         try:
             page.refresh()

@@ -11,14 +11,16 @@ from PySide6.QtCore import Qt
 
 from app.adapters.aio import LoopThread
 from app.backends.ollama.client import OllamaClient
+from app.backends.ollama.spec import OLLAMA
 from app.adapters.storage.preset_store import PresetStore
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.server.settings import ServerSettings
 from app.core.throughput import TokenMeter
 from app.ui.pages.prompt.page import ConsolePage
-from app.ui.app.server_controller import ServerController
-from app.ui.app.main import settings_for_url
+from app.ui.server.controller import ServerController
+from app.core.server.url import settings_for_url
 from tests.fakes.ollama.fake_ollama import FakeOllama
+from tests.ui.page_context import page_context_on
 
 WAIT_MS = 10_000
 
@@ -52,7 +54,7 @@ def console(qtbot, make_fake_ollama, tmp_path):
         controller.attach_supervisor(ServerSupervisor(settings_for_url(ServerSettings(), fake.url),
                                                       on_status=controller.on_status, on_log=controller.on_log))
         meter = TokenMeter()
-        page = ConsolePage(loop, OllamaClient, controller, meter, PresetStore(tmp_path / "cfg"))
+        page = ConsolePage(page_context_on(loop, server=controller, meter=meter, presets=PresetStore(tmp_path / "cfg")))
         qtbot.addWidget(page)
         page.resize(1270, 850)
         page.show()
@@ -360,7 +362,7 @@ def test_without_a_server_the_page_says_where_to_start_one(qtbot, tmp_path):
     controller = ServerController(loop, None, OllamaClient, lambda _s: None)
     controller.attach_supervisor(ServerSupervisor(settings_for_url(ServerSettings(), "http://127.0.0.1:9"),
                                                   on_status=controller.on_status, which=lambda _name: None))
-    page = ConsolePage(loop, OllamaClient, controller, TokenMeter(), PresetStore(tmp_path))
+    page = ConsolePage(page_context_on(loop, server=controller, meter=TokenMeter(), presets=PresetStore(tmp_path)))
     qtbot.addWidget(page)
     try:
         with qtbot.waitSignal(controller.status_changed, timeout=WAIT_MS):
@@ -378,7 +380,7 @@ def test_without_a_server_the_page_says_where_to_start_one(qtbot, tmp_path):
 def test_finished_answers_render_as_markdown_and_the_source_is_kept(qtbot):
     from app.ui.pages.prompt.reply import ReplyView
 
-    view = ReplyView()
+    view = ReplyView(words=OLLAMA.reply_words)
     qtbot.addWidget(view)
     source = "# Result\n\n- **391** is the product\n- check: `17 * 23`\n"
     for piece in (source[:9], source[9:30], source[30:]):

@@ -7,6 +7,7 @@ import json
 
 from app.backends.llama_server.catalog import details_from_server, served_model
 from app.backends.llama_server.wire import parse_models, parse_props
+from app.backends.llama_server.spec import LLAMA_SERVER
 from app.ui.pages.prompt.controls import ConsoleControls
 from tests.fakes.llama_server.replay import recorded
 
@@ -15,7 +16,7 @@ def test_a_template_without_thinking_disables_the_switch_with_its_reason(qtbot) 
     entry = parse_models(json.loads(recorded("models.json")))[0]
     props = parse_props(json.loads(recorded("props.json")))
     model = served_model(entry, "")
-    controls = ConsoleControls()
+    controls = ConsoleControls(words=LLAMA_SERVER.reply_words)
     qtbot.addWidget(controls)
     controls.set_models([model])
     assert controls.select_model(model.name)

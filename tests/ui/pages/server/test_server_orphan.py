@@ -14,11 +14,12 @@ from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
 from app.services.guarded_apply import GuardedApplier
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.server.page import ServerPage
 from tests.fakes.ollama.app_like_parent import is_gone, start_app_like_parent, wait_gone
 from tests.fakes.ollama.server_fixtures import free_port
 from tests.fakes.scripted_gpu import ScriptedGpuBackend
+from tests.ui.page_context import page_context_on
 
 WAIT_MS = 10_000
 
@@ -38,7 +39,7 @@ def test_the_page_names_the_orphan_and_its_stop_button_stops_it(qtbot, superviso
     no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
     controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu,
                                                             record=ApplyHistory(tmp_path / "h.sqlite3").add))
-    page = ServerPage(controller, settings, mapping=OLLAMA_TUNING, planner=OLLAMA_PLANNER)
+    page = ServerPage(page_context_on(supervisor_loop, server=controller))
     qtbot.addWidget(page)
     page.show()
     try:

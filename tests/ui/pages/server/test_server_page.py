@@ -16,10 +16,11 @@ from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.app.header import Header
 from app.ui.pages.server.page import ServerPage
 from tests.fakes.scripted_gpu import ScriptedGpuBackend
+from tests.ui.page_context import page_context_on
 from tests.fakes.ollama.server_fixtures import free_port, is_gone
 from tests.fakes.ollama.recorded import real_version
 from app.core.units import GIB
@@ -43,7 +44,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path):
         no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
         history = ApplyHistory(tmp_path / "history.sqlite3")
         controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu, record=history.add))
-        page = ServerPage(controller, settings, mapping=OLLAMA_TUNING, planner=OLLAMA_PLANNER)
+        page = ServerPage(page_context_on(supervisor_loop, server=controller))
         page.fit_panel.set_gpu(24 * GIB)  # as the composition root feeds it from NVML: a 24 GiB card
         qtbot.addWidget(page)
         page.resize(1300, 850)
@@ -176,7 +177,7 @@ def test_invalid_form_blocks_apply_and_start_with_reason(qtbot, page_factory):
 
 def test_header_follows_status(qtbot, page_factory):
     controller, page, _store = page_factory()
-    header = Header()
+    header = Header("Ollama")
     qtbot.addWidget(header)
     controller.status_changed.connect(header.set_status)
     controller.start()

@@ -11,12 +11,13 @@ import pytest
 from app.adapters.aio import LoopThread
 from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.backends.llama_server.client import LlamaServerClient
-from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
+from app.backends.llama_server.spec import LLAMA_SERVER
 from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.server.page import ServerPage
+from tests.ui.page_context import page_context_on
 
 ROOT = Path(__file__).resolve().parents[4]
 QWEN = shape_from_show(json.loads((ROOT / "tests/data/show_qwen3_14b.json").read_text()), 9_000_210_784)
@@ -27,8 +28,8 @@ WAIT_MS = 5_000
 def llama_page(qtbot):
     settings = ServerSettings(num_parallel=1, context_length=4096)
     with LoopThread() as loop:
-        controller = ServerController(loop, None, LlamaServerClient, lambda _s: None)
-        page = ServerPage(controller, settings, mapping=LLAMA_SERVER_TUNING, planner=LLAMA_SERVER_PLANNER)
+        controller = ServerController(loop, None, LlamaServerClient, lambda _s: None, last_good=settings)
+        page = ServerPage(page_context_on(loop, backend=LLAMA_SERVER, server=controller))
         qtbot.addWidget(page)
         yield page
         controller.shutdown()

@@ -18,10 +18,11 @@ from app.backends.ollama.client import OllamaClient
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
 from app.core.server_telemetry import RateTracker, ServerReading, ServerSample
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.server.logged_command import LoggedCommand
 from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView
+from tests.ui.page_context import page_context_on
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "ollama"
 OLLAMA_URL = "http://127.0.0.1:11434"
@@ -81,8 +82,8 @@ def test_a_child_that_exited_is_named_and_its_slots_are_gone(qtbot) -> None:
 
 def test_the_server_page_shows_the_command_as_logged_and_when_its_run_ended(qtbot) -> None:
     with LoopThread() as loop:
-        controller = ServerController(loop, None, OllamaClient, lambda _s: None)
-        page = ServerPage(controller, ServerSettings())
+        controller = ServerController(loop, None, OllamaClient, lambda _s: None, last_good=ServerSettings())
+        page = ServerPage(page_context_on(loop, server=controller))
         qtbot.addWidget(page)
         view = SlotsView()
         page.show_slots(view)

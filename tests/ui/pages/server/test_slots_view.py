@@ -6,9 +6,10 @@ from app.adapters.aio import LoopThread
 from app.backends.ollama.client import OllamaClient
 from app.core.server.settings import ServerSettings
 from app.core.server_telemetry import ServerSample
-from app.ui.app.server_controller import ServerController
+from app.ui.server.controller import ServerController
 from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView
+from tests.ui.page_context import page_context_on
 from tests.backends.llama_server.recorded_samples import recorded_samples
 
 
@@ -45,8 +46,8 @@ def test_a_server_without_slots_says_so(qtbot) -> None:
 
 def test_the_server_page_shows_slots_in_a_tab(qtbot) -> None:
     with LoopThread() as loop:
-        controller = ServerController(loop, None, OllamaClient, lambda _s: None)
-        page = ServerPage(controller, ServerSettings())
+        controller = ServerController(loop, None, OllamaClient, lambda _s: None, last_good=ServerSettings())
+        page = ServerPage(page_context_on(loop, server=controller))
         qtbot.addWidget(page)
         tabs_before = page.tabs.count()
         view = SlotsView()

@@ -12,12 +12,16 @@ from app.backends.ollama.client import OllamaClient
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
-from app.ui.app.lifecycle import ServerLifecycle
-from app.ui.app.loop_gate import LoopGate
-from app.ui.app.main import settings_for_url
-from app.ui.app.model_lookups import ModelLookups
-from app.ui.app.server_controller import ServerController
-from app.ui.app.status_poller import StatusPoller
+from app.ui.server.lifecycle import ServerLifecycle
+from app.ui.server.loop_gate import LoopGate
+from app.core.server.url import settings_for_url
+from app.ui.server.model_lookups import ModelLookups
+from app.ui.server.controller import ServerController
+from app.ui.server.status_poller import StatusPoller
+from app.services.guarded_apply import GuardedApplier
+from tests.fakes.scripted_gpu import ScriptedGpuBackend
+
+NO_GPU = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
 
 WAIT_MS = 10_000
 
@@ -103,3 +107,36 @@ def test_the_controller_passes_on_its_parts_signals(qtbot, attached):
     with qtbot.waitSignal(controller.models_listed, timeout=WAIT_MS):
         controller.lookups.list_models()
     controller.shutdown()
+
+
+def test_serving_makes_the_controller_and_its_supervisor_in_one_step(qtbot, attached):
+    loop, _gate, pointed = attached
+    made = []
+
+    def make_server(on_status, on_log):
+        supervisor = ServerSupervisor(pointed.settings, on_status=on_status, on_log=on_log)
+        made.append(supervisor)
+        return supervisor
+
+    controller = ServerController.serving(loop, make_server, OllamaClient, lambda _s: None,
+                                          make_applier=lambda server: GuardedApplier(server, OllamaClient, NO_GPU))
+    try:
+        [supervisor] = made
+        assert controller.supervisor is supervisor and controller.settings == pointed.settings
+        assert controller.lifecycle.applier is not None
+        with qtbot.waitSignal(controller.status_changed, timeout=WAIT_MS):  # the supervisor reports to it
+            controller.probe()
+        qtbot.waitUntil(lambda: controller.status.state is ServerState.RUNNING_ATTACHED, timeout=WAIT_MS)
+    finally:
+        controller.shutdown()
+        loop.run(made[0].close(), timeout=10)
+
+
+def test_before_a_supervisor_the_settings_are_the_last_good_ones(qtbot, attached):
+    loop, _gate, _pointed = attached
+    wanted = ServerSettings(num_parallel=3)
+    controller = ServerController(loop, None, OllamaClient, lambda _s: None, last_good=wanted)
+    try:
+        assert controller.supervisor is None and controller.settings == wanted
+    finally:
+        controller.shutdown()

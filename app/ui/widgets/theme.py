@@ -8,6 +8,8 @@ from pathlib import Path
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
 
+from app.core.server.state import ServerState
+
 # Colours shared by widgets that paint themselves (state pills, banners, plots).
 ACCENT = "#4cc2ff"
 OK = "#3ddc84"
@@ -17,6 +19,18 @@ DIM = "#8b8e99"
 BACKGROUND = "#15161b"
 PANEL = "#1b1c22"
 TEXT = "#e6e7eb"
+
+# The colour of each server state, in the header's state pill and the Server page.
+STATE_COLOURS: dict[ServerState, str] = {
+    ServerState.RUNNING_MANAGED: OK,
+    ServerState.RUNNING_ATTACHED: ACCENT,
+    ServerState.STARTING: WARNING,
+    ServerState.STOPPING: WARNING,
+    ServerState.CRASHED: ERROR,
+    ServerState.PORT_CONFLICT: ERROR,
+    ServerState.STOPPED: "#9a9da8",
+    ServerState.NOT_INSTALLED: "#9a9da8",
+}
 
 
 def stylesheet() -> str:

@@ -6,7 +6,7 @@ import concurrent.futures
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from app.adapters.aio import LoopThread
+from app.core.ports.tasks import CoroutineRunner
 from app.core.ports.server import ServerControl
 
 T = TypeVar("T")
@@ -16,7 +16,7 @@ class LoopGate:
     """Submits coroutines to the loop until close(); after that nothing new runs (a late signal
     must not reach a loop that is shutting down). Shared by the server's view-models."""
 
-    def __init__(self, loop: LoopThread, server: Callable[[], ServerControl | None]) -> None:
+    def __init__(self, loop: CoroutineRunner, server: Callable[[], ServerControl | None]) -> None:
         self.loop = loop
         self._server = server
         self.closed = False

@@ -17,7 +17,7 @@ from app.core.memory.estimator import VramEstimate
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
 from app.services.guarded_apply import GuardedApplier
-from app.ui.app.loop_gate import LoopGate
+from app.ui.server.loop_gate import LoopGate
 
 T = TypeVar("T")
 

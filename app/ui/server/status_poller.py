@@ -13,7 +13,7 @@ from app.core.errors import DeckError
 from app.core.models import RunningModel
 from app.core.ports.catalog import CatalogFactory
 from app.core.server.state import ServerState, ServerStatus
-from app.ui.app.loop_gate import LoopGate
+from app.ui.server.loop_gate import LoopGate
 
 PS_POLL_S = 2.0
 LOG_FLUSH_MS = 100  # log lines reach the page at most ten times a second, however fast they come

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, SignalInstance
 
-from app.adapters.aio import LoopThread
+from app.core.ports.tasks import CoroutineRunner
 from app.core.memory.estimator import VramEstimate
 from app.core.models import LocalModel
 from app.core.ports.catalog import CatalogFactory
@@ -21,14 +21,17 @@ from app.core.server.applied import SettingsKeeping
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerStatus
 from app.services.guarded_apply import GuardedApplier
-from app.ui.app.lifecycle import ServerLifecycle
-from app.ui.app.loop_gate import LoopGate
-from app.ui.app.model_lookups import ModelLookups
-from app.ui.app.status_poller import PS_POLL_S, StatusPoller
+from app.ui.server.lifecycle import ServerLifecycle
+from app.ui.server.loop_gate import LoopGate
+from app.ui.server.model_lookups import ModelLookups
+from app.ui.server.status_poller import PS_POLL_S, StatusPoller
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PS_POLL_S", "ServerController"]
+# Makes the server's supervisor reporting to (on_status, on_log), both called on the loop thread.
+ServerMaker = Callable[[Callable[[ServerStatus], None], Callable[[str], None]], ServerControl]
+
+__all__ = ["PS_POLL_S", "ServerController", "ServerMaker"]
 
 
 class ServerController(QObject):
@@ -50,7 +53,7 @@ class ServerController(QObject):
 
     def __init__(
         self,
-        loop: LoopThread,
+        loop: CoroutineRunner,
         supervisor: ServerControl | None,
         client_factory: CatalogFactory,
         save_settings: Callable[[ServerSettings], object],
@@ -78,6 +81,20 @@ class ServerController(QObject):
             for name in names:
                 setattr(self, name, getattr(part, name))
 
+    @classmethod
+    def serving(cls, loop: CoroutineRunner, make_server: ServerMaker, client_factory: CatalogFactory,
+                save_settings: Callable[[ServerSettings], object], *,
+                make_applier: Callable[[ServerControl], GuardedApplier] | None = None,
+                last_good: ServerSettings | None = None,
+                keeping: SettingsKeeping = SettingsKeeping.SAVED) -> ServerController:
+        """A controller with its supervisor, made by `make_server(on_status, on_log)` with this controller's
+        callbacks (and its guarded applier, `make_applier(supervisor)`), in one step: the supervisor reports
+        to the controller and the controller drives the supervisor, so neither can be made whole first."""
+        controller = cls(loop, None, client_factory, save_settings, last_good=last_good, keeping=keeping)
+        supervisor = make_server(controller.on_status, controller.on_log)
+        controller.attach_supervisor(supervisor, make_applier(supervisor) if make_applier is not None else None)
+        return controller
+
     def attach_supervisor(self, supervisor: ServerControl, applier: GuardedApplier | None = None) -> None:
         """Set the supervisor (and its guarded applier) when they need this controller's callbacks."""
         self._supervisor = supervisor
@@ -96,13 +113,21 @@ class ServerController(QObject):
 
     # --- state ------------------------------------------------------------------------------
     @property
+    def supervisor(self) -> ServerControl | None:
+        """The server's supervisor (None until attached), for work that drives it directly, as a sweep does."""
+        return self._supervisor
+
+    @property
     def status(self) -> ServerStatus:
         """The latest status seen on the GUI thread."""
         return self.poller.status
 
     @property
     def settings(self) -> ServerSettings:
-        """The settings the server runs with (or starts with)."""
+        """The settings the server runs with (or starts with); before a supervisor is attached, the last good
+        ones it will be made with."""
+        if not self._gate.has_server and self.last_good is not None:
+            return self.last_good
         return self._gate.server.settings
 
     @property

@@ -14,7 +14,7 @@ from app.adapters.aio import LoopThread
 from app.adapters.process.install_step import InstallStep
 from app.adapters.process.pip_install import Outcome
 from app.backends.llama_server.engine import install_steps
-from app.ui.widgets.engine_install import EngineInstallDialog, format_elapsed
+from app.ui.app.engine_install import EngineInstallDialog, format_elapsed
 from tests.adapters.process.local_packages import make_sdist
 
 
@@ -175,7 +175,7 @@ def test_the_whole_intro_shows_at_the_dialogs_size_whatever_the_interpreter_path
     from PySide6.QtGui import QFont
 
     from app.backends.llama_server.engine import quick_build_command
-    from app.ui.app.theme import stylesheet
+    from app.ui.widgets.theme import stylesheet
 
     font = QFont()
     font.setPointSizeF(11.0)  # the app's base size (theme.apply_theme)

@@ -9,7 +9,7 @@ from PySide6.QtCore import QObject, Signal
 from app.core.errors import DeckError
 from app.core.models import LocalModel
 from app.core.ports.catalog import CatalogFactory
-from app.ui.app.loop_gate import LoopGate
+from app.ui.server.loop_gate import LoopGate
 
 
 class ModelLookups(QObject):
