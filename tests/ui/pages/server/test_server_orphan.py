@@ -9,7 +9,6 @@ from app.adapters.storage.apply_history import ApplyHistory
 from app.adapters.storage.settings_store import SettingsStore
 from app.backends.ollama.client import OllamaClient
 from app.backends.ollama.supervisor import ServerSupervisor
-from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState

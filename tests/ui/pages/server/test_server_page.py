@@ -12,7 +12,6 @@ from app.services.guarded_apply import GuardedApplier
 from app.backends.ollama.client import OllamaClient
 from app.adapters.storage.settings_store import SettingsStore
 from app.backends.ollama.supervisor import ServerSupervisor
-from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings

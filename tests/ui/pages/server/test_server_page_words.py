@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from app.adapters.aio import LoopThread
-from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.backends.llama_server.client import LlamaServerClient
 from app.backends.llama_server.spec import LLAMA_SERVER
 from app.backends.ollama.show import shape_from_show
