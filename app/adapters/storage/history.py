@@ -103,9 +103,10 @@ def default_history_path() -> Path:
 
 def _process_start(pid: int) -> float:
     try:
-        return psutil.Process(pid).create_time()
+        started: float = psutil.Process(pid).create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return 0.0
+    return started
 
 
 def _alive(pid: int, started: float) -> bool:
@@ -121,7 +122,8 @@ def _pack(data: dict[str, Any]) -> bytes:
 
 
 def _unpack(blob: bytes) -> dict[str, Any]:
-    return json.loads(zlib.decompress(blob).decode())
+    data: dict[str, Any] = json.loads(zlib.decompress(blob).decode())
+    return data
 
 
 class BenchHistory:
