@@ -22,6 +22,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,11 +36,22 @@ from tests.fakes.ollama.fake_ollama_infer import count_prompt_tokens  # noqa: E4
 
 PROMPT = BenchPrompt("fixed", "x" * 200)
 PREFILL_S = count_prompt_tokens([PROMPT.text]) / 1000.0
-PACING = dict(tokens_per_s=200.0, prompt_tokens_per_s=1000.0, answer_tokens=20, thinking_tokens=0)
 
 
-def run(fake: FakeOllama, **plan: object) -> LoadResult:
-    values: dict = dict(model="qwen3:0.6b", prompts=(PROMPT,), num_predict=None, think=False, requests=4)
+def paced(num_parallel: int) -> FakeOllama:
+    """A started stand-in: 20 answer tokens at 200 tokens/s, prompts at 1000 tokens/s."""
+    return FakeOllama(num_parallel=num_parallel, tokens_per_s=200.0, prompt_tokens_per_s=1000.0, answer_tokens=20,
+                      thinking_tokens=0).start()
+
+
+def seconds(value: float | None) -> float:
+    """A stamp every successful request has."""
+    assert value is not None
+    return value
+
+
+def run(fake: FakeOllama, **plan: Any) -> LoadResult:
+    values: dict[str, Any] = dict(model="qwen3:0.6b", prompts=(PROMPT,), num_predict=None, think=False, requests=4)
     values.update(plan)
 
     async def go() -> LoadResult:
@@ -52,7 +64,7 @@ def run(fake: FakeOllama, **plan: object) -> LoadResult:
 def scenarios() -> dict[str, tuple[float, float]]:
     """One run of every scenario: figure -> (what the pacing gives, measured)."""
     out: dict[str, tuple[float, float]] = {}
-    fake = FakeOllama(num_parallel=2, **PACING).start()
+    fake = paced(2)
     try:
         stats = summarize(run(fake, concurrency=2, requests=8).records)
         out["pacing: TTFT mean (ms)"] = ((PREFILL_S + 1 / 200.0) * 1e3, stats.ttft_ms.mean)
@@ -63,21 +75,21 @@ def scenarios() -> dict[str, tuple[float, float]]:
         out["pacing: wait p95 (ms)"] = (1 / 200.0 * 1e3, stats.wait_ms.p95)
     finally:
         fake.stop()
-    fake = FakeOllama(num_parallel=1, **PACING).start()
+    fake = paced(1)
     try:
         result = run(fake, concurrency=3, requests=3, warmup_requests=1)
         one, first = PREFILL_S + 20 / 200.0, PREFILL_S + 1 / 200.0
-        ttfts = sorted(r.ttft_s for r in result.records)
+        ttfts = sorted(seconds(r.ttft_s) for r in result.records)
         out["queue: first TTFT (ms)"] = (first * 1e3, ttfts[0] * 1e3)
         out["queue: third TTFT (ms)"] = ((2 * one + first) * 1e3, ttfts[2] * 1e3)
-        out["queue: third wait (ms)"] = (2 * one * 1e3, sorted(r.wait_s for r in result.records)[2] * 1e3)
+        out["queue: third wait (ms)"] = (2 * one * 1e3, sorted(seconds(r.wait_s) for r in result.records)[2] * 1e3)
     finally:
         fake.stop()
     fake = FakeOllama(num_parallel=1, tokens_per_s=500.0, prompt_tokens_per_s=5000.0, answer_tokens=5,
                       thinking_tokens=10).start()
     try:
         result = run(fake, model="qwen3:14b", think=True, requests=2, warmup_requests=0)
-        gaps = [r.first_answer_s - r.first_token_s for r in result.records]
+        gaps = [seconds(r.first_answer_s) - seconds(r.first_token_s) for r in result.records]
         out["thinking: first token to answer (ms)"] = (10 / 500.0 * 1e3, max(gaps) * 1e3)
     finally:
         fake.stop()

