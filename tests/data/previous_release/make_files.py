@@ -16,20 +16,24 @@ import sys
 import time
 from pathlib import Path
 
-from PySide6.QtWidgets import QApplication
+from collections.abc import Callable
+
+from PySide6.QtWidgets import QApplication, QSpinBox
 
 from app.adapters.storage.apply_history import ApplyHistory
 from app.adapters.storage.history import BenchHistory
 from app.cli import _gui_parser
+from app.core.server.settings import ServerSettings
 from app.ui.app import embedded
 from app.ui.app.main import DeckApp
 from app.ui.app.theme import apply_theme
 
-APP = QApplication.instance() or QApplication(sys.argv[:1])
+_EXISTING = QApplication.instance()
+APP = _EXISTING if isinstance(_EXISTING, QApplication) else QApplication(sys.argv[:1])
 apply_theme(APP)
 
 
-def wait_until(check, timeout_s: float = 120.0, what="") -> None:
+def wait_until(check: Callable[[], object], timeout_s: float = 120.0, what: str | Callable[[], str] = "") -> None:
     end = time.monotonic() + timeout_s
     while not check():
         if time.monotonic() > end:
@@ -53,10 +57,11 @@ def close(deck: DeckApp) -> None:
         APP.processEvents()
 
 
-def apply(deck: DeckApp, settings, done) -> None:
+def apply(deck: DeckApp, settings: ServerSettings, done: Callable[[], bool]) -> None:
     page = deck.server_page
     page.form.set_settings(settings)
-    spin = page.form.findChild(object, "num_parallel")  # as a user's edit: the form reports it changed
+    spin = page.form.findChild(QSpinBox, "num_parallel")  # as a user's edit: the form reports it changed
+    assert spin is not None
     spin.setValue(settings.num_parallel + 1)
     spin.setValue(settings.num_parallel)
     wait_until(page.apply_button.isEnabled, what="Apply to be enabled")
@@ -74,18 +79,18 @@ def main(out: Path) -> None:
     base = deck.server_page.form.settings()
     apply(deck, base.replace(num_parallel=2),
           lambda: len(ApplyHistory(apply_log).recent()) == 1)
+    wait_until(lambda: deck.server_page.fit_panel.model_name, what="the server's model list")  # loaded on apply
     apply(deck, base.replace(num_parallel=2, context_length=2048, keep_alive="30m"),
           lambda: len(ApplyHistory(apply_log).recent()) == 2)
     editor = deck.bench_page.editor
     editor.parallel.setText("1, 2, 4")
     editor.requests.setValue(2)
     editor.num_predict.setValue(8)
-    wait_until(editor.start_button.isEnabled, what="Start sweep")
+    wait_until(lambda: editor.start_button.isEnabled() and editor.model.currentText(), what="Start sweep")
     editor.start_button.click()
     bench = deck.bench_page
     wait_until(lambda: bench.current is not None and len(bench.current.results) >= 1, 180,
-               lambda: f"the first point ({editor.model.currentText()!r}, {editor.message.text()!r}, "
-                       f"{bench.message.text()!r})")
+               lambda: f"the first point ({editor.message.text()!r}, {bench.message.text()!r})")
     editor.cancel_button.click()
     history = BenchHistory(out / "benchmarks.sqlite3")
     wait_until(lambda: history.list_runs()[0].status == "cancelled", 180, "the cancel")
