@@ -11,10 +11,10 @@ from collections.abc import Coroutine
 T = TypeVar("T")
 
 
-def refused(coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+def refused(coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
     """A cancelled future standing for work that will not run (the coroutine is closed unstarted)."""
     coro.close()
-    future: concurrent.futures.Future = concurrent.futures.Future()
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
     future.cancel()
     return future
 

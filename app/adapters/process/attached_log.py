@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, BinaryIO
 
 from app.core.server.state import ExternalKind
 
@@ -107,7 +107,7 @@ async def follow_file(sink: LineSink, path: Path, poll_s: float = FILE_POLL_S) -
         said_missing = False
 
 
-def _last_lines(handle, count: int, block: int = 65536) -> list[str]:
+def _last_lines(handle: BinaryIO, count: int, block: int = 65536) -> list[str]:
     """The file's last `count` complete lines; the handle is left just after them, so a line still
     being written is read (whole) by the caller once it ends."""
     handle.seek(0, os.SEEK_END)

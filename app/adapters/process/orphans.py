@@ -94,8 +94,9 @@ def _leads_its_session(proc: psutil.Process) -> bool:
     """True when proc leads its own session, as the spawn made the server (False where that cannot be seen)."""
     if not hasattr(os, "getsid"):
         return False
+    pid: int = proc.pid
     try:
-        return os.getsid(proc.pid) == proc.pid
+        return os.getsid(pid) == pid
     except OSError:
         return False
 

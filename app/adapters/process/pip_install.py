@@ -243,6 +243,7 @@ async def stop_tree(pid: int, timeout_s: float = 5.0) -> list[psutil.Process]:
 def _parent_pid(proc: psutil.Process) -> int | None:
     """The parent's pid, None once the process is gone (reaped)."""
     try:
-        return proc.ppid()
+        parent: int = proc.ppid()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return None
+    return parent

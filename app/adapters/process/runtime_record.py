@@ -100,7 +100,8 @@ def this_app() -> tuple[int, float]:
 def same_start(proc: psutil.Process, create_time: float) -> bool:
     """True when proc is still the process that started at create_time (not a reused pid)."""
     try:
-        return abs(proc.create_time() - create_time) <= START_TIME_TOLERANCE_S
+        started: float = proc.create_time()
+        return abs(started - create_time) <= START_TIME_TOLERANCE_S
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return False
 

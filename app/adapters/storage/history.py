@@ -83,9 +83,10 @@ def default_history_path() -> Path:
 
 def _process_start(pid: int) -> float:
     try:
-        return float(psutil.Process(pid).create_time())
+        started: float = psutil.Process(pid).create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return 0.0
+    return started
 
 
 def _alive(pid: int, started: float) -> bool:

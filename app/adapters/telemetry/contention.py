@@ -39,7 +39,8 @@ class _Proc:
 def _busy_s() -> float:
     """Core-seconds every CPU spent not idle since boot."""
     times = psutil.cpu_times()
-    return sum(getattr(times, f) for f in times._fields if f not in _NOT_BUSY)
+    busy: float = sum(getattr(times, f) for f in times._fields if f not in _NOT_BUSY)
+    return busy
 
 
 def _process_table() -> dict[int, _Proc]:

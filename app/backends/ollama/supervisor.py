@@ -96,9 +96,9 @@ class ServerSupervisor(SupervisorBase):
         self._which = which
         self._client_factory = client_factory
         self._log_follower_for = log_follower_for
-        self._follow_task: asyncio.Task | None = None  # the attached server's own log, where it can be read
+        self._follow_task: asyncio.Task[None] | None = None  # the attached server's own log, where it can be read
         self._follow_key: tuple[int | None, ExternalKind] | None = None
-        self._scan_task: asyncio.Task | None = None  # its llama-server child, found in the process table
+        self._scan_task: asyncio.Task[None] | None = None  # its llama-server child, found in the process table
 
     # ----------------------------------------------------------------- what SupervisorBase asks
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.backends.llama_server import help_flags, tuning
+from app.backends.llama_server import engine, help_flags, tuning
 from app.backends.llama_server.known_flags import FLAG_GROUPS, VALUE_COUNTS
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING, llama_server_settings
 from app.core.server.exposure import exposure_of
@@ -58,7 +58,20 @@ def test_the_default_command_line(gguf: Path):
     settings = llama_server_settings(model_path=str(gguf))
     assert _args(settings) == ["-m", str(gguf), "--alias", gguf.name[:-len(".gguf")], "--host", "127.0.0.1",
                                "--port", "8080", "-np", "1", "-ngl", "all", "--metrics", "--slots", "--cors-origins", "localhost"]
-    assert tuning.command(settings)[0] == tuning.binary(settings)
+    # The program: the one the engine locator finds (the bundled one, else one on PATH), else the bare name
+    # for the start to look up, whichever this machine has (the engine test below pins the bundled one).
+    found = engine.find_llama_server()
+    assert tuning.command(settings)[0] == (str(found) if found is not None else "llama-server")
+    chosen = settings.with_options(binary="~/llama.cpp/build/bin/llama-server")
+    assert tuning.command(chosen) == [str(Path.home() / "llama.cpp/build/bin/llama-server"), *_args(chosen)]
+
+
+@pytest.mark.engine
+def test_the_default_command_runs_the_bundled_llama_server(gguf: Path, llama_server_binary: Path):
+    engine_dir = engine.package_dir(engine.ENGINE_PACKAGE)
+    assert engine_dir is not None and llama_server_binary == engine_dir / "bin" / "llama-server"
+    settings = llama_server_settings(model_path=str(gguf))
+    assert tuning.command(settings)[0] == tuning.binary(settings) == str(llama_server_binary)
 
 
 def test_the_served_model_is_named_by_its_file_unless_an_extra_line_names_it(gguf: Path):

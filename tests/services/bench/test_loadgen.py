@@ -43,23 +43,31 @@ def run(url: str, p: LoadPlan, **kw):
 
 
 # ---- measuring against known pacing ---------------------------------------------------------------------
+# The stand-in writes token i no earlier than i / rate after its prompt time, so every figure the generator
+# measures has a floor set by the pacing, whatever else the machine is doing; how close the figures come
+# to the pacing on an idle machine is measured by benchmarks/bench_loadgen_pacing.py, not asserted here.
+SLACK_S = 0.001  # the client's receive stamps and the server's clock are one monotonic clock, read apart
 
 
-def test_ttft_tpot_and_throughput_match_the_servers_pacing(make_fake_ollama):
+def test_measured_figures_never_beat_the_servers_pacing(make_fake_ollama):
     fake = make_fake_ollama(num_parallel=2, **PACING)
     result = run(fake.url, plan(concurrency=2, requests=8))
     stats = summarize(result.records)
     assert stats.requests_ok == 8 and stats.output_tokens == 160
-    prefill = PROMPT_TOKENS / 1000.0
-    # First token: prompt processing, then one decode step. Within 3 % of the pacing.
-    assert stats.ttft_ms.mean == pytest.approx((prefill + 1 / 200.0) * 1e3, rel=0.03)
-    assert stats.tpot_ms.p50 == pytest.approx(5.0, rel=0.03)
-    assert stats.itl_ms.p50 == pytest.approx(5.0, rel=0.03)
-    # Two clients in lockstep, each request = prefill + 20 tokens at 200 tok/s.
-    assert stats.output_tokens_per_s == pytest.approx(2 * 20 / (prefill + 20 / 200.0), rel=0.03)
-    assert stats.server_decode_tokens_per_s.mean == pytest.approx(200.0, rel=0.03)
     assert all(r.prompt_tokens == PROMPT_TOKENS and r.done_reason == "stop" for r in result.records)
-    assert stats.wait_ms.p95 < 10.0  # one decode step and transfer: nothing queued
+    assert all(r.output_chunks == 20 and len(r.itl_s) == 19 for r in result.records)
+    prefill = PROMPT_TOKENS / 1000.0
+    for r in result.records:
+        # First token: the prompt, then one decode step; the whole reply: the prompt, then 20 steps.
+        assert r.ttft_s >= prefill + 1 / 200.0 - SLACK_S
+        assert r.e2e_s >= prefill + 20 / 200.0 - SLACK_S
+        assert r.server_decode_tokens_per_s <= 200.0 * (1 + 1e-6)  # the server's own eval_count / eval_duration
+        assert r.prompt_eval_s >= prefill - 1e-6
+        assert r.sent_s <= r.first_token_s <= r.end_s
+    # Two clients in lockstep: no more than two requests' tokens per paced request time.
+    assert stats.output_tokens_per_s <= 2 * 20 / (prefill + 20 / 200.0) * (1 + 1e-3)
+    assert stats.ttft_ms.mean == pytest.approx(1e3 * sum(r.ttft_s for r in result.records) / 8)
+    assert stats.tpot_ms.p50 > 0 and stats.itl_ms.p50 > 0
 
 
 def test_warm_up_requests_are_sent_but_not_counted(make_fake_ollama):
@@ -76,24 +84,29 @@ def test_warm_up_requests_are_sent_but_not_counted(make_fake_ollama):
 def test_clients_beyond_parallel_queue_in_the_server_and_ttft_shows_it(make_fake_ollama):
     fake = make_fake_ollama(num_parallel=1, **PACING)
     result = run(fake.url, plan(concurrency=3, requests=3, warmup_requests=1))  # loads the model first
-    ttfts = sorted(r.ttft_s for r in result.records)
     one = PROMPT_TOKENS / 1000.0 + 20 / 200.0  # one whole request
     first = PROMPT_TOKENS / 1000.0 + 1 / 200.0
-    # Single requests, not means: allow a few ms of scheduling jitter on a busy 2-core machine.
-    jitter_s = 0.004
-    assert ttfts[0] == pytest.approx(first, rel=0.05, abs=jitter_s)
-    assert ttfts[2] == pytest.approx(2 * one + first, rel=0.05, abs=jitter_s)  # waited for two requests before it
-    waits = sorted(r.wait_s for r in result.records)
-    assert waits[2] == pytest.approx(2 * one, rel=0.05, abs=jitter_s)
+    assert [r.ok for r in result.records] == [True] * 3
+    # One slot: the k-th request served starts after k whole requests, so its first token cannot come sooner.
+    sent = min(r.sent_s for r in result.records)
+    firsts = sorted(r.first_token_s for r in result.records)
+    for k, at in enumerate(firsts):
+        assert at - sent >= k * one + first - SLACK_S
+    assert max(r.ttft_s for r in result.records) >= 2 * one + first - (max(r.sent_s for r in result.records) - sent) \
+        - SLACK_S
+    assert max(r.end_s for r in result.records) - sent >= 3 * one - SLACK_S
 
 
 def test_thinking_tokens_count_and_the_first_answer_token_comes_after_them(make_fake_ollama):
     fake = make_fake_ollama(num_parallel=1, tokens_per_s=500.0, prompt_tokens_per_s=5000.0, answer_tokens=5,
                             thinking_tokens=10)
     result = run(fake.url, plan(model="qwen3:14b", think=True, requests=2, warmup_requests=0))
+    prefill = count_prompt_tokens([PROMPT.text]) / 5000.0
     for r in result.records:
         assert r.output_tokens == 15 and r.output_chunks == 15
-        assert r.first_answer_s - r.first_token_s == pytest.approx(10 / 500.0, rel=0.15)
+        # The first answer token is the 11th: after the prompt and 11 paced steps, and after the first token.
+        assert r.first_answer_s - r.sent_s >= prefill + 11 / 500.0 - SLACK_S
+        assert r.first_token_s < r.first_answer_s <= r.end_s
     assert all(r.json["think"] is True for r in fake.requests if r.path == "/api/chat")
 
 
@@ -105,12 +118,29 @@ def test_num_predict_caps_the_output(make_fake_ollama):
 
 
 def test_duration_stop_rule_lets_requests_in_flight_finish(make_fake_ollama):
+    """The time is up when the third request ends (the clock is moved past the duration then): the client
+    that ended it sends no more, and the other one's request in flight finishes and counts: four in all."""
     fake = make_fake_ollama(num_parallel=2, tokens_per_s=1000.0, prompt_tokens_per_s=100000.0, answer_tokens=10)
-    result = run(fake.url, plan(concurrency=2, requests=None, duration_s=0.15, warmup_requests=0))
+    shift = 0.0
+    clock = lambda: time.monotonic() + shift  # noqa: E731
+    # A step well under the connections' read timeout (300 s), which reads the same clock.
+    p = plan(concurrency=2, requests=None, duration_s=30.0, warmup_requests=0)
+
+    def ended(record) -> None:
+        nonlocal shift
+        if len(done) == 2:
+            shift = p.duration_s + 1.0  # the duration has passed
+        done.append(record)
+
+    async def go():
+        async with LoadGenerator(fake.url, load_client, clock=clock) as generator:
+            return await generator.run(p, on_request=ended)
+
+    done: list = []
+    result = asyncio.run(go())
     assert result.stop_rule == "duration"
-    assert len(result.records) >= 4  # ~10 ms each, two clients
-    assert max(r.sent_s for r in result.records) < 0.15
-    assert all(r.ok for r in result.records)
+    assert len(result.records) == 4 and all(r.ok and r.output_tokens == 10 for r in result.records)
+    assert len([r for r in fake.requests if r.path == "/api/chat"]) == 4  # nothing went out after the time was up
 
 
 def test_open_loop_arrivals_are_poisson_seeded_and_the_cap_queues_on_the_client(make_fake_ollama):
