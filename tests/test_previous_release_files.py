@@ -17,11 +17,13 @@ from typing import Any
 import pytest
 
 from app.adapters.storage.apply_history import ApplyHistory
-from app.adapters.storage.history import BenchHistory, RunSummary
+from app.adapters.storage.history import BenchHistory
+from app.core.bench.run_summary import RunSummary
 from app.adapters.storage.preset_store import PresetStore
 from app.adapters.storage.settings_store import SettingsStore
 from app.adapters.storage.ui_state import UiState, UiStateStore
 from app.backends import registry
+from app.core.bench.outcome import RunStatus
 from app.core.bench.run import result_to_json, run_to_json
 from app.core.console.presets import BUILTIN_PRESETS
 from app.core.server.settings import ServerSettings
@@ -159,10 +161,10 @@ def test_the_benchmark_history_lists_and_loads_every_run_as_written(folder: Path
     assert history.open() == []
     assert history.list_runs() == [
         RunSummary(2, "SmolLM2-135M-Instruct.Q4_1 · 2026-12-02 04:20", "2026-12-02T04:20:52+00:00",
-                   "2026-12-02T04:21:05+00:00", "cancelled", "SmolLM2-135M-Instruct.Q4_1", "", "local build", 3, 1,
+                   "2026-12-02T04:21:05+00:00", RunStatus.CANCELLED, "SmolLM2-135M-Instruct.Q4_1", "", 3, 1,
                    4.54415246891054, "", "llama_server", "local build"),
         RunSummary(1, "SmolLM2-135M-Instruct.Q4_1 · 2026-12-02 04:09", "2026-12-02T04:09:08+00:00",
-                   "2026-12-02T04:09:35+00:00", "finished", "SmolLM2-135M-Instruct.Q4_1", "", "local build", 4, 4,
+                   "2026-12-02T04:09:35+00:00", RunStatus.FINISHED, "SmolLM2-135M-Instruct.Q4_1", "", 4, 4,
                    1.67332038078661, "", "llama_server", "local build"),
     ]
     finished, cancelled = history.load(1), history.load(2)

