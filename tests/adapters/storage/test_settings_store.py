@@ -21,7 +21,7 @@ from app.core.errors import DeckError
 from app.core.server.settings import SETTINGS_VERSION, ServerSettings
 
 TUNED = ollama_settings(
-    ServerSettings(backend="ollama", 
+    ServerSettings(
         num_parallel=4,
         context_length=16384,
         kv_cache_type="q8_0",
@@ -163,7 +163,7 @@ def test_version_0_is_migrated_reported_and_kept(tmp_path: Path) -> None:
 
     result = store.load()
 
-    assert result.settings == ollama_settings(ServerSettings(backend="ollama", 
+    assert result.settings == ollama_settings(ServerSettings(
         num_parallel=3, context_length=None, kv_cache_type="q8_0", flash_attention="on",
         keep_alive="10m"), models_dir="/data/models",
     )
