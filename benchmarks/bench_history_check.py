@@ -41,7 +41,8 @@ def a_run(points: int = 8, records: int = 200) -> SweepRun:
         recs = tuple(RequestRecord(i, 0.0, 0.0, 1.0 + i * 0.01, first_token_s=0.1, output_tokens=20,
                                    output_chunks=20, itl_s=(0.05,) * 19) for i in range(records))
         results.append(PointResult(p, PointStatus.OK, stats=summarize(recs, TARGETS), records=recs))
-    run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b"),
+    run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b",
+                                 backend_kind="ollama"),
                    plan.points, plan.varying, tuple(results), started_at="2026-08-01T12:00:00+02:00")
     return run.finished("finished", "2026-08-01T12:05:00+02:00")
 

@@ -17,6 +17,12 @@ def names() -> list[str]:
     return list(_SPECS)
 
 
+def display_names() -> dict[str, str]:
+    """What people call each registered server kind ("llama_server" -> "llama-server"), for what names the
+    server a run or setting was for."""
+    return {name: spec.display_name for name, spec in _SPECS.items()}
+
+
 def get(name: str = DEFAULT_BACKEND) -> BackendSpec:
     """The spec registered under `name`; KeyError naming the known ones otherwise."""
     try:
@@ -25,4 +31,4 @@ def get(name: str = DEFAULT_BACKEND) -> BackendSpec:
         raise KeyError(f"unknown backend {name!r}; known: {', '.join(_SPECS)}") from None
 
 
-__all__ = ["BackendSpec", "Capabilities", "DEFAULT_BACKEND", "get", "names"]
+__all__ = ["BackendSpec", "Capabilities", "DEFAULT_BACKEND", "display_names", "get", "names"]

@@ -422,14 +422,17 @@ def run(args: argparse.Namespace) -> int:
     except DeckError as exc:
         print(f"ollama-deck bench: {one_line(exc.user_text())}", file=sys.stderr)
         return 1
+    from app.adapters.storage.saved_format import SAVED_FORMAT
+    from app.backends import registry
+
     # With the JSON on stdout the table goes to stderr, so the JSON can be piped.
     print(render_table(result), file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json:
-        _write(args.json, json.dumps(run_to_json(result), indent=1, ensure_ascii=False) + "\n")
+        _write(args.json, json.dumps(run_to_json(result, SAVED_FORMAT), indent=1, ensure_ascii=False) + "\n")
     if args.csv:
         _write(args.csv, run_to_csv(result))
     if args.markdown:
-        _write(args.markdown, run_to_markdown(result))
+        _write(args.markdown, run_to_markdown(result, registry.display_names()))
     if kept is not None and not kept.saved:
         print(f"ollama-deck bench: {history_words(kept, args)}", file=sys.stderr)
     return 0 if any(r.ran for r in result.results) else 1

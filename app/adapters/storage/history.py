@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import psutil
 
 from app.adapters.storage import paths as storage_paths
+from app.adapters.storage.saved_format import SAVED_FORMAT
 from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, HistoryLocationError, Opened,
                                               check_shape, is_busy, is_damage, is_read_only, locked_error,
                                               open_file, read_only_uri, set_aside, SQLITE_ERRORS)
@@ -288,7 +289,7 @@ class BenchHistory:
 
     @staticmethod
     def _doc(run: SweepRun) -> str:
-        doc = run_to_json(run)
+        doc = run_to_json(run, SAVED_FORMAT)
         doc.pop("points", None)  # the points live in their own rows
         return json.dumps(doc, ensure_ascii=False)
 
@@ -351,7 +352,8 @@ class BenchHistory:
         numbers_ok = isinstance(row[8], int) and isinstance(row[12], int) and isinstance(row[13], (int, float)) \
             and (row[10] is None or isinstance(row[10], (int, float)))
         if not (numbers_ok and all(isinstance(t, str) for t in texts)):
-            return RunSummary(row[0], "unreadable run", "", "", RunStatus.UNREADABLE, "", "", 0, row[9], None, "")
+            return RunSummary(row[0], "unreadable run", "", "", RunStatus.UNREADABLE, "", "", 0, row[9], None, "",
+                              SAVED_FORMAT.default_backend)
         # row[7] (the ollama_version column) holds what row[15] (the server's version) does in every format
         return RunSummary(row[0], row[1], row[2], row[3], self._status(row[4], row[12], row[13]), row[5], row[6],
                           row[8], row[9], row[10], row[11], row[14], row[15])
@@ -368,7 +370,7 @@ class BenchHistory:
             doc = json.loads(row[0])
             doc["status"] = self._status(row[1], row[2], row[3])
             doc["results"] = [_unpack(p[0]) for p in points]
-            return run_from_json(doc, run_id)
+            return run_from_json(doc, SAVED_FORMAT, run_id)
         except Exception as exc:  # noqa: BLE001 - damaged cells fail in any way; one run must not break the rest
             raise HistoryError(f"Run {run_id} in the benchmark history {self.path} is damaged and cannot be shown "
                                f"({type(exc).__name__}: {exc}).", hint="The other runs are not affected.") from exc

@@ -7,7 +7,12 @@ from collections.abc import Mapping
 from datetime import datetime, UTC
 from typing import Any
 
-from app.core.server.settings import DEFAULT_BACKEND, LEGACY_OPTION_FIELDS, SETTINGS_VERSION, ServerSettings
+from app.adapters.storage.saved_format import SAVED_FORMAT
+from app.core.server.settings import SETTINGS_VERSION, ServerSettings
+
+# The server of a document that names none, and the knobs of its own that format 1 kept in "settings".
+DEFAULT_BACKEND = SAVED_FORMAT.default_backend
+LEGACY_OPTION_FIELDS = SAVED_FORMAT.option_fields
 
 # Older names of version 0, and how to turn their values into version 1.
 V0_RENAMES = {

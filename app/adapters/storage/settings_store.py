@@ -42,11 +42,13 @@ from app.adapters.storage.json_file import (LEFT, MISSING, READ, SET_ASIDE, STUC
                                             os_reason, read_capped, read_json_file)
 from app.core.errors import DeckError
 from app.core.server.mapping import NeutralTuning, TuningMapping, option_default
-from app.core.server.settings import DEFAULT_BACKEND, LEGACY_OPTION_FIELDS, SETTINGS_VERSION, ServerSettings
+from app.adapters.storage.saved_format import SAVED_FORMAT
+from app.core.server.settings import SETTINGS_VERSION, ServerSettings
 
 SETTINGS_FILE_NAME = "settings.json"
 _V0_RENAMES = fmt.V0_RENAMES
 _FIELDS = frozenset(f.name for f in fields(ServerSettings))
+DEFAULT_BACKEND, LEGACY_OPTION_FIELDS = fmt.DEFAULT_BACKEND, fmt.LEGACY_OPTION_FIELDS
 
 
 class SettingsSaveError(DeckError):
@@ -92,6 +94,11 @@ class SettingsStore:
         self._saving = threading.Lock()
         self._change_nothing = False  # this load only reads: no move aside, no conversion, no copies
 
+    def defaults(self) -> ServerSettings:
+        """The settings of a start without a usable file: the defaults, for this store's backend (a store that
+        knows none reads as the first format did, for the saved format's default server)."""
+        return ServerSettings(backend=self.mapping.kind or DEFAULT_BACKEND)
+
     # ---- loading -------------------------------------------------------------------------
 
     def load(self, *, change_nothing: bool = False) -> LoadResult:
@@ -104,22 +111,22 @@ class SettingsStore:
         self._looked = found.outcome not in (UNREADABLE, STUCK, LEFT)
         self._known = found.raw if found.outcome == READ else None
         if found.outcome == MISSING:
-            return LoadResult(ServerSettings())
+            return LoadResult(self.defaults())
         if found.outcome == UNREADABLE:
-            return LoadResult(ServerSettings(), [
+            return LoadResult(self.defaults(), [
                 f"Could not read {self.path}: {found.why}. Using default settings; check the file's permissions."],
                 unusable=True)
         if found.outcome == STUCK:
-            return LoadResult(ServerSettings(), [
+            return LoadResult(self.defaults(), [
                 f"{self.path} could not be read because {found.why}, and could not be moved aside "
                 f"({found.move_error}). Using default settings; saving will keep a copy first."], unusable=True)
         if found.outcome == LEFT:
-            return LoadResult(ServerSettings(), [
+            return LoadResult(self.defaults(), [
                 f"{self.path} could not be read because {found.why}; using default settings. It was left as it "
                 "is: the ollama-deck window moves it aside, keeping it, and says so when it next starts."],
                 unusable=True)
         if found.outcome == SET_ASIDE:
-            return LoadResult(ServerSettings(), [
+            return LoadResult(self.defaults(), [
                 f"{self.path} could not be read because {found.why}. It was moved to {found.kept}; "
                 "using default settings."], found.kept, unusable=True)
         raw = found.raw or b""
@@ -129,11 +136,11 @@ class SettingsStore:
             # The reader and the checks below should leave nothing to fail; if a value still trips
             # one, the start must go on: keep the file's bytes and use the defaults.
             if self._change_nothing:
-                return LoadResult(ServerSettings(), [
+                return LoadResult(self.defaults(), [
                     f"{self.path} could not be read because a value in it could not be handled "
                     f"({type(exc).__name__}). Using default settings; the file was left as it is."], unusable=True)
             backup = self._keep_copy(raw, f"corrupt-{utc_stamp()}")
-            return LoadResult(ServerSettings(), [
+            return LoadResult(self.defaults(), [
                 f"{self.path} could not be read because a value in it could not be handled "
                 f"({type(exc).__name__}). Using default settings. {_kept_note(backup, 'the file')}"], backup,
                 unusable=True)
@@ -168,14 +175,14 @@ class SettingsStore:
 
     def _load_v0(self, data: dict[str, Any], raw: bytes) -> LoadResult:
         migrated, notes = fmt.migrate_v0(data)
-        saved, field_problems = ServerSettings.from_json(migrated)
+        saved, field_problems = ServerSettings.from_json(migrated, SAVED_FORMAT)
         note = (f"{self.path} was in the old format (version 0); converted it to version {SETTINGS_VERSION}."
                 + (" " + " ".join(notes) if notes else ""))
         return self._convert(saved, note, field_problems, raw, "v0-backup", {})
 
     def _load_v1(self, body: dict[str, Any], preferences: dict[str, Any], raw: bytes,
                  problems: list[str]) -> LoadResult:
-        saved, field_problems = ServerSettings.from_json(body)
+        saved, field_problems = ServerSettings.from_json(body, SAVED_FORMAT)
         moved = sorted(name for name in LEGACY_OPTION_FIELDS if name in body)
         text = (f"{self.path} was in format version 1; converted it to version {SETTINGS_VERSION}, which keeps "
                 "the settings every server shares apart from each server's own")
@@ -233,7 +240,7 @@ class SettingsStore:
 
     def _settings_from(self, data: dict[str, Any]) -> tuple[ServerSettings, list[str]]:
         """Settings from a dict, with wrong types and values the backend refuses replaced by defaults."""
-        settings, problems = ServerSettings.from_json(data)
+        settings, problems = ServerSettings.from_json(data, SAVED_FORMAT)
         settings, number_problems = _finite_options(settings)
         problems += number_problems
         if not settings.backend:  # format 0 and 1 carry the name in the settings, unchecked by the format

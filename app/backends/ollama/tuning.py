@@ -334,11 +334,11 @@ OLLAMA_TUNING = OllamaTuning()
 
 
 def ollama_settings(settings: ServerSettings | None = None, **options: int | str) -> ServerSettings:
-    """settings (default: the defaults) with Ollama's options set, e.g. gpu_overhead_mib=512."""
+    """settings (default: the defaults) for Ollama, with its options set, e.g. gpu_overhead_mib=512."""
     unknown = set(options) - {spec.name for spec in OPTIONS}
     if unknown:
         raise TypeError(f"not an Ollama option: {', '.join(sorted(unknown))}")
-    return (settings or ServerSettings()).with_options(**options)
+    return (settings or ServerSettings()).replace(backend=KIND).with_options(**options)
 
 
 __all__ = ["FIELD_ENV_VARIABLES", "FORM_VARIABLES", "INVENTED_VARIABLES", "KIND", "OLLAMA_TUNING", "OPTIONS",

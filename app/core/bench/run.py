@@ -15,8 +15,9 @@ from app.core.bench.outcome import RunStatus, failure_of_saved, saved_point_stat
 from app.core.memory.verdict import saved_verdict
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec,
-                                  server_label)
+                                  server_label, server_text)
 from app.core.bench.recommend import Recommendation, recommend
+from app.core.saved_format import SavedFormat
 from app.core.server.settings import FIELD_LABELS
 
 
@@ -72,11 +73,11 @@ class SweepRun:
         return " · ".join(parts)
 
 
-def chart_title(run: SweepRun) -> str:
+def chart_title(run: SweepRun, labels: Mapping[str, str]) -> str:
     """The title an exported chart carries: model, server and version, GPU and date, e.g.
-    "qwen3:14b on <server> 0.12.6 · NVIDIA GeForce RTX 4090 · 2026-08-01 21:04"."""
+    "qwen3:14b on <server> 0.12.6 · NVIDIA GeForce RTX 4090 · 2026-08-01 21:04" (`labels`: see server_label)."""
     f = run.fingerprint
-    server = " ".join(x for x in (server_label(f.backend_kind), f.server_version) if x)
+    server = server_text(f.backend_kind, f.server_version, labels)
     parts = [f"{f.model or run.spec.workload.model} on {server}", f.gpu_name or "no NVIDIA GPU readings"]
     if run.started_at:
         parts.append(run.started_at[:16].replace("T", " "))
@@ -127,13 +128,13 @@ def point_row(r: PointResult) -> dict[str, Any]:
     return row
 
 
-def run_to_json(run: SweepRun, with_records: bool = False) -> dict[str, Any]:
+def run_to_json(run: SweepRun, saved: SavedFormat, with_records: bool = False) -> dict[str, Any]:
     """The run as JSON: `points` (one object per point, see point_row) and `recommendation`, plus the
-    fingerprint, workload, axes and targets; with_records adds every request (for the history)."""
+    fingerprint (under the keys `saved` gives), workload, axes and targets; with_records adds every request."""
     rec = run.recommendation
     data: dict[str, Any] = {
         "title": run.title, "status": run.status, "started_at": run.started_at, "finished_at": run.finished_at,
-        "fingerprint": run.fingerprint.to_json(), "spec": run.spec.to_json(), "varying": list(run.varying),
+        "fingerprint": run.fingerprint.to_json(saved), "spec": run.spec.to_json(), "varying": list(run.varying),
         "workload": run.spec.workload.describe(per_point_clients=True), "targets": run.spec.targets.to_json(),
         "points": [point_row(r) for r in run.results], "notes": list(run.notes),
         "recommendation": None if rec is None else {
@@ -157,15 +158,15 @@ def result_to_json(r: PointResult) -> dict[str, Any]:
             "detail": r.detail, "contention": r.contention.to_json()}
 
 
-def result_from_json(data: dict[str, Any], targets: LatencyTargets) -> PointResult:
-    """Inverse of result_to_json; statistics are recomputed from the records."""
+def result_from_json(data: dict[str, Any], targets: LatencyTargets, saved: SavedFormat) -> PointResult:
+    """Inverse of result_to_json; statistics are recomputed from the records (`saved`: see SweepPoint.from_json)."""
     records = tuple(RequestRecord.from_json(x) for x in data.get("records") or [])
     stats: PointStats | None = summarize(records, targets) if data.get("measured") else None
     gpu = GpuFigures(**{k: v for k, v in (data.get("gpu") or {}).items() if k in GpuFigures.__dataclass_fields__})
     status = saved_point_status(data.get("status", "failed"))
     reason = str(data.get("reason", ""))
     contention = Contention.from_json(data.get("contention"))
-    return PointResult(SweepPoint.from_json(data.get("point") or {}), status,
+    return PointResult(SweepPoint.from_json(data.get("point") or {}, saved), status,
                        reason, stats, records, gpu,
                        server=ServerFigures.from_json(data.get("server")),
                        estimate_verdict=saved_verdict(data.get("estimate_verdict")), estimate_peak_mib=data.get("estimate_peak_mib"),
@@ -179,13 +180,14 @@ def result_from_json(data: dict[str, Any], targets: LatencyTargets) -> PointResu
                                                 contention.short_text()))
 
 
-def run_from_json(data: dict[str, Any], run_id: int | None = None) -> SweepRun:
-    """A run saved by run_to_json(with_records=True); the recommendation is recomputed."""
-    spec = SweepSpec.from_json(data.get("spec") or {})
-    results = tuple(result_from_json(x, spec.targets) for x in data.get("results") or [])
-    points = tuple(SweepPoint.from_json(p) for p in data.get("planned_points") or [])
+def run_from_json(data: dict[str, Any], saved: SavedFormat, run_id: int | None = None) -> SweepRun:
+    """A run saved by run_to_json(with_records=True) in the format `saved` describes; the recommendation is
+    recomputed."""
+    spec = SweepSpec.from_json(data.get("spec") or {}, saved)
+    results = tuple(result_from_json(x, spec.targets, saved) for x in data.get("results") or [])
+    points = tuple(SweepPoint.from_json(p, saved) for p in data.get("planned_points") or [])
     varying = tuple(data.get("varying") or ("parallel", "concurrency"))
-    run = SweepRun(spec, Fingerprint.from_json(data.get("fingerprint") or {}), points, varying, results,
+    run = SweepRun(spec, Fingerprint.from_json(data.get("fingerprint") or {}, saved), points, varying, results,
                    None, saved_run_status(data.get("status", RunStatus.FINISHED)), str(data.get("started_at", "")),
                    str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id,
                    LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None)
@@ -273,8 +275,8 @@ TABLE_HEADER = ("Parallel", "Clients", "Tokens/s", "TTFT avg (ms)", "TTFT p95 (m
 SERVER_HEADER = ("Slots busy", "Waiting", "Server tok/s")
 
 
-def run_to_markdown(run: SweepRun) -> str:
-    """A report: what was measured where, the table, and the recommendation."""
+def run_to_markdown(run: SweepRun, labels: Mapping[str, str]) -> str:
+    """A report: what was measured where, the table, and the recommendation (`labels`: see server_label)."""
     f = run.fingerprint
     lines = [f"# Sweep: {run.title}", ""]
     about = ", ".join(x for x in (" ".join(y for y in (f.model_parameters, f.model_quantization) if y),
@@ -282,7 +284,7 @@ def run_to_markdown(run: SweepRun) -> str:
     facts = [("Model", f"{f.model} ({about})" if about else f.model),
              ("GPU", f"{f.gpu_name or 'no NVIDIA GPU readings'}" + (f", driver {f.gpu_driver}" if f.gpu_driver else "")
               + (f", {f.gpu_memory_mib:.0f} MiB" if f.gpu_memory_mib else "")),
-             ("Server", f"{server_label(f.backend_kind)} {f.server_version or '(unknown version)'}, "
+             ("Server", f"{server_label(f.backend_kind, labels)} {f.server_version or '(unknown version)'}, "
                         + ("managed by ollama-deck (restarted per point)" if f.managed else "attached (server settings fixed)")),
              ("Workload", run.spec.workload.describe(per_point_clients=True)), ("Targets", run.spec.targets.describe()),
              ("Status", run.status + (f", {run.started_at} – {run.finished_at}" if run.finished_at else ""))]

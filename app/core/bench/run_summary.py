@@ -22,5 +22,5 @@ class RunSummary:
     points_done: int
     best_tokens_per_s: float | None
     recommended: str
-    backend_kind: str = "ollama"
+    backend_kind: str = ""  # the server kind that measured it
     server_version: str = ""

@@ -11,14 +11,15 @@ import itertools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from app.core.bench.contention import Contention
 from app.core.bench.outcome import FailureKind, PointStatus
 from app.core.memory.verdict import Verdict
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
-from app.core.server.settings import DEFAULT_BACKEND, ServerSettings, validate
+from app.core.saved_format import SavedFormat
+from app.core.server.settings import ServerSettings, validate
 
 SERVER_AXES = ("parallel", "kv_cache_types", "context_lengths", "flash_attention")
 MAX_POINTS = 200
@@ -101,9 +102,9 @@ class SweepPoint:
                 "server_known": self.server_known}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SweepPoint:
-        """Inverse of to_json."""
-        settings, _problems = ServerSettings.from_json(data.get("settings") or {})
+    def from_json(cls, data: dict[str, Any], saved: SavedFormat) -> SweepPoint:
+        """Inverse of to_json; `saved` names what earlier documents left unsaid (see ServerSettings.from_json)."""
+        settings, _problems = ServerSettings.from_json(data.get("settings") or {}, saved)
         return cls(int(data.get("index", 0)), settings, int(data.get("concurrency", 1)),
                    bool(data.get("server_known", True)))
 
@@ -309,7 +310,7 @@ class Fingerprint:
     gpu_name: str = ""
     gpu_driver: str = ""
     gpu_memory_mib: float | None = None
-    server_version: str = ""  # the measuring server's version (saved as "ollama_version", its first name)
+    server_version: str = ""  # the measuring server's version (saved under its first name, see SavedFormat)
     model: str = ""
     model_digest: str = ""
     model_quantization: str = ""
@@ -318,35 +319,35 @@ class Fingerprint:
     base_settings: dict[str, Any] = field(default_factory=dict)
     host: str = ""
     app_version: str = ""
-    # Which server measured this; documents written before servers had kinds are the default backend's.
-    backend_kind: str = DEFAULT_BACKEND
+    # Which server measured this (its kind); documents written before servers had kinds name none, and are
+    # the saved format's default server's (SavedFormat.default_backend).
+    backend_kind: str = ""
 
-    @property
-    def server_text(self) -> str:
-        """The measuring server for people, with its version (its label, then e.g. "b6123")."""
-        return " ".join(x for x in (server_label(self.backend_kind), self.server_version) if x)
+    def server_text(self, labels: Mapping[str, str]) -> str:
+        """The measuring server for people, with its version (its label, then e.g. "b6123"); `labels` are what
+        people call each server kind (see server_label)."""
+        return server_text(self.backend_kind, self.server_version, labels)
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain dict, under the keys documents have always had."""
-        return {_FINGERPRINT_KEYS.get(k, k): getattr(self, k) for k in self.__dataclass_fields__}
+    def to_json(self, saved: SavedFormat) -> dict[str, Any]:
+        """Plain dict, under the keys documents have always had (saved.fingerprint_keys)."""
+        return {saved.fingerprint_key(k): getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Fingerprint:
-        """Inverse of to_json (unknown keys ignored)."""
-        return cls(**{k: data[key] for k in cls.__dataclass_fields__ if (key := _FINGERPRINT_KEYS.get(k, k)) in data})
+    def from_json(cls, data: dict[str, Any], saved: SavedFormat) -> Fingerprint:
+        """Inverse of to_json (unknown keys ignored); a document naming no server is saved.default_backend's."""
+        found = {k: data[key] for k in cls.__dataclass_fields__ if (key := saved.fingerprint_key(k)) in data}
+        return cls(**{"backend_kind": saved.default_backend, **found})
 
 
-# Fields saved under another name: the version key dates from when every server was Ollama.
-_FINGERPRINT_KEYS = {"server_version": "ollama_version"}
+def server_label(kind: str, labels: Mapping[str, str]) -> str:
+    """A server kind as people write it, from `labels` (the backends' display names by kind); a kind `labels`
+    does not know is shown as stored."""
+    return labels.get(kind, kind)
 
 
-# What people call the servers a history may hold (a kind it does not know is shown as stored).
-SERVER_LABELS = {"ollama": "Ollama", "llama_server": "llama-server"}
-
-
-def server_label(kind: str) -> str:
-    """A server kind as people write it ("llama_server" -> "llama-server")."""
-    return SERVER_LABELS.get(kind, kind)
+def server_text(kind: str, version: str, labels: Mapping[str, str]) -> str:
+    """A server for people: its label (see server_label) and version, e.g. "<server> b6123"."""
+    return " ".join(x for x in (server_label(kind, labels), version) if x)
 
 
 @dataclass(frozen=True)
@@ -370,9 +371,9 @@ class SweepSpec:
                 "targets": self.targets.to_json(), "managed": self.managed, "force": self.force}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SweepSpec:
-        """Inverse of to_json."""
-        base, _ = ServerSettings.from_json(data.get("base") or {})
+    def from_json(cls, data: dict[str, Any], saved: SavedFormat) -> SweepSpec:
+        """Inverse of to_json; `saved` names what earlier documents left unsaid (see ServerSettings.from_json)."""
+        base, _ = ServerSettings.from_json(data.get("base") or {}, saved)
         return cls(base, SweepAxes.from_json(data.get("axes") or {}), LoadPlan.from_json(data.get("workload") or {}),
                    LatencyTargets.from_json(data.get("targets") or {}), bool(data.get("managed", True)),
                    bool(data.get("force", False)))
@@ -380,4 +381,4 @@ class SweepSpec:
 
 __all__ = ["Fingerprint", "GpuFigures", "PointResult",
            "SweepAxes", "SweepPlan", "SweepPlanError", "SweepPoint", "SweepSpec",
-           "parse_int_list", "plan_sweep"]
+           "parse_int_list", "plan_sweep", "server_label", "server_text"]

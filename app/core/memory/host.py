@@ -18,7 +18,8 @@ from app.core.units import GIB, MIB
 # MiB of system memory"); below it a load is tight.
 HOST_FIT_MARGIN_BYTES = GIB
 # The llama.cpp server's own resident memory besides its buffers (libraries, heap): its RSS less the
-# buffers it logged was 20 MiB with SmolLM2-135M on the CPU (benchmarks/vram/cpu_estimate_vs_ollama.txt).
+# buffers it logged was 20 MiB with SmolLM2-135M on the CPU (the CPU estimate measured against a real server,
+# benchmarks/vram/README.md).
 CPU_RUNTIME_OVERHEAD_BYTES = 20 * MIB
 
 
@@ -60,7 +61,7 @@ def out_of_memory_text(need_bytes: int, host: HostMemory, weights_cpu: int, kv_c
     """The sentence for a load whose CPU side does not fit the computer's memory."""
     return (f"The computer runs out of memory: {on_gpu}the CPU side needs {_g(need_bytes)} of RAM (weights "
             f"{_g(weights_cpu)}, KV cache {_g(kv_cpu)}) but only {_g(host.available_bytes)} is available, so "
-            f"the kernel kills llama-server while it loads (\"signal: killed\"). Lower the context or parallel "
+            f"the kernel kills the server while it loads (\"signal: killed\"). Lower the context or parallel "
             f"requests, or quantize the KV cache.")
 
 

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from app.core.saved_format import SavedFormat
 from app.core.server.exposure import LOOPBACK_NAMES, assess, is_loopback, same_host
 
 # The settings file's format version (app.adapters.storage.settings_store reads older ones).
 SETTINGS_VERSION = 2
 
-DEFAULT_BACKEND = "ollama"
 KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")
 FLASH_ATTENTION_MODES = ("auto", "on", "off")
 
@@ -42,8 +42,6 @@ FIELD_LABELS: dict[str, str] = {
     "options": "Server options",
 }
 
-# Backend-only knobs that format 1 kept beside the shared ones; they now live in `options`.
-LEGACY_OPTION_FIELDS = ("max_loaded_models", "gpu_overhead_mib", "models_dir", "ollama_binary")
 LEGACY_FIELD_NAMES = {"extra_env": "extra_settings"}
 # Formats up to 2 kept the permission to bind beyond loopback as a yes/no, tied to no host.
 LEGACY_PERMISSION_FIELD = "allow_network"
@@ -78,7 +76,9 @@ class ServerSettings:
     # the confirmation names the host it was given for: another host must be confirmed again.
     network_allowed_for: str = ""
     extra_settings: str = ""  # backend-specific free text (NAME=value lines, extra flags)
-    backend: str = DEFAULT_BACKEND
+    # The server kind these are for (its mapping's kind); the composition root picks the app's default one,
+    # and the reader of saved documents knows whose those that name none are (SavedFormat.default_backend).
+    backend: str = ""
     # The backend's own knobs as (name, value), sorted; a missing name means the backend's default.
     options: tuple[tuple[str, OptionValue], ...] = ()
 
@@ -154,24 +154,26 @@ class ServerSettings:
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> tuple[ServerSettings, list[str]]:
+    def from_json(cls, data: Any, saved: SavedFormat | None = None) -> tuple[ServerSettings, list[str]]:
         """Build from a dict; unknown keys and wrongly typed values are dropped and reported.
 
-        Also reads format 1's flat dicts (still inside older run documents): its backend-only
-        knobs become options and `extra_env` becomes `extra_settings`.
+        With `saved` (the names of earlier formats) also reads format 1's flat dicts (still inside older run
+        documents): a dict naming no backend is the saved format's default one, its backend-only knobs
+        (saved.option_fields) become options and `extra_env` becomes `extra_settings`.
         """
+        saved = saved or SavedFormat()
+        defaults = cls(backend=saved.default_backend)
         if not isinstance(data, dict):
-            return cls(), [f"The settings are not a JSON object ({type(data).__name__}); using defaults."]
+            return defaults, [f"The settings are not a JSON object ({type(data).__name__}); using defaults."]
         data = dict(data)
         for old, new in LEGACY_FIELD_NAMES.items():
             if old in data and new not in data:
                 data[new] = data.pop(old)
         permission_problems = _migrate_permission(data)
         problems: list[str] = []
-        kwargs: dict[str, Any] = {}
-        defaults = cls()
+        kwargs: dict[str, Any] = {"backend": defaults.backend}
         options, option_problems = _options_from(data.get("options", {}))
-        legacy = {name: data[name] for name in LEGACY_OPTION_FIELDS if name in data}
+        legacy = {name: data[name] for name in saved.option_fields if name in data}
         for name, value in legacy.items():
             if isinstance(value, OptionValue):
                 options.setdefault(name, value)
@@ -198,7 +200,7 @@ class ServerSettings:
                     f"{_label(f.name)}: {_short_repr(value)} is not {wanted}; "
                     f"using the default {_short_repr(default)}."
                 )
-        known = {f.name for f in fields(cls)} | set(LEGACY_OPTION_FIELDS) | {LEGACY_PERMISSION_FIELD}
+        known = {f.name for f in fields(cls)} | set(saved.option_fields) | {LEGACY_PERMISSION_FIELD}
         for key in sorted(set(data) - known):
             problems.append(f"'{key}': not a setting this version knows; ignored.")
         return cls(**kwargs, options=_option_pairs(options)), problems
@@ -393,6 +395,6 @@ def validate(s: ServerSettings) -> Validation:
     return Validation(errors, warnings)
 
 
-__all__ = ["DEFAULT_BACKEND", "FIELD_LABELS", "FLASH_ATTENTION_MODES", "KV_CACHE_TYPES", "LEGACY_OPTION_FIELDS",
+__all__ = ["FIELD_LABELS", "FLASH_ATTENTION_MODES", "KV_CACHE_TYPES",
            "LEGACY_PERMISSION_FIELD", "LOOPBACK_HOSTS", "MAX_BATCH", "SETTINGS_VERSION", "ServerSettings", "Validation",
            "parse_keep_alive", "validate"]

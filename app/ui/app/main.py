@@ -23,6 +23,7 @@ from app.adapters.storage.apply_history import APPLY_HISTORY_FILE_NAME, ApplyHis
 from app.services.guarded_apply import GuardedApplier
 from app.adapters.storage.history import HISTORY_FILE_NAME, BenchHistory
 from app.adapters.storage.atomic_json import write_atomic
+from app.adapters.storage.saved_format import SAVED_FORMAT
 from app.adapters.telemetry.contention import contention_probes
 from app.adapters.telemetry.host import HostProbe, host_memory_reader
 from app.adapters.telemetry.nvml import make_gpu_backend
@@ -88,6 +89,7 @@ def page_context(deck: DeckApp, config_dir: Path | None) -> PageContext:
     telemetry = deck.telemetry
     return PageContext(
         backend=deck.backend, server=deck.controller, loop=deck.loop, gpu=deck.gpu, write_file=write_atomic,
+        server_labels=registry.display_names(), saved_format=SAVED_FORMAT,
         samples=deck.sampler.buffers, server_ring=telemetry.ring if telemetry.enabled else None, meter=deck.meter,
         presets=PresetStore(deck.store.config_dir),
         history=BenchHistory(config_dir / HISTORY_FILE_NAME if config_dir else None),

@@ -3,7 +3,7 @@ the server's view-model and the stores, probes and runners they use without pick
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +12,7 @@ from app.core.ports.backend import BackendSpec
 from app.core.ports.contention import ContentionProbeFactory
 from app.core.ports.stores import BenchHistoryStore, PresetStorage
 from app.core.ports.tasks import CoroutineRunner
+from app.core.saved_format import SavedFormat
 from app.core.server_telemetry import ServerTelemetryRing
 from app.core.telemetry import GpuBackend
 from app.core.telemetry_buffers import TelemetryBuffers
@@ -37,6 +38,11 @@ class PageContext:
     gpu: GpuBackend
     # Writes a file atomically (exports): the old file stays whole if writing fails.
     write_file: Callable[[Path, bytes], None]
+    # What people call each server kind a saved run may name (the backends' display names); a kind it does not
+    # know is shown as stored.
+    server_labels: Mapping[str, str]
+    # The names of the saved documents' format (the run JSON the Benchmark page exports).
+    saved_format: SavedFormat
     # The sampler's history of GPU and host readings (empty until it samples).
     samples: TelemetryBuffers = field(default_factory=TelemetryBuffers)
     # The server's own report (slots, queue, counters); None where the backend has none.

@@ -7,6 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from app.adapters.storage.saved_format import SAVED_FORMAT
 from app.adapters.storage.apply_history import SCHEMA_VERSION, ApplyHistory
 from app.backends.ollama.tuning import ollama_settings
 from app.core.server.settings import ServerSettings
@@ -53,7 +54,7 @@ def test_a_format_0_log_keeps_every_record_as_applied_to_ollama(tmp_path: Path) 
     for record in records:
         assert record.pop("backend_kind") == "ollama"
         assert record == {**V0_RECORD, "reason": record["reason"]}
-    tried, problems = ServerSettings.from_json(records[0]["tried"])
+    tried, problems = ServerSettings.from_json(records[0]["tried"], SAVED_FORMAT)
     assert problems == [] and tried.gpu_overhead_mib == 256 and tried.backend == "ollama"
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 

@@ -25,7 +25,7 @@ TARGETS = LatencyTargets(1000, 100)
 
 
 def make_run(points: int = 3, records: int = 4) -> SweepRun:
-    spec = SweepSpec(ServerSettings(), SweepAxes(parallel=tuple(2 ** i for i in range(points))),
+    spec = SweepSpec(ServerSettings(backend="ollama"), SweepAxes(parallel=tuple(2 ** i for i in range(points))),
                      LoadPlan("qwen3:14b", requests=records), TARGETS)
     plan = spec.plan()
     results = []
@@ -36,7 +36,8 @@ def make_run(points: int = 3, records: int = 4) -> SweepRun:
                                    gpu=GpuFigures(vram_peak_mib=10_000.0 + p.index)))
     results.append(PointResult(plan.points[-1], PointStatus.FAILED, "out of memory at load", detail="cudaMalloc failed",
                                failure=FailureKind.OUT_OF_MEMORY))
-    run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b"),
+    run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b",
+                                     backend_kind="ollama"),
                    plan.points, plan.varying, tuple(results), started_at="2026-08-01T12:00:00+02:00")
     return run.finished(RunStatus.FINISHED, "2026-08-01T12:05:00+02:00")
 

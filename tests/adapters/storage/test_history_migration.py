@@ -12,6 +12,7 @@ import pytest
 from app.adapters.storage.history import SCHEMA_VERSION, BenchHistory, HistoryError
 from app.core.bench.run import run_from_json, run_to_json
 from app.core.bench.sweep import Fingerprint
+from app.adapters.storage.saved_format import SAVED_FORMAT
 from tests.adapters.storage.test_history import make_run
 
 # sqlite3's dump of a database the format-1 release's BenchHistory.save wrote (its CREATE TABLEs,
@@ -50,7 +51,7 @@ def test_every_format_1_run_is_kept_with_its_ollama_version_and_kind(tmp_path: P
         assert run.fingerprint.backend_kind == "ollama" and run.fingerprint.server_version == version
         old_fingerprint = json.loads(doc)["fingerprint"]
         assert "backend_kind" not in old_fingerprint  # the old document never named its server
-        assert {k: v for k, v in run.fingerprint.to_json().items() if k != "backend_kind"} == old_fingerprint
+        assert {k: v for k, v in run.fingerprint.to_json(SAVED_FORMAT).items() if k != "backend_kind"} == old_fingerprint
         assert len(run.results) == sum(1 for p in old_points if p[0] == run_id)
     assert history.problems == [f"The benchmark history {path} was in format 1; converted it to format "
                                 f"{SCHEMA_VERSION}: its 2 runs are recorded as measured on Ollama."]
@@ -68,14 +69,15 @@ def test_every_format_1_run_is_kept_with_its_ollama_version_and_kind(tmp_path: P
 
 
 def test_a_run_document_without_a_backend_kind_reads_as_ollama() -> None:
-    doc = run_to_json(make_run(), with_records=True)
+    doc = run_to_json(make_run(), SAVED_FORMAT, with_records=True)
     del doc["fingerprint"]["backend_kind"]
-    run = run_from_json(doc)
+    run = run_from_json(doc, SAVED_FORMAT)
     assert run.fingerprint.backend_kind == "ollama" and run.fingerprint.server_version == "0.12.6"
     # the version keeps its saved key, ollama_version, for every server
-    assert Fingerprint(backend_kind="llama_server", server_version="b4567").to_json()["ollama_version"] == "b4567"
-    assert Fingerprint.from_json({"ollama_version": "b4567"}).server_version == "b4567"
-    assert run_to_json(make_run())["fingerprint"]["backend_kind"] == "ollama"
+    assert Fingerprint(backend_kind="llama_server", server_version="b4567").to_json(SAVED_FORMAT)["ollama_version"] \
+        == "b4567"
+    assert Fingerprint.from_json({"ollama_version": "b4567"}, SAVED_FORMAT).server_version == "b4567"
+    assert run_to_json(make_run(), SAVED_FORMAT)["fingerprint"]["backend_kind"] == "ollama"
 
 
 def test_a_locked_history_is_reported_and_not_moved_aside(tmp_path: Path) -> None:

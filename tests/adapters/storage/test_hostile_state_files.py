@@ -32,7 +32,7 @@ def test_deeply_nested_settings_are_moved_aside_with_the_reason(tmp_path: Path, 
     store = SettingsStore(tmp_path, OLLAMA_TUNING)
     store.path.write_bytes(raw)
     result = store.load()
-    assert result.settings == ServerSettings()
+    assert result.settings == ServerSettings(backend="ollama")
     kept = _only(tmp_path, "settings.json.corrupt-*")
     assert kept.read_bytes() == raw and result.backup_path == kept
     assert result.problems == [f"{store.path} could not be read because {TOO_DEEP}. It was moved to {kept}; "
@@ -80,7 +80,7 @@ def test_a_settings_file_with_a_byte_order_mark_is_read_not_set_aside(tmp_path: 
     store.path.write_bytes(b"\xef\xbb\xbf" + json.dumps(document).encode("utf-8"))
     result = store.load()
     assert result.problems == [] and result.backup_path is None
-    assert result.settings == ollama_settings(ServerSettings(num_parallel=4, host="localhost"), models_dir="/srv/models")
+    assert result.settings == ollama_settings(ServerSettings(backend="ollama", num_parallel=4, host="localhost"), models_dir="/srv/models")
     assert result.preferences == {"theme": "dark"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
     store.save(result.settings)
@@ -92,7 +92,7 @@ def test_version_1_point_0_is_read_as_format_1(tmp_path: Path) -> None:
     store.path.write_text('{"version": 1.0, "settings": {"num_parallel": 3, "max_loaded_models": 2}}', "utf-8")
     original = store.path.read_bytes()
     result = store.load()
-    assert result.settings == ollama_settings(ServerSettings(num_parallel=3), max_loaded_models=2)
+    assert result.settings == ollama_settings(ServerSettings(backend="ollama", num_parallel=3), max_loaded_models=2)
     assert result.backup_path == tmp_path / "settings.json.v1-backup" and result.backup_path.read_bytes() == original
     assert result.problems[0].startswith(f"{store.path} was in format version 1; converted it to version 2")
     assert json.loads(store.path.read_text("utf-8"))["version"] == SETTINGS_VERSION
@@ -102,7 +102,7 @@ def test_version_2_point_0_is_the_current_format(tmp_path: Path) -> None:
     store = SettingsStore(tmp_path, OLLAMA_TUNING)
     store.path.write_text('{"version": 2.0, "backend": "ollama", "settings": {"num_parallel": 5}}', "utf-8")
     result = store.load()
-    assert result.problems == [] and result.settings == ServerSettings(num_parallel=5)
+    assert result.problems == [] and result.settings == ServerSettings(backend="ollama", num_parallel=5)
 
 
 @pytest.mark.parametrize("version, shown", [("1.5", "1.5"), ('"1"', "'1'"), ("true", "True"), ("-1", "-1"),
@@ -113,7 +113,7 @@ def test_a_version_that_is_not_a_whole_number_is_unusable_and_says_so(tmp_path: 
     raw = f'{{"version": {version}, "settings": {{"num_parallel": 3}}}}'.encode()
     store.path.write_bytes(raw)
     result = store.load()
-    assert result.settings == ServerSettings() and result.backup_path.read_bytes() == raw
+    assert result.settings == ServerSettings(backend="ollama") and result.backup_path.read_bytes() == raw
     assert f"because its version {shown} is not" in result.problems[0]
 
 
@@ -302,7 +302,7 @@ def test_nan_and_infinity_options_are_refused_and_other_servers_keep_theirs(tmp_
     store.path.write_text('{"version": 2, "backend": "ollama", "settings": {}, "backends": {"ollama": '
                           '{"gpu_overhead_mib": NaN, "draft_p": Infinity}, "llama_server": {"rope": NaN}}}', "utf-8")
     result = store.load()
-    assert result.settings == ServerSettings()
+    assert result.settings == ServerSettings(backend="ollama")
     text = " ".join(result.problems)
     assert "Server option 'gpu_overhead_mib': the saved value nan is not a finite number" in text
     assert "Server option 'draft_p': the saved value inf is not a finite number" in text
@@ -315,12 +315,12 @@ def test_a_value_that_still_fails_to_convert_gives_defaults_and_a_copy(tmp_path:
     store = SettingsStore(tmp_path)
     store.path.write_text('{"version": 2, "settings": {"num_parallel": 2}}', "utf-8")
 
-    def refuse(_data):
+    def refuse(_data, _saved=None):
         raise ValueError("a value this build cannot convert")
 
     monkeypatch.setattr(ServerSettings, "from_json", staticmethod(refuse))
     result = store.load()
-    assert result.settings == ServerSettings()
+    assert result.settings == ServerSettings(backend="ollama")
     assert result.problems[0].startswith(f"{store.path} could not be read because a value in it could not be "
                                          "handled (ValueError). Using default settings. A copy of the file is kept")
     assert result.backup_path.read_text("utf-8") == '{"version": 2, "settings": {"num_parallel": 2}}'

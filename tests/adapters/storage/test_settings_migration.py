@@ -69,7 +69,7 @@ def test_a_file_the_format_1_release_wrote_is_converted_field_by_field(tmp_path:
 def test_saving_over_a_format_1_file_unread_still_keeps_it(tmp_path: Path) -> None:
     store = _v1_copy(tmp_path)
     original = store.path.read_bytes()
-    backup = store.save(ServerSettings(num_parallel=2))
+    backup = store.save(ServerSettings(backend="ollama", num_parallel=2))
     assert backup == tmp_path / "settings.json.v1-backup" and backup.read_bytes() == original
     assert json.loads(store.path.read_text("utf-8"))["preferences"] == json.loads(original)["preferences"]
 
@@ -116,7 +116,7 @@ def test_a_malformed_backends_entry_is_reported_and_kept_aside(tmp_path: Path) -
     store.path.write_text(json.dumps({"version": SETTINGS_VERSION, "settings": {"num_parallel": 2},
                                       "backends": ["ollama"], "backend": 7}), "utf-8")
     result = store.load()
-    assert result.settings == ServerSettings(num_parallel=2)
+    assert result.settings == ServerSettings(backend="ollama", num_parallel=2)
     text = "\n".join(result.problems)
     assert "The saved server 7 is not a name; using ollama." in text
     assert "The saved server options were not an object" in text

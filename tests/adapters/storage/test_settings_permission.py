@@ -37,7 +37,7 @@ def test_an_old_permission_on_loopback_is_dropped_and_another_host_is_not_allowe
     store = SettingsStore(tmp_path, OLLAMA_TUNING)
     _write(store, {"version": 2, "backend": "ollama", "settings": {"host": "127.0.0.1", "allow_network": True}})
     loaded = store.load()
-    assert loaded.settings == ServerSettings() and loaded.problems == []
+    assert loaded.settings == ServerSettings(backend="ollama") and loaded.problems == []
     # A file allowing 0.0.0.0 but binding 192.168.1.5 does not open 192.168.1.5: the host falls back to loopback.
     _write(store, {"version": 2, "backend": "ollama",
                    "settings": {"host": "192.168.1.5", "network_allowed_for": "0.0.0.0"}})

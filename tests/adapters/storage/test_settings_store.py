@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.adapters.storage.settings_store import SettingsSaveError, SettingsStore
+from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
 from app.backends.ollama.tuning import OLLAMA_TUNING, ollama_settings
 from app.core.errors import DeckError
 from app.core.server.settings import SETTINGS_VERSION, ServerSettings
@@ -45,8 +46,19 @@ def _temp_files(directory: Path) -> list[Path]:
 
 def test_missing_file_gives_defaults_without_problems(tmp_path: Path) -> None:
     result = SettingsStore(tmp_path / "not-yet").load()
-    assert result.settings == ServerSettings()
+    assert result.settings == ServerSettings(backend="ollama")
     assert result.problems == [] and result.backup_path is None and result.preferences == {}
+
+
+def test_a_first_start_gives_the_defaults_of_the_stores_server_and_saves_them_as_its_own(tmp_path: Path) -> None:
+    store = SettingsStore(tmp_path, LLAMA_SERVER_TUNING)
+    first = store.load()
+    assert first.settings == ServerSettings(backend="llama_server") and first.problems == []
+    applied = first.settings.with_options(threads=4)
+    store.save(applied)
+    saved = json.loads(store.path.read_text("utf-8"))
+    assert saved["backend"] == "llama_server" and saved["backends"] == {"llama_server": {"threads": 4}}
+    assert SettingsStore(tmp_path, LLAMA_SERVER_TUNING).load().settings == applied  # its options read back
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG directories are Linux's")
@@ -70,7 +82,7 @@ def test_round_trip_keeps_every_field_and_preferences(tmp_path: Path) -> None:
 
 def test_saving_settings_alone_keeps_saved_preferences(tmp_path: Path) -> None:
     store = SettingsStore(tmp_path)
-    store.save(ServerSettings(), {"last_page": "models"})
+    store.save(ServerSettings(backend="ollama"), {"last_page": "models"})
     store.save(TUNED)
     assert store.load().preferences == {"last_page": "models"}
 
@@ -88,7 +100,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_files(
 
     monkeypatch.setattr(os, failing, disk_full)
     with pytest.raises(DeckError) as caught:
-        store.save(ServerSettings(num_parallel=9))
+        store.save(ServerSettings(backend="ollama", num_parallel=9))
     monkeypatch.undo()
 
     assert isinstance(caught.value, SettingsSaveError)
@@ -104,7 +116,7 @@ def test_corrupt_file_is_moved_aside_and_reported(tmp_path: Path) -> None:
     store = SettingsStore(tmp_path)
     store.path.write_text('{"version": 1, "settings": {"num_parallel": 4', "utf-8")
     result = store.load()
-    assert result.settings == ServerSettings()
+    assert result.settings == ServerSettings(backend="ollama")
     assert result.backup_path is not None and result.backup_path.name.startswith("settings.json.corrupt-")
     assert result.backup_path.read_text("utf-8").startswith('{"version": 1')
     assert not store.path.exists()
@@ -127,7 +139,7 @@ def test_files_of_the_wrong_shape_are_kept_aside(tmp_path: Path, content, reason
     raw = content if isinstance(content, bytes) else content.encode("utf-8")
     store.path.write_bytes(raw)
     result = store.load()
-    assert result.settings == ServerSettings()
+    assert result.settings == ServerSettings(backend="ollama")
     assert reason in result.problems[0]
     assert result.backup_path is not None and result.backup_path.read_bytes() == raw
 
@@ -175,7 +187,7 @@ def test_newer_version_is_read_reported_and_not_clobbered(tmp_path: Path) -> Non
 
     result = store.load()
 
-    assert result.settings == ServerSettings(num_parallel=6)
+    assert result.settings == ServerSettings(backend="ollama", num_parallel=6)
     assert result.preferences == {"theme": "dark"}
     [problem] = result.problems
     assert f"format version {SETTINGS_VERSION + 1}" in problem
@@ -205,7 +217,7 @@ def test_invalid_values_are_replaced_per_field_and_reported(tmp_path: Path) -> N
 
     result = store.load()
 
-    assert result.settings == ServerSettings(context_length=8192, flash_attention="off")
+    assert result.settings == ServerSettings(backend="ollama", context_length=8192, flash_attention="off")
     text = "\n".join(result.problems)
     for expected in ("Parallel requests (num_parallel): the saved value 200",
                      "Port (port): '11434' is not a whole number",
@@ -242,7 +254,7 @@ def _save_in_child_as_nobody(store: SettingsStore) -> str:
             os.setgid(65534)
             os.setuid(65534)
             assert store.load().settings == TUNED  # readable; only writing is refused
-            store.save(ServerSettings())
+            store.save(ServerSettings(backend="ollama"))
             outcome = "saved"
         except DeckError as exc:
             outcome = f"{type(exc).__name__}|{exc.message}|{exc.hint}"
@@ -274,7 +286,7 @@ def test_read_only_directory_gives_a_clear_error(tmp_path: Path) -> None:
             outcome = _save_in_child_as_nobody(store)
         else:
             try:
-                store.save(ServerSettings())
+                store.save(ServerSettings(backend="ollama"))
                 outcome = "saved"
             except DeckError as exc:
                 outcome = f"{type(exc).__name__}|{exc.message}|{exc.hint}"
@@ -300,7 +312,7 @@ _WRITER = textwrap.dedent("""
     count = 0
     while True:
         count += 1
-        store.save(ServerSettings(num_parallel=1 + count % 64, extra_settings=filler), {"count": count})
+        store.save(ServerSettings(backend="ollama", num_parallel=1 + count % 64, extra_settings=filler), {"count": count})
         print(count, flush=True)
 """)
 

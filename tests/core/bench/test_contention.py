@@ -14,6 +14,8 @@ from app.core.bench.recommend import pareto_front, recommend
 from app.core.bench.run import SweepRun, point_row, result_from_json, result_to_json, run_from_json, run_to_csv, \
     run_to_json, run_to_markdown, table_rows
 from app.core.bench.outcome import PointStatus
+from app.adapters.storage.saved_format import SAVED_FORMAT
+from app.backends import registry
 from tests.core.bench.test_sweep import TARGETS, make_run, point
 
 STRESS = Competitor("stress", 4242, 0.31)
@@ -143,23 +145,23 @@ def test_the_exports_carry_the_contention():
     assert row["contention_top"] == "stress (pid 4242)" and row["stable"] == "⚠ CPU contended 31 %"
     assert point_row(run.results[1])["contention"] == "unmeasured"
     assert run.recommendation is not None and run.recommendation.index == 1
-    data = json.loads(json.dumps(run_to_json(run)))
+    data = json.loads(json.dumps(run_to_json(run, SAVED_FORMAT)))
     assert data["recommendation"]["contended"] == [0] and data["points"][0]["contention"] == "cpu"
     rows = list(csv.DictReader(io.StringIO(run_to_csv(run))))
     assert rows[0]["contention"] == "cpu" and rows[0]["contention_cpu_others_pct"] == "31.0"
     assert rows[1]["contention"] == "unmeasured" and rows[1]["contention_top"] == ""
-    md = run_to_markdown(run)
+    md = run_to_markdown(run, registry.display_names())
     assert "⚠ CPU contended 31 %" in md and "## Contended points" in md and "31 % of the 2 CPU cores" in md
     assert table_rows(run.results)[0][-1] == "⚠ CPU contended 31 %"
 
 
 def test_the_history_document_keeps_the_contention_and_reads_older_points():
     run = contended_run()
-    back = run_from_json(json.loads(json.dumps(run_to_json(run, with_records=True))))
+    back = run_from_json(json.loads(json.dumps(run_to_json(run, SAVED_FORMAT, with_records=True))), SAVED_FORMAT)
     assert back.results[0].contention == run.results[0].contention and back.results[0].status == PointStatus.UNSTABLE
     assert back.recommendation == run.recommendation and back.recommendation is not None
     assert back.recommendation.contended == (0,)
     older = result_to_json(point(0, 1, 40.0))
     del older["contention"]
-    assert result_from_json(older, TARGETS).contention.kind is ContentionKind.UNMEASURED
-    assert result_from_json(older, TARGETS).status == PointStatus.OK
+    assert result_from_json(older, TARGETS, SAVED_FORMAT).contention.kind is ContentionKind.UNMEASURED
+    assert result_from_json(older, TARGETS, SAVED_FORMAT).status == PointStatus.OK

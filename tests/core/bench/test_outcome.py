@@ -12,6 +12,7 @@ from app.core.bench.run import result_from_json, result_to_json
 from app.core.bench.stats import LatencyTargets, RequestRecord, summarize
 from app.core.bench.sweep import PointResult, SweepPoint
 from app.core.server.settings import ServerSettings
+from app.adapters.storage.saved_format import SAVED_FORMAT
 
 TARGETS = LatencyTargets(2000, 100)
 
@@ -67,13 +68,13 @@ def test_a_saved_point_reads_back_with_the_kind_the_sweep_gave_it(status, kind, 
                          summarize(records, TARGETS) if records else None, records, failure=kind)
     saved = result_to_json(result)
     assert "failure" not in saved  # the saved format is the previous release's
-    assert result_from_json(saved, TARGETS).failure is kind
+    assert result_from_json(saved, TARGETS, SAVED_FORMAT).failure is kind
 
 
 def test_a_contended_point_reads_back_as_contended_even_with_a_failed_request() -> None:
     contention = Contention(ContentionKind.CPU, cpu_others_pct=31.0, cpu_idle_pct=10.0, cores=8)
     result = PointResult(SweepPoint(0, ServerSettings(), 1), PointStatus.UNSTABLE, contention.short_text(),
                          summarize(_records("", "", "timeout"), TARGETS), _records("", "", "timeout"), contention=contention, failure=FailureKind.CONTENDED)
-    assert result_from_json(result_to_json(result), TARGETS).failure is FailureKind.CONTENDED
+    assert result_from_json(result_to_json(result), TARGETS, SAVED_FORMAT).failure is FailureKind.CONTENDED
     assert failure_of_saved(PointStatus.UNSTABLE, "1 of 3 failed (timed out ×1)", {"timeout": 1},
                             contention.short_text()) is FailureKind.TIMEOUT

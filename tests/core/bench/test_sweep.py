@@ -17,6 +17,8 @@ from app.core.bench.outcome import FailureKind, PointStatus
 from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepAxes, SweepPlanError,
                                   SweepPoint, SweepSpec, parse_int_list, plan_sweep)
 from app.core.bench.recommend import pareto_front, recommend
+from app.adapters.storage.saved_format import SAVED_FORMAT
+from app.backends import registry
 from app.core.bench.run import (CSV_COLUMNS, TABLE_HEADER, SweepRun, point_row, run_from_json, run_to_csv,
                                 run_to_json, run_to_markdown, table_header, table_rows, value_text)
 
@@ -186,7 +188,7 @@ def make_run() -> SweepRun:
     results.append(PointResult(plan.points[2], PointStatus.FAILED, "out of memory at load", detail="cudaMalloc failed",
                                failure=FailureKind.OUT_OF_MEMORY))
     run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b",
-                                     model_digest="ab" * 32, base_settings=BASE.to_json()),
+                                     model_digest="ab" * 32, base_settings=BASE.to_json(), backend_kind="ollama"),
                    plan.points, plan.varying, tuple(results), started_at="2026-08-01T12:00:00+02:00")
     return run.finished("finished", "2026-08-01T12:03:00+02:00")
 
@@ -204,8 +206,8 @@ def test_point_row_has_what_the_bench_json_promises():
 
 def test_run_json_round_trip_recomputes_the_same_statistics():
     run = make_run()
-    data = json.loads(json.dumps(run_to_json(run, with_records=True)))  # through real JSON
-    back = run_from_json(data)
+    data = json.loads(json.dumps(run_to_json(run, SAVED_FORMAT, with_records=True)))  # through real JSON
+    back = run_from_json(data, SAVED_FORMAT)
     assert [r.status for r in back.results] == [PointStatus.OK, PointStatus.OK, PointStatus.FAILED]
     assert back.results[0].stats == run.results[0].stats
     assert back.recommendation == run.recommendation
@@ -227,7 +229,7 @@ def test_a_rejudged_run_keeps_the_targets_it_ran_with_through_json():
     again = strict.with_targets(LatencyTargets(ttft_p95_ms=170, tpot_p95_ms=100))
     assert again.ran_with == run.spec.targets  # still the targets it was measured with
     assert strict.with_targets(run.spec.targets).ran_with is None  # judged as it ran: not re-judged
-    back = run_from_json(json.loads(json.dumps(run_to_json(strict, with_records=True))))
+    back = run_from_json(json.loads(json.dumps(run_to_json(strict, SAVED_FORMAT, with_records=True))), SAVED_FORMAT)
     assert back.ran_with == run.spec.targets and back.spec.targets == strict.spec.targets
     assert back.recommendation == strict.recommendation
 
@@ -240,7 +242,7 @@ def test_csv_has_a_row_per_point_and_empty_cells_for_unknowns():
 
 
 def test_markdown_report_has_the_articles_table_and_the_reasoning():
-    md = run_to_markdown(make_run())
+    md = run_to_markdown(make_run(), registry.display_names())
     assert "| Parallel | Clients | Tokens/s | TTFT avg (ms) | TTFT p95 (ms) |" in md
     assert "| **2** | **2** |" in md  # the recommended row in bold
     assert "✖ OOM at load" in md
@@ -253,7 +255,7 @@ def test_markdown_base_settings_are_written_for_people_not_as_python_values():
     run = make_run()
     base = BASE.replace(context_length=None, extra_settings="--cache-reuse 256\n--mlock").with_options(binary="/opt/llama/llama-server")
     run = replace(run, fingerprint=replace(run.fingerprint, base_settings=base.to_json()))
-    section = run_to_markdown(run).split("## Base settings", 1)[1]
+    section = run_to_markdown(run, registry.display_names()).split("## Base settings", 1)[1]
     assert "None" not in section and "{" not in section and "'" not in section
     assert "- **Parallel requests:** 1" in section
     assert "- **Context length:** —" in section  # not set: the server's default
@@ -268,7 +270,7 @@ def test_the_servers_own_readings_ride_along_in_json_csv_and_the_table():
                             kv_fill_max_pct=12.5, generated_tokens=44.0, prompt_tokens=80.0, window_s=1.1)
     run = replace(run, results=(replace(run.results[0], server=figures), *run.results[1:]))
     assert figures.generation_tokens_per_s == pytest.approx(40.0)
-    back = run_from_json(json.loads(json.dumps(run_to_json(run, with_records=True))))
+    back = run_from_json(json.loads(json.dumps(run_to_json(run, SAVED_FORMAT, with_records=True))), SAVED_FORMAT)
     assert back.results[0].server == figures and back.results[1].server == ServerFigures()
     row = point_row(run.results[0])
     assert (row["server_slots_busy_max"], row["server_requests_deferred_max"], row["server_generation_tokens_per_s"]) \
@@ -281,4 +283,4 @@ def test_the_servers_own_readings_ride_along_in_json_csv_and_the_table():
     assert rows[0][-4:-1] == ["2/2", "2", "40.0"] and rows[1][-4:-1] == ["—", "—", "—"]
     # A server that reports nothing of its own (Ollama's API) keeps the articles' table as it was.
     assert table_header(make_run().results) == TABLE_HEADER and len(table_rows(make_run().results)[0]) == len(TABLE_HEADER)
-    assert "| Slots busy | Waiting | Server tok/s | Stable? |" in run_to_markdown(run)
+    assert "| Slots busy | Waiting | Server tok/s | Stable? |" in run_to_markdown(run, registry.display_names())

@@ -58,6 +58,8 @@ def test_no_gpu_and_too_little_ram_says_the_computer_runs_out_of_memory():
     short = price(ServerSettings(num_parallel=4), SMOL, None, "0.32.15", HostMemory(need - MIB), planner=OLLAMA_PLANNER)
     assert short.verdict == "wont_load" and short.host_verdict == "wont_load"
     assert "The computer runs out of memory" in short.explanation and "signal: killed" in short.explanation
+    # Said of whichever server loads the model (Ollama's runner is no llama-server).
+    assert "the kernel kills the server while it loads" in short.explanation
     tight = price(ServerSettings(num_parallel=4), SMOL, None, "0.32.15", HostMemory(need + HOST_FIT_MARGIN_BYTES // 2), planner=OLLAMA_PLANNER)
     assert tight.verdict == "tight" and tight.host_headroom_bytes == HOST_FIT_MARGIN_BYTES // 2
     unknown = price(ServerSettings(num_parallel=4), SMOL, None, "0.32.15", planner=OLLAMA_PLANNER)

@@ -7,6 +7,7 @@ from hypothesis import given, settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from app.core.server.mapping import NeutralTuning
+from app.adapters.storage.saved_format import SAVED_FORMAT
 from app.core.server.settings import (
     FIELD_LABELS,
     ServerSettings,
@@ -131,12 +132,12 @@ def test_a_format_1_flat_dict_reads_with_its_backend_knobs_as_options() -> None:
             "keep_alive": "-1", "max_loaded_models": 2, "max_queue": 64, "gpu_overhead_mib": 512,
             "host": "0.0.0.0", "port": 11500, "models_dir": "/srv/models", "extra_env": "OLLAMA_DEBUG=1",
             "ollama_binary": "/opt/ollama/bin/ollama", "allow_network": True}
-    settings, problems = ServerSettings.from_json(flat)
+    settings, problems = ServerSettings.from_json(flat, SAVED_FORMAT)
     assert problems == []
     assert settings == ServerSettings(
         num_parallel=4, context_length=16384, kv_cache_type="q8_0", flash_attention="on", keep_alive="-1",
         max_queue=64, host="0.0.0.0", port=11500, extra_settings="OLLAMA_DEBUG=1",
-        network_allowed_for="0.0.0.0",
+        network_allowed_for="0.0.0.0", backend="ollama",
     ).with_options(max_loaded_models=2, gpu_overhead_mib=512, models_dir="/srv/models",
                    ollama_binary="/opt/ollama/bin/ollama")
     assert settings.backend == "ollama"

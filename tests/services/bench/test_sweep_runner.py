@@ -19,6 +19,7 @@ from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.bench.outcome import FailureKind, PointStatus, RunStatus
 from app.core.bench.sweep import SweepAxes, SweepSpec
+from app.adapters.storage.saved_format import SAVED_FORMAT
 from tests.fakes.scripted_gpu import GpuReading, ScriptedGpuBackend
 from tests.fakes.ollama.server_fixtures import WAIT_S, free_port
 from tests.fakes.ollama.recorded import real_version
@@ -44,7 +45,7 @@ def kinds_survive_saving(run) -> bool:
     """Each point's failure kind reads back from its saved form (which does not hold it)."""
     from app.core.bench.run import result_from_json, result_to_json
 
-    return all(result_from_json(result_to_json(r), run.spec.targets).failure is r.failure for r in run.results)
+    return all(result_from_json(result_to_json(r), run.spec.targets, SAVED_FORMAT).failure is r.failure for r in run.results)
 
 
 def parallel_started(lines: list[str]) -> list[int]:

@@ -4,6 +4,7 @@ both tables, and both curves on shared axes."""
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from typing import Any
 
 import pyqtgraph as pg
@@ -20,12 +21,13 @@ from app.ui.pages.bench.results import ResultsTable
 RUN_COLOURS = (plots.CYAN, plots.ORANGE)
 
 
-def differences(a: SweepRun, b: SweepRun) -> list[tuple[str, str, str]]:
-    """(what, in A, in B) for every fingerprint, setting, workload or target that differs."""
+def differences(a: SweepRun, b: SweepRun, labels: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(what, in A, in B) for every fingerprint, setting, workload or target that differs (`labels`: what people
+    call each server kind)."""
     fa, fb = a.fingerprint, b.fingerprint
     rows: list[tuple[str, Any, Any]] = [
         ("GPU", fa.gpu_name or "none", fb.gpu_name or "none"), ("Driver", fa.gpu_driver, fb.gpu_driver),
-        ("Server", fa.server_text, fb.server_text), ("Model", fa.model, fb.model),
+        ("Server", fa.server_text(labels), fb.server_text(labels)), ("Model", fa.model, fb.model),
         ("Model digest", fa.model_digest[:12], fb.model_digest[:12]),
         ("Quantization", fa.model_quantization, fb.model_quantization),
         ("Server", "managed" if fa.managed else "attached", "managed" if fb.managed else "attached"),
@@ -42,8 +44,9 @@ def differences(a: SweepRun, b: SweepRun) -> list[tuple[str, str, str]]:
 class CompareView(QWidget):
     """Run A against run B."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, server_labels: Mapping[str, str]) -> None:
         super().__init__(parent)
+        self._labels = server_labels
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(10)
@@ -81,7 +84,7 @@ class CompareView(QWidget):
     def set_runs(self, a: SweepRun, b: SweepRun) -> None:
         """Show the two runs."""
         self.runs = (a, b)
-        diffs = differences(a, b)
+        diffs = differences(a, b, self._labels)
         if diffs:
             rows = "".join(f"<tr><td style='padding-right:14px; color:#9fd8ff'>{html.escape(w)}</td>"
                            f"<td style='padding-right:14px; color:{RUN_COLOURS[0]}'>{html.escape(x)}</td>"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
@@ -13,7 +13,8 @@ from app.core.bench.outcome import RunStatus
 from app.core.bench.run_summary import RunSummary
 from app.core.ports.stores import BenchHistoryStore
 from app.core.bench.run import SweepRun
-from app.core.bench.sweep import server_label
+from app.core.bench.sweep import server_text
+from app.core.saved_format import SavedFormat
 from app.ui.widgets import theme
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
@@ -49,8 +50,11 @@ class HistoryView(QWidget):
     loaded = Signal(object)  # the SweepRun (or pair) now shown; for tests and status lines
     problems_found = Signal(list)  # what opening the history found (each names its file), for the window's banner
 
-    def __init__(self, history: BenchHistoryStore, background: Background, parent: QWidget | None = None) -> None:
+    def __init__(self, history: BenchHistoryStore, background: Background, parent: QWidget | None = None, *,
+                 server_labels: Mapping[str, str], saved_format: SavedFormat) -> None:
+        """server_labels and saved_format: as RunView's."""
         super().__init__(parent)
+        self._labels = server_labels
         self._history = history
         self._bg = background
         self.summaries: list[RunSummary] = []
@@ -100,8 +104,8 @@ class HistoryView(QWidget):
         self.placeholder.setObjectName("Dim")
         self.placeholder.setWordWrap(True)
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.run_view = RunView()
-        self.compare_view = CompareView()
+        self.run_view = RunView(server_labels=server_labels, saved_format=saved_format)
+        self.compare_view = CompareView(server_labels=server_labels)
         self.stack.addWidget(self.placeholder)
         self.stack.addWidget(_scrolled(self.run_view))
         self.stack.addWidget(_scrolled(self.compare_view))
@@ -204,7 +208,7 @@ class HistoryView(QWidget):
         for row, s in enumerate(summaries):
             best = "—" if s.best_tokens_per_s is None else f"{s.best_tokens_per_s:.1f}"
             cells = (s.started_at[:16].replace("T", " "), s.model, s.gpu_name or "no GPU readings",
-                     " ".join(x for x in (server_label(s.backend_kind), s.server_version) if x),
+                     server_text(s.backend_kind, s.server_version, self._labels),
                      f"{s.points_done}/{s.points_planned}", best, s.recommended or "—", s.status)
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)

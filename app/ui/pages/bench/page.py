@@ -161,7 +161,7 @@ class BenchPage(QWidget):
         self.message = InlineMessage(prominent=True)
         self.message.setObjectName("PageMessage")
         self.export_notice = ExportNotice()
-        self.run_view = RunView()
+        self.run_view = RunView(server_labels=context.server_labels, saved_format=context.saved_format)
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(8, 0, 0, 0)
@@ -178,7 +178,8 @@ class BenchPage(QWidget):
         split.setStretchFactor(1, 1)
         split.setSizes([440, 840])
         self.tabs.addTab(split, "Sweep")
-        self.history_view = HistoryView(self.history, self.background)
+        self.history_view = HistoryView(self.history, self.background, server_labels=context.server_labels,
+                                        saved_format=context.saved_format)
         self.tabs.addTab(self.history_view, "History")
 
         self.editor.start_requested.connect(self.start_sweep)

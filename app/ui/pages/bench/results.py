@@ -8,7 +8,7 @@ import html
 import json
 import math
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPixmap
@@ -20,6 +20,7 @@ from app.core.bench.outcome import FAILURE_WORDS, PointStatus, RunStatus
 from app.core.bench.sweep import PointResult
 from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_csv, run_to_json, run_to_markdown,
                                 server_cells)
+from app.core.saved_format import SavedFormat
 from app.ui.widgets import theme
 from app.ui.pages.bench.charts import SweepCharts
 from app.ui.pages.bench.targets import TargetFields
@@ -256,8 +257,13 @@ class RunView(QWidget):
     exported = Signal(str)  # the path written
     export_failed = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None, show_apply: bool = True) -> None:
+    def __init__(self, parent: QWidget | None = None, show_apply: bool = True, *, server_labels: Mapping[str, str],
+                 saved_format: SavedFormat) -> None:
+        """server_labels: what people call each server kind (see PageContext.server_labels); saved_format: the
+        names of the run documents' format, for the JSON export."""
         super().__init__(parent)
+        self._labels = server_labels
+        self._saved_format = saved_format
         self.run: SweepRun | None = None  # as shown (re-judged, perhaps)
         self.measured: SweepRun | None = None  # as it ran
         self._show_apply = show_apply
@@ -336,7 +342,7 @@ class RunView(QWidget):
         targets = run.spec.targets.describe()
         if run.ran_with is not None:
             targets = f"re-judged: {targets} (ran with {run.ran_with.describe()})"
-        bits = [f.server_text, f.model_quantization,
+        bits = [f.server_text(self._labels), f.model_quantization,
                 run.spec.workload.describe(per_point_clients=True), targets]
         if run.status not in (RunStatus.FINISHED, RunStatus.RUNNING):
             bits.append(run.status)
@@ -409,13 +415,14 @@ class RunView(QWidget):
             return False
         try:
             if kind == "png":
-                image = titled_image(self.charts.grab().toImage(), chart_title(run))
+                image = titled_image(self.charts.grab().toImage(), chart_title(run, self._labels))
                 if not QPixmap.fromImage(image).save(path, "PNG"):
                     raise OSError(f"Qt could not write a PNG to {path}")
             else:
                 text = {"csv": lambda: run_to_csv(run),
-                        "json": lambda: json.dumps(run_to_json(run), indent=1, ensure_ascii=False) + "\n",
-                        "md": lambda: run_to_markdown(run)}[kind]()
+                        "json": lambda: json.dumps(run_to_json(run, self._saved_format), indent=1,
+                                                   ensure_ascii=False) + "\n",
+                        "md": lambda: run_to_markdown(run, self._labels)}[kind]()
                 Path(path).write_text(text, encoding="utf-8")
         except OSError as exc:
             self.export_failed.emit(f"Could not export to {path}: {getattr(exc, 'strerror', None) or exc}")

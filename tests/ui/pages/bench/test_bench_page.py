@@ -118,7 +118,8 @@ def test_the_history_tab_lists_opens_and_compares_runs(qtbot, page_factory, tmp_
     history = page.history
     older = make_run()
     newer = replace(make_run(points=2), fingerprint=Fingerprint(gpu_name="NVIDIA GeForce RTX 4090",
-                                                                 server_version="0.13.0", model="qwen3:14b"))
+                                                                 server_version="0.13.0", model="qwen3:14b",
+                                                                 backend_kind="ollama"))
     history.save(older)
     history.save(newer)
     page.tabs.setCurrentIndex(1)

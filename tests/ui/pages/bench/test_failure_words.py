@@ -10,11 +10,12 @@ import pyqtgraph as pg
 from app.core.bench.outcome import FAILURE_WORDS, FailureKind, PointStatus
 from app.ui.pages.bench.results import RunView
 from tests.adapters.storage.test_history import make_run
+from tests.ui.page_context import run_documents
 
 
 def _shown(qtbot, run) -> tuple[str, list[str]]:
     """The failed point's "Stable?" cell and the chart's marks for points that did not run."""
-    view = RunView()
+    view = RunView(**run_documents())
     qtbot.addWidget(view)
     view.set_run(run)
     table = view.table

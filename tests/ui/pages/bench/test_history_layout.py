@@ -8,6 +8,7 @@ from app.adapters.storage.history import BenchHistory
 from app.ui.pages.bench.history_view import VISIBLE_ROWS, HistoryView
 from app.ui.pages.bench.worker import Background
 from tests.adapters.storage.test_history import make_run
+from tests.ui.page_context import run_documents
 
 WAIT_MS = 10_000
 
@@ -17,7 +18,7 @@ def test_the_list_shows_whole_runs_at_1280x720_with_a_run_open(qtbot, tmp_path, 
     history.open()
     for day in range(1, 7):
         history.save(replace(make_run(points=3), started_at=f"2026-08-0{day}T12:00:00+02:00"))
-    view = HistoryView(history, Background(supervisor_loop))
+    view = HistoryView(history, Background(supervisor_loop), **run_documents())
     qtbot.addWidget(view)
     view.resize(1090, 560)  # the History tab's share of a 1280x720 window
     view.show()

@@ -19,6 +19,7 @@ from tests.adapters.storage.test_history import make_run
 from tests.adapters.storage.test_history_safety import Holder
 from tests.ui.pages.bench import test_bench_page as bench_page_tests
 from tests.ui.pages.bench.test_bench_page import WAIT_MS as SWEEP_WAIT_MS, fill
+from tests.ui.page_context import run_documents
 
 WAIT_MS = 10_000
 page_factory = bench_page_tests.page_factory  # the Benchmark page around a real supervisor and stand-in server
@@ -27,7 +28,7 @@ page_factory = bench_page_tests.page_factory  # the Benchmark page around a real
 @pytest.fixture
 def history_tab(qtbot, supervisor_loop):
     def make(history: BenchHistory) -> HistoryView:
-        view = HistoryView(history, Background(supervisor_loop))
+        view = HistoryView(history, Background(supervisor_loop), **run_documents())
         qtbot.addWidget(view)
         view.show()
         return view

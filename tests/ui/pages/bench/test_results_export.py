@@ -9,13 +9,14 @@ from PySide6.QtGui import QImage
 from app.core.bench.run import chart_title
 from app.ui.pages.bench.results import RunView
 from tests.adapters.storage.test_history import make_run
+from tests.ui.page_context import run_documents
 
 
 def test_the_exported_png_carries_a_title_with_the_model_server_and_date(qtbot, tmp_path):
     run = make_run(points=3)
     run = replace(run, fingerprint=replace(run.fingerprint, backend_kind="llama_server", server_version="b6000"))
-    assert chart_title(run) == "qwen3:14b on llama-server b6000 · NVIDIA GeForce RTX 4090 · 2026-08-01 12:00"
-    view = RunView()
+    assert chart_title(run, run_documents()["server_labels"]) == "qwen3:14b on llama-server b6000 · NVIDIA GeForce RTX 4090 · 2026-08-01 12:00"
+    view = RunView(**run_documents())
     qtbot.addWidget(view)
     view.resize(1000, 700)
     view.show()

@@ -6,10 +6,11 @@ from PySide6.QtCore import Qt
 
 from app.ui.pages.bench.results import RunView
 from tests.adapters.storage.test_history import make_run
+from tests.ui.page_context import run_documents
 
 
 def test_a_run_is_rejudged_against_new_targets_without_re_running(qtbot):
-    view = RunView()
+    view = RunView(**run_documents())
     qtbot.addWidget(view)
     view.resize(1200, 900)
     run = make_run()  # TTFT 100 ms for every request; judged against TTFT p95 ≤ 1000 ms
@@ -33,7 +34,7 @@ def test_a_run_is_rejudged_against_new_targets_without_re_running(qtbot):
 
 
 def test_a_new_run_resets_the_targets_to_its_own(qtbot):
-    view = RunView()
+    view = RunView(**run_documents())
     qtbot.addWidget(view)
     view.set_run(make_run())
     view.card.targets.ttft.setValue(50)
@@ -48,7 +49,7 @@ def test_a_run_on_a_server_that_reports_its_slots_shows_them_and_no_empty_gpu_co
 
     from app.core.bench.sweep import GpuFigures, ServerFigures
 
-    view = RunView()
+    view = RunView(**run_documents())
     qtbot.addWidget(view)
     run = make_run()
     results = tuple(replace(r, gpu=GpuFigures(), server=ServerFigures(samples=5, slots_total=r.point.parallel,
@@ -77,7 +78,7 @@ def test_a_contended_point_is_marked_with_its_numbers_in_the_tooltip_and_left_ou
     from app.core.bench.contention import Competitor, CpuUse, judge
     from app.core.bench.outcome import PointStatus, RunStatus
 
-    view = RunView()
+    view = RunView(**run_documents())
     qtbot.addWidget(view)
     run = make_run()
     contention = judge(CpuUse(10.0, 2, 20.0, 13.0, 0.8, (Competitor("stress", 4242, 0.31),)), None)

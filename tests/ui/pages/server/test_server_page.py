@@ -33,7 +33,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path):
     made = []
 
     def make(settings: ServerSettings | None = None, **supervisor_kwargs):
-        settings = settings or ServerSettings(port=free_port())
+        settings = (settings or ServerSettings(port=free_port())).replace(backend="ollama")  # an Ollama page
         store = SettingsStore(tmp_path / "config", OLLAMA_TUNING)
         controller = ServerController(supervisor_loop, None, OllamaClient, store.save, last_good=settings)
         options = {"start_timeout_s": 5.0, "stop_grace_s": 0.5, "health_interval_s": 0.2}
