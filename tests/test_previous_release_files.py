@@ -20,6 +20,7 @@ from app.adapters.storage.apply_history import ApplyHistory
 from app.adapters.storage.history import BenchHistory
 from app.core.bench.run_summary import RunSummary
 from app.adapters.storage.preset_store import PresetStore
+from app.adapters.storage.saved_format import SAVED_FORMAT
 from app.adapters.storage.settings_store import SettingsStore
 from app.adapters.storage.ui_state import UiState, UiStateStore
 from app.backends import registry
@@ -208,7 +209,7 @@ def test_the_benchmark_history_reads_back_what_it_stored(folder: Path) -> None:
     history = BenchHistory(path)
     loaded = {run_id: history.load(run_id) for run_id in (1, 2)}
     for run_id, status, doc, _best, _recommended in runs:
-        again = run_to_json(loaded[run_id])
+        again = run_to_json(loaded[run_id], SAVED_FORMAT)
         again.pop("points", None)  # kept in their own rows
         assert json.dumps(again, ensure_ascii=False) == doc  # the text BenchHistory stores
         assert again["status"] == status
