@@ -237,7 +237,7 @@ class Scenario:
         if self.description:
             out["description"] = self.description
         if self.scale != 1.0:
-            out["scale"] = self.scale
+            out["scaled_by"] = self.scale  # the lengths above are already scaled
         return out
 
 
@@ -366,7 +366,7 @@ def parse_scenario_data(data: Any, source: str = "the scenario") -> Scenario:
     """A scenario from parsed TOML/JSON; ScenarioError names the field, the value and what is allowed."""
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: expected a table with name and [[classes]], got {type(data).__name__}")
-    _no_unknown(data, {"name", "description", "classes", "scale"}, source)
+    _no_unknown(data, {"name", "description", "classes", "scaled_by"}, source)
     name = _text(data, "name", source, max_chars=64).strip()
     if not name:
         raise ScenarioError(f"{source}: name is missing or empty: name the scenario")
@@ -379,7 +379,7 @@ def parse_scenario_data(data: Any, source: str = "the scenario") -> Scenario:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ScenarioError(f"{source}: class name {dupes[0]!r} is used twice; each class needs its own name")
-    scale = float(_number(data, "scale", source, MIN_SCALE, 1.0, default=1.0))
+    scale = float(_number(data, "scaled_by", source, MIN_SCALE, 1.0, default=1.0))
     return Scenario(name, parsed, _text(data, "description", source, max_chars=2000), scale)
 
 
