@@ -343,7 +343,13 @@ def _request_class(data: Any, where: str) -> RequestClass:
     name = _text(data, "name", where, max_chars=64).strip()
     if not name:
         raise ScenarioError(f"{where}.name is missing or empty: name the class, e.g. \"questions\"")
-    where = f"{where} ({name})"
+    try:
+        return _class_fields(data, name, where)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{exc} (class {name!r})") from None
+
+
+def _class_fields(data: dict[str, Any], name: str, where: str) -> RequestClass:
     text = _text(data, "text", where)
     if "prompt_tokens" not in data and not text:
         raise ScenarioError(f"{where}.prompt_tokens is missing: give a token count (or a fixed text)")
@@ -374,7 +380,10 @@ def parse_scenario_data(data: Any, source: str = "the scenario") -> Scenario:
     if not isinstance(classes, list) or not 1 <= len(classes) <= MAX_CLASSES:
         count = len(classes) if isinstance(classes, list) else "no"
         raise ScenarioError(f"{source}: classes has {count} entries; give 1 to {MAX_CLASSES} [[classes]] tables")
-    parsed = tuple(_request_class(c, f"classes[{i}]") for i, c in enumerate(classes))
+    try:
+        parsed = tuple(_request_class(c, f"classes[{i}]") for i, c in enumerate(classes))
+    except ScenarioError as exc:
+        raise ScenarioError(f"{source}: {exc}") from None
     names = [c.name for c in parsed]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
