@@ -115,8 +115,8 @@ def test_a_scenario_file_runs_per_class_and_is_kept_with_the_run(tmp_path, exter
 
 @pytest.mark.engine
 @pytest.mark.parametrize("name, scale, requests, classes", [
-    ("code-review", "0.05", "3", {"code-review": 3}),
-    ("mixed", "0.02", "3", {"customer-qa": 1, "long-document": 1, "code-review": 1}),
+    ("code-review", "0.02", "2", {"code-review": 2}),  # one conversation of two turns
+    ("mixed", "0.01", "3", {"customer-qa": 1, "long-document": 1, "code-review": 1}),
 ])
 def test_a_shortened_built_in_scenario_runs_on_the_embedded_engine(tmp_path, llama_server_binary, bundled_model,
                                                                     name, scale, requests, classes):

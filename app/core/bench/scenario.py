@@ -216,8 +216,8 @@ class Scenario:
         while sum(counts) < n:
             counts[order[i % len(order)]] += 1
             i += 1
-        while sum(counts) > n:
-            j = max(range(len(counts)), key=lambda k: (counts[k] - exact[k], k))
+        while sum(counts) > n:  # the at-least-one rule overshot: take from the classes above one
+            j = max((k for k in range(len(counts)) if counts[k] > 1), key=lambda k: (counts[k] - exact[k], k))
             counts[j] -= 1
         return tuple(counts)
 
@@ -257,15 +257,20 @@ def _number(data: dict[str, Any], key: str, where: str, low: float, high: float,
             integer: bool = False, above: bool = False) -> float:
     if key not in data:
         if default is None:
-            raise ScenarioError(f"{where}.{key} is missing: give a number from {low:g} to {high:g}")
+            raise ScenarioError(f"{where}.{key} is missing: give a number from {_figure(low)} to {_figure(high)}")
         return default
     value = data[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)) \
             or not math.isfinite(value) or not (low < value if above else low <= value) or value > high:
         kind = "a whole number" if integer else "a number"
-        bound = f"above {low:g}" if above else f"from {low:g}"
-        raise ScenarioError(f"{where}.{key} = {value!r}: must be {kind} {bound} to {high:g}")
+        bound = f"above {_figure(low)}" if above else f"from {_figure(low)}"
+        raise ScenarioError(f"{where}.{key} = {value!r}: must be {kind} {bound} to {_figure(high)}")
     return value
+
+
+def _figure(x: float) -> str:
+    """A bound as written: whole numbers in full (1048576, not 1.04858e+06)."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def _text(data: dict[str, Any], key: str, where: str, default: str = "", max_chars: int = 100_000) -> str:
