@@ -198,3 +198,13 @@ def test_records_write_scenario_fields_only_when_they_have_them():
     assert RequestRecord.from_json(plain.to_json()) == plain
     turn = RequestRecord(1, 0.0, 0.0, 1.0, request_class="r", conversation=3, turn=2)
     assert RequestRecord.from_json(turn.to_json()) == turn
+
+
+def test_the_readmes_example_scenario_parses():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```toml", 1)[1].split("```", 1)[0]
+    scenario = parse_scenario(block, "README.md")
+    assert [c.name for c in scenario.classes] == ["questions", "review"]
+    assert scenario.classes[1].mean_prompt_tokens() == pytest.approx(1200)
