@@ -52,4 +52,5 @@ def test_setuptools_packs_the_stylesheet_and_icons(tmp_path):
     data = json.loads(done.stdout.strip().splitlines()[-1])
     src, files = data["app.resources"]
     assert Path(src) == Path("app/resources")
-    assert sorted(files) == sorted(p.name for p in RESOURCES.iterdir() if p.suffix in (".qss", ".svg", ".png"))
+    assert sorted(files) == sorted([p.name for p in RESOURCES.iterdir() if p.suffix in (".qss", ".svg", ".png")]
+                                   + [f"corpus/{p.name}" for p in (RESOURCES / "corpus").glob("*.txt")])

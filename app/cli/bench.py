@@ -25,7 +25,8 @@ from app import __version__
 from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
-from app.core.bench.stats import LatencyTargets
+from app.core.bench.scenario import BUILTIN_SCENARIOS, MIN_SCALE, Scenario, ScenarioError, parse_scenario
+from app.core.bench.stats import ClassStats, LatencyTargets, class_stats
 from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
@@ -33,6 +34,7 @@ from app.core.server.mapping import MODEL_FILE
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.core.bench.run import SweepRun, run_to_csv, run_to_json, run_to_markdown, table_header, table_rows
+from app.core.ports.prompt_text import PromptMaker
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 
@@ -73,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w.add_argument("--rate", type=float, metavar="RPS", help="open loop: Poisson arrivals per second "
                    "(--concurrency then caps requests in flight)")
     w.add_argument("--warmup", type=int, help="uncounted warm-up requests per point (default: one per client)")
-    w.add_argument("--num-predict", type=int, default=DEFAULT_NUM_PREDICT,
+    w.add_argument("--num-predict", type=int,
                    help=f"output tokens per request (default {DEFAULT_NUM_PREDICT}; 0 = no cap)")
     think = w.add_mutually_exclusive_group()
     think.add_argument("--think", dest="think", action="store_const", const=True,
@@ -82,6 +84,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w.add_argument("--prompt-file", help="prompts: one per line, JSON Lines with \"prompt\", or a JSON array")
     w.add_argument("--prompt-set", default=DEFAULT_PROMPT_SET,
                    help=f"built-in prompts: {', '.join(prompt_sets())} (default {DEFAULT_PROMPT_SET})")
+    w.add_argument("--scenario", metavar="NAME|FILE",
+                   help=f"run a scenario at each point instead of one prompt: a built-in ({', '.join(BUILTIN_SCENARIOS)}) "
+                        "or a TOML/JSON file; --requests is split over its classes (default 8 per class) and "
+                        "--concurrency caps requests in flight (default: no cap)")
+    w.add_argument("--scale-lengths", type=float, metavar="F",
+                   help="with --scenario: every prompt and output length times F (0 < F ≤ 1), e.g. 0.05 for a "
+                        "small CPU machine; the output says so")
+    w.add_argument("--list-scenarios", action="store_true", help="print the built-in scenarios and their numbers")
     t = parser.add_argument_group("targets (for the recommendation)")
     t.add_argument("--ttft-p95-ms", type=float, default=2000.0, help="time-to-first-token p95 target (default 2000)")
     t.add_argument("--tpot-p95-ms", type=float, default=100.0, help="time-per-output-token p95 target (default 100)")
@@ -109,7 +119,12 @@ RANGES = (
     Range("--ttft-p95-ms", 0, 3_600_000, "ms", "a latency target, at most an hour", above=True),
     Range("--tpot-p95-ms", 0, 3_600_000, "ms", "a latency target, at most an hour", above=True),
     Range("--min-success", 0, 1, "", "a share of requests: 0.99 is 99 %"),
+    Range("--scale-lengths", MIN_SCALE, 1, "", "a factor on the scenario's token lengths"),
 )
+REQUESTS_PER_CLASS = 8  # a scenario's default request count per class
+SCENARIO_ONLY = (("--rate", "rate", "its classes set their arrivals"),
+                 ("--prompt-file", "prompt_file", "its classes make their prompts"),
+                 ("--think/--no-think", "think", "its classes set their thinking share"))
 CLIENTS = Range("--concurrency", 1, 1024, "clients", "concurrent clients per point")
 
 
@@ -226,6 +241,9 @@ def build_spec(args: argparse.Namespace, base: ServerSettings) -> SweepSpec:
                                                                       "--flash-attention"))
     if axes.concurrency is not None:
         check_values("--concurrency", axes.concurrency, CLIENTS)
+    scenario = load_scenario(args)
+    if scenario is not None:
+        return _scenario_spec(args, base, axes, scenario)
     if args.prompt_file is not None:
         text = read_text_file("--prompt-file", args.prompt_file, "prompts as text: one per line, JSON Lines "
                               "or a JSON array")
@@ -239,7 +257,7 @@ def build_spec(args: argparse.Namespace, base: ServerSettings) -> SweepSpec:
     plan = LoadPlan(model=args.model, prompts=prompts, mode="open" if args.rate else "closed",
                     concurrency=1, rate_rps=args.rate or 0.0, requests=args.requests, duration_s=args.duration,
                     requests_per_client=per_client,
-                    warmup_requests=args.warmup, num_predict=args.num_predict or None, think=args.think)
+                    warmup_requests=args.warmup, num_predict=_num_predict(args), think=args.think)
     problems = [p for p in plan.problems() if "clients" not in p and "in-flight" not in p]  # set per point
     if problems:
         raise InputError(" ".join(problems))
@@ -249,6 +267,105 @@ def build_spec(args: argparse.Namespace, base: ServerSettings) -> SweepSpec:
     spec = SweepSpec(base, axes, plan, targets, managed=args.managed, force=args.force)
     spec.plan()  # raises SweepPlanError early
     return spec
+
+
+def _num_predict(args: argparse.Namespace) -> int | None:
+    value = DEFAULT_NUM_PREDICT if args.num_predict is None else args.num_predict
+    return value or None
+
+
+def load_scenario(args: argparse.Namespace) -> Scenario | None:
+    """The scenario --scenario names (a built-in or a file), scaled by --scale-lengths; None without
+    --scenario. InputError says what is wrong."""
+    if args.scenario is None:
+        if args.scale_lengths is not None:
+            raise InputError("--scale-lengths scales a scenario's lengths; add --scenario NAME|FILE")
+        return None
+    name = args.scenario.strip()
+    if name in BUILTIN_SCENARIOS:
+        scenario = BUILTIN_SCENARIOS[name]
+    elif Path(name).expanduser().is_file() or name.endswith((".toml", ".json")) or os.sep in name:
+        text = read_text_file("--scenario", str(Path(name).expanduser()), "a scenario as TOML or JSON")
+        try:
+            scenario = parse_scenario(text, name)
+        except ScenarioError as exc:
+            raise InputError(f"--scenario: {exc}") from None
+    else:
+        raise InputError(f"--scenario {name!r} is neither a built-in scenario ({', '.join(BUILTIN_SCENARIOS)}) nor a "
+                         "file; --list-scenarios prints the built-ins")
+    if args.scale_lengths is not None and args.scale_lengths != 1:
+        scenario = scenario.scaled(args.scale_lengths)
+    return scenario
+
+
+def _scenario_spec(args: argparse.Namespace, base: ServerSettings, axes: SweepAxes, scenario: Scenario) -> SweepSpec:
+    for flag, dest, why in SCENARIO_ONLY:
+        if getattr(args, dest) is not None:
+            raise InputError(f"{flag} does not go with --scenario: {why}")
+    if args.num_predict is not None:
+        raise InputError("--num-predict does not go with --scenario: its classes set their output lengths")
+    from app.backends import registry
+
+    if not registry.get(chosen_backend(args)).capabilities.thinking_control and any(
+            c.thinking_share for c in scenario.classes):
+        print(f"ollama-deck bench: note: {chosen_backend(args)} cannot switch thinking per request; the scenario's "
+              "thinking shares are not used", file=sys.stderr)
+        scenario = scenario.without_thinking()
+    requests = args.requests
+    if requests is None and args.duration is None:
+        requests = REQUESTS_PER_CLASS * len(scenario.classes)
+    plan = LoadPlan(model=args.model, scenario=scenario, concurrency=0, requests=requests, duration_s=args.duration,
+                    warmup_requests=args.warmup)
+    problems = [p for p in plan.problems() if "in-flight" not in p]  # set per point
+    if problems:
+        raise InputError(" ".join(problems))
+    if axes.concurrency is None:
+        axes = replace(axes, concurrency=(0,))  # no cap on requests in flight unless --concurrency sets one
+    targets = LatencyTargets(args.ttft_p95_ms, args.tpot_p95_ms, args.min_success)
+    spec = SweepSpec(base, axes, plan, targets, managed=args.managed, force=args.force)
+    spec.plan()  # raises SweepPlanError early
+    return spec
+
+
+def scenario_results(run: SweepRun) -> list[tuple[int, tuple[ClassStats, ...]]]:
+    """Per measured point (its index), the statistics of each of the scenario's classes."""
+    scenario = run.spec.workload.scenario
+    if scenario is None:
+        return []
+    names = [c.name for c in scenario.classes]
+    targets = {c.name: c.targets for c in scenario.classes}
+    return [(r.point.index, class_stats(r.records, names, targets)) for r in run.results if r.stats is not None]
+
+
+def render_classes(run: SweepRun) -> str:
+    """The scenario, then per point one line per class: requests, TTFT and end-to-end (average and P95),
+    output tokens/s and whether its targets were met; '' without a scenario."""
+    scenario = run.spec.workload.scenario
+    if scenario is None:
+        return ""
+    labels = {r.point.index: r.point.label(run.varying) for r in run.results}
+    out = ["", *scenario.lines()]
+    for index, stats in scenario_results(run):
+        out.append(f"point {labels.get(index, index)}:")
+        width = max(len(s.name) for s in stats)
+        for s in stats:
+            verdict = {None: "no targets", True: "targets met"}.get(s.met, "missed: " + "; ".join(s.missed))
+            if s.met is None and s.missed:
+                verdict = "; ".join(s.missed)
+            out.append(f"  {s.name.ljust(width)}  {s.requests_ok}/{s.requests} ok  TTFT avg {s.ttft_ms.mean:.0f} ms "
+                       f"P95 {s.ttft_ms.p95:.0f} ms  E2E avg {s.e2e_ms.mean:.0f} ms P95 {s.e2e_ms.p95:.0f} ms  "
+                       f"{s.output_tokens_per_s:.1f} tok/s  prompt {s.prompt_tokens_mean:.0f} tok  {verdict}")
+    return "\n".join(out)
+
+
+def scenario_json(run: SweepRun, data: dict[str, object]) -> None:
+    """Add the scenario and its per-class results to a run's JSON (no change without a scenario)."""
+    scenario = run.spec.workload.scenario
+    if scenario is None:
+        return
+    data["scenario"] = scenario.to_json()
+    data["classes"] = [{"point": index, "classes": [s.to_json() for s in stats]}
+                       for index, stats in scenario_results(run)]
 
 
 def render_table(run: SweepRun) -> str:
@@ -266,7 +383,8 @@ def render_table(run: SweepRun) -> str:
     if run.recommendation:
         out += ["", run.recommendation.text]
     out += [f"note: {n}" for n in run.notes]
-    return "\n".join(out)
+    classes = render_classes(run)
+    return "\n".join(out) + (f"\n{classes}" if classes else "")
 
 
 def _write(path: str, text: str) -> None:
@@ -343,7 +461,8 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
                              app_version=__version__, server_telemetry=backend.server_telemetry,
                              host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])),
-                             contention=contention_probes(gpu), planner=backend.planner)
+                             contention=contention_probes(gpu), planner=backend.planner,
+                             prompt_maker=_prompt_maker(spec))
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         recorder = QueuedRecorder(history) if history is not None else None
         run: SweepRun | None = None
@@ -357,6 +476,15 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         if supervisor is not None:
             await supervisor.close()
         gpu.close()
+
+
+def _prompt_maker(spec: SweepSpec) -> PromptMaker | None:
+    """The maker of a scenario's prompt texts (None without a scenario)."""
+    if spec.workload.scenario is None:
+        return None
+    from app.adapters.corpus_prompts import CorpusPromptMaker
+
+    return CorpusPromptMaker()
 
 
 def _open_history(args: argparse.Namespace) -> SweepRecorder | None:
@@ -393,6 +521,10 @@ def history_words(kept: HistoryOutcome, args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Execute `ollama-deck bench`."""
+    if args.list_scenarios:
+        for scenario in BUILTIN_SCENARIOS.values():
+            print("\n".join(scenario.lines()))
+        return 0
     try:
         if args.model is None and not args.demo:
             raise InputError("--model is needed: the model to load, e.g. --model qwen3:14b (or --demo to measure "
@@ -428,7 +560,10 @@ def run(args: argparse.Namespace) -> int:
     # With the JSON on stdout the table goes to stderr, so the JSON can be piped.
     print(render_table(result), file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json:
-        _write(args.json, json.dumps(run_to_json(result, SAVED_FORMAT), indent=1, ensure_ascii=False) + "\n")
+        data = run_to_json(result, SAVED_FORMAT)
+        scenario_json(result, data)
+        _write(args.json, json.dumps(data, indent=1, ensure_ascii=False) + "
+")
     if args.csv:
         _write(args.csv, run_to_csv(result))
     if args.markdown:

@@ -27,6 +27,7 @@ import numpy as np
 
 NAN = math.nan
 PERCENTILES = (50, 90, 95, 99)
+SCENARIO_FIELDS = ("request_class", "conversation", "turn")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class RequestRecord:
     error: str = ""
     error_kind: str = ""  # oom | queue_full | timeout | connect | dropped | server | bad_request | not_found | malformed | other
     warmup: bool = False
+    request_class: str = ""  # the scenario class it belongs to ("" outside scenarios)
+    conversation: int | None = None  # the class's conversation number, from 0
+    turn: int | None = None  # its turn in that conversation, from 1
 
     @property
     def ok(self) -> bool:
@@ -98,6 +102,9 @@ class RequestRecord:
         """Plain dict (gaps rounded to microseconds) for the history."""
         data = asdict(self)
         data["itl_s"] = [round(g, 6) for g in self.itl_s]
+        for key in SCENARIO_FIELDS:  # written only for scenario requests: other records stay as they were
+            if data[key] in ("", None):
+                del data[key]
         return data
 
     @classmethod
@@ -299,5 +306,88 @@ def meets_targets(stats: PointStats, targets: LatencyTargets) -> bool:
     return True
 
 
-__all__ = ["Distribution", "EMPTY", "LatencyTargets", "PERCENTILES", "PointStats", "RequestRecord",
-           "distribution", "meets_targets", "summarize"]
+@dataclass(frozen=True)
+class ClassTargets:
+    """A scenario class's latency targets in ms (None: no target): TTFT and end-to-end, average and P95."""
+
+    ttft_avg_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    e2e_avg_ms: float | None = None
+    e2e_p95_ms: float | None = None
+
+    @property
+    def any(self) -> bool:
+        """True when at least one target is set."""
+        return bool(self.to_json())
+
+    def describe(self) -> str:
+        """e.g. "TTFT avg ≤ 500 ms, TTFT P95 ≤ 600 ms"."""
+        words = {"ttft_avg_ms": "TTFT avg", "ttft_p95_ms": "TTFT P95", "e2e_avg_ms": "E2E avg",
+                 "e2e_p95_ms": "E2E P95"}
+        return ", ".join(f"{words[k]} ≤ {v:g} ms" for k, v in self.to_json().items())
+
+    def to_json(self) -> dict[str, float]:
+        """The targets that are set."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class ClassStats:
+    """One scenario class at one point: counts, latency (ms), output rate and whether its targets were met."""
+
+    name: str
+    requests: int
+    requests_ok: int
+    ttft_ms: Distribution
+    e2e_ms: Distribution
+    output_tokens_per_s: float  # the class's successful output tokens over the point's measured window
+    prompt_tokens_mean: float  # as the server counted them (NaN where it did not say)
+    missed: tuple[str, ...]  # the targets not met, in words
+    met: bool | None  # None: the class has no targets
+
+    def to_json(self) -> dict[str, Any]:
+        """Flat dict (None for NaN) for JSON output."""
+        out: dict[str, Any] = {"class": self.name, "requests": self.requests, "requests_ok": self.requests_ok,
+                               "output_tokens_per_s": _none_if_nan(self.output_tokens_per_s),
+                               "prompt_tokens_mean": _none_if_nan(self.prompt_tokens_mean),
+                               "targets_met": self.met, "targets_missed": list(self.missed)}
+        out.update(self.ttft_ms.as_flat("ttft_ms"))
+        out.update(self.e2e_ms.as_flat("e2e_ms"))
+        return out
+
+
+def class_stats(records: Sequence[RequestRecord], names: Sequence[str],
+                targets: dict[str, ClassTargets] | None = None) -> tuple[ClassStats, ...]:
+    """Statistics per class over the counted records, in the order of `names`. A class meets its targets when
+    every request succeeded and each set target (average and P95 of TTFT and end-to-end) holds."""
+    counted = [r for r in records if not r.warmup]
+    if counted:
+        window = max(r.end_s for r in counted) - min(r.scheduled_s for r in counted)
+    else:
+        window = 0.0
+    out = []
+    for name in names:
+        mine = [r for r in counted if r.request_class == name]
+        ok = [r for r in mine if r.ok]
+        ttft = distribution((r.ttft_s for r in ok), 1e3)
+        e2e = distribution((r.e2e_s for r in ok), 1e3)
+        goal = (targets or {}).get(name, ClassTargets())
+        missed: list[str] = []
+        if len(ok) < len(mine) or not mine:
+            missed.append(f"{len(mine) - len(ok)} of {len(mine)} requests failed" if mine else "no requests")
+        for key, value, figure in (("ttft_avg_ms", goal.ttft_avg_ms, ttft.mean), ("ttft_p95_ms", goal.ttft_p95_ms, ttft.p95),
+                                   ("e2e_avg_ms", goal.e2e_avg_ms, e2e.mean), ("e2e_p95_ms", goal.e2e_p95_ms, e2e.p95)):
+            if value is not None and not figure <= value:
+                label = ClassTargets(**{key: value}).describe()
+                missed.append(f"{label} (measured {figure:.0f} ms)" if math.isfinite(figure) else f"{label} (not measured)")
+        prompts = [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
+        out.append(ClassStats(
+            name=name, requests=len(mine), requests_ok=len(ok), ttft_ms=ttft, e2e_ms=e2e,
+            output_tokens_per_s=sum(r.output_tokens for r in ok) / window if window > 0 else 0.0,
+            prompt_tokens_mean=float(np.mean(prompts)) if prompts else NAN,
+            missed=tuple(missed), met=(not missed) if goal.any else None))
+    return tuple(out)
+
+
+__all__ = ["ClassStats", "ClassTargets", "Distribution", "EMPTY", "LatencyTargets", "PERCENTILES", "PointStats", "RequestRecord",
+           "class_stats", "distribution", "meets_targets", "summarize"]

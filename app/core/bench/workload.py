@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Iterable, Sequence
 
+from app.core.bench.scenario import Scenario, ScenarioError, parse_scenario_data
 from app.core.console.presets import BUILTIN_PRESETS, Preset
 from app.core.units import MIB
 from app.core.replies import ChatRequest
@@ -132,6 +133,10 @@ class LoadPlan:
     think: bool | str | None = False
     seed: int = DEFAULT_SEED
     request_timeout_s: float = 600.0
+    # A scenario instead of `prompts`, `mode`, `rate_rps`, `num_predict` and `think`: its classes say what is
+    # sent and when; `concurrency` then caps the requests in flight across classes (0 = no cap) and
+    # `requests` is split over the classes.
+    scenario: Scenario | None = None
 
     def replace(self, **changes: Any) -> LoadPlan:
         """A copy with some fields changed."""
@@ -142,6 +147,8 @@ class LoadPlan:
         """Requests sent before measuring (never counted)."""
         if self.warmup_requests is not None:
             return max(0, self.warmup_requests)
+        if self.scenario is not None:
+            return len(self.scenario.classes)  # one request of each class
         return max(1, self.concurrency) if self.mode == "closed" else max(1, min(self.concurrency or 1, 4))
 
     def problems(self) -> list[str]:
@@ -151,6 +158,8 @@ class LoadPlan:
             out.append("Choose a model.")
         if not self.prompts:
             out.append("The prompt set is empty.")
+        if self.scenario is not None:
+            return out + self._scenario_problems()
         if self.mode not in LOOP_MODES:
             out.append(f"Load must be closed or open loop, not {self.mode!r}.")
         if self.mode == "closed" and not 1 <= self.concurrency <= 1024:
@@ -170,6 +179,20 @@ class LoadPlan:
             out.append("The duration must be positive.")
         if self.num_predict is not None and self.num_predict < 1:
             out.append("Output tokens (num_predict) must be at least 1, or unlimited.")
+        if self.request_timeout_s <= 0:
+            out.append("The request timeout must be positive.")
+        return out
+
+    def _scenario_problems(self) -> list[str]:
+        out = []
+        if not 0 <= self.concurrency <= 1024:
+            out.append("The in-flight cap must be between 0 (none) and 1024.")
+        if (self.requests is None) == (self.duration_s is None) or self.requests_per_client is not None:
+            out.append("Stop a scenario after a number of requests or a duration, not both or neither.")
+        if self.requests is not None and self.requests < 1:
+            out.append("Send at least one request per point.")
+        if self.duration_s is not None and self.duration_s <= 0:
+            out.append("The duration must be positive.")
         if self.request_timeout_s <= 0:
             out.append("The request timeout must be positive.")
         return out
@@ -195,6 +218,11 @@ class LoadPlan:
     def describe(self, per_point_clients: bool = False) -> str:
         """One line for tables and reports, e.g. "closed loop, 8 clients, 32 requests, 256 output tokens, no
         thinking"; per_point_clients when a sweep sets the clients (or in-flight cap) per point."""
+        if self.scenario is not None:
+            cap = (", in-flight cap per point" if per_point_clients
+                   else f", at most {self.concurrency} in flight" if self.concurrency else "")
+            stop = f"{self.requests} requests" if self.requests is not None else f"{self.duration_s:g} s"
+            return f"{self.scenario.describe()}{cap}, {stop}"
         if self.mode == "closed" and per_point_clients:
             load = "closed loop, clients per point"
         elif self.mode == "closed":
@@ -221,7 +249,8 @@ class LoadPlan:
                 "requests_per_client": self.requests_per_client,
                 "warmup_requests": self.warmup_requests, "num_predict": self.num_predict,
                 "think": self.think, "seed": self.seed, "request_timeout_s": self.request_timeout_s,
-                "prompts": [{"name": p.name, "text": p.text, "system": p.system} for p in self.prompts]}
+                "prompts": [{"name": p.name, "text": p.text, "system": p.system} for p in self.prompts],
+                **({"scenario": self.scenario.to_json()} if self.scenario is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LoadPlan:
@@ -231,7 +260,18 @@ class LoadPlan:
         known = {k: data[k] for k in ("mode", "concurrency", "rate_rps", "requests", "duration_s", "requests_per_client",
                                       "warmup_requests", "num_predict", "think", "seed",
                                       "request_timeout_s") if k in data}
-        return cls(model=str(data.get("model", "")), prompts=prompts, **known)
+        return cls(model=str(data.get("model", "")), prompts=prompts, scenario=_saved_scenario(data.get("scenario")),
+                   **known)
+
+
+def _saved_scenario(data: Any) -> Scenario | None:
+    """A run's scenario as saved; None when it ran without one (or what was saved cannot be read back)."""
+    if data is None:
+        return None
+    try:
+        return parse_scenario_data(data, "the saved scenario")
+    except ScenarioError:
+        return None
 
 
 __all__ = ["BenchPrompt", "DEFAULT_NUM_PREDICT", "DEFAULT_PROMPT_SET", "LOOP_MODES", "LoadPlan",

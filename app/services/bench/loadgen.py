@@ -20,16 +20,18 @@ import asyncio
 import gc
 import random
 import time
-from dataclasses import dataclass
-from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from app.core.bench.stats import RequestRecord
 from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
                              OutOfMemory, QueueFull, ServerFault, StreamDropped, StreamError)
+from app.core.bench.scenario import RequestClass, Scenario, request_rng, request_seed
 from app.core.bench.workload import LoadPlan
 from app.core.ports.inference import StreamingClientFactory
-from app.core.replies import FinalFigures, StreamChunk
+from app.core.ports.prompt_text import PromptMaker
+from app.core.replies import ChatRequest, FinalFigures, StreamChunk
 from app.core.throughput import TokenMeter
 
 WARMUP_INDEX_BASE = 1_000_000  # warm-up requests use other seeds than measured ones
@@ -69,10 +71,11 @@ class LoadResult:
 class _Reply:
     """Per-request stream state, updated for every line as it arrives."""
 
-    __slots__ = ("meter", "sent", "first", "first_answer", "last", "times", "final")
+    __slots__ = ("meter", "sent", "first", "first_answer", "last", "times", "final", "text")
 
-    def __init__(self, meter: TokenMeter | None) -> None:
+    def __init__(self, meter: TokenMeter | None, keep_text: bool = False) -> None:
         self.meter = meter
+        self.text: list[str] | None = [] if keep_text else None  # the answer, for a conversation's next turn
         self.sent: float | None = None
         self.first: float | None = None
         self.first_answer: float | None = None
@@ -95,6 +98,8 @@ class _Reply:
                 self.first = t
             if chunk.content and self.first_answer is None:
                 self.first_answer = t
+            if chunk.content and self.text is not None:
+                self.text.append(chunk.content)
             if self.meter is not None:
                 self.meter.add(1, t)
 
@@ -104,10 +109,12 @@ class LoadGenerator:
 
     def __init__(self, base_url: str, client_factory: StreamingClientFactory, *, meter: TokenMeter | None = None,
                  clock: Callable[[], float] = time.monotonic, connect_timeout_s: float = 3.0,
-                 read_timeout_s: float = 300.0) -> None:
-        """`client_factory` is the backend's; an unusable URL fails here, not as N failed requests."""
+                 read_timeout_s: float = 300.0, prompt_maker: PromptMaker | None = None) -> None:
+        """`client_factory` is the backend's; an unusable URL fails here, not as N failed requests.
+        `prompt_maker` makes the prompt texts of scenario classes (needed only for scenarios)."""
         self.base_url = base_url.rstrip("/")
         self._meter = meter
+        self._prompt_maker = prompt_maker
         self._clock = clock
         self._client = client_factory(self.base_url, connect_timeout_s=connect_timeout_s,
                                       read_timeout_s=read_timeout_s, clock=clock)
@@ -129,8 +136,15 @@ class LoadGenerator:
         if problems:
             raise ValueError(" ".join(problems))
         notify = on_request or (lambda _r: None)
+        if plan.scenario is not None and self._prompt_maker is None and any(not c.text for c in plan.scenario.classes):
+            raise ValueError("a scenario needs a prompt maker for its prompt texts")
         warmup: list[RequestRecord] = []
-        if plan.warmup_count:
+        if plan.scenario is not None:
+            if plan.warmup_count:
+                if on_stage:
+                    on_stage("warm-up")
+                await self._scenario_warmup(plan, plan.scenario, self._clock(), warmup, notify)
+        elif plan.warmup_count:
             if on_stage:
                 on_stage("warm-up")
             start = self._clock()
@@ -150,7 +164,9 @@ class LoadGenerator:
             gc.disable()
         try:
             start = self._clock()
-            if plan.mode == "closed":
+            if plan.scenario is not None:
+                await ScenarioRun(self, plan, plan.scenario, start, records, notify).run()
+            elif plan.mode == "closed":
                 await self._closed(plan, start, plan.concurrency, plan.requests, plan.duration_s, records, notify)
             else:
                 await self._open(plan, start, records, notify)
@@ -210,17 +226,24 @@ class LoadGenerator:
 
     async def _request(self, plan: LoadPlan, index: int, scheduled: float | None, start: float,
                        warm: bool = False) -> RequestRecord:
-        """One streamed chat request; failures become a record with the error, never an exception.
-        scheduled None (closed loop): the request's clock starts when it was written."""
+        """One streamed chat request of a LoadPlan's prompts."""
         seed_index = index + WARMUP_INDEX_BASE if warm else index
-        request = plan.chat_request(seed_index)
-        reply = _Reply(self._meter)
+        record, _text = await self._send(plan.chat_request(seed_index), plan.request_timeout_s, index, scheduled,
+                                         start, warm)
+        return record
+
+    async def _send(self, request: ChatRequest, timeout_s: float, index: int, scheduled: float | None, start: float,
+                    warm: bool = False, keep_text: bool = False) -> tuple[RequestRecord, str]:
+        """One streamed chat request; failures become a record with the error, never an exception.
+        scheduled None (closed loop): the request's clock starts when it was written. Returns the record and
+        (with keep_text) the answer's text."""
+        reply = _Reply(self._meter, keep_text)
         error: BaseException | None = None
         asked = self._clock()
         if self._meter is not None:
             self._meter.begin()
         try:
-            async with asyncio.timeout(plan.request_timeout_s):
+            async with asyncio.timeout(timeout_s):
                 await self._client.stream_chat(request, reply.on_chunk)
         except asyncio.CancelledError:
             raise
@@ -231,8 +254,20 @@ class LoadGenerator:
                 self._meter.end()
         # A request that failed before its first line has no transport stamp: it left when asked, at best.
         sent = reply.sent if reply.sent is not None else asked
-        return self._record(index, (sent if scheduled is None else scheduled) - start, sent - start, reply, start,
-                            error, warm)
+        record = self._record(index, (sent if scheduled is None else scheduled) - start, sent - start, reply, start,
+                              error, warm)
+        return record, "".join(reply.text or ())
+
+    async def _scenario_warmup(self, plan: LoadPlan, scenario: Scenario, start: float, out: list[RequestRecord],
+                               notify: RequestCallback) -> None:
+        """Uncounted first turns, one class after another (the first of each class, then round again)."""
+        for n in range(plan.warmup_count):
+            cls = scenario.classes[n % len(scenario.classes)]
+            request, _user = scenario_request(plan, cls, n + WARMUP_INDEX_BASE, 1, (), self._prompt_maker)
+            record, _text = await self._send(request, plan.request_timeout_s, n, None, start, warm=True)
+            record = replace(record, request_class=cls.name)
+            out.append(record)
+            notify(record)
 
     def _record(self, index: int, scheduled: float, sent: float, reply: _Reply, start: float,
                 error: BaseException | None, warm: bool) -> RequestRecord:
@@ -256,6 +291,124 @@ class LoadGenerator:
             error_kind="" if error is None else error_kind_of(error), warmup=warm)
 
 
+def scenario_request(plan: LoadPlan, cls: RequestClass, conversation: int, turn: int,
+                     history: Sequence[Mapping[str, str]], maker: PromptMaker | None) -> tuple[ChatRequest, str]:
+    """A class's request for one turn of one conversation, and its new user text. Lengths and thinking are
+    drawn from the request's own seeded generator, so the same plan seed sends the same requests."""
+    rng = request_rng(plan.seed, cls.name, conversation, turn)
+    prompt_tokens = cls.prompt_tokens.sample(rng)
+    output_tokens = cls.output_tokens.sample(rng)
+    think = rng.random() < cls.thinking_share
+    seed = request_seed(plan.seed, cls.name, conversation, turn)
+    if cls.text:
+        user = cls.text
+    else:
+        assert maker is not None  # run() refuses a scenario without a maker
+        user = maker.make(prompt_tokens, seed).text
+    system = [{"role": "system", "content": cls.system}] if cls.system else []
+    messages = (*system, *history, {"role": "user", "content": user})
+    return ChatRequest(model=plan.model, messages=tuple(messages), think=think, seed=seed,
+                       max_tokens=output_tokens), user
+
+
+class ScenarioRun:
+    """One measured stage of a scenario: every class at once, each with its own arrivals.
+
+    A request count is split over the classes by weight (Scenario.split); a duration stops every class
+    from sending new requests. Open loop: arrivals at the class's rate, Poisson or evenly spaced, from a
+    generator seeded per class; a conversation class starts conversations at rate / turns, so turns
+    arrive at the class's rate on average. Closed loop: the class's clients, each running conversations
+    turn by turn. A conversation's next turn is sent when its previous reply arrived, with that reply and
+    the user's text added to its messages. `plan.concurrency` caps the requests in flight over all classes
+    (0: no cap); an arrival held back waits on the client, which counts in its latency."""
+
+    def __init__(self, generator: LoadGenerator, plan: LoadPlan, scenario: Scenario, start: float,
+                 out: list[RequestRecord], notify: RequestCallback) -> None:
+        self._gen = generator
+        self._plan = plan
+        self._scenario = scenario
+        self._start = start
+        self._out = out
+        self._notify = notify
+        self._clock = generator._clock
+        self._stop_at = None if plan.duration_s is None else start + plan.duration_s
+        self._cap = asyncio.Semaphore(plan.concurrency) if plan.concurrency else None
+        self._index = 0
+        counts = scenario.split(plan.requests) if plan.requests is not None else (None,) * len(scenario.classes)
+        self._counts: tuple[int | None, ...] = counts
+
+    def _open_time(self) -> bool:
+        return self._stop_at is None or self._clock() < self._stop_at
+
+    async def run(self) -> None:
+        """Every class at once; returns when all their requests ended."""
+        await _gather_or_cancel([self._class(cls, count) for cls, count in zip(self._scenario.classes, self._counts)])
+
+    async def _class(self, cls: RequestClass, count: int | None) -> None:
+        turns = cls.turns
+
+        def turns_of(conversation: int) -> int:
+            """Turns of this conversation: the class's, the last one cut so the count comes out exact."""
+            if count is None:
+                return turns
+            return max(0, min(turns, count - conversation * turns))
+
+        if cls.arrival.open:
+            rng = random.Random(f"{self._plan.seed}:{cls.name}:arrivals")
+            rate = cls.arrival.rate_rps / turns
+            tasks: list[asyncio.Future[None]] = []
+            due = self._start
+            conversation = 0
+            try:
+                while turns_of(conversation) > 0 and (self._stop_at is None or due < self._stop_at):
+                    delay = due - self._clock()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    tasks.append(asyncio.ensure_future(self._conversation(cls, conversation, turns_of(conversation),
+                                                                          due)))
+                    conversation += 1
+                    due += rng.expovariate(rate) if cls.arrival.kind == "poisson" else 1.0 / rate
+                await asyncio.gather(*tasks)
+            finally:
+                for task in tasks:
+                    task.cancel()
+            return
+        taken = 0
+
+        async def client() -> None:
+            nonlocal taken
+            while turns_of(taken) > 0 and self._open_time():
+                conversation = taken
+                taken += 1
+                await self._conversation(cls, conversation, turns_of(conversation), None)
+
+        await _gather_or_cancel([client() for _ in range(cls.arrival.concurrency)])
+
+    async def _conversation(self, cls: RequestClass, conversation: int, turns: int, due: float | None) -> None:
+        history: list[dict[str, str]] = []
+        for turn in range(1, turns + 1):
+            if turn > 1:
+                if not self._open_time():
+                    return
+                due = None if due is None else self._clock()  # an open loop's next turn arrives now
+            request, user = scenario_request(self._plan, cls, conversation, turn, history, self._gen._prompt_maker)
+            index = self._index
+            self._index += 1
+            if self._cap is None:
+                record, answer = await self._send(request, index, due)
+            else:
+                async with self._cap:
+                    record, answer = await self._send(request, index, due)
+            record = replace(record, request_class=cls.name, conversation=conversation, turn=turn)
+            self._out.append(record)
+            self._notify(record)
+            history += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+
+    async def _send(self, request: ChatRequest, index: int, due: float | None) -> tuple[RequestRecord, str]:
+        return await self._gen._send(request, self._plan.request_timeout_s, index, due, self._start,
+                                     keep_text=True)
+
+
 def _seconds(ms: float | None) -> float | None:
     return None if ms is None else ms / 1e3
 
@@ -270,4 +423,4 @@ async def _gather_or_cancel(coros: list[Coroutine[Any, Any, None]]) -> None:
             task.cancel()
 
 
-__all__ = ["LoadGenerator", "LoadResult", "error_kind_of"]
+__all__ = ["LoadGenerator", "LoadResult", "ScenarioRun", "error_kind_of", "scenario_request"]

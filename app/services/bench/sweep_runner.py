@@ -42,6 +42,7 @@ from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
 from app.core.ports.contention import ContentionProbeFactory
 from app.core.ports.planner import LoadPlanner
+from app.core.ports.prompt_text import PromptMaker
 from app.core.ports.server import ServerControl
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.telemetry import GpuBackend
@@ -100,7 +101,8 @@ class SweepRunner:
                  clock: Clock = time.monotonic, sample_interval_s: float = 0.25,
                  app_version: str = "", server_telemetry: ServerTelemetryFactory | None = None,
                  host_memory: Callable[[], HostMemory | None] = lambda: None,
-                 contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None) -> None:
+                 contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None,
+                 prompt_maker: PromptMaker | None = None) -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._load_client = load_client
@@ -116,6 +118,7 @@ class SweepRunner:
         self._contention = contention  # what else used the device over each point's window (None: not measured)
         # the launch the server makes for a point's settings, as its backend plans it: what is priced
         self._planner: LoadPlanner = planner if planner is not None else SettingsPlanner()
+        self._prompt_maker = prompt_maker  # the prompt texts of scenario workloads
         self._loop: asyncio.AbstractEventLoop | None = None
         self._point_task: asyncio.Task[PointResult] | None = None
         self._cancelled = False
@@ -347,7 +350,7 @@ class SweepRunner:
             report("measuring", detail, SETUP_SHARE + (1 - SETUP_SHARE) * share)
 
         async with LoadGenerator(self.base_url, self._load_client, meter=self._meter, clock=self._clock,
-                                 read_timeout_s=plan.request_timeout_s) as generator:
+                                 read_timeout_s=plan.request_timeout_s, prompt_maker=self._prompt_maker) as generator:
             try:
                 result = await generator.run(plan, on_request, on_stage)
                 contention = await contention_window.verdict(on_gpu)

@@ -1,0 +1,31 @@
+"""Prompt texts cut from the bundled corpus: real package data, lengths by the estimate, seeded places."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.adapters.corpus_prompts import CorpusPromptMaker, corpus_text
+
+
+def test_the_bundled_corpus_is_the_articles_text():
+    text = corpus_text()
+    assert "请用中文写一篇关于人工智能发展趋势的300字短文" in text and len(text) > 5000
+    assert "\n\n" not in text
+
+
+@pytest.mark.parametrize("tokens", [1, 7, 80, 10_200])
+def test_a_text_has_the_estimated_length_and_the_same_seed_gives_the_same_text(tokens):
+    maker = CorpusPromptMaker(chars_per_token=0.7)
+    made = maker.make(tokens, 3)
+    assert len(made.text) == max(1, round(tokens * 0.7))
+    assert made.expected_tokens == pytest.approx(tokens, abs=1)
+    assert maker.make(tokens, 3) == made
+    if tokens > 10:
+        assert maker.make(tokens, 4).text != made.text
+
+
+def test_a_text_longer_than_the_corpus_wraps_around_it():
+    maker = CorpusPromptMaker("abc", chars_per_token=1.0)
+    assert len(maker.make(10, 0).text) == 10 and set(maker.make(10, 0).text) <= set("abc\n")
+    with pytest.raises(ValueError):
+        CorpusPromptMaker("abc", chars_per_token=0)
