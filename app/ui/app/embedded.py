@@ -24,7 +24,7 @@ def demo_settings() -> ServerSettings:
     if not status.ready:
         raise ValueError("--demo needs the embedded engine: " + " ".join([*status.problems, *status.commands])
                          + " (or the guided install: ollama-deck --install-engine)")
-    return ServerSettings(**embedded_settings())  # type: ignore[arg-type]  # the keys are ServerSettings fields
+    return embedded_settings()
 
 
 def demo_model_name() -> str:

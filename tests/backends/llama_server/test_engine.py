@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from app.backends.llama_server import engine
-from app.core.server.settings import ServerSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -172,8 +171,7 @@ def test_a_damaged_link_list_counts_as_missing_links(tmp_path):
 
 
 def test_embedded_settings_are_valid_server_settings_for_the_bundled_engine():
-    chosen = engine.embedded_settings(port=18080)
-    settings = ServerSettings(**chosen)
+    settings = engine.embedded_settings(port=18080)
     assert settings.backend == "llama_server" and settings.port == 18080 and settings.host == "127.0.0.1"
     assert settings.num_parallel == 4 and settings.context_length == 4096
     options = dict(settings.options)
@@ -181,7 +179,7 @@ def test_embedded_settings_are_valid_server_settings_for_the_bundled_engine():
     assert options["binary"] == (str(server) if server else "")
     assert options["model_path"] == (str(model) if model else "")
     assert options["threads"] == min(4, os.cpu_count() or 1)
-    free = engine.embedded_settings()["port"]
+    free = engine.embedded_settings().port
     assert isinstance(free, int) and 1024 <= free <= 65535
 
 

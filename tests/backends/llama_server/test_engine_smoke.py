@@ -36,7 +36,7 @@ def wait_for_health(proc: subprocess.Popen, url: str, timeout_s: float) -> int:
 @pytest.mark.engine
 def test_bundled_server_serves_the_bundled_model_and_stops_cleanly(llama_server_binary, bundled_model):
     assert find_llama_server() == llama_server_binary and find_bundled_model() == bundled_model
-    port = embedded_settings()["port"]
+    port = embedded_settings().port
     proc = subprocess.Popen(
         [str(llama_server_binary), "-m", str(bundled_model), "--host", "127.0.0.1", "--port", str(port),
          "-t", "2", "-c", "512", "-np", "1"],

@@ -40,9 +40,8 @@ def test_the_supervisor_says_which_file_the_real_engine_serves(qtbot, llama_serv
 
     from app.backends.llama_server.engine import embedded_settings
     from app.backends.llama_server.supervisor import make_supervisor
-    from app.core.server.settings import ServerSettings
 
-    settings = ServerSettings(**{**embedded_settings(), "num_parallel": 1, "context_length": 512})
+    settings = embedded_settings().replace(num_parallel=1, context_length=512)
 
     async def start_and_stop():
         sup = make_supervisor(settings, on_status=lambda _s: None, on_log=lambda _l: None, runtime_dir=tmp_path)
