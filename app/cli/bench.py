@@ -343,7 +343,8 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                              server_pids=supervisor.server_pids if supervisor else (lambda: []),
                              app_version=__version__, server_telemetry=backend.server_telemetry,
                              host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])),
-                             contention=contention_probes(gpu), planner=backend.planner)
+                             contention=contention_probes(gpu), planner=backend.planner,
+                             prompt_counter=backend.prompt_counter)
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         recorder = QueuedRecorder(history) if history is not None else None
         run: SweepRun | None = None

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from app.core.bench.outcome import is_truncated, too_long_words, truncated_words
 from app.core.bench.stats import RequestRecord
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
-                             OutOfMemory, QueueFull, ServerFault, StreamDropped, StreamError)
+from app.core.errors import (BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, ServerUnreachable,
+                             ServerTimeout, OutOfMemory, QueueFull, ServerFault, StreamDropped, StreamError)
 from app.core.bench.workload import LoadPlan
-from app.core.ports.inference import StreamingClientFactory
+from app.core.ports.inference import PromptTokenCounter, StreamingClientFactory
+from app.services.bench.prompt_lengths import expected_prompt_tokens
 from app.core.replies import FinalFigures, StreamChunk
 from app.core.throughput import TokenMeter
 
@@ -38,7 +40,7 @@ RequestCallback = Callable[[RequestRecord], None]
 
 def error_kind_of(exc: BaseException) -> str:
     """The short error class recorded per request (oom, queue_full, timeout, …)."""
-    for kind, types in (("oom", OutOfMemory), ("queue_full", QueueFull),
+    for kind, types in (("too_long", ContextExceeded), ("oom", OutOfMemory), ("queue_full", QueueFull),
                         ("timeout", (ServerTimeout, asyncio.TimeoutError, TimeoutError)),
                         ("connect", ServerUnreachable), ("dropped", StreamDropped), ("not_found", ModelNotFound),
                         ("bad_request", BadRequest), ("malformed", MalformedResponse),
@@ -49,6 +51,8 @@ def error_kind_of(exc: BaseException) -> str:
 
 
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, ContextExceeded):
+        return too_long_words(exc.prompt_tokens, exc.context_tokens)
     message = getattr(exc, "message", "") or str(exc) or type(exc).__name__
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not isinstance(exc, ServerTimeout):
         return "the request took longer than its time limit"
@@ -104,11 +108,15 @@ class LoadGenerator:
 
     def __init__(self, base_url: str, client_factory: StreamingClientFactory, *, meter: TokenMeter | None = None,
                  clock: Callable[[], float] = time.monotonic, connect_timeout_s: float = 3.0,
-                 read_timeout_s: float = 300.0) -> None:
-        """`client_factory` is the backend's; an unusable URL fails here, not as N failed requests."""
+                 read_timeout_s: float = 300.0, counter: PromptTokenCounter | None = None) -> None:
+        """`client_factory` is the backend's; an unusable URL fails here, not as N failed requests. `counter`
+        (the backend's, where it has one) says how many prompt tokens each prompt should count, so a
+        request whose prompt the server cut is recorded as truncated."""
         self.base_url = base_url.rstrip("/")
         self._meter = meter
         self._clock = clock
+        self._counter = counter
+        self._expected: tuple[int | None, ...] = ()
         self._client = client_factory(self.base_url, connect_timeout_s=connect_timeout_s,
                                       read_timeout_s=read_timeout_s, clock=clock)
 
@@ -129,6 +137,7 @@ class LoadGenerator:
         if problems:
             raise ValueError(" ".join(problems))
         notify = on_request or (lambda _r: None)
+        self._expected = await expected_prompt_tokens(self._counter, plan)
         warmup: list[RequestRecord] = []
         if plan.warmup_count:
             if on_stage:
@@ -231,16 +240,24 @@ class LoadGenerator:
                 self._meter.end()
         # A request that failed before its first line has no transport stamp: it left when asked, at best.
         sent = reply.sent if reply.sent is not None else asked
+        expected = self._expected[seed_index % len(self._expected)] if self._expected else None
         return self._record(index, (sent if scheduled is None else scheduled) - start, sent - start, reply, start,
-                            error, warm)
+                            error, warm, expected)
 
     def _record(self, index: int, scheduled: float, sent: float, reply: _Reply, start: float,
-                error: BaseException | None, warm: bool) -> RequestRecord:
+                error: BaseException | None, warm: bool, expected: int | None = None) -> RequestRecord:
         end = (reply.last if reply.last is not None and error is None else self._clock()) - start
         times = reply.times
         gaps = tuple(b - a for a, b in zip(times, times[1:]))
         final = reply.final
         output_tokens = final.output_tokens if final is not None else None
+        cached = final.cached_prompt_tokens if final else None
+        delivered = None if final is None or final.prompt_tokens is None else final.prompt_tokens + (cached or 0)
+        error_text = "" if error is None else _error_text(error)
+        error_kind = "" if error is None else error_kind_of(error)
+        if error is None and delivered is not None and is_truncated(expected, delivered):
+            assert expected is not None  # is_truncated says so
+            error_text, error_kind = truncated_words(delivered, expected), "truncated"
         return RequestRecord(
             index=index, scheduled_s=scheduled, sent_s=sent, end_s=end,
             first_token_s=None if reply.first is None else reply.first - start,
@@ -252,8 +269,8 @@ class LoadGenerator:
             eval_s=_seconds(final.decode_ms) if final else None,
             total_s=_seconds(final.total_ms) if final else None,
             done_reason=final.done_reason if final else None,
-            error="" if error is None else _error_text(error),
-            error_kind="" if error is None else error_kind_of(error), warmup=warm)
+            error=error_text, error_kind=error_kind, warmup=warm,
+            expected_prompt_tokens=expected, cached_prompt_tokens=cached)
 
 
 def _seconds(ms: float | None) -> float | None:
