@@ -31,6 +31,8 @@ import numpy as np
 
 NAN = math.nan
 PERCENTILES = (50, 90, 95, 99)
+# RequestRecord fields later than the first saved histories, kept out of its JSON when unknown.
+NEWER_FIELDS = ("expected_prompt_tokens", "cached_prompt_tokens")
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,9 @@ class RequestRecord:
         """Plain dict (gaps rounded to microseconds) for the history."""
         data = asdict(self)
         data["itl_s"] = [round(g, 6) for g in self.itl_s]
+        for key in NEWER_FIELDS:  # written only when known: a record without them reads and writes as before
+            if data[key] is None:
+                del data[key]
         return data
 
     @classmethod
