@@ -49,6 +49,7 @@ class OllamaClient(ConnectedClient):
     first use (short connect, long read timeout; times on `clock`, seconds)."""
 
     STREAM_HEADERS = STREAM_HEADERS
+    _template_counts: dict[str, int] | None = None  # per model, the prompt tokens of a chat with an empty message
 
     def _errors(self) -> AbstractContextManager[None]:
         return translated_errors(self.base_url, self.connect_timeout_s, self.read_timeout_s)
@@ -164,7 +165,11 @@ class OllamaClient(ConnectedClient):
     async def count_text(self, model: str, text: str) -> int:
         """The tokens of `text` alone: a chat with it, less the same chat with an empty message (the template's)."""
         whole = await self.count_chat(model, [{"role": "user", "content": text}])
-        return max(0, whole - await self.count_chat(model, [{"role": "user", "content": ""}]))
+        if self._template_counts is None:
+            self._template_counts = {}
+        if model not in self._template_counts:
+            self._template_counts[model] = await self.count_chat(model, [{"role": "user", "content": ""}])
+        return max(0, whole - self._template_counts[model])
 
     # ---- streams ----------------------------------------------------------------------------
     async def chat(self, model: str, messages: list[dict[str, Any]], *, think: bool | str | None = None,

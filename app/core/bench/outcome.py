@@ -123,8 +123,8 @@ ERROR_WORDS: Mapping[str, str] = {
 PROMPT_CUT_ERRORS = ("truncated", "too_long")
 # How many prompt tokens the server may count fewer than expected before a request counts as truncated:
 # chat templates and tokenizers differ by a few tokens (a begin-of-text token, a default system prompt).
-TRUNCATION_TOLERANCE_TOKENS = 8
-TRUNCATION_TOLERANCE_SHARE = 0.05
+TRUNCATION_TOLERANCE_TOKENS = 16
+TRUNCATION_TOLERANCE_SHARE = 0.1
 
 
 def is_truncated(expected_tokens: int | None, delivered_tokens: int | None) -> bool:

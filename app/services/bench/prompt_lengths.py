@@ -9,14 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.core.bench.prompt_maker import (Calibration, CalibrationSample, CorpusPromptMaker, calibration_windows)
+from app.core.bench.prompt_maker import Calibration, corpus_chunks
 from app.core.bench.workload import BenchPrompt, LoadPlan
 from app.core.errors import ServerError
 from app.core.ports.inference import PromptTokenCounter
-
-# The first window calibration counts, in characters: short enough for any context, it sizes the samples.
-FIRST_WINDOW_CHARS = 48
-
 
 async def template_tokens(counter: PromptTokenCounter, model: str, system: str = "") -> int:
     """The tokens a chat request has besides its user text: the chat template's, and the system prompt's."""
@@ -24,14 +20,15 @@ async def template_tokens(counter: PromptTokenCounter, model: str, system: str =
     return await counter.count_chat(model, messages)
 
 
-async def calibrate(counter: PromptTokenCounter, model: str, corpus: str, system: str = "") -> Calibration:
-    """Characters per token of `corpus` for `model`, over a few windows the server counts (sized by a first,
-    short one so that none is longer than a small context), and its chat template's tokens."""
-    first = CorpusPromptMaker(corpus).window(FIRST_WINDOW_CHARS, 0)
-    rough = len(first) / max(1, await counter.count_text(model, first))
-    samples = [CalibrationSample(len(text), await counter.count_text(model, text))
-               for text in calibration_windows(CorpusPromptMaker(corpus, rough))]
-    return Calibration.from_samples(samples, await template_tokens(counter, model, system))
+async def calibrate(counter: PromptTokenCounter, model: str, corpus: str, system: str = "",
+                    max_chunks: int | None = None) -> Calibration:
+    """The tokens `model` makes of each piece of `corpus` (corpus_chunks: each short enough for any context), and
+    its chat template's tokens around a user message (and `system`, where one is given). `max_chunks`: count
+    only the corpus's first pieces, which the maker then draws from alone (a server that counts by running
+    each piece takes a request per piece)."""
+    chunks = corpus_chunks(corpus)[:max_chunks]
+    counts = [await counter.count_text(model, chunk) for chunk in chunks]
+    return Calibration(tuple(chunks), tuple(counts), await template_tokens(counter, model, system))
 
 
 async def expected_prompt_tokens(counter: PromptTokenCounter | None, plan: LoadPlan) -> tuple[int | None, ...]:
@@ -67,4 +64,4 @@ async def _expected(counter: PromptTokenCounter | None, model: str,
     return tuple(out)
 
 
-__all__ = ["FIRST_WINDOW_CHARS", "calibrate", "expected_prompt_tokens", "template_tokens"]
+__all__ = ["calibrate", "expected_prompt_tokens", "template_tokens"]
