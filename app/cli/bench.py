@@ -26,6 +26,7 @@ from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
 from app.core.bench.stats import LatencyTargets
+from app.core.bench.truncation import PROMPT_CUT_FAILURES, length_words
 from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
@@ -263,6 +264,9 @@ def render_table(run: SweepRun) -> str:
         cells = [row[i].rjust(widths[i]) for i in range(len(widths))] + [row[-1]]
         lines.append(f"{mark} " + "  ".join(cells))
     out = [f"{run.title} — {run.spec.workload.describe(per_point_clients=True)}", "", *lines]
+    lengths = [(r, length_words(r.stats)) for r in run.results if r.stats is not None]
+    out += [f"{r.point.label(run.varying)}: {words}" for r, words in lengths if words]
+    out += [f"✖ {r.point.label(run.varying)}: {r.detail}" for r in run.results if r.failure in PROMPT_CUT_FAILURES]
     if run.recommendation:
         out += ["", run.recommendation.text]
     out += [f"note: {n}" for n in run.notes]

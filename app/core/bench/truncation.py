@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.core.bench.outcome import ERROR_WORDS, PROMPT_CUT_ERRORS, PROMPTS_CUT
-from app.core.bench.stats import RequestRecord
+from app.core.bench.outcome import ERROR_WORDS, PROMPT_CUT_ERRORS, PROMPTS_CUT, FailureKind
+from app.core.bench.stats import Distribution, PointStats, RequestRecord
 
 CONTEXT_STEP = 256  # a suggested context is rounded up to a multiple of this
+PROMPT_CUT_FAILURES = (FailureKind.TRUNCATED, FailureKind.PROMPT_TOO_LONG)  # a point's failures of this kind
 
 
 def cut_records(records: Sequence[RequestRecord]) -> list[RequestRecord]:
@@ -45,13 +46,29 @@ def cut_reason(records: Sequence[RequestRecord]) -> str:
 def fix_words(needed: int | None, context_now: int | None, output_tokens: int | None, price_words: str = "") -> str:
     """The fix, in a sentence or two: the context per slot needed, against the one in force, and its price."""
     if needed is None:
-        return ("The server cut the prompts: raise the context per slot to hold the longest prompt and its output, "
+        return ("The prompts do not fit: raise the context per slot to hold the longest prompt and its output, "
                 "or send shorter prompts.")
     output = f" (the longest prompt and {output_tokens} output tokens)" if output_tokens is not None else ""
     now = f", not {context_now}" if context_now else ""
-    text = (f"The server cut the prompts: they need a context of at least {needed} tokens per slot{output}{now}. "
+    text = (f"The prompts do not fit: they need a context of at least {needed} tokens per slot{output}{now}. "
             "Raise the context per slot, or send shorter prompts.")
     return f"{text} {price_words}" if price_words else text
 
 
-__all__ = ["CONTEXT_STEP", "context_needed", "cut_reason", "cut_records", "fix_words"]
+def _span(d: Distribution) -> str:
+    if not d.n:
+        return "not counted"
+    low, high = round(d.min), round(d.max)
+    return f"{d.mean:.0f}" + (f" ({low}–{high})" if low != high else "")
+
+
+def length_words(stats: PointStats) -> str:
+    """A point's prompt lengths for people, "requested 609, delivered 130" (mean, and the range where they vary);
+    empty when no request's length was asked or counted."""
+    if not stats.prompt_tokens_requested.n:
+        return ""
+    return (f"prompt tokens requested {_span(stats.prompt_tokens_requested)}, "
+            f"delivered {_span(stats.prompt_tokens_delivered)}")
+
+
+__all__ = ["CONTEXT_STEP", "PROMPT_CUT_FAILURES", "context_needed", "cut_reason", "cut_records", "fix_words", "length_words"]

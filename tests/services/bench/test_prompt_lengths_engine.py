@@ -6,6 +6,9 @@ such and failing the sweep's point with the context it needs."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -28,6 +31,7 @@ from tests.backends.llama_server.engine_child import llama_server
 pytestmark = pytest.mark.engine
 T = TypeVar("T")
 CONTEXT = 256
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 CALIBRATED_CHUNKS = 24  # a few thousand characters of the corpus: enough for these prompts
 
 
@@ -130,3 +134,23 @@ def test_a_sweep_point_whose_prompts_do_not_fit_fails_and_names_the_context_they
     needed = -(-(expected + 8) // 256) * 256
     assert f"they need a context of at least {needed} tokens per slot" in result.detail
     assert result.detail.startswith(f"refused by the server: the prompt is {expected} tokens")
+
+
+def test_the_bench_command_prints_the_lengths_and_the_fix(server: str, bundled_model: Path, calibration: Calibration,
+                                                          tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text(calibration.maker().make(400, seed=7).text + "\n")
+    done = subprocess.run([sys.executable, "-m", "app", "bench", "--backend", "llama_server", "--url", server,
+                           "--model", str(bundled_model), "--requests", "2", "--warmup", "0", "--num-predict", "8",
+                           "--prompt-file", str(prompts), "--no-history", "--quiet",
+                           "--config-dir", str(tmp_path / "cfg")],
+                          env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1, done.stderr  # no point ran to a measurement
+    lines = done.stdout.splitlines()
+    # a user's prompt file: the server counts it whole, so what it refused is said with both sizes
+    requested = next(line for line in lines if line.startswith("1 client: prompt tokens requested"))
+    assert requested.endswith("delivered not counted")
+    fix = next(line for line in lines if line.startswith("✖ 1 client: refused by the server: the prompt is"))
+    assert f"the context per slot {CONTEXT}." in fix and "they need a context of at least 512 tokens per slot" in fix
+    assert "nothing to recommend" in done.stdout
