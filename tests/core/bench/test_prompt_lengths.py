@@ -18,7 +18,10 @@ from app.core.bench.outcome import (ERROR_WORDS, FAILURE_WORDS, FailureKind, Poi
                                     is_truncated, too_long_words, truncated_words)
 from app.core.bench.prompt_maker import (CHUNK_CHARS, Calibration, CalibratedPromptMaker, CorpusPromptMaker,
                                          corpus_chunks)
-from app.core.bench.stats import RequestRecord, summarize
+from app.core.bench.recommend import recommend
+from app.core.bench.stats import LatencyTargets, RequestRecord, summarize
+from app.core.bench.sweep import PointResult, SweepPoint
+from app.core.server.settings import ServerSettings
 from app.core.bench.truncation import context_needed, cut_reason, fix_words
 
 RECORDED_COUNTS = (66, 66, 51, 69, 61, 60, 58, 50, 49, 80, 40, 28)
@@ -122,3 +125,22 @@ def test_a_cut_point_names_its_failure_and_the_context_it_needs() -> None:
     assert failure_of_saved(PointStatus.FAILED, reason, {"truncated": 2}, "") is FailureKind.TRUNCATED
     assert failure_of_saved(PointStatus.FAILED, "prompts cut by the server (1 of 1 requests: x)", {"too_long": 1},
                             "") is FailureKind.PROMPT_TOO_LONG
+
+
+def test_a_point_whose_prompts_were_cut_is_never_recommended_and_the_recommendation_names_the_fix() -> None:
+    settings = ServerSettings()
+    fast_but_cut = [record(i, "truncated", output=64) for i in range(3)] + [record(3, "", 129, 131, output=64)]
+    slow_whole = [record(i, "", 129, 129, output=8) for i in range(4)]
+    detail = ("truncated by the server: 130 of 618 prompt tokens used. "
+              + fix_words(1024, 256, 16))
+    results = [PointResult(SweepPoint(0, settings, 1), PointStatus.OK, stats=summarize(slow_whole),
+                           records=tuple(slow_whole)),
+               PointResult(SweepPoint(1, settings, 2), PointStatus.FAILED, cut_reason(fast_but_cut), detail=detail,
+                           stats=summarize(fast_but_cut), records=tuple(fast_but_cut), failure=FailureKind.TRUNCATED)]
+    targets = LatencyTargets(None, None, min_success=0.0)  # even with no targets at all
+    chosen = recommend(results, targets, ("concurrency",))
+    assert chosen.index == 0
+    assert "At 2 clients: truncated by the server: 130 of 618 prompt tokens used." in chosen.text
+    assert "at least 1024 tokens per slot" in chosen.text
+    only_cut = recommend(results[1:], targets, ("concurrency",))
+    assert only_cut.index is None and "at least 1024 tokens per slot" in only_cut.text
