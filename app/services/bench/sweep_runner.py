@@ -324,8 +324,8 @@ class SweepRunner:
                               await asyncio.to_thread(self._host_memory), planner=self._planner)
             except EstimateError:
                 return ""
-            now = f", against {estimate.peak_gpu_bytes / GIB:.1f} GiB now" if estimate is not None else ""
-            return (f"By the estimate that costs {wider.peak_gpu_bytes / GIB:.1f} GiB of VRAM at parallel "
+            now = f", against {estimate.peak_gpu_bytes / GIB:.2f} GiB now" if estimate is not None else ""
+            return (f"By the estimate that costs {wider.peak_gpu_bytes / GIB:.2f} GiB of VRAM at parallel "
                     f"{point.settings.num_parallel}{now} ({verdict_label(wider.verdict).lower()}).")
 
         return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded),
