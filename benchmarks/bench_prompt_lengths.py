@@ -97,7 +97,8 @@ def report(server: str, rows: list[dict[str, Any]]) -> None:
 
 async def cut_example(url: str, size: int, context: int) -> None:
     """One prompt longer than the context, sent to Ollama as a benchmark would."""
-    counter = OLLAMA.prompt_counter(url)  # type: ignore[misc]
+    assert OLLAMA.prompt_counter is not None
+    counter = OLLAMA.prompt_counter(url)
     try:
         calibration = await calibrate(counter, MODEL_NAME, bundled_corpus(), max_chunks=4)
     finally:
@@ -105,7 +106,7 @@ async def cut_example(url: str, size: int, context: int) -> None:
     made = calibration.maker().make(size, seed=1)
     plan = LoadPlan(model=MODEL_NAME, prompts=(BenchPrompt("doc", made.text, expected_tokens=made.expected_tokens),),
                     requests=1, num_predict=8, think=False, warmup_requests=0)
-    async with LoadGenerator(url, OLLAMA.load_client, counter=OLLAMA.prompt_counter(url)) as generator:  # type: ignore[misc]
+    async with LoadGenerator(url, OLLAMA.load_client, counter=OLLAMA.prompt_counter(url)) as generator:
         (record,) = (await generator.run(plan)).records
     print(f"  OLLAMA_CONTEXT_LENGTH={context}, a {size}-token prompt: HTTP 200, prompt_eval_count {record.prompt_tokens}, "
           f"done_reason {record.done_reason!r}; recorded error_kind {record.error_kind!r}: {record.error}")
