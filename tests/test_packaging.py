@@ -35,7 +35,7 @@ def test_the_checkout_finds_its_resources_without_an_install():
     assert "style.qss" in expected and eval(done.stdout) == expected
 
 
-def test_setuptools_packs_the_stylesheet_and_icons(tmp_path):
+def test_setuptools_packs_the_stylesheet_icons_and_prompt_corpus(tmp_path):
     # What setuptools' build_py would put in the wheel as app.resources' data files (in a copy: it
     # writes egg-info beside the sources).
     source = tmp_path / "src"
@@ -52,5 +52,7 @@ def test_setuptools_packs_the_stylesheet_and_icons(tmp_path):
     data = json.loads(done.stdout.strip().splitlines()[-1])
     src, files = data["app.resources"]
     assert Path(src) == Path("app/resources")
+    corpus = [f"corpus/{p.name}" for p in (RESOURCES / "corpus").iterdir() if p.suffix == ".txt"]
+    assert corpus  # the prompt corpus travels with the stylesheet and icons
     assert sorted(files) == sorted([p.name for p in RESOURCES.iterdir() if p.suffix in (".qss", ".svg", ".png")]
-                                   + [f"corpus/{p.name}" for p in (RESOURCES / "corpus").glob("*.txt")])
+                                   + corpus)

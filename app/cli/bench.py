@@ -27,6 +27,7 @@ from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_pa
                             one_line, read_text_file, server_url)
 from app.core.bench.scenario import BUILTIN_SCENARIOS, MIN_SCALE, Scenario, ScenarioError, parse_scenario
 from app.core.bench.stats import ClassStats, LatencyTargets, class_stats
+from app.core.bench.truncation import PROMPT_CUT_FAILURES, length_words
 from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
@@ -380,6 +381,9 @@ def render_table(run: SweepRun) -> str:
         cells = [row[i].rjust(widths[i]) for i in range(len(widths))] + [row[-1]]
         lines.append(f"{mark} " + "  ".join(cells))
     out = [f"{run.title} — {run.spec.workload.describe(per_point_clients=True)}", "", *lines]
+    lengths = [(r, length_words(r.stats)) for r in run.results if r.stats is not None]
+    out += [f"{r.point.label(run.varying)}: {words}" for r, words in lengths if words]
+    out += [f"✖ {r.point.label(run.varying)}: {r.detail}" for r in run.results if r.failure in PROMPT_CUT_FAILURES]
     if run.recommendation:
         out += ["", run.recommendation.text]
     out += [f"note: {n}" for n in run.notes]
@@ -462,7 +466,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                              app_version=__version__, server_telemetry=backend.server_telemetry,
                              host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])),
                              contention=contention_probes(gpu), planner=backend.planner,
-                             prompt_maker=_prompt_maker(spec))
+                             prompt_maker=_prompt_maker(spec), prompt_counter=backend.prompt_counter)
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         recorder = QueuedRecorder(history) if history is not None else None
         run: SweepRun | None = None
@@ -482,9 +486,10 @@ def _prompt_maker(spec: SweepSpec) -> PromptMaker | None:
     """The maker of a scenario's prompt texts (None without a scenario)."""
     if spec.workload.scenario is None:
         return None
-    from app.adapters.corpus_prompts import CorpusPromptMaker
+    from app.adapters.prompt_corpus import bundled_corpus
+    from app.core.bench.prompt_maker import CorpusPromptMaker
 
-    return CorpusPromptMaker()
+    return CorpusPromptMaker(bundled_corpus())
 
 
 def _open_history(args: argparse.Namespace) -> SweepRecorder | None:

@@ -70,6 +70,16 @@ class BadRequest(ServerError):
     hint = "The server refused the request as sent."
 
 
+class ContextExceeded(BadRequest):
+    """The server refused a prompt longer than a slot's context (its own sign, with both numbers where it gave them)."""
+
+    def __init__(self, message: str, hint: str | None = None, status: int | None = None, *,
+                 prompt_tokens: int | None = None, context_tokens: int | None = None) -> None:
+        super().__init__(message, hint=hint, status=status)
+        self.prompt_tokens = prompt_tokens
+        self.context_tokens = context_tokens
+
+
 class ServerFault(ServerError):
     status = 500
     hint = "See the server log for details."

@@ -34,6 +34,7 @@ class FinalFigures:
     decode_ms: float | None = None  # generation time
     load_ms: float | None = None  # loading the model for this request
     total_ms: float | None = None  # the whole request on the server
+    cached_prompt_tokens: int | None = None  # prompt tokens taken from the server's cache (None: not said)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the server's final record
 
     @property

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, aclosing
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,8 @@ from app.core.replies import ChatRequest, FinalFigures, StreamChunk
 STREAM_HEADERS = (("User-Agent", "ollama-deck"), ("Accept", "text/event-stream"),
                   ("Content-Type", "application/json"), ("Connection", "close"))
 CHAT_PATH = "/v1/chat/completions"
+TOKENIZE_PATH = "/tokenize"  # {"content", "add_special"} -> {"tokens": [ids]}
+TEMPLATE_PATH = "/apply-template"  # {"messages"} -> {"prompt": the chat template applied}
 ONE_MODEL_HINT = ("llama-server serves the one model it was started with; to use another, set its GGUF file as "
                   "the model on the Server page and restart the server.")
 
@@ -170,6 +172,42 @@ class LlamaServerClient(ConnectedClient):
         raise BadRequest(f"{SERVER} cannot create '{model}' from '{from_}': a model's context and batch are "
                          "the server's start settings", hint="Set them on the Server page and restart.")
         yield ""  # pragma: no cover - makes this an async generator
+
+    # ---- prompt tokens (its tokenizer: counts a prompt whole, however long) ---------------------
+    @property
+    def counts_whole_prompts(self) -> bool:
+        """True: `/tokenize` counts a prompt longer than the context as it is."""
+        return True
+
+    async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
+        with self._errors():
+            response = await self._http.post(path, json=body)
+            if response.status_code >= 400:
+                raise error_from_body(response.status_code, await response.aread(), self.base_url)
+        try:
+            return response.json()
+        except ValueError:
+            raise malformed(f"{path} at {self.base_url} did not answer JSON: {response.text.strip()[:120]!r}") from None
+
+    async def _token_count(self, content: str, add_special: bool) -> int:
+        reply = await self._post_json(TOKENIZE_PATH, {"content": content, "add_special": add_special})
+        tokens = reply.get("tokens") if isinstance(reply, dict) else None
+        if not isinstance(tokens, list):
+            raise malformed(f"{TOKENIZE_PATH} at {self.base_url} answered without a token list: {str(reply)[:120]!r}")
+        return len(tokens)
+
+    async def count_text(self, model: str, text: str) -> int:
+        """The tokens of `text` alone (`POST /tokenize`, no special tokens); `model` is the served one."""
+        return await self._token_count(text, add_special=False)
+
+    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
+        """A chat's prompt tokens as the server counts them: its chat template applied (`POST /apply-template`),
+        then tokenized with the model's special tokens (`POST /tokenize`)."""
+        reply = await self._post_json(TEMPLATE_PATH, {"messages": [dict(m) for m in messages]})
+        prompt = reply.get("prompt") if isinstance(reply, dict) else None
+        if not isinstance(prompt, str):
+            raise malformed(f"{TEMPLATE_PATH} at {self.base_url} answered without a prompt: {str(reply)[:120]!r}")
+        return await self._token_count(prompt, add_special=True)
 
     # ---- streams ----------------------------------------------------------------------------
     async def chat(self, model: str, messages: list[dict[str, Any]], *, think: bool | str | None = None,

@@ -22,7 +22,7 @@ from typing import Any
 
 
 from app.adapters.http import translate
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerError,
+from app.core.errors import (BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, ServerError,
                              OutOfMemory, QueueFull, ServerFault, StreamDropped, StreamError,
                              StreamOutOfMemory, TransportWords, is_oom_message)
 
@@ -67,7 +67,10 @@ def error_for_object(status: int, error: Mapping[str, Any]) -> ServerError:
     kind = str(error.get("type") or "")
     text = f"{SERVER}: {message}"
     if kind == "exceed_context_size_error":
-        return BadRequest(text, hint=_context_hint(error), status=status)
+        n_prompt, n_ctx = error.get("n_prompt_tokens"), error.get("n_ctx")
+        return ContextExceeded(text, hint=_context_hint(error), status=status,
+                               prompt_tokens=n_prompt if isinstance(n_prompt, int) else None,
+                               context_tokens=n_ctx if isinstance(n_ctx, int) else None)
     if kind == "unavailable_error" or (status == 503 and "loading" in message.lower()):
         return ServerFault(text, hint=LOADING_HINT, status=status)
     if kind == "authentication_error" or status == 401:

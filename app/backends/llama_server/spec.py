@@ -48,7 +48,7 @@ def _bind(spec: BackendSpec, settings: Callable[[], ServerSettings]) -> BackendS
         return _client_attribute("LlamaServerClient")(base_url, models_dir=models_dir(settings()) or None, **kwargs)
 
     client.__name__ = client.__qualname__ = "LlamaServerClient"
-    return replace(spec, catalog=client, console=client, binder=None)
+    return replace(spec, catalog=client, console=client, prompt_counter=client, binder=None)
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,7 @@ LLAMA_SERVER = BackendSpec(
     catalog=_lazy("LlamaServerClient"),
     console=_lazy("LlamaServerClient"),
     load_client=_lazy("load_client"),
+    prompt_counter=_lazy("LlamaServerClient"),  # POST /tokenize and /apply-template: exact, whatever the length
     server=make_supervisor,
     model_rules=LlamaServerModelRules(),
     tuning=LLAMA_SERVER_TUNING,

@@ -9,7 +9,7 @@ on the finish chunk or on a last chunk with no choices. The `[DONE]` event becom
 done=True StreamChunk, carrying FinalFigures built from all of them.
 
 Timings → FinalFigures: prompt_n → prompt_tokens (tokens evaluated, the cached `cache_n` not
-among them), prompt_ms → prompt_ms, predicted_n → output_tokens, and decode_ms =
+among them: that is cached_prompt_tokens), prompt_ms → prompt_ms, predicted_n → output_tokens, and decode_ms =
 predicted_n × predicted_per_token_ms. Recent llama.cpp times predicted_ms over predicted_n − 1
 decode steps (the first token comes from the prompt's last logits, and its time is in prompt_ms),
 so predicted_n / predicted_ms would overstate the decode rate by n/(n−1); the per-token time is
@@ -99,6 +99,7 @@ def final_figures(finish_reason: str | None, timings: Mapping[str, Any] | None,
         prompt_tokens = _count(usage, "prompt_tokens", "usage")
     if output_tokens is None:
         output_tokens = _count(usage, "completion_tokens", "usage")
+    cached = _count(timings, "cache_n", where)
     prompt_ms = _number(timings, "prompt_ms", where)
     predicted_ms = _number(timings, "predicted_ms", where)
     per_token_ms = _number(timings, "predicted_per_token_ms", where)
@@ -110,7 +111,8 @@ def final_figures(finish_reason: str | None, timings: Mapping[str, Any] | None,
     total_ms = None if prompt_ms is None or predicted_ms is None else prompt_ms + predicted_ms
     raw: dict[str, Any] = {"finish_reason": finish_reason, "timings": dict(timings), "usage": dict(usage)}
     return FinalFigures(done_reason=finish_reason, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                        prompt_ms=prompt_ms, decode_ms=decode_ms, load_ms=None, total_ms=total_ms, raw=raw)
+                        prompt_ms=prompt_ms, decode_ms=decode_ms, load_ms=None, total_ms=total_ms,
+                        cached_prompt_tokens=cached, raw=raw)
 
 
 def _text(delta: Mapping[str, Any], key: str, where: str) -> str:

@@ -17,7 +17,7 @@ import json
 import time
 from contextlib import AbstractContextManager, aclosing
 from typing import Any, TypeVar
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 
 import httpx
 
@@ -49,6 +49,7 @@ class OllamaClient(ConnectedClient):
     first use (short connect, long read timeout; times on `clock`, seconds)."""
 
     STREAM_HEADERS = STREAM_HEADERS
+    _template_counts: dict[str, int] | None = None  # per model, the prompt tokens of a chat with an empty message
 
     def _errors(self) -> AbstractContextManager[None]:
         return translated_errors(self.base_url, self.connect_timeout_s, self.read_timeout_s)
@@ -143,6 +144,32 @@ class OllamaClient(ConnectedClient):
     async def unload(self, model: str) -> None:
         """Unload a model now (keep_alive 0)."""
         await self._json("POST", "/api/generate", {"model": model, "keep_alive": 0, "stream": False})
+
+    # ---- prompt tokens (a probe: Ollama has no tokenizer endpoint) --------------------------------
+    @property
+    def counts_whole_prompts(self) -> bool:
+        """False: the count is a probe's prompt_eval_count, and Ollama cuts a prompt longer than its context
+        (context shift) as it would cut the request."""
+        return False
+
+    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
+        """A chat's prompt tokens: the prompt_eval_count of the chat sent with one output token. Its load
+        options are left out, so the model is not reloaded with others."""
+        body = {"model": model, "messages": [dict(m) for m in messages], "stream": False,
+                "options": {"num_predict": 1}}
+        count = parse_final(await self._json("POST", "/api/chat", body)).prompt_tokens
+        if count is None:
+            raise malformed(f"/api/chat at {self.base_url} answered without prompt_eval_count")
+        return count
+
+    async def count_text(self, model: str, text: str) -> int:
+        """The tokens of `text` alone: a chat with it, less the same chat with an empty message (the template's)."""
+        whole = await self.count_chat(model, [{"role": "user", "content": text}])
+        if self._template_counts is None:
+            self._template_counts = {}
+        if model not in self._template_counts:
+            self._template_counts[model] = await self.count_chat(model, [{"role": "user", "content": ""}])
+        return max(0, whole - self._template_counts[model])
 
     # ---- streams ----------------------------------------------------------------------------
     async def chat(self, model: str, messages: list[dict[str, Any]], *, think: bool | str | None = None,

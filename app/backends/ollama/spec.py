@@ -71,6 +71,7 @@ OLLAMA = BackendSpec(
     catalog=OllamaClient,
     console=OllamaClient,
     load_client=load_client,
+    prompt_counter=OllamaClient,  # a probe's prompt_eval_count: cut like the request beyond the context
     server=ServerSupervisor,
     model_rules=OllamaModelRules(),
     tuning=OLLAMA_TUNING,

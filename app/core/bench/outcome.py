@@ -59,6 +59,10 @@ class FailureKind(StrEnum):
     MODEL_NOT_FOUND = "model_not_found"
     MALFORMED_REPLY = "malformed_reply"
     REQUEST_ERROR = "request_error"
+    # The server cut the prompt (counted fewer prompt tokens than were sent) or refused it as longer than a
+    # slot's context: the answers are not to the prompt asked, so the point fails whatever its speed.
+    TRUNCATED = "truncated"
+    PROMPT_TOO_LONG = "prompt_too_long"
     CONTENDED = "contended"  # unstable: other programs competed for the device while it was measured
     CANCELLED = "cancelled"
 
@@ -95,6 +99,8 @@ FAILURE_WORDS: Mapping[FailureKind, FailureWords] = {
     FailureKind.MODEL_NOT_FOUND: _FAILED,
     FailureKind.MALFORMED_REPLY: _FAILED,
     FailureKind.REQUEST_ERROR: _FAILED,
+    FailureKind.TRUNCATED: FailureWords("truncated", "truncated"),
+    FailureKind.PROMPT_TOO_LONG: FailureWords("prompt too long", "too long"),
     FailureKind.CONTENDED: FailureWords("contended", "contended"),
     FailureKind.CANCELLED: FailureWords("cancelled", "cancelled"),
 }
@@ -105,12 +111,43 @@ REQUEST_FAILURES: Mapping[str, FailureKind] = {
     "oom": FailureKind.OUT_OF_MEMORY, "queue_full": FailureKind.SERVER_BUSY, "timeout": FailureKind.TIMEOUT,
     "connect": FailureKind.UNREACHABLE, "dropped": FailureKind.DROPPED, "server": FailureKind.SERVER_ERROR,
     "bad_request": FailureKind.BAD_REQUEST, "not_found": FailureKind.MODEL_NOT_FOUND,
-    "malformed": FailureKind.MALFORMED_REPLY, "other": FailureKind.REQUEST_ERROR}
+    "malformed": FailureKind.MALFORMED_REPLY, "other": FailureKind.REQUEST_ERROR,
+    "truncated": FailureKind.TRUNCATED, "too_long": FailureKind.PROMPT_TOO_LONG}
 ERROR_WORDS: Mapping[str, str] = {
     "oom": "out of memory", "queue_full": "server busy (queue full)", "timeout": "timed out",
     "connect": "connection refused", "dropped": "connection dropped", "server": "server error",
     "bad_request": "refused as bad request", "not_found": "model not found", "malformed": "malformed reply",
-    "other": "other error"}
+    "other": "other error", "truncated": "prompt truncated by the server",
+    "too_long": "prompt longer than the context per slot"}
+# The request classes that say the prompt did not reach the model whole: a point with any of them fails.
+PROMPT_CUT_ERRORS = ("truncated", "too_long")
+# How many prompt tokens the server may count fewer than expected before a request counts as truncated:
+# chat templates and tokenizers differ by a few tokens (a begin-of-text token, a default system prompt).
+TRUNCATION_TOLERANCE_TOKENS = 16
+TRUNCATION_TOLERANCE_SHARE = 0.1
+
+
+def is_truncated(expected_tokens: int | None, delivered_tokens: int | None) -> bool:
+    """True when the server used clearly fewer prompt tokens than were sent: fewer than `expected_tokens` less
+    a small tolerance (TRUNCATION_TOLERANCE_TOKENS or TRUNCATION_TOLERANCE_SHARE of it, the larger). Unknown
+    on either side is no claim."""
+    if expected_tokens is None or delivered_tokens is None or expected_tokens <= 0:
+        return False
+    tolerance = max(TRUNCATION_TOLERANCE_TOKENS, round(expected_tokens * TRUNCATION_TOLERANCE_SHARE))
+    return delivered_tokens < expected_tokens - tolerance
+
+
+def truncated_words(used: int, expected: int) -> str:
+    """A truncated request's error text: "truncated by the server: 130 of 612 prompt tokens used"."""
+    return f"truncated by the server: {used} of {expected} prompt tokens used"
+
+
+def too_long_words(prompt_tokens: int | None, context_tokens: int | None) -> str:
+    """A prompt the server refused as longer than a slot's context, with its numbers where it gave them."""
+    if prompt_tokens is None or context_tokens is None:
+        return "refused by the server: the prompt is longer than the context per slot"
+    return (f"refused by the server: the prompt is {prompt_tokens} tokens, the context per slot "
+            f"{context_tokens}")
 
 # The reasons a point's failure is saved with (PointResult.reason): the sentences the sweep writes, and
 # so what failure_of_saved reads a saved point's kind back from.
@@ -124,6 +161,7 @@ REASONS: Mapping[FailureKind, str] = {
 CRASHED_AT_LOAD = "server crashed at load"
 CRASHED_DURING_RUN = "server crashed during the run"
 EVERY_REQUEST_FAILED = "every request failed"  # then the first error class's words in brackets
+PROMPTS_CUT = "prompts cut by the server"  # then how many of how many requests, in brackets
 # Beginnings of reasons with numbers after them.
 REASON_STARTS: tuple[tuple[str, FailureKind], ...] = (
     ("predicted to spill to CPU", FailureKind.PREDICTED_SPILL),
@@ -164,6 +202,9 @@ def failure_of_saved(status: PointStatus, reason: str, errors: Mapping[str, int]
         return known
     if status is PointStatus.SKIPPED:
         return FailureKind.INVALID_SETTINGS
+    if reason.startswith(PROMPTS_CUT):
+        cut = {k: n for k, n in (errors or {}).items() if k in PROMPT_CUT_ERRORS}
+        return request_failure(cut, most_common=True) if cut else FailureKind.TRUNCATED
     if reason.startswith(EVERY_REQUEST_FAILED):
         return request_failure(errors or {})
     return FailureKind.LOAD_ERROR
@@ -186,5 +227,7 @@ def saved_run_status(value: object) -> RunStatus:
 
 
 __all__ = ["CRASHED_AT_LOAD", "CRASHED_DURING_RUN", "ERROR_WORDS", "EVERY_REQUEST_FAILED", "FAILURE_WORDS", "FailureKind", "FailureWords",
-           "PointStatus", "REASONS", "REASON_STARTS", "REQUEST_FAILURES", "RunStatus", "failure_of_saved",
-           "request_failure", "saved_point_status", "saved_run_status"]
+           "PROMPTS_CUT", "PROMPT_CUT_ERRORS", "PointStatus", "REASONS", "REASON_STARTS", "REQUEST_FAILURES",
+           "RunStatus", "TRUNCATION_TOLERANCE_SHARE", "TRUNCATION_TOLERANCE_TOKENS", "failure_of_saved",
+           "is_truncated", "request_failure", "saved_point_status", "saved_run_status", "too_long_words",
+           "truncated_words"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Sequence
 
-from app.core.bench.outcome import PointStatus
+from app.core.bench.outcome import FailureKind, PointStatus
 from app.core.bench.stats import LatencyTargets, PointStats, meets_targets
 from app.core.bench.sweep import PointResult
 
@@ -138,9 +138,11 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
     contended = [m.result for m in measured if m.result.contention.contended]
     excluded = tuple(r.point.index for r in contended)
     ran = [m for m in measured if not m.result.contention.contended]
+    cut = _cut_words(results, varying)
     if not measured:
         reasons = "; ".join(f"{_name(r, varying)}: {r.stable_text()}" for r in results) or "no points"
-        return Recommendation(None, f"No point produced a measurement, so there is nothing to recommend ({reasons}).")
+        text = f"No point produced a measurement, so there is nothing to recommend ({reasons})."
+        return Recommendation(None, f"{text} {cut}" if cut else text)
     if not ran:
         return Recommendation(None, "Every measured point shared its device with other programs, so their numbers "
                               f"are not the settings' own and nothing is recommended ({_contended_words(contended, varying)}). "
@@ -177,6 +179,8 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
     broken = [r for r in results if not r.ran and r.status is not PointStatus.CANCELLED]
     if broken:
         sentences.append("Not usable: " + "; ".join(f"{_name(r, varying)} ({r.reason or r.status})" for r in broken) + ".")
+    if cut:
+        sentences.append(cut)
     cheaper = sorted((m for m in qualifying if m is not best and _cost(m.result) < _cost(best.result)
                       and best_tps < m.stats.output_tokens_per_s * (1 + PLATEAU_GAIN)), key=lambda m: _cost(m.result))
     plateau = cheaper[0] if cheaper else None
@@ -194,6 +198,15 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
         sentences.append(edge_text)
     return Recommendation(best.result.point.index, " ".join(sentences), True, plateau is not None,
                           plateau.result.point.index if plateau is not None else None, edge, best_tps, excluded)
+
+
+def _cut_words(results: Sequence[PointResult], varying: Sequence[str]) -> str:
+    """For the points whose prompts the server cut or refused (they fail, so they are never recommended): the
+    first one's detail, which names the context the prompts need."""
+    cut = [r for r in results if r.failure in (FailureKind.TRUNCATED, FailureKind.PROMPT_TOO_LONG) and r.detail]
+    if not cut:
+        return ""
+    return f"At {_name(cut[0], varying)}: {cut[0].detail}"
 
 
 def _contended_words(points: Sequence[PointResult], varying: Sequence[str]) -> str:

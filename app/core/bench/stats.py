@@ -11,6 +11,10 @@ summaries):
   the server or inside it), loading, decoding its first token and on the wire.
 - Output tokens/s (aggregate): output tokens of the successful requests over the measured
   window, from the first arrival to the last end. Per request: (tokens - 1) / (end - first token).
+- Prompt lengths: requested is what the workload expected the server to count for a request's prompt (its
+  text's expected tokens plus the chat template's where known); delivered is what the server counted
+  (prompt tokens evaluated plus those served from its cache). Both over every counted request, failed
+  ones included: a truncated request is where they part.
 - Goodput: successful requests per second that met every latency target (TTFT and TPOT per
   request), as DistServe defines it.
 Percentiles use linear interpolation between order statistics (numpy's default).
@@ -27,7 +31,9 @@ import numpy as np
 
 NAN = math.nan
 PERCENTILES = (50, 90, 95, 99)
-SCENARIO_FIELDS = ("request_class", "conversation", "turn")
+# RequestRecord fields later than the first saved histories, kept out of its JSON when unknown ("" or None):
+# scenario requests' class, conversation and turn; the prompt tokens expected and taken from the server's cache.
+NEWER_FIELDS = ("request_class", "conversation", "turn", "expected_prompt_tokens", "cached_prompt_tokens")
 
 
 @dataclass(frozen=True)
@@ -50,11 +56,22 @@ class RequestRecord:
     total_s: float | None = None
     done_reason: str | None = None
     error: str = ""
-    error_kind: str = ""  # oom | queue_full | timeout | connect | dropped | server | bad_request | not_found | malformed | other
+    # oom | queue_full | timeout | connect | dropped | server | bad_request | not_found | malformed | other
+    # | truncated (the server used fewer prompt tokens than expected) | too_long (refused: longer than a slot)
+    error_kind: str = ""
     warmup: bool = False
     request_class: str = ""  # the scenario class it belongs to ("" outside scenarios)
     conversation: int | None = None  # the class's conversation number, from 0
     turn: int | None = None  # its turn in that conversation, from 1
+    expected_prompt_tokens: int | None = None  # what the workload expected the server to count (None: unknown)
+    cached_prompt_tokens: int | None = None  # prompt tokens the server took from its cache (None: not said)
+
+    @property
+    def delivered_prompt_tokens(self) -> int | None:
+        """The prompt tokens the server used: those it evaluated plus those it had cached (None: not said)."""
+        if self.prompt_tokens is None:
+            return None
+        return self.prompt_tokens + (self.cached_prompt_tokens or 0)
 
     @property
     def ok(self) -> bool:
@@ -102,7 +119,7 @@ class RequestRecord:
         """Plain dict (gaps rounded to microseconds) for the history."""
         data = asdict(self)
         data["itl_s"] = [round(g, 6) for g in self.itl_s]
-        for key in SCENARIO_FIELDS:  # written only for scenario requests: other records stay as they were
+        for key in NEWER_FIELDS:  # written only when known: a record without them reads and writes as before
             if data[key] in ("", None):
                 del data[key]
         return data
@@ -218,6 +235,8 @@ class PointStats:
     output_tokens_mean: float
     errors: dict[str, int] = field(default_factory=dict)
     first_error: str = ""
+    prompt_tokens_requested: Distribution = field(default_factory=lambda: EMPTY)  # expected, per request
+    prompt_tokens_delivered: Distribution = field(default_factory=lambda: EMPTY)  # counted by the server
 
     @property
     def success_rate(self) -> float:
@@ -239,6 +258,9 @@ class PointStats:
         for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "wait_ms", "queue_ms", "answer_ttft_ms",
                      "request_tokens_per_s", "server_decode_tokens_per_s", "server_prompt_tokens_per_s"):
             out.update(getattr(self, name).as_flat(name))
+        for name in ("prompt_tokens_requested", "prompt_tokens_delivered"):
+            lengths = getattr(self, name).as_flat(name)
+            out.update({f"{name}_{k}": lengths[f"{name}_{k}"] for k in ("mean", "min", "max")})
         return out
 
 
@@ -292,6 +314,8 @@ def summarize(records: Sequence[RequestRecord], targets: LatencyTargets | None =
         if any(r.prompt_tokens is not None for r in ok) else NAN,
         output_tokens_mean=tokens / len(ok) if ok else NAN,
         errors=errors, first_error=first_error,
+        prompt_tokens_requested=distribution(r.expected_prompt_tokens for r in counted),
+        prompt_tokens_delivered=distribution(r.delivered_prompt_tokens for r in counted),
     )
 
 

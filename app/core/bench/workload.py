@@ -33,6 +33,8 @@ class BenchPrompt:
     name: str
     text: str
     system: str = ""
+    # The tokens its maker expects the server to count for `text` alone (None: not made to a length).
+    expected_tokens: int | None = None
 
     def messages(self) -> list[dict[str, str]]:
         """The chat messages of this prompt (role and content), the system prompt first."""
@@ -249,13 +251,14 @@ class LoadPlan:
                 "requests_per_client": self.requests_per_client,
                 "warmup_requests": self.warmup_requests, "num_predict": self.num_predict,
                 "think": self.think, "seed": self.seed, "request_timeout_s": self.request_timeout_s,
-                "prompts": [{"name": p.name, "text": p.text, "system": p.system} for p in self.prompts],
+                "prompts": [_prompt_json(p) for p in self.prompts],
                 **({"scenario": self.scenario.to_json()} if self.scenario is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LoadPlan:
         """Inverse of to_json (unknown keys ignored)."""
-        prompts = tuple(BenchPrompt(str(p.get("name", "")), str(p.get("text", "")), str(p.get("system", "")))
+        prompts = tuple(BenchPrompt(str(p.get("name", "")), str(p.get("text", "")), str(p.get("system", "")),
+                                    _saved_count(p.get("expected_tokens")))
                         for p in data.get("prompts") or [])
         known = {k: data[k] for k in ("mode", "concurrency", "rate_rps", "requests", "duration_s", "requests_per_client",
                                       "warmup_requests", "num_predict", "think", "seed",
@@ -272,6 +275,17 @@ def _saved_scenario(data: Any) -> Scenario | None:
         return parse_scenario_data(data, "the saved scenario")
     except ScenarioError:
         return None
+
+
+def _prompt_json(p: BenchPrompt) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": p.name, "text": p.text, "system": p.system}
+    if p.expected_tokens is not None:
+        out["expected_tokens"] = p.expected_tokens
+    return out
+
+
+def _saved_count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 __all__ = ["BenchPrompt", "DEFAULT_NUM_PREDICT", "DEFAULT_PROMPT_SET", "LOOP_MODES", "LoadPlan",

@@ -14,7 +14,7 @@ from app.core.console.reply_words import ReplyWords
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.server.process import ProcessSignature
 from app.core.ports.catalog import CatalogFactory
-from app.core.ports.inference import ConsoleClientFactory, StreamingClientFactory
+from app.core.ports.inference import ConsoleClientFactory, PromptCounterFactory, StreamingClientFactory
 from app.core.ports.planner import LoadPlanner
 from app.core.ports.server import ServerControl
 from app.core.ports.telemetry import ServerTelemetryFactory
@@ -142,6 +142,9 @@ class BackendSpec:
     planner: LoadPlanner = field(default_factory=SettingsPlanner)
     # How the server's processes look, so a scan names the server it finds (none: it recognises no process).
     process: ProcessSignature = field(default_factory=lambda: ProcessSignature(frozenset(), "the server"))
+    # Counts prompts in the server's own tokens (None: it cannot, so prompt lengths are estimated and only the
+    # server's own sign says a prompt was cut).
+    prompt_counter: PromptCounterFactory | None = None
 
     def bound(self, settings: Callable[[], ServerSettings]) -> BackendSpec:
         """This spec with factories that read `settings()` (the settings in force) whenever they make a client."""

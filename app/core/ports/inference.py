@@ -9,7 +9,7 @@ implement these (each in its folder under app/backends/); tests may pass others.
 from __future__ import annotations
 
 from typing import Any, Protocol
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 from app.core.models import LocalModel, ModelDetails
 from app.core.replies import ChatRequest, StreamChunk
@@ -69,5 +69,31 @@ class ConsoleClient(ChatStreaming, Protocol):
 
 ConsoleClientFactory = Callable[[str], ConsoleClient]  # base URL -> client
 
+
+class PromptTokenCounter(Protocol):
+    """Counts prompts in the server's own tokens, for the model in use: so prompts of a requested length can be
+    made, and what the server used of a prompt held against what was sent."""
+
+    @property
+    def counts_whole_prompts(self) -> bool:
+        """True when a prompt longer than the server's context is still counted whole (a tokenizer); False when
+        the count comes from running the prompt, which the server cuts as it would cut the request."""
+        ...
+
+    async def count_text(self, model: str, text: str) -> int:
+        """The tokens of `text` alone, without any chat template or special tokens."""
+        ...
+
+    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
+        """The prompt tokens of a chat request with these messages as the server counts them (template included)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the counter's connections."""
+        ...
+
+
+PromptCounterFactory = Callable[[str], PromptTokenCounter]  # base URL -> counter
+
 __all__ = ["ChatRequestStreaming", "ChatStreaming", "ChunkHandler", "ConsoleClient", "ConsoleClientFactory",
-           "StreamingClientFactory"]
+           "PromptCounterFactory", "PromptTokenCounter", "StreamingClientFactory"]

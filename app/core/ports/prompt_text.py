@@ -22,6 +22,10 @@ class PromptText:
 class PromptMaker(Protocol):
     """Makes prompt texts of a requested length in tokens; the same seed gives the same text."""
 
+    # True when a text's expected_tokens are the server's own counts (a maker calibrated on the model in use);
+    # False when they are an estimate, which can be off by more than a cut prompt would be.
+    calibrated: bool
+
     def make(self, tokens: int, seed: int) -> PromptText:
         """A text of about `tokens` tokens (at least one), different for different seeds."""
         ...

@@ -24,13 +24,16 @@ from dataclasses import dataclass, replace
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
+from app.core.bench.outcome import is_truncated, too_long_words, truncated_words
 from app.core.bench.stats import RequestRecord
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
-                             OutOfMemory, QueueFull, ServerFault, StreamDropped, StreamError)
+from app.core.errors import (BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, ServerUnreachable,
+                             ServerError, ServerTimeout, OutOfMemory, QueueFull, ServerFault, StreamDropped,
+                             StreamError)
 from app.core.bench.scenario import RequestClass, Scenario, request_rng, request_seed
 from app.core.bench.workload import LoadPlan
-from app.core.ports.inference import StreamingClientFactory
+from app.core.ports.inference import PromptTokenCounter, StreamingClientFactory
 from app.core.ports.prompt_text import PromptMaker
+from app.services.bench.prompt_lengths import expected_prompt_tokens, template_tokens
 from app.core.replies import ChatRequest, FinalFigures, StreamChunk
 from app.core.throughput import TokenMeter
 
@@ -40,7 +43,7 @@ RequestCallback = Callable[[RequestRecord], None]
 
 def error_kind_of(exc: BaseException) -> str:
     """The short error class recorded per request (oom, queue_full, timeout, …)."""
-    for kind, types in (("oom", OutOfMemory), ("queue_full", QueueFull),
+    for kind, types in (("too_long", ContextExceeded), ("oom", OutOfMemory), ("queue_full", QueueFull),
                         ("timeout", (ServerTimeout, asyncio.TimeoutError, TimeoutError)),
                         ("connect", ServerUnreachable), ("dropped", StreamDropped), ("not_found", ModelNotFound),
                         ("bad_request", BadRequest), ("malformed", MalformedResponse),
@@ -51,6 +54,8 @@ def error_kind_of(exc: BaseException) -> str:
 
 
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, ContextExceeded):
+        return too_long_words(exc.prompt_tokens, exc.context_tokens)
     message = getattr(exc, "message", "") or str(exc) or type(exc).__name__
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not isinstance(exc, ServerTimeout):
         return "the request took longer than its time limit"
@@ -109,12 +114,18 @@ class LoadGenerator:
 
     def __init__(self, base_url: str, client_factory: StreamingClientFactory, *, meter: TokenMeter | None = None,
                  clock: Callable[[], float] = time.monotonic, connect_timeout_s: float = 3.0,
-                 read_timeout_s: float = 300.0, prompt_maker: PromptMaker | None = None) -> None:
+                 read_timeout_s: float = 300.0, prompt_maker: PromptMaker | None = None,
+                 counter: PromptTokenCounter | None = None) -> None:
         """`client_factory` is the backend's; an unusable URL fails here, not as N failed requests.
-        `prompt_maker` makes the prompt texts of scenario classes (needed only for scenarios)."""
+        `prompt_maker` makes the prompt texts of scenario classes (needed only for scenarios). `counter` (the
+        backend's, where it has one) says how many prompt tokens each prompt should count, so a request whose
+        prompt the server cut is recorded as truncated."""
         self.base_url = base_url.rstrip("/")
         self._meter = meter
         self._prompt_maker = prompt_maker
+        self._counter = counter
+        self._expected: tuple[int | None, ...] = ()
+        self._overheads: dict[str, int | None] = {}  # system prompt -> the template's tokens around a user text
         self._clock = clock
         self._client = client_factory(self.base_url, connect_timeout_s=connect_timeout_s,
                                       read_timeout_s=read_timeout_s, clock=clock)
@@ -138,6 +149,8 @@ class LoadGenerator:
         notify = on_request or (lambda _r: None)
         if plan.scenario is not None and self._prompt_maker is None and any(not c.text for c in plan.scenario.classes):
             raise ValueError("a scenario needs a prompt maker for its prompt texts")
+        self._expected = await expected_prompt_tokens(self._counter, plan)
+        self._overheads = {}
         warmup: list[RequestRecord] = []
         if plan.scenario is not None:
             if plan.warmup_count:
@@ -228,12 +241,14 @@ class LoadGenerator:
                        warm: bool = False) -> RequestRecord:
         """One streamed chat request of a LoadPlan's prompts."""
         seed_index = index + WARMUP_INDEX_BASE if warm else index
+        expected = self._expected[seed_index % len(self._expected)] if self._expected else None
         record, _text = await self._send(plan.chat_request(seed_index), plan.request_timeout_s, index, scheduled,
-                                         start, warm)
+                                         start, warm, expected=expected)
         return record
 
     async def _send(self, request: ChatRequest, timeout_s: float, index: int, scheduled: float | None, start: float,
-                    warm: bool = False, keep_text: bool = False) -> tuple[RequestRecord, str]:
+                    warm: bool = False, keep_text: bool = False,
+                    expected: int | None = None) -> tuple[RequestRecord, str]:
         """One streamed chat request; failures become a record with the error, never an exception.
         scheduled None (closed loop): the request's clock starts when it was written. Returns the record and
         (with keep_text) the answer's text."""
@@ -255,28 +270,62 @@ class LoadGenerator:
         # A request that failed before its first line has no transport stamp: it left when asked, at best.
         sent = reply.sent if reply.sent is not None else asked
         record = self._record(index, (sent if scheduled is None else scheduled) - start, sent - start, reply, start,
-                              error, warm)
+                              error, warm, expected)
         return record, "".join(reply.text or ())
+
+    async def scenario_expected(self, model: str, request: ChatRequest, made_tokens: int | None,
+                                first_turn: bool, system: str) -> int | None:
+        """The prompt tokens a scenario request should count: its messages counted whole where the server's
+        counter counts any length; else, for a conversation's first turn made by a calibrated maker, the maker's
+        expectation plus the template's tokens (measured once per system prompt); else unknown (a later turn's history is the server's
+        own earlier replies, which only a whole count knows; then only the server's own sign can say it was cut).
+        A counter that fails leaves it unknown."""
+        counter = self._counter
+        try:
+            if counter is not None and counter.counts_whole_prompts:
+                return await counter.count_chat(model, request.messages)
+            maker = self._prompt_maker
+            if not first_turn or made_tokens is None or maker is None or not maker.calibrated:
+                return None  # an estimate can be off by more than a cut: no claim on it
+            if counter is None:
+                return made_tokens
+            if system not in self._overheads:
+                self._overheads[system] = await template_tokens(counter, model, system)
+            overhead = self._overheads[system]
+            return None if overhead is None else made_tokens + overhead
+        except ServerError:
+            return None
+
+    @staticmethod
+    def judged(record: RequestRecord, expected: int | None) -> RequestRecord:
+        """The record with the prompt tokens it was expected to count, and marked truncated when the server used
+        fewer of them than that (a request that failed otherwise keeps its own error)."""
+        record = replace(record, expected_prompt_tokens=expected)
+        delivered = record.delivered_prompt_tokens
+        if record.error_kind or delivered is None or expected is None or not is_truncated(expected, delivered):
+            return record
+        return replace(record, error=truncated_words(delivered, expected), error_kind="truncated")
 
     async def _scenario_warmup(self, plan: LoadPlan, scenario: Scenario, start: float, out: list[RequestRecord],
                                notify: RequestCallback) -> None:
         """Uncounted first turns, one class after another (the first of each class, then round again)."""
         for n in range(plan.warmup_count):
             cls = scenario.classes[n % len(scenario.classes)]
-            request, _user = scenario_request(plan, cls, n + WARMUP_INDEX_BASE, 1, (), self._prompt_maker)
+            request, _user, made = made_scenario_request(plan, cls, n + WARMUP_INDEX_BASE, 1, (), self._prompt_maker)
             record, _text = await self._send(request, plan.request_timeout_s, n, None, start, warm=True)
-            record = replace(record, request_class=cls.name)
+            expected = await self.scenario_expected(plan.model, request, made, True, cls.system)
+            record = replace(self.judged(record, expected), request_class=cls.name)
             out.append(record)
             notify(record)
 
     def _record(self, index: int, scheduled: float, sent: float, reply: _Reply, start: float,
-                error: BaseException | None, warm: bool) -> RequestRecord:
+                error: BaseException | None, warm: bool, expected: int | None = None) -> RequestRecord:
         end = (reply.last if reply.last is not None and error is None else self._clock()) - start
         times = reply.times
         gaps = tuple(b - a for a, b in zip(times, times[1:]))
         final = reply.final
         output_tokens = final.output_tokens if final is not None else None
-        return RequestRecord(
+        record = RequestRecord(
             index=index, scheduled_s=scheduled, sent_s=sent, end_s=end,
             first_token_s=None if reply.first is None else reply.first - start,
             first_answer_s=None if reply.first_answer is None else reply.first_answer - start,
@@ -288,27 +337,39 @@ class LoadGenerator:
             total_s=_seconds(final.total_ms) if final else None,
             done_reason=final.done_reason if final else None,
             error="" if error is None else _error_text(error),
-            error_kind="" if error is None else error_kind_of(error), warmup=warm)
+            error_kind="" if error is None else error_kind_of(error), warmup=warm,
+            cached_prompt_tokens=final.cached_prompt_tokens if final else None)
+        return self.judged(record, expected)
 
 
 def scenario_request(plan: LoadPlan, cls: RequestClass, conversation: int, turn: int,
                      history: Sequence[Mapping[str, str]], maker: PromptMaker | None) -> tuple[ChatRequest, str]:
     """A class's request for one turn of one conversation, and its new user text. Lengths and thinking are
     drawn from the request's own seeded generator, so the same plan seed sends the same requests."""
+    request, user, _made = made_scenario_request(plan, cls, conversation, turn, history, maker)
+    return request, user
+
+
+def made_scenario_request(plan: LoadPlan, cls: RequestClass, conversation: int, turn: int,
+                          history: Sequence[Mapping[str, str]],
+                          maker: PromptMaker | None) -> tuple[ChatRequest, str, int | None]:
+    """scenario_request, with the tokens the maker expects its user text to count (None: a class's fixed text)."""
     rng = request_rng(plan.seed, cls.name, conversation, turn)
     prompt_tokens = cls.prompt_tokens.sample(rng)
     output_tokens = cls.output_tokens.sample(rng)
     think = rng.random() < cls.thinking_share
     seed = request_seed(plan.seed, cls.name, conversation, turn)
+    made: int | None = None
     if cls.text:
         user = cls.text
     else:
         assert maker is not None  # run() refuses a scenario without a maker
-        user = maker.make(prompt_tokens, seed).text
+        text = maker.make(prompt_tokens, seed)
+        user, made = text.text, text.expected_tokens
     system = [{"role": "system", "content": cls.system}] if cls.system else []
     messages = (*system, *history, {"role": "user", "content": user})
     return ChatRequest(model=plan.model, messages=tuple(messages), think=think, seed=seed,
-                       max_tokens=output_tokens), user
+                       max_tokens=output_tokens), user, made
 
 
 class ScenarioRun:
@@ -391,7 +452,8 @@ class ScenarioRun:
                 if not self._open_time():
                     return
                 due = None if due is None else self._clock()  # an open loop's next turn arrives now
-            request, user = scenario_request(self._plan, cls, conversation, turn, history, self._gen._prompt_maker)
+            request, user, made = made_scenario_request(self._plan, cls, conversation, turn, history,
+                                                        self._gen._prompt_maker)
             index = self._index
             self._index += 1
             if self._cap is None:
@@ -399,7 +461,10 @@ class ScenarioRun:
             else:
                 async with self._cap:
                     record, answer = await self._send(request, index, due)
-            record = replace(record, request_class=cls.name, conversation=conversation, turn=turn)
+            # counted after the reply, off the request's clock
+            expected = await self._gen.scenario_expected(self._plan.model, request, made, turn == 1, cls.system)
+            record = replace(self._gen.judged(record, expected), request_class=cls.name, conversation=conversation,
+                             turn=turn)
             self._out.append(record)
             self._notify(record)
             history += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
@@ -423,4 +488,4 @@ async def _gather_or_cancel(coros: list[Coroutine[Any, Any, None]]) -> None:
             task.cancel()
 
 
-__all__ = ["LoadGenerator", "LoadResult", "ScenarioRun", "error_kind_of", "scenario_request"]
+__all__ = ["LoadGenerator", "LoadResult", "ScenarioRun", "error_kind_of", "made_scenario_request", "scenario_request"]

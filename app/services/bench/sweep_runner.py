@@ -13,7 +13,7 @@ import datetime as dt
 import platform
 import time
 from dataclasses import dataclass, replace
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from app.services.bench.loadgen import LoadGenerator
 from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, computes_on_gpu, figures_from, gpu_facts,
@@ -22,6 +22,7 @@ from app.services.bench.sweep_contention import ContentionWindow
 from app.services.bench.sweep_server import ServerWindow
 from app.services.bench.sweep_words import load_failure, skip_reason
 from app.core.bench.stats import RequestRecord, summarize
+from app.core.bench.truncation import context_needed, cut_reason, cut_records, fix_words
 from app.core.errors import DeckError, EstimateError, ModelNotFound, ServerError, OutOfMemory
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.host import HostMemory
@@ -29,15 +30,15 @@ from app.core.model_shape import ModelShape
 from app.core.models import LocalModel, RunningModel
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.pricing import price
-from app.core.memory.verdict import Verdict
+from app.core.memory.verdict import Verdict, verdict_label
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
-from app.core.units import MIB
+from app.core.units import GIB, MIB
 from app.core.bench.outcome import (CRASHED_DURING_RUN, ERROR_WORDS, EVERY_REQUEST_FAILED, REASONS, FailureKind,
                                     PointStatus, RunStatus, request_failure)
 from app.core.bench.sweep import Fingerprint, PointResult, SweepPoint, SweepSpec
 from app.core.bench.run import SweepRun
-from app.core.ports.inference import StreamingClientFactory
+from app.core.ports.inference import PromptCounterFactory, StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
 from app.core.ports.contention import ContentionProbeFactory
@@ -102,7 +103,7 @@ class SweepRunner:
                  app_version: str = "", server_telemetry: ServerTelemetryFactory | None = None,
                  host_memory: Callable[[], HostMemory | None] = lambda: None,
                  contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None,
-                 prompt_maker: PromptMaker | None = None) -> None:
+                 prompt_maker: PromptMaker | None = None, prompt_counter: PromptCounterFactory | None = None) -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._load_client = load_client
@@ -119,6 +120,8 @@ class SweepRunner:
         # the launch the server makes for a point's settings, as its backend plans it: what is priced
         self._planner: LoadPlanner = planner if planner is not None else SettingsPlanner()
         self._prompt_maker = prompt_maker  # the prompt texts of scenario workloads
+        # counts prompts in the server's tokens, so a prompt the server cut is told (None: only its own sign)
+        self._prompt_counter = prompt_counter
         self._loop: asyncio.AbstractEventLoop | None = None
         self._point_task: asyncio.Task[PointResult] | None = None
         self._cancelled = False
@@ -313,12 +316,27 @@ class SweepRunner:
                           f"The server reports {_mib(loaded.size_vram_bytes) or 0:.0f} of "
                           f"{_mib(loaded.size_bytes) or 0:.0f} MiB "
                           "on the GPU; the rest runs on the CPU, many times slower.")
+        async def price_context(needed: int) -> str:
+            """What a context of `needed` tokens per slot costs at this point's parallel, by the estimate."""
+            gpu = await self._gpu_memory(client) if shape is not None else None
+            if shape is None or gpu is None:
+                return ""
+            try:
+                wider = price(point.settings.replace(context_length=needed), shape, gpu, version,
+                              await asyncio.to_thread(self._host_memory), planner=self._planner)
+            except EstimateError:
+                return ""
+            now = f", against {estimate.peak_gpu_bytes / GIB:.2f} GiB now" if estimate is not None else ""
+            return (f"By the estimate that costs {wider.peak_gpu_bytes / GIB:.2f} GiB of VRAM at parallel "
+                    f"{point.settings.num_parallel}{now} ({verdict_label(wider.verdict).lower()}).")
+
         return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded),
-                                   computes_on_gpu(self._gpu, loaded))
+                                   computes_on_gpu(self._gpu, loaded), price_context)
 
     async def _measure(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint,
                        report: Callable[[str, str, float], None], facts: PointResult,
-                       on_cpu: bool = False, on_gpu: bool = False) -> PointResult:
+                       on_cpu: bool = False, on_gpu: bool = False,
+                       price_context: Callable[[int], Awaitable[str]] | None = None) -> PointResult:
         plan = spec.workload.for_point(point.concurrency)
         window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock)
         server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s)
@@ -349,8 +367,10 @@ class SweepRunner:
                 detail = f"{done} requests, {elapsed:.0f} of {duration_s:g} s"
             report("measuring", detail, SETUP_SHARE + (1 - SETUP_SHARE) * share)
 
+        counter = self._prompt_counter(self.base_url) if self._prompt_counter is not None else None
         async with LoadGenerator(self.base_url, self._load_client, meter=self._meter, clock=self._clock,
-                                 read_timeout_s=plan.request_timeout_s, prompt_maker=self._prompt_maker) as generator:
+                                 read_timeout_s=plan.request_timeout_s, prompt_maker=self._prompt_maker,
+                                 counter=counter) as generator:
             try:
                 result = await generator.run(plan, on_request, on_stage)
                 contention = await contention_window.verdict(on_gpu)
@@ -358,6 +378,8 @@ class SweepRunner:
                 await contention_window.close()
                 await window.stop()
                 server = await server_window.stop()
+                if counter is not None:
+                    await counter.aclose()
         stats = summarize(result.records, spec.targets)
         outcome = replace(facts, stats=stats, records=tuple(result.records), gpu=figures_from(window.samples, baseline),
                           server=server, contention=contention)
@@ -370,6 +392,15 @@ class SweepRunner:
             loaded = None
         if loaded is not None and (spilled := spill_words(self._gpu, loaded)):
             return _ended(outcome, PointStatus.FAILED, FailureKind.SPILLED, f"spilled to CPU during the run ({spilled})")
+        if cut := cut_records(result.records):
+            # Answers to prompts the server cut are not answers to the workload: the point fails, whatever its speed.
+            needed = context_needed(result.records, plan.num_predict)
+            price_words = await price_context(needed) if needed is not None and price_context is not None else ""
+            failure = FailureKind.TRUNCATED if any(r.error_kind == "truncated" for r in cut) \
+                else FailureKind.PROMPT_TOO_LONG
+            return _ended(outcome, PointStatus.FAILED, failure, cut_reason(result.records),
+                          f"{cut[0].error}. " + fix_words(needed, facts.context_length or point.settings.context_length,
+                                                          plan.num_predict, price_words))
         if stats.requests_ok == 0:
             kind = next(iter(stats.errors), "other")
             return _ended(outcome, PointStatus.FAILED, request_failure(stats.errors),

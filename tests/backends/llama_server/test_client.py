@@ -12,7 +12,7 @@ import pytest
 
 from app.backends.llama_server import probe
 from app.backends.llama_server.client import LlamaServerClient, load_client
-from app.core.errors import (BadRequest, DeckError, ModelNotFound, ServerUnreachable, ServerError, ServerFault,
+from app.core.errors import (BadRequest, ContextExceeded, DeckError, ModelNotFound, ServerUnreachable, ServerError, ServerFault,
                              StreamDropped)
 from app.core.replies import ChatRequest, StreamChunk
 from app.core.models import ModelDetails
@@ -118,7 +118,8 @@ def test_the_recorded_error_replies_raise_their_typed_errors() -> None:
             return caught.value
 
     too_long = run(lambda: go("error_context.json"))
-    assert type(too_long) is BadRequest and "431 tokens" in too_long.hint
+    assert type(too_long) is ContextExceeded and isinstance(too_long, BadRequest) and "431 tokens" in too_long.hint
+    assert (too_long.prompt_tokens, too_long.context_tokens) == (431, 256)
     loading = run(lambda: go("error_loading.json"))
     assert type(loading) is ServerFault and loading.status == 503
 

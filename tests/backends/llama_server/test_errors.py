@@ -9,7 +9,7 @@ from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, Connect
                                       ProtocolViolation, ReadTimeout, UnsupportedUrl)
 from app.backends.llama_server.errors import (error_for_httpx, error_for_transport, error_from_body,
                                               require_streamable)
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
+from app.core.errors import (BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
                              OutOfMemory, ServerFault, StreamDropped)
 from tests.fakes.llama_server.replay import INDEX, recorded
 
@@ -18,7 +18,9 @@ URL = "http://127.0.0.1:8080"
 
 def test_a_too_long_prompt_says_both_token_counts_and_what_to_change() -> None:
     error = error_from_body(INDEX["error_context.json"]["status"], recorded("error_context.json"), URL)
-    assert type(error) is BadRequest and error.status == 400
+    # A refused request (its own sign that the prompt did not fit), with both numbers for the load generator.
+    assert type(error) is ContextExceeded and isinstance(error, BadRequest) and error.status == 400
+    assert (error.prompt_tokens, error.context_tokens) == (431, 256)
     assert "exceeds the available context size (256 tokens)" in error.message
     assert "431 tokens" in error.hint and "256" in error.hint and "context length" in error.hint
 

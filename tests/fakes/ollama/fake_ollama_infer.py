@@ -171,6 +171,12 @@ def _generate(server: FakeOllama, ex: Exchange, model: FakeModel, body: dict[str
               texts: list[str], think_factor: float, options: dict[str, Any], started: float,
               loaded_at: float, release: Any) -> None:
     prompt_tokens = count_prompt_tokens(texts)
+    entry = server.loaded.get(model.name)
+    context = entry["context_length"] if entry is not None else None
+    if context and prompt_tokens > context:
+        # Context shift, as the real 0.32.15 does it: a 200 whose prompt_eval_count is what it kept (recorded:
+        # 130 of 618 at a context of 256, 514 of ~5,000 at 1024), and not a word in its log.
+        prompt_tokens = context // 2 + 2
     prompt_done = loaded_at + prompt_tokens / server.prompt_tokens_per_s
     ex.wait_until(prompt_done)
 

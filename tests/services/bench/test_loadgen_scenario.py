@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.adapters.corpus_prompts import CorpusPromptMaker
+from app.adapters.prompt_corpus import bundled_corpus
+from app.core.bench.prompt_maker import CorpusPromptMaker
 from app.backends.ollama.client import load_client
 from app.core.bench.scenario import BUILTIN_SCENARIOS, Arrival, Length, RequestClass, Scenario
 from app.core.bench.stats import ClassTargets, class_stats
@@ -21,7 +22,7 @@ FAST = dict(num_parallel=4, tokens_per_s=2000.0, prompt_tokens_per_s=1_000_000.0
 
 def run(url: str, plan: LoadPlan, maker: CorpusPromptMaker | None = None):
     async def go():
-        async with LoadGenerator(url, load_client, prompt_maker=maker or CorpusPromptMaker()) as generator:
+        async with LoadGenerator(url, load_client, prompt_maker=maker or CorpusPromptMaker(bundled_corpus(), chars_per_token=0.7)) as generator:
             return await generator.run(plan)
 
     return asyncio.run(go())

@@ -9,6 +9,8 @@ import threading
 
 import pytest
 
+from app.adapters.prompt_corpus import bundled_corpus
+from app.core.bench.prompt_maker import CorpusPromptMaker
 from app.services.bench.sweep_runner import SweepRunner
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.client import OllamaClient, load_client
@@ -307,3 +309,32 @@ def test_a_point_measured_while_others_took_the_device_is_unstable_and_not_recom
     assert all(c[2] and loop_thread[0] != c[1] for c in calls)
     # Judged for the device the server computes on: the stand-in holds its model on the (scripted-less) GPU.
     assert one.loaded_vram_mib and [c[3] for c in calls if c[0] == "end"] == [True] * 3
+
+
+def test_a_point_whose_prompts_the_server_cut_fails_and_prices_the_context_they_need(make_supervisor, env):
+    # The stand-in cuts a prompt longer than its context as the real Ollama does (a 200, fewer prompt tokens).
+    env()
+    base = ServerSettings(port=free_port(), context_length=256)
+    reading = GpuReading(memory_used_mib=2_000.0, utilization_pct=50.0, power_w=100.0, temperature_c=50.0,
+                         server_memory_mib=1_400.0)
+    h = make_supervisor(base)
+    made = CorpusPromptMaker(bundled_corpus(), chars_per_token=4.0).make(600, seed=1)  # the stand-in's 4 a token
+    plan = workload(prompts=(BenchPrompt("doc", made.text, expected_tokens=made.expected_tokens),), requests=2,
+                    num_predict=16, warmup_requests=0)
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, gpu=ScriptedGpuBackend(script=[reading]),
+                         server_pids=h.supervisor.server_pids, sample_interval_s=0.05, planner=OLLAMA_PLANNER,
+                         prompt_counter=OllamaClient)
+    run = h.run(runner.run(spec(base, (1,), plan=plan)), timeout=60)
+    (point,) = run.results
+    assert point.status is PointStatus.FAILED and point.failure is FailureKind.TRUNCATED and kinds_survive_saving(run)
+    assert point.reason == "prompts cut by the server (2 of 2 requests: prompt truncated by the server)"
+    expected = point.records[0].expected_prompt_tokens
+    assert expected is not None and expected > 600  # the text, and the template's tokens the probe measured
+    assert [r.error for r in point.records] == [f"truncated by the server: 130 of {expected} prompt tokens used"] * 2
+    assert "they need a context of at least 768 tokens per slot (the longest prompt and 16 output tokens), " \
+           "not 256" in point.detail
+    priced = re.search(r"By the estimate that costs ([\d.]+) GiB of VRAM at parallel 1, against ([\d.]+) GiB now",
+                       point.detail)
+    assert priced and float(priced.group(1)) > float(priced.group(2)), point.detail  # a longer context costs more
+    assert run.recommendation is not None and run.recommendation.index is None
+    assert "at least 768 tokens per slot" in run.recommendation.text

@@ -141,7 +141,7 @@ class BenchPage(QWidget):
                                       gpu=context.gpu, server_pids=controller.server_pids, meter=context.meter,
                                       history=self.history, server_telemetry=backend.server_telemetry,
                                       host_memory=context.host_memory, contention=context.contention,
-                                      planner=backend.planner, parent=self)
+                                      planner=backend.planner, prompt_counter=backend.prompt_counter, parent=self)
         self.current: SweepRun | None = None
         self._managed = True
         self._applying: ServerSettings | None = None  # what this page's Apply asked for, until it is checked

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayo
                                QVBoxLayout, QWidget)
 
 from app.core.bench.outcome import FAILURE_WORDS, PointStatus, RunStatus
+from app.core.bench.truncation import length_words
 from app.core.bench.sweep import PointResult
 from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_csv, run_to_json, run_to_markdown,
                                 server_cells)
@@ -154,7 +155,8 @@ class ResultsTable(QTableWidget):
                 if last:
                     item.setForeground(QBrush(QColor(STATUS_COLOURS.get(r.status, theme.TEXT))))
                     contention = r.contention.text() if r.contention.contended else ""
-                    lines = dict.fromkeys(x for x in (r.stable_text(), r.detail, contention) if x)
+                    lengths = length_words(r.stats) if r.stats is not None else ""
+                    lines = dict.fromkeys(x for x in (r.stable_text(), r.detail, contention, lengths) if x)
                     # Rich text, so Qt wraps a long reason instead of drawing one screen-wide line.
                     item.setToolTip("<qt>" + "<br>".join(html.escape(x) for x in lines) + "</qt>" if lines else "")
                 if best:

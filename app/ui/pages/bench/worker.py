@@ -22,7 +22,7 @@ from app.core.bench.run import SweepRun
 from app.core.ports.contention import ContentionProbeFactory
 from app.core.ports.planner import LoadPlanner
 from app.core.ports.catalog import CatalogFactory
-from app.core.ports.inference import StreamingClientFactory
+from app.core.ports.inference import PromptCounterFactory, StreamingClientFactory
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 from app.core.memory.host import HostMemory
@@ -56,7 +56,7 @@ class SweepController(QObject):
                  server_telemetry: ServerTelemetryFactory | None = None,
                  host_memory: Callable[[], HostMemory | None] = lambda: None,
                  contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None,
-                 parent: QObject | None = None) -> None:
+                 prompt_counter: PromptCounterFactory | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._supervisor = supervisor
@@ -71,6 +71,7 @@ class SweepController(QObject):
         self._host_memory = host_memory  # the RAM a point can have, for pricing (read in a worker thread)
         self._contention = contention  # what else used the device over each point's window
         self._planner = planner  # the launch the server makes for a point's settings (priced before it runs)
+        self._prompt_counter = prompt_counter  # counts prompts in the server's tokens (truncation shows)
         self._runner: SweepRunner | None = None
         self._future: concurrent.futures.Future[SweepRun] | None = None
         # Closes a finished sweep's recorder (it waits on the disk) off the loop thread.
@@ -89,7 +90,8 @@ class SweepController(QObject):
                                    base_url=base_url, gpu=self._gpu, server_pids=self._server_pids,
                                    meter=self._meter, app_version=self._app_version,
                                    server_telemetry=self._server_telemetry, host_memory=self._host_memory,
-                                   contention=self._contention, planner=self._planner)
+                                   contention=self._contention, planner=self._planner,
+                                   prompt_counter=self._prompt_counter)
         # This sweep's history writer (its own thread, in order: begin, each point, finish).
         history = self._history
         recorder = QueuedRecorder(history, on_problem=self.history_problem.emit) if history is not None else None
