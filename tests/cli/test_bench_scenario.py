@@ -134,3 +134,8 @@ def test_a_shortened_built_in_scenario_runs_on_the_embedded_engine(tmp_path, lla
     for c in point["classes"]:
         assert c["targets_met"] in (True, False) and c["prompt_tokens_mean"] > 0 and c["ttft_ms_mean"] > 0
         assert c["targets_met"] or c["targets_missed"]
+    # llama-server counts each request's messages whole (/apply-template, /tokenize), after its reply: what it
+    # should have counted is what it used, so no prompt was cut and the requested lengths are known.
+    for p in data["points"]:
+        assert p["requests_failed"] == 0 and "truncated" not in p["errors"], p
+        assert p["prompt_tokens_requested_mean"] == p["prompt_tokens_delivered_mean"] > 0, p
