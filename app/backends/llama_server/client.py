@@ -66,9 +66,10 @@ class LlamaServerClient(ConnectedClient):
     def _errors(self) -> AbstractContextManager[None]:
         return translated_errors(self.base_url, self.connect_timeout_s, self.read_timeout_s)
 
-    async def _json(self, path: str) -> Any:
+    async def _json(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        """GET `path` (POST `body` as JSON where one is given) and read its JSON reply; errors typed."""
         with self._errors():
-            response = await self._http.get(path)
+            response = await (self._http.get(path) if body is None else self._http.post(path, json=body))
             if response.status_code >= 400:
                 raise error_from_body(response.status_code, await response.aread(), self.base_url)
         try:
@@ -179,18 +180,8 @@ class LlamaServerClient(ConnectedClient):
         """True: `/tokenize` counts a prompt longer than the context as it is."""
         return True
 
-    async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
-        with self._errors():
-            response = await self._http.post(path, json=body)
-            if response.status_code >= 400:
-                raise error_from_body(response.status_code, await response.aread(), self.base_url)
-        try:
-            return response.json()
-        except ValueError:
-            raise malformed(f"{path} at {self.base_url} did not answer JSON: {response.text.strip()[:120]!r}") from None
-
     async def _token_count(self, content: str, add_special: bool) -> int:
-        reply = await self._post_json(TOKENIZE_PATH, {"content": content, "add_special": add_special})
+        reply = await self._json(TOKENIZE_PATH, {"content": content, "add_special": add_special})
         tokens = reply.get("tokens") if isinstance(reply, dict) else None
         if not isinstance(tokens, list):
             raise malformed(f"{TOKENIZE_PATH} at {self.base_url} answered without a token list: {str(reply)[:120]!r}")
@@ -203,7 +194,7 @@ class LlamaServerClient(ConnectedClient):
     async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
         """A chat's prompt tokens as the server counts them: its chat template applied (`POST /apply-template`),
         then tokenized with the model's special tokens (`POST /tokenize`)."""
-        reply = await self._post_json(TEMPLATE_PATH, {"messages": [dict(m) for m in messages]})
+        reply = await self._json(TEMPLATE_PATH, {"messages": [dict(m) for m in messages]})
         prompt = reply.get("prompt") if isinstance(reply, dict) else None
         if not isinstance(prompt, str):
             raise malformed(f"{TEMPLATE_PATH} at {self.base_url} answered without a prompt: {str(reply)[:120]!r}")
