@@ -175,10 +175,12 @@ class LoadGenerator:
         if collecting:
             gc.collect()
             gc.disable()
+        scenario_run: ScenarioRun | None = None
         try:
             start = self._clock()
             if plan.scenario is not None:
-                await ScenarioRun(self, plan, plan.scenario, start, records, notify).run()
+                scenario_run = ScenarioRun(self, plan, plan.scenario, start, records, notify)
+                await scenario_run.run()
             elif plan.mode == "closed":
                 await self._closed(plan, start, plan.concurrency, plan.requests, plan.duration_s, records, notify)
             else:
@@ -186,6 +188,8 @@ class LoadGenerator:
         finally:
             if collecting:
                 gc.enable()
+        if scenario_run is not None:
+            await scenario_run.judge_lengths()  # after the stage: no counting request competes with measured ones
         records.sort(key=lambda r: r.index)
         measured = max((r.end_s for r in records), default=0.0)
         return LoadResult(tuple(records), tuple(warmup), start, measured,
@@ -395,6 +399,8 @@ class ScenarioRun:
         self._stop_at = None if plan.duration_s is None else start + plan.duration_s
         self._cap = asyncio.Semaphore(plan.concurrency) if plan.concurrency else None
         self._index = 0
+        # Per measured record (its place in `out`): what it sent, for judging its prompt length after the stage.
+        self._sent: list[tuple[int, ChatRequest, int | None, bool, str]] = []
         counts = scenario.split(plan.requests) if plan.requests is not None else (None,) * len(scenario.classes)
         self._counts: tuple[int | None, ...] = counts
 
@@ -461,13 +467,19 @@ class ScenarioRun:
             else:
                 async with self._cap:
                     record, answer = await self._send(request, index, due)
-            # counted after the reply, off the request's clock
-            expected = await self._gen.scenario_expected(self._plan.model, request, made, turn == 1, cls.system)
-            record = replace(self._gen.judged(record, expected), request_class=cls.name, conversation=conversation,
-                             turn=turn)
+            record = replace(record, request_class=cls.name, conversation=conversation, turn=turn)
+            self._sent.append((len(self._out), request, made, turn == 1, cls.system))
             self._out.append(record)
             self._notify(record)
             history += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+
+    async def judge_lengths(self) -> None:
+        """Give every measured record the prompt tokens it should have counted, and mark it truncated where the
+        server used fewer (counted once the stage is over, so the counting requests neither load the server
+        while it is measured nor delay a conversation's next turn)."""
+        for place, request, made, first_turn, system in self._sent:
+            expected = await self._gen.scenario_expected(self._plan.model, request, made, first_turn, system)
+            self._out[place] = self._gen.judged(self._out[place], expected)
 
     async def _send(self, request: ChatRequest, index: int, due: float | None) -> tuple[RequestRecord, str]:
         return await self._gen._send(request, self._plan.request_timeout_s, index, due, self._start,
