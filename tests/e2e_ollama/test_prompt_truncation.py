@@ -5,9 +5,7 @@ request as truncated, "N of M prompt tokens used", and the sweep's point fails n
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+import functools
 
 import pytest
 
@@ -22,18 +20,15 @@ from app.services.bench.loadgen import LoadGenerator
 from app.services.bench.prompt_lengths import calibrate
 from app.services.bench.sweep_runner import SweepRunner
 from tests.ollama_real_fixtures import MODEL_NAME
+from tests.bounded import run_within
 
 pytestmark = pytest.mark.ollama_real
-T = TypeVar("T")
 CONTEXT = 256
 PROMPT_TOKENS = 600
 CALIBRATED_CHUNKS = 4  # each piece is a probe request: a few are enough for one prompt
 
 
-def run(make: Callable[[], Awaitable[T]], timeout: float = 400.0) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(make(), timeout)
-    return asyncio.run(bounded())
+run = functools.partial(run_within, timeout=400.0)  # one coroutine to its end, within the time limit
 
 
 def test_a_prompt_cut_by_context_shift_is_reported_truncated_and_fails_the_point(make_real_ollama) -> None:

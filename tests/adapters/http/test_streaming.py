@@ -3,13 +3,12 @@ that never answers, a refused port, a full accept queue, an error status with it
 
 from __future__ import annotations
 
+import functools
 import asyncio
 import contextlib
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
@@ -18,15 +17,12 @@ from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, Connect
 from app.adapters.http.connection import HttpConnection
 from app.adapters.http.streaming import HttpStreams
 from tests.fakes.raw_http import chunk, closed_port, read_request, serving
+from tests.bounded import run_within
 
-T = TypeVar("T")
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
-def run(make: Callable[[], Awaitable[T]], timeout: float = 15.0) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(make(), timeout)
-    return asyncio.run(bounded())
+run = functools.partial(run_within, timeout=15.0)  # one coroutine to its end, within the time limit
 
 
 def test_a_slow_chunked_stream_gives_each_line_when_its_last_byte_arrived() -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -19,17 +17,14 @@ from app.core.models import ModelDetails
 from tests.fakes.llama_server.replay import Replay, recorded, replaying
 from tests.fakes.llama_server.tiny_gguf import N_LAYER, write_tiny_gguf
 from tests.fakes.raw_http import closed_port
+from tests.bounded import run_within
 
-T = TypeVar("T")
 HI = [{"role": "user", "content": "hi"}]
 PROPS = json.loads(recorded("props.json"))
 SERVED = PROPS["model_path"]
 
 
-def run(make: Callable[[], Awaitable[T]], timeout: float = 20.0) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(make(), timeout)
-    return asyncio.run(bounded())
+run = functools.partial(run_within, timeout=20.0)  # one coroutine to its end, within the time limit
 
 
 async def chat_all(client: LlamaServerClient, think: bool | None = None) -> list[StreamChunk]:

@@ -4,14 +4,14 @@ timings), never speed: the machines are noisy."""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 import re
 import socket
 import shutil
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -33,16 +33,13 @@ from app.services.bench.loadgen import LoadGenerator
 from app.services.prompts import PromptOptions, PromptRequest, stream_reply
 from tests.backends.llama_server.engine_child import llama_server
 from tests.fakes.llama_server.replay import DATA
+from tests.bounded import run_within
 
 pytestmark = pytest.mark.engine
-T = TypeVar("T")
 PROMPT = [{"role": "user", "content": "Write two sentences about the sea."}]
 
 
-def run(make: Callable[[], Awaitable[T]], timeout: float = 400.0) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(make(), timeout)
-    return asyncio.run(bounded())
+run = functools.partial(run_within, timeout=400.0)  # one coroutine to its end, within the time limit
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import asyncio
 import json
 import socket
@@ -23,6 +24,7 @@ from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE, FakeOllama
 from app.core.units import GIB
 from tests.fakes.raw_http import read_request, serving
 from tests.fakes.ollama.recorded import real_version
+from tests.bounded import run_within
 
 DATA = Path(__file__).parent.parent.parent / "data" / "ollama"
 QUICK = {"tokens_per_s": 5000.0, "prompt_tokens_per_s": 1e6}
@@ -30,11 +32,7 @@ HI = [{"role": "user", "content": "hi"}]
 T = TypeVar("T")
 
 
-def run(make: Callable[[], Awaitable[T]], timeout: float = 15.0) -> T:
-    """Run one coroutine to completion on a fresh loop, bounded so a hang fails instead of stalling."""
-    async def bounded() -> T:
-        return await asyncio.wait_for(make(), timeout)
-    return asyncio.run(bounded())
+run = functools.partial(run_within, timeout=15.0)  # one coroutine to its end, within the time limit
 
 
 async def collect(stream) -> list[Any]:

@@ -5,13 +5,12 @@ such and failing the sweep's point with the context it needs."""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -27,18 +26,15 @@ from app.services.bench.loadgen import LoadGenerator
 from app.services.bench.prompt_lengths import calibrate
 from app.services.bench.sweep_runner import SweepRunner
 from tests.backends.llama_server.engine_child import llama_server
+from tests.bounded import run_within
 
 pytestmark = pytest.mark.engine
-T = TypeVar("T")
 CONTEXT = 256
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 CALIBRATED_CHUNKS = 24  # a few thousand characters of the corpus: enough for these prompts
 
 
-def run(make: Callable[[], Awaitable[T]], timeout: float = 400.0) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(make(), timeout)
-    return asyncio.run(bounded())
+run = functools.partial(run_within, timeout=400.0)  # one coroutine to its end, within the time limit
 
 
 @pytest.fixture(scope="module")
