@@ -34,7 +34,9 @@ from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, Lo
 from app.core.server.mapping import MODEL_FILE
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
-from app.core.bench.run import SweepRun, run_to_csv, run_to_json, run_to_markdown, table_header, table_rows
+from app.core.bench.run import (SweepRun, closed_loop, run_to_csv, run_to_json, run_to_markdown, table_header,
+                                table_rows)
+from app.core.bench.waiting import waits_lines
 from app.core.ports.prompt_text import PromptMaker
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
@@ -384,6 +386,8 @@ def render_table(run: SweepRun) -> str:
     lengths = [(r, length_words(r.stats)) for r in run.results if r.stats is not None]
     out += [f"{r.point.label(run.varying)}: {words}" for r, words in lengths if words]
     out += [f"✖ {r.point.label(run.varying)}: {r.detail}" for r in run.results if r.failure in PROMPT_CUT_FAILURES]
+    waits = waits_lines(run.results, run.varying, closed_loop(run))
+    out += ["", *waits] if waits else []
     if run.recommendation:
         out += ["", run.recommendation.text]
     out += [f"note: {n}" for n in run.notes]
