@@ -451,7 +451,7 @@ class SweepRunner:
             self._makers[plan.model] = maker
             return maker
         pieces = None if counter.counts_whole_prompts else PROBED_PIECES
-        report("calibrating", f"counting the prompt corpus in {plan.model}'s tokens", SETUP_SHARE / 4)
+        report("calibrating", "counting the prompt corpus in the model's tokens", SETUP_SHARE / 4)
         try:
             made: PromptMaker = (await calibrate(counter, plan.model, maker.corpus, max_chunks=pieces)).maker()
         except (ServerError, ValueError) as exc:
