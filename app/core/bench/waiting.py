@@ -28,6 +28,10 @@ class WaitPlace(StrEnum):
     PREFILL = "prefill"  # the server reading the prompt
 
 
+LEGEND = ("Client queue: arrival to sent, held back by the front end's cap on requests in flight. Server wait: sent "
+          "to the server's prefill start (its queue, a free slot, loading). Prefill: the server's prompt time. Rest: "
+          "the first token's decoding and transfer. Prefill tok/s: prompt tokens evaluated, those from the cache "
+          "left out; — where the server does not say which came from its cache.")
 PLACE_WORDS = {WaitPlace.FRONT_END: "front-end queue", WaitPlace.SERVER: "server queue/slot",
                WaitPlace.PREFILL: "prefill"}
 
@@ -119,7 +123,7 @@ def waits_lines(results: Sequence[PointResult], varying: Sequence[str], closed: 
     rows = [list(waits_header(closed)), *rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return [axes_title(varying, closed), *("  " + "  ".join([*(row[i].rjust(widths[i]) for i in range(len(widths))),
-                                                           row[-1]]) for row in rows)]
+                                                           row[-1]]) for row in rows), LEGEND]
 
 
 def waits_markdown(results: Sequence[PointResult], varying: Sequence[str], closed: bool) -> list[str]:
@@ -129,8 +133,8 @@ def waits_markdown(results: Sequence[PointResult], varying: Sequence[str], close
         return []
     header = waits_header(closed)
     return ["", f"## {axes_title(varying, closed)}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(rows_) + " |" for rows_ in rows)]
+            *("| " + " | ".join(rows_) + " |" for rows_ in rows), "", LEGEND]
 
 
-__all__ = ["PLACE_WORDS", "WaitPlace", "WaitSplit", "axes_title", "wait_split", "waits_cells", "waits_header",
+__all__ = ["LEGEND", "PLACE_WORDS", "WaitPlace", "WaitSplit", "axes_title", "wait_split", "waits_cells", "waits_header",
            "waits_lines", "waits_markdown", "waits_table"]

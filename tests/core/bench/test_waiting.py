@@ -152,8 +152,8 @@ def test_the_table_names_both_axes_and_where_requests_waited_in_every_export() -
     assert lines[0] == axes_title(("parallel", "concurrency"), False)
     assert "front-end concurrency cap × server parallel slots" in lines[0]
     assert "Front-end cap" in lines[1] and "Parallel slots" in lines[1]
-    body = lines[2:]
-    assert len(body) == 4
+    body = lines[2:-1]
+    assert len(body) == 4 and lines[-1].startswith("Client queue: arrival to sent")
     assert all(("front-end queue" in line) == (" 3 " in line) for line in body)
     assert sum("server: waiting for a slot" in line for line in body) == 2
     assert sum(" none " in line for line in body) == 2  # a cap of 0 is no cap
