@@ -34,8 +34,9 @@ from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, Lo
 from app.core.server.mapping import MODEL_FILE
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
-from app.core.bench.run import SweepRun, run_to_csv, run_to_json, run_to_markdown, table_header, table_rows
-from app.core.ports.prompt_text import PromptMaker
+from app.core.bench.run import (SweepRun, closed_loop, run_to_csv, run_to_json, run_to_markdown, table_header,
+                                table_rows)
+from app.core.bench.waiting import waits_lines
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 
@@ -384,6 +385,8 @@ def render_table(run: SweepRun) -> str:
     lengths = [(r, length_words(r.stats)) for r in run.results if r.stats is not None]
     out += [f"{r.point.label(run.varying)}: {words}" for r, words in lengths if words]
     out += [f"✖ {r.point.label(run.varying)}: {r.detail}" for r in run.results if r.failure in PROMPT_CUT_FAILURES]
+    waits = waits_lines(run.results, run.varying, closed_loop(run))
+    out += ["", *waits] if waits else []
     if run.recommendation:
         out += ["", run.recommendation.text]
     out += [f"note: {n}" for n in run.notes]
@@ -466,7 +469,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                              app_version=__version__, server_telemetry=backend.server_telemetry,
                              host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])),
                              contention=contention_probes(gpu), planner=backend.planner,
-                             prompt_maker=_prompt_maker(spec), prompt_counter=backend.prompt_counter)
+                             prompt_counter=backend.prompt_counter)
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         recorder = QueuedRecorder(history) if history is not None else None
         run: SweepRun | None = None
@@ -480,16 +483,6 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         if supervisor is not None:
             await supervisor.close()
         gpu.close()
-
-
-def _prompt_maker(spec: SweepSpec) -> PromptMaker | None:
-    """The maker of a scenario's prompt texts (None without a scenario)."""
-    if spec.workload.scenario is None:
-        return None
-    from app.adapters.prompt_corpus import bundled_corpus
-    from app.core.bench.prompt_maker import CorpusPromptMaker
-
-    return CorpusPromptMaker(bundled_corpus())
 
 
 def _open_history(args: argparse.Namespace) -> SweepRecorder | None:

@@ -28,13 +28,16 @@ class FinalFigures:
     """A finished reply's figures as the server reported them; None where it did not say."""
 
     done_reason: str | None = None  # "stop", "length", "load", … as the server names it
-    prompt_tokens: int | None = None  # prompt tokens processed (not those served from a cache)
+    # The server's prompt count: the tokens it evaluated where it tells those from its cache apart
+    # (cached_prompt_tokens), else every prompt token it used (Ollama counts cached ones in).
+    prompt_tokens: int | None = None
     output_tokens: int | None = None  # generated tokens, thinking included
     prompt_ms: float | None = None  # prompt processing time
     decode_ms: float | None = None  # generation time
     load_ms: float | None = None  # loading the model for this request
     total_ms: float | None = None  # the whole request on the server
     cached_prompt_tokens: int | None = None  # prompt tokens taken from the server's cache (None: not said)
+    busy_ms: float | None = None  # the server's time from starting the prompt to the last token (None: not said)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the server's final record
 
     @property
@@ -46,7 +49,8 @@ class FinalFigures:
 
     @property
     def prompt_tokens_per_s(self) -> float | None:
-        """Prompt-processing rate in tokens/s, None when unknown."""
+        """Prompt tokens counted over the prompt time in tokens/s, None when unknown (cached tokens included where
+        the server counts them in: see prompt_tokens)."""
         if not self.prompt_tokens or not self.prompt_ms:
             return None
         return self.prompt_tokens / self.prompt_ms * 1e3

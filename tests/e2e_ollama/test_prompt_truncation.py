@@ -12,6 +12,7 @@ import pytest
 from app.adapters.prompt_corpus import bundled_corpus
 from app.backends.ollama.spec import OLLAMA
 from app.core.bench.outcome import FailureKind, PointStatus
+from app.core.bench.scenario import Arrival, Length, RequestClass, Scenario
 from app.core.bench.stats import LatencyTargets
 from app.core.bench.sweep import SweepAxes, SweepSpec
 from app.core.bench.workload import BenchPrompt, LoadPlan
@@ -70,3 +71,32 @@ def test_a_prompt_cut_by_context_shift_is_reported_truncated_and_fails_the_point
     assert f"they need a context of at least {needed} tokens per slot" in point.detail
     assert f"not {CONTEXT}" in point.detail  # the context Ollama reports it loaded the model with
     assert sweep.recommendation is None or sweep.recommendation.index is None
+
+
+def test_a_scenario_on_a_short_context_fails_its_point_as_truncated(make_real_ollama) -> None:
+    """No prompt maker given: the sweep runner calibrates the bundled corpus on the model (Ollama's probes), so
+    each scenario request's prompt is known in Ollama's tokens and the cut one is a failure, not a fast success."""
+    server = make_real_ollama(OLLAMA_CONTEXT_LENGTH=str(CONTEXT))
+    url = server.base_url
+    documents = RequestClass("documents", Length.fixed(PROMPT_TOKENS), Length.fixed(8), Arrival("closed", concurrency=1))
+    scenario = Scenario("short-context", (documents,))
+    plan = LoadPlan(model=MODEL_NAME, requests=1, scenario=scenario, warmup_requests=0)
+    spec = SweepSpec(ServerSettings(), SweepAxes(parallel=(1,), concurrency=(1,)), plan,
+                     LatencyTargets(60_000, 10_000), managed=False)
+    phases: list[str] = []
+
+    async def sweep():
+        return await SweepRunner(None, OLLAMA.catalog, OLLAMA.load_client, base_url=url, planner=OLLAMA.planner,
+                                 prompt_counter=OLLAMA.prompt_counter).run(spec, lambda p: phases.append(p.phase))
+
+    run_ = run(sweep)
+    assert phases.count("calibrating") == 1 and phases.index("calibrating") < phases.index("measuring")
+    (point,) = run_.results
+    (record,) = point.records
+    assert record.request_class == "documents"
+    # the calibrated maker's length plus the template's: within a few tokens of what was asked, in Ollama's tokens
+    assert record.expected_prompt_tokens is not None and PROMPT_TOKENS <= record.expected_prompt_tokens < PROMPT_TOKENS + 64
+    assert record.prompt_tokens is not None and record.prompt_tokens <= CONTEXT
+    assert record.error_kind == "truncated" and not record.ok
+    assert point.status is PointStatus.FAILED and point.failure is FailureKind.TRUNCATED
+    assert "they need a context of at least" in point.detail

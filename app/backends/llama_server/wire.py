@@ -15,7 +15,8 @@ decode steps (the first token comes from the prompt's last logits, and its time 
 so predicted_n / predicted_ms would overstate the decode rate by n/(n−1); the per-token time is
 the server's own and makes decode_tokens_per_s equal its predicted_per_second, on older builds
 (which divide by n) too. total_ms = prompt_ms + predicted_ms, the server's time from the
-request's start to its last token; load_ms is None (the model is loaded at server start).
+request's start to its last token, which is also busy_ms (from the slot's prompt start: the time the
+request waited for a slot is in neither); load_ms is None (the model is loaded at server start).
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def final_figures(finish_reason: str | None, timings: Mapping[str, Any] | None,
     raw: dict[str, Any] = {"finish_reason": finish_reason, "timings": dict(timings), "usage": dict(usage)}
     return FinalFigures(done_reason=finish_reason, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                         prompt_ms=prompt_ms, decode_ms=decode_ms, load_ms=None, total_ms=total_ms,
-                        cached_prompt_tokens=cached, raw=raw)
+                        cached_prompt_tokens=cached, busy_ms=total_ms, raw=raw)
 
 
 def _text(delta: Mapping[str, Any], key: str, where: str) -> str:

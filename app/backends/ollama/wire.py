@@ -149,8 +149,17 @@ def _ms(ns: int | None) -> float | None:
     return None if ns is None else ns / NS_PER_MS
 
 
+def _busy_ms(prompt_ns: int | None, eval_ns: int | None) -> float | None:
+    """The runner's time from starting the prompt to the last token: its prompt and generation windows."""
+    return None if prompt_ns is None or eval_ns is None else (prompt_ns + eval_ns) / NS_PER_MS
+
+
 def parse_final(obj: Any) -> FinalFigures:
-    """The figures of a `done: true` line in neutral units (Ollama's nanoseconds to ms), its record kept raw."""
+    """The figures of a `done: true` line in neutral units (Ollama's nanoseconds to ms), its record kept raw.
+    prompt_eval_count counts every prompt token the runner used, those its cache served included (their
+    prompt_eval_duration is not: a repeated prompt counts the same in a fraction of the time), and nothing says
+    how many came from the cache: cached_prompt_tokens stays None. total_duration also holds the wait for the
+    scheduler and the runner's slot; busy_ms leaves them out."""
     where = "final line"
     obj = _object(obj, where)
     ns = {key: _field(obj, key, int, where, None)
@@ -160,6 +169,7 @@ def parse_final(obj: Any) -> FinalFigures:
                         output_tokens=_field(obj, "eval_count", int, where, None),
                         prompt_ms=_ms(ns["prompt_eval_duration"]), decode_ms=_ms(ns["eval_duration"]),
                         load_ms=_ms(ns["load_duration"]), total_ms=_ms(ns["total_duration"]),
+                        busy_ms=_busy_ms(ns["prompt_eval_duration"], ns["eval_duration"]),
                         raw={k: v for k, v in obj.items() if k not in _TEXT_KEYS})
 
 

@@ -14,6 +14,7 @@ from app.core.bench.contention import Contention
 from app.core.bench.outcome import RunStatus, failure_of_saved, saved_point_status, saved_run_status
 from app.core.memory.verdict import saved_verdict
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
+from app.core.bench.waiting import wait_split, waits_markdown
 from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec,
                                   server_label, server_text)
 from app.core.bench.recommend import Recommendation, recommend
@@ -121,6 +122,8 @@ def point_row(r: PointResult) -> dict[str, Any]:
         "contention_cpu_idle_pct": r.contention.cpu_idle_pct, "contention_gpu_others_pct": r.contention.gpu_others_pct,
         "contention_top": r.contention.top_text or None, "contention_top_pct": r.contention.top_pct,
     })
+    if r.stats:
+        row.update(wait_split(r.stats, r.server.requests_deferred_max).to_json())
     if not r.stats:
         row.setdefault("output_tokens_per_s", None)
         for key in ("ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p95", "tpot_ms_p50", "tpot_ms_p95", "e2e_ms_p95"):
@@ -206,7 +209,11 @@ CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_len
                "elapsed_s", "server_slots_total", "server_slots_busy_max", "server_slots_busy_mean",
                "server_requests_deferred_max", "server_kv_fill_max_pct", "server_generated_tokens",
                "server_generation_tokens_per_s", "contention", "contention_cpu_others_pct",
-               "contention_cpu_idle_pct", "contention_gpu_others_pct", "contention_top", "contention_top_pct")
+               "contention_cpu_idle_pct", "contention_gpu_others_pct", "contention_top", "contention_top_pct",
+               # TTFT's parts and where requests waited (the client queue is queue_ms)
+               "queue_ms_mean", "queue_ms_p95", "server_wait_ms_mean", "server_wait_ms_p95", "prefill_ms_mean",
+               "prefill_ms_p95", "first_token_rest_ms_mean", "prefill_tokens_per_s_mean", "cache_hit_share",
+               "waited_most", "waited_for_slot")
 
 
 def run_to_csv(run: SweepRun) -> str:
@@ -296,6 +303,7 @@ def run_to_markdown(run: SweepRun, labels: Mapping[str, str]) -> str:
         if r.point.index == rec_index:
             cells = [f"**{c}**" for c in cells]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines += waits_markdown(run.results, run.varying, closed_loop(run))
     if run.recommendation:
         lines += ["", "## Recommendation", "", run.recommendation.text]
     contended = [r for r in run.results if r.contention.contended]
@@ -308,6 +316,11 @@ def run_to_markdown(run: SweepRun, labels: Mapping[str, str]) -> str:
     if base:
         lines += ["", "## Base settings", ""] + [f"- **{setting_label(k)}:** {value_text(v)}" for k, v in base.items()]
     return "\n".join(lines) + "\n"
+
+
+def closed_loop(run: SweepRun) -> bool:
+    """True when the run's concurrency is a number of clients (a closed loop), not a cap on requests in flight."""
+    return run.spec.workload.scenario is None and run.spec.workload.mode == "closed"
 
 
 def setting_label(name: str) -> str:
@@ -332,7 +345,7 @@ def value_text(value: object) -> str:
     return str(value)
 
 
-__all__ = ["chart_title", "CSV_COLUMNS", "SERVER_HEADER",
+__all__ = ["chart_title", "closed_loop", "CSV_COLUMNS", "SERVER_HEADER",
            "SweepRun", "TABLE_HEADER", "point_row", "reports_server", "result_from_json", "result_to_json",
            "run_from_json", "run_to_csv", "run_to_json", "run_to_markdown", "server_cells", "slots_cell",
            "setting_label", "table_header", "table_rows", "value_text"]

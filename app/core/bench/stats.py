@@ -9,6 +9,15 @@ summaries):
 - E2E: from arrival to the final line.
 - Wait: TTFT minus the server's reported prompt time: what the request spent queued (in front of
   the server or inside it), loading, decoding its first token and on the wire.
+- TTFT in four parts (each None where a part cannot be told): the client queue (arrival to sent: held by
+  the front end's concurrency cap), the server wait (sent to the server starting its prefill: its queue,
+  a free slot, loading, reading the request; the request's time from sent to its end less the server's
+  own time from its prefill's start to the last token), the prefill (the server's prompt time), and the
+  rest (TTFT less those three: the first token's decoding and transfer).
+- Prefill rate: prompt tokens the server evaluated (those from its cache left out) over its prompt time;
+  only where the server says which tokens its cache served (a count that includes cached tokens over a
+  time that does not would overstate the rate). Cache-hit share: cached prompt tokens over all the prompt
+  tokens used, over the requests whose server said.
 - Output tokens/s (aggregate): output tokens of the successful requests over the measured
   window, from the first arrival to the last end. Per request: (tokens - 1) / (end - first token).
 - Prompt lengths: requested is what the workload expected the server to count for a request's prompt (its
@@ -33,7 +42,9 @@ NAN = math.nan
 PERCENTILES = (50, 90, 95, 99)
 # RequestRecord fields later than the first saved histories, kept out of its JSON when unknown ("" or None):
 # scenario requests' class, conversation and turn; the prompt tokens expected and taken from the server's cache.
-NEWER_FIELDS = ("request_class", "conversation", "turn", "expected_prompt_tokens", "cached_prompt_tokens")
+# The server's time from starting a request's prompt to its last token (for the server wait).
+NEWER_FIELDS = ("request_class", "conversation", "turn", "expected_prompt_tokens", "cached_prompt_tokens",
+                "server_busy_s")
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,7 @@ class RequestRecord:
     turn: int | None = None  # its turn in that conversation, from 1
     expected_prompt_tokens: int | None = None  # what the workload expected the server to count (None: unknown)
     cached_prompt_tokens: int | None = None  # prompt tokens the server took from its cache (None: not said)
+    server_busy_s: float | None = None  # the server's time from starting the prompt to the last token (None: not said)
 
     @property
     def delivered_prompt_tokens(self) -> int | None:
@@ -107,6 +119,31 @@ class RequestRecord:
         if ttft is None or self.prompt_eval_s is None:
             return None
         return max(0.0, ttft - self.prompt_eval_s)
+
+    @property
+    def server_wait_s(self) -> float | None:
+        """From sent to the server starting the prefill (s): its queue, waiting for a free slot, loading, reading
+        the request. The time from sent to the end less the server's own time from its prefill's start to the last
+        token; None where the server did not say that time or the request did not finish."""
+        if self.server_busy_s is None or not self.ok:
+            return None
+        return max(0.0, self.end_s - self.sent_s - self.server_busy_s)
+
+    @property
+    def first_token_rest_s(self) -> float | None:
+        """TTFT less the client queue, the server wait and the prefill (s): the first token's decoding and transfer."""
+        ttft, wait = self.ttft_s, self.server_wait_s
+        if ttft is None or wait is None or self.prompt_eval_s is None:
+            return None
+        return max(0.0, ttft - self.queue_s - wait - self.prompt_eval_s)
+
+    @property
+    def prefill_tokens_per_s(self) -> float | None:
+        """Prompt tokens evaluated (cache hits left out) over the prompt time; None where the server did not say
+        which of the prompt's tokens came from its cache."""
+        if self.cached_prompt_tokens is None or not self.prompt_tokens or not self.prompt_eval_s:
+            return None
+        return self.prompt_tokens / self.prompt_eval_s
 
     @property
     def server_decode_tokens_per_s(self) -> float | None:
@@ -237,6 +274,12 @@ class PointStats:
     first_error: str = ""
     prompt_tokens_requested: Distribution = field(default_factory=lambda: EMPTY)  # expected, per request
     prompt_tokens_delivered: Distribution = field(default_factory=lambda: EMPTY)  # counted by the server
+    # TTFT's parts after the client queue (queue_ms): see the module's notes.
+    server_wait_ms: Distribution = field(default_factory=lambda: EMPTY)  # sent to the server's prefill start
+    prefill_ms: Distribution = field(default_factory=lambda: EMPTY)  # the server's prompt time
+    first_token_rest_ms: Distribution = field(default_factory=lambda: EMPTY)  # TTFT less the three before it
+    prefill_tokens_per_s: Distribution = field(default_factory=lambda: EMPTY)  # over tokens not from the cache
+    cache_hit_share: float = NAN  # cached prompt tokens over all used, where the server said (NaN: it did not)
 
     @property
     def success_rate(self) -> float:
@@ -261,6 +304,9 @@ class PointStats:
         for name in ("prompt_tokens_requested", "prompt_tokens_delivered"):
             lengths = getattr(self, name).as_flat(name)
             out.update({f"{name}_{k}": lengths[f"{name}_{k}"] for k in ("mean", "min", "max")})
+        for name in ("server_wait_ms", "prefill_ms", "first_token_rest_ms", "prefill_tokens_per_s"):
+            out.update(getattr(self, name).as_flat(name))
+        out["cache_hit_share"] = _none_if_nan(self.cache_hit_share)
         return out
 
 
@@ -268,6 +314,18 @@ def _server_prompt_rate(r: RequestRecord) -> float | None:
     if not r.prompt_tokens or not r.prompt_eval_s:
         return None
     return r.prompt_tokens / r.prompt_eval_s
+
+
+def cache_hit_share(records: Iterable[RequestRecord]) -> float:
+    """Cached prompt tokens over all the prompt tokens used, over the records whose server said what its cache
+    served (NaN: none said, or no prompt tokens)."""
+    cached = used = 0
+    for r in records:
+        if r.cached_prompt_tokens is None or r.prompt_tokens is None:
+            continue
+        cached += r.cached_prompt_tokens
+        used += r.prompt_tokens + r.cached_prompt_tokens
+    return cached / used if used else NAN
 
 
 def _request_rate(r: RequestRecord) -> float | None:
@@ -316,6 +374,11 @@ def summarize(records: Sequence[RequestRecord], targets: LatencyTargets | None =
         errors=errors, first_error=first_error,
         prompt_tokens_requested=distribution(r.expected_prompt_tokens for r in counted),
         prompt_tokens_delivered=distribution(r.delivered_prompt_tokens for r in counted),
+        server_wait_ms=distribution((r.server_wait_s for r in ok), 1e3),
+        prefill_ms=distribution((r.prompt_eval_s for r in ok), 1e3),
+        first_token_rest_ms=distribution((r.first_token_rest_s for r in ok), 1e3),
+        prefill_tokens_per_s=distribution(r.prefill_tokens_per_s for r in ok),
+        cache_hit_share=cache_hit_share(ok),
     )
 
 
@@ -414,4 +477,4 @@ def class_stats(records: Sequence[RequestRecord], names: Sequence[str],
 
 
 __all__ = ["ClassStats", "ClassTargets", "Distribution", "EMPTY", "LatencyTargets", "PERCENTILES", "PointStats", "RequestRecord",
-           "class_stats", "distribution", "meets_targets", "summarize"]
+           "cache_hit_share", "class_stats", "distribution", "meets_targets", "summarize"]

@@ -342,7 +342,8 @@ class LoadGenerator:
             done_reason=final.done_reason if final else None,
             error="" if error is None else _error_text(error),
             error_kind="" if error is None else error_kind_of(error), warmup=warm,
-            cached_prompt_tokens=final.cached_prompt_tokens if final else None)
+            cached_prompt_tokens=final.cached_prompt_tokens if final else None,
+            server_busy_s=_seconds(final.busy_ms) if final else None)
         return self.judged(record, expected)
 
 

@@ -15,7 +15,9 @@ import time
 from dataclasses import dataclass, replace
 from collections.abc import Awaitable, Callable, Sequence
 
+from app.adapters.prompt_corpus import bundled_corpus
 from app.services.bench.loadgen import LoadGenerator
+from app.services.bench.prompt_lengths import calibrate
 from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, computes_on_gpu, figures_from, gpu_facts,
                                           gpu_memory_now, runs_without_gpu, spill_words)
 from app.services.bench.sweep_contention import ContentionWindow
@@ -37,8 +39,10 @@ from app.core.units import GIB, MIB
 from app.core.bench.outcome import (CRASHED_DURING_RUN, ERROR_WORDS, EVERY_REQUEST_FAILED, REASONS, FailureKind,
                                     PointStatus, RunStatus, request_failure)
 from app.core.bench.sweep import Fingerprint, PointResult, SweepPoint, SweepSpec
+from app.core.bench.prompt_maker import CorpusPromptMaker
 from app.core.bench.run import SweepRun
-from app.core.ports.inference import PromptCounterFactory, StreamingClientFactory
+from app.core.bench.workload import LoadPlan
+from app.core.ports.inference import PromptCounterFactory, PromptTokenCounter, StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
 from app.core.ports.contention import ContentionProbeFactory
@@ -54,6 +58,9 @@ from app.core.throughput import TokenMeter
 SKIPPED_VERDICTS = (Verdict.WONT_LOAD, Verdict.SPILLS)
 # Share of a point's time before measuring starts (restart, load, warm-up), for progress and ETA.
 SETUP_SHARE = 0.2
+# Corpus pieces counted when the server counts a text by running it (a request each): enough for any prompt,
+# as the maker strings the counted pieces together; a tokenizer counts them all.
+PROBED_PIECES = 16
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,7 @@ class SweepProgress:
 
     point: int  # 0-based index of the current point
     points: int
-    phase: str  # preparing | pricing | restarting | loading | warm-up | measuring | restoring | done
+    phase: str  # preparing | pricing | restarting | loading | calibrating | warm-up | measuring | restoring | done
     label: str
     detail: str = ""
     fraction: float = 0.0  # of the whole sweep
@@ -119,7 +126,10 @@ class SweepRunner:
         self._contention = contention  # what else used the device over each point's window (None: not measured)
         # the launch the server makes for a point's settings, as its backend plans it: what is priced
         self._planner: LoadPlanner = planner if planner is not None else SettingsPlanner()
-        self._prompt_maker = prompt_maker  # the prompt texts of scenario workloads
+        # the prompt texts of scenario workloads (None: cut from the bundled corpus), calibrated per model on the
+        # server in use before a scenario is measured, where the server can count tokens
+        self._prompt_maker = prompt_maker
+        self._makers: dict[str, PromptMaker] = {}  # per model, for this run
         # counts prompts in the server's tokens, so a prompt the server cut is told (None: only its own sign)
         self._prompt_counter = prompt_counter
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -156,6 +166,7 @@ class SweepRunner:
         a managed sweep on a server ollama-deck did not start, an unusable workload)."""
         self._loop = asyncio.get_running_loop()
         self._cancelled = False
+        self._makers = {}
         progress = on_progress or (lambda _p: None)
         plan = spec.plan()
         problems = sorted({problem for point in plan.points
@@ -368,8 +379,14 @@ class SweepRunner:
             report("measuring", detail, SETUP_SHARE + (1 - SETUP_SHARE) * share)
 
         counter = self._prompt_counter(self.base_url) if self._prompt_counter is not None else None
+        try:
+            maker = await self._scenario_maker(plan, counter, report)
+        except BaseException:
+            if counter is not None:
+                await counter.aclose()
+            raise
         async with LoadGenerator(self.base_url, self._load_client, meter=self._meter, clock=self._clock,
-                                 read_timeout_s=plan.request_timeout_s, prompt_maker=self._prompt_maker,
+                                 read_timeout_s=plan.request_timeout_s, prompt_maker=maker,
                                  counter=counter) as generator:
             try:
                 result = await generator.run(plan, on_request, on_stage)
@@ -418,6 +435,31 @@ class SweepRunner:
         return _ended(outcome, PointStatus.OK, None, ON_CPU_REASON if on_cpu else "",
                       "The server has no GPU (none can be read here and it holds nothing in VRAM), so it runs on the "
                       "CPU by design; this point was measured there." if on_cpu else "")
+
+    async def _scenario_maker(self, plan: LoadPlan, counter: PromptTokenCounter | None,
+                              report: Callable[[str, str, float], None]) -> PromptMaker | None:
+        """The maker of a scenario's prompt texts: calibrated on the model in use where the server counts tokens
+        (once per model and run, not per point: a tokenizer does not change with the settings), so requested and
+        delivered lengths are in the server's tokens and a prompt the server cut is told; else an estimate."""
+        scenario = plan.scenario
+        if scenario is None or all(c.text for c in scenario.classes):
+            return self._prompt_maker
+        if plan.model in self._makers:
+            return self._makers[plan.model]
+        maker = self._prompt_maker if self._prompt_maker is not None else CorpusPromptMaker(bundled_corpus())
+        if counter is None or maker.calibrated or not isinstance(maker, CorpusPromptMaker):
+            self._makers[plan.model] = maker
+            return maker
+        pieces = None if counter.counts_whole_prompts else PROBED_PIECES
+        report("calibrating", "counting the prompt corpus in the model's tokens", SETUP_SHARE / 4)
+        try:
+            made: PromptMaker = (await calibrate(counter, plan.model, maker.corpus, max_chunks=pieces)).maker()
+        except (ServerError, ValueError) as exc:
+            report("calibrating", "the server could not count the corpus "
+                   f"({getattr(exc, 'message', exc)}): prompt lengths are estimated", SETUP_SHARE / 4)
+            made = maker
+        self._makers[plan.model] = made
+        return made
 
     @staticmethod
     async def _loaded(client: ModelCatalog, model: str) -> RunningModel | None:

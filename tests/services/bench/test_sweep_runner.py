@@ -20,6 +20,7 @@ from app.core.bench.workload import BenchPrompt, LoadPlan
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.bench.outcome import FailureKind, PointStatus, RunStatus
+from app.core.bench.scenario import Arrival, Length, RequestClass, Scenario
 from app.core.bench.sweep import SweepAxes, SweepSpec
 from app.adapters.storage.saved_format import SAVED_FORMAT
 from tests.fakes.scripted_gpu import GpuReading, ScriptedGpuBackend
@@ -338,3 +339,47 @@ def test_a_point_whose_prompts_the_server_cut_fails_and_prices_the_context_they_
     assert priced and float(priced.group(1)) > float(priced.group(2)), point.detail  # a longer context costs more
     assert run.recommendation is not None and run.recommendation.index is None
     assert "at least 768 tokens per slot" in run.recommendation.text
+
+
+SHORT_QA = Scenario("short-qa", (RequestClass("qa", Length.fixed(40), Length.fixed(4), Arrival("closed", concurrency=1)),))
+
+
+def test_a_scenario_is_calibrated_on_the_model_once_per_run_before_it_is_measured(make_supervisor, external_standin,
+                                                                                   env):
+    env()
+    server = external_standin(**FAST)
+    url = f"http://127.0.0.1:{server.port}"
+    phases: list[tuple[int, str, str]] = []
+    runner = SweepRunner(None, OllamaClient, load_client, base_url=url, planner=OLLAMA_PLANNER,
+                         prompt_counter=OllamaClient)  # no maker: the bundled corpus's, calibrated here
+    attached = spec(ServerSettings(port=server.port), axes=SweepAxes(parallel=None, concurrency=(1, 2)), managed=False,
+                    plan=workload(scenario=SHORT_QA, requests=3, warmup_requests=0))
+    h = make_supervisor(ServerSettings(port=server.port))
+    run = h.run(runner.run(attached, lambda p: phases.append((p.point, p.phase, p.detail))), timeout=60)
+    assert [p for p in phases if p[1] == "calibrating"] == [(0, "calibrating",
+                                                            "counting the prompt corpus in the model's tokens")]
+    assert [p[1] for p in phases].index("calibrating") < [p[1] for p in phases].index("measuring")
+    assert [r.status for r in run.results] == [PointStatus.OK, PointStatus.OK]
+    records = [r for res in run.results for r in res.records]
+    # first turns of a calibrated maker: the text's counted tokens plus the template's, used whole
+    assert len(records) == 6 and all(r.expected_prompt_tokens is not None and r.ok for r in records)
+
+
+def test_a_server_that_cannot_count_leaves_the_scenario_on_estimated_lengths_and_says_so(make_supervisor,
+                                                                                        external_standin, env):
+    env()
+    server = external_standin(**FAST)
+    url = f"http://127.0.0.1:{server.port}"
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    phases: list[tuple[str, str]] = []
+    runner = SweepRunner(None, OllamaClient, load_client, base_url=url, planner=OLLAMA_PLANNER,
+                         prompt_counter=lambda _url: OllamaClient(nowhere))
+    attached = spec(ServerSettings(port=server.port), axes=SweepAxes(parallel=None, concurrency=(1,)), managed=False,
+                    plan=workload(scenario=SHORT_QA, requests=2, warmup_requests=0))
+    h = make_supervisor(ServerSettings(port=server.port))
+    run = h.run(runner.run(attached, lambda p: phases.append((p.phase, p.detail))), timeout=60)
+    words = [detail for phase, detail in phases if phase == "calibrating"]
+    assert len(words) == 2 and words[1].startswith("the server could not count the corpus (")
+    assert words[1].endswith("): prompt lengths are estimated")
+    (point,) = run.results
+    assert point.status is PointStatus.OK and all(r.expected_prompt_tokens is None for r in point.records)

@@ -31,7 +31,8 @@ from app.ui.pages.bench.history_view import HistoryView
 from app.ui.widgets.forms import InlineMessage, guard_form
 
 PHASE_WORDS = {"preparing": "Preparing", "pricing": "Pricing the setting", "restarting": "Restarting the server",
-               "loading": "Loading the model", "warm-up": "Warming up (not counted)", "measuring": "Measuring",
+               "loading": "Loading the model", "calibrating": "Counting prompt lengths in the model's tokens",
+               "warm-up": "Warming up (not counted)", "measuring": "Measuring",
                "restoring": "Putting the server back as it was", "done": "Done"}
 PROGRESS_STYLE = ("#ProgressCard { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
                   "#ProgressCard QLabel { background: transparent; }"

@@ -436,3 +436,15 @@ def test_the_page_uses_the_history_it_is_given_and_makes_none_of_its_own(qtbot, 
     qtbot.addWidget(page)
     assert page.history is history and page.history_view._history is history
     page.shutdown()
+
+
+def test_the_progress_card_says_when_prompt_lengths_are_being_counted(qtbot):
+    from app.ui.pages.bench.page import ProgressCard
+    from app.ui.pages.bench.worker import SweepProgress
+
+    card = ProgressCard()
+    qtbot.addWidget(card)
+    card.show_progress(SweepProgress(0, 2, "calibrating", "parallel 1", "counting the prompt corpus in the model's "
+                                     "tokens", 0.05))
+    assert card.phase.text().startswith("Counting prompt lengths in the model's tokens — counting the prompt corpus")
+    assert card.headline.text() == "Point 1 of 2 · parallel 1"
