@@ -12,15 +12,17 @@ between the last step that met and the first that missed. A step misses (Miss, a
 - the step misses the run's LatencyTargets (TTFT P95, TPOT P95, least share of successful requests);
 - any request failed, a prompt cut by the server (truncated) included;
 - the server fell behind: it served the open-loop requests at fewer than `keep_up` (80 %) of the rate they
-  arrived at. Served rate: requests that succeeded per second from the first arrival to the last reply less
-  the step's median end-to-end time (the time a request takes when nothing queues is not falling behind);
-  a queue that grows during the step makes its last replies later than that and the rate lower.
+  arrived at. Arrival rate: (requests - 1) over the time from the first arrival to the last; served rate:
+  (requests that succeeded - 1) over the time from the first reply's end to the last one's. A server that
+  keeps up ends requests as fast as they arrive; one with a growing queue ends them at its own pace.
 The sustainable rate is the highest step that met every target below the lowest step that missed;
 requests per day is that rate times 86 400 (open-loop classes only: closed-loop clients have no rate).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -349,8 +351,7 @@ def arrival_and_served(records: Sequence[RequestRecord], scenario: Scenario) -> 
     ok = [r for r in mine if r.ok]
     if len(ok) < 2:
         return arrival, 0.0
-    median = sorted(r.e2e_s for r in ok)[len(ok) // 2]
-    window = max(r.end_s for r in ok) - first - median
+    window = max(r.end_s for r in ok) - min(r.end_s for r in ok)
     served = (len(ok) - 1) / window if window > 0 else None
     return arrival, served
 
@@ -388,6 +389,8 @@ def judge_step(factor: float, records: Sequence[RequestRecord], scenario: Scenar
             if limit is not None and figure is not None and not figure <= limit:
                 misses.append(Miss(MissKind.LATENCY_TARGET, metric, _finite(figure), limit))
     for c in classes:
+        if not c.requests_ok:
+            continue  # no latency to judge: its failures are counted above
         goal = goals[c.name]
         for metric, limit, figure in (("ttft_avg_ms", goal.ttft_avg_ms, c.ttft_ms.mean),
                                       ("ttft_p95_ms", goal.ttft_p95_ms, c.ttft_ms.p95),
@@ -502,7 +505,7 @@ class Capacity:
             return "no step was measured" + (" (cancelled)" if self.cancelled else "")
         mix = ", ".join(f"{name} {r:.3g}/s" for name, r in self.class_mix.items())
         at_least = "at least " if status is not CapacityStatus.FOUND else ""
-        line = (f"sustainable: {at_least}{rate:.3g} requests/s ≈ {at_least}{_day(rate)} requests a day"
+        line = (f"sustainable: {at_least}{rate:.3g} requests/s ≈ {at_least}{day_words(rate)} requests a day"
                 f"{f' ({mix})' if len(self.class_mix) > 1 or self.unscaled else ''}")
         if status is CapacityStatus.NEVER_BROKE:
             line += "; no step up to the highest rate asked missed a target"
@@ -536,7 +539,7 @@ class Capacity:
                    bool(data.get("cancelled", False)), tuple(str(n) for n in data.get("notes") or ()))
 
 
-def _day(rate: float) -> str:
+def day_words(rate: float) -> str:
     """Requests a day, rounded to three figures: 207,000."""
     per_day = rate * SECONDS_PER_DAY
     if per_day < 1:
@@ -568,6 +571,66 @@ def capacity_rows(capacity: Capacity) -> list[dict[str, Any]]:
     return rows
 
 
+
+
+def capacity_to_csv(capacity: Capacity) -> str:
+    """One row per step (CSV_COLUMNS; empty cells for unknown values)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in capacity_rows(capacity):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def step_cells(step: CapacityStep) -> list[str]:
+    """A step as table cells: offered, arrived, served (req/s), TTFT avg/P95, E2E avg/P95 (ms), ok, met?."""
+    s = step.stats
+
+    def ms(x: float) -> str:
+        return f"{x:.0f}" if math.isfinite(x) else "–"
+
+    def rps(x: float | None) -> str:
+        return "–" if x is None else f"{x:.3g}"
+
+    verdict = "✓" if step.met else "✖ " + "; ".join(m.words() for m in step.misses)
+    return [rps(step.offered_rps), rps(step.arrival_rps), rps(step.achieved_rps), ms(s.ttft_ms.mean),
+            ms(s.ttft_ms.p95), ms(s.e2e_ms.mean), ms(s.e2e_ms.p95), f"{s.requests_ok}/{s.requests}", verdict]
+
+
+STEP_HEADER = ("offered/s", "arrived/s", "served/s", "TTFT avg", "TTFT P95", "E2E avg", "E2E P95", "ok", "met?")
+
+
+def capacity_lines(capacity: Capacity) -> list[str]:
+    """The rate sweep as an aligned text table (ms; per class under each step when the scenario has several),
+    then the capacity line and the notes."""
+    rows = [list(STEP_HEADER)]
+    several = len(capacity.scenario.classes) > 1
+    for step in capacity.steps:
+        rows.append(step_cells(step))
+        if several:
+            for c in step.classes:
+                cells = ["", "", f"  {c.name}", *(f"{x:.0f}" if math.isfinite(x) else "–" for x in
+                                                    (c.ttft_ms.mean, c.ttft_ms.p95, c.e2e_ms.mean, c.e2e_ms.p95)),
+                         f"{c.requests_ok}/{c.requests}", ""]
+                rows.append(cells)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(STEP_HEADER) - 1)]
+    table = ["  ".join([*(r[i].rjust(widths[i]) for i in range(len(widths))), r[-1]]).rstrip() for r in rows]
+    head = f"Capacity of {capacity.scenario.name} at {capacity.setting or 'one setting'} (latency in ms):"
+    return [head, *table, "", capacity.summary(), *(f"note: {n}" for n in capacity.notes)]
+
+
+def capacity_markdown(capacity: Capacity) -> str:
+    """A Markdown section: the steps' table and the capacity line."""
+    lines = ["## Capacity", "", f"Scenario {capacity.scenario.name} at {capacity.setting or 'one setting'}; "
+             f"rates are the open-loop classes' total, latencies in ms.", "",
+             "| " + " | ".join(STEP_HEADER) + " |", "|" + "---|" * len(STEP_HEADER)]
+    lines += ["| " + " | ".join(step_cells(s)) + " |" for s in capacity.steps]
+    lines += ["", f"**{capacity.summary()}**", *(f"- {n}" for n in capacity.notes)]
+    return "\n".join(lines) + "\n"
+
+
 __all__ = ["CSV_COLUMNS", "Capacity", "CapacityError", "CapacityStatus", "CapacityStep", "Miss", "MissKind",
-           "RateLadder", "SECONDS_PER_DAY", "arrival_and_served", "at_factor", "capacity_rows", "check_scalable",
-           "class_rates", "judge_step", "open_rate", "parse_rate_spec"]
+           "RateLadder", "SECONDS_PER_DAY", "STEP_HEADER", "arrival_and_served", "at_factor", "capacity_lines",
+           "capacity_markdown", "capacity_rows", "capacity_to_csv", "check_scalable", "class_rates", "day_words", "judge_step",
+           "open_rate", "parse_rate_spec", "step_cells"]
