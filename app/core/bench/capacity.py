@@ -14,7 +14,8 @@ between the last step that met and the first that missed. A step misses (Miss, a
 - the server fell behind: it served the open-loop requests at fewer than `keep_up` (80 %) of the rate they
   arrived at. Arrival rate: (requests - 1) over the time from the first arrival to the last; served rate:
   (requests that succeeded - 1) over the time from the first reply's end to the last one's. A server that
-  keeps up ends requests as fast as they arrive; one with a growing queue ends them at its own pace.
+  keeps up ends requests as fast as they arrive; one with a growing queue ends them at its own pace. A step
+  with fewer than five open-loop requests is not judged on this (too few to tell a rate).
 The sustainable rate is the highest step that met every target below the lowest step that missed;
 requests per day is that rate times 86 400 (open-loop classes only: closed-loop clients have no rate).
 """
@@ -39,6 +40,7 @@ GROWTH = 1.5  # each step's rate over the last one's
 REFINE_STEPS = 2  # bisection steps between the last good and the first bad rate
 KEEP_UP = 0.8  # least share of the arrival rate the server must serve
 MAX_LADDER_STEPS = 16  # geometric steps at most (1.5^15 ≈ 440 times the first rate)
+MIN_RATE_REQUESTS = 5  # fewer open-loop requests in a step say nothing about whether the server kept up
 MIN_GAP = 0.02  # bisection stops when the good and bad rates are closer than this share
 
 
@@ -341,9 +343,10 @@ def _open_records(records: Sequence[RequestRecord], scenario: Scenario) -> list[
 
 
 def arrival_and_served(records: Sequence[RequestRecord], scenario: Scenario) -> tuple[float | None, float | None]:
-    """The open-loop classes' arrival rate and served rate (requests/s) over a step; None with under two."""
+    """The open-loop classes' arrival rate and served rate (requests/s) over a step; None with fewer than
+    MIN_RATE_REQUESTS requests."""
     mine = _open_records(records, scenario)
-    if len(mine) < 2:
+    if len(mine) < MIN_RATE_REQUESTS:
         return None, None
     first = min(r.scheduled_s for r in mine)
     span = max(r.scheduled_s for r in mine) - first

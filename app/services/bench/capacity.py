@@ -70,6 +70,10 @@ class CapacitySweep:
                               failure=result.reason if failed else "", failure_detail=result.detail if failed else "",
                               vram_peak_mib=result.gpu.vram_peak_mib, gpu_util_pct=result.gpu.util_mean_pct)
             capacity = capacity.with_step(step)
+            if result.contention.contended:
+                capacity = replace(capacity, notes=(*capacity.notes, f"The step at {offered:.3g} req/s shared the "
+                                                    f"device with other programs ({result.contention.short_text()}): "
+                                                    "its figures are not the setting's alone."))
             self._on_step(capacity, step)
             order += 1
         return replace(run, capacity=capacity)
