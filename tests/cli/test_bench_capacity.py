@@ -5,7 +5,6 @@ status 2 and one line."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -207,9 +207,9 @@ def _paint(p: QPainter, capacity: Capacity, subtitle: str, width: int, height: i
 
     # targets (named in the legend)
     p.setFont(small)
-    for t in targets:
-        y = y_of(t.ms)
-        p.setPen(QPen(QColor(t.colour), 1.5, Qt.PenStyle.DashLine))
+    for line in targets:
+        y = y_of(line.ms)
+        p.setPen(QPen(QColor(line.colour), 1.5, Qt.PenStyle.DashLine))
         p.drawLine(QPointF(left, y), QPointF(right, y))
 
     # sustainable and broke-at rates
@@ -257,12 +257,12 @@ def _paint(p: QPainter, capacity: Capacity, subtitle: str, width: int, height: i
     p.setBrush(QColor(255, 255, 255, 230))
     p.drawRect(box)
     p.setBrush(Qt.BrushStyle.NoBrush)
-    for i, (name, colour, dotted, square) in enumerate(rows):
+    for i, (name, hue, dotted, square) in enumerate(rows):
         y = box.top() + 6 + i * row_h + row_h / 2
-        c = QColor(colour)
-        p.setPen(QPen(c, 2.2, Qt.PenStyle.DashDotLine if dotted else Qt.PenStyle.SolidLine))
+        pen_colour = QColor(hue)
+        p.setPen(QPen(pen_colour, 2.2, Qt.PenStyle.DashDotLine if dotted else Qt.PenStyle.SolidLine))
         p.drawLine(QPointF(box.left() + 8, y), QPointF(box.left() + 38, y))
-        p.setBrush(c)
+        p.setBrush(pen_colour)
         if square:
             p.drawRect(QRectF(box.left() + 19, y - 4, 8, 8))
         else:
@@ -270,12 +270,12 @@ def _paint(p: QPainter, capacity: Capacity, subtitle: str, width: int, height: i
         p.setBrush(Qt.BrushStyle.NoBrush)
         p.setPen(INK)
         p.drawText(QRectF(box.left() + 46, y - 8, box_w - 50, 16), Qt.AlignmentFlag.AlignVCenter, name)
-    for i, t in enumerate(targets, start=len(rows)):
+    for i, line in enumerate(targets, start=len(rows)):
         y = box.top() + 6 + i * row_h + row_h / 2
-        p.setPen(QPen(QColor(t.colour), 1.5, Qt.PenStyle.DashLine))
+        p.setPen(QPen(QColor(line.colour), 1.5, Qt.PenStyle.DashLine))
         p.drawLine(QPointF(box.left() + 8, y), QPointF(box.left() + 38, y))
         p.setPen(INK)
-        p.drawText(QRectF(box.left() + 46, y - 8, box_w - 50, 16), Qt.AlignmentFlag.AlignVCenter, t.label)
+        p.drawText(QRectF(box.left() + 46, y - 8, box_w - 50, 16), Qt.AlignmentFlag.AlignVCenter, line.label)
     y = box.top() + 6 + (len(rows) + len(targets)) * row_h + row_h / 2
     p.setPen(QPen(INK, 2))
     p.drawEllipse(QPointF(box.left() + 23, y), 4, 4)

@@ -164,7 +164,7 @@ def test_the_ladder_climbs_then_bisects_and_reports_the_last_good_rate() -> None
     assert capacity.broke_at is not None and capacity.broke_at.offered_rps == pytest.approx(2.53125)
     assert capacity.broke_by[0].kind is MissKind.FELL_BEHIND
     assert capacity.summary() == ("sustainable: 2.25 requests/s ≈ 194,000 requests a day; broke at 2.53/s: the "
-                                  f"server fell behind: served 2.00/s of 2.53/s arriving")
+                                  "server fell behind: served 2.00/s of 2.53/s arriving")
 
 
 def test_never_met_and_never_broke() -> None:
