@@ -471,7 +471,7 @@ def _write_chart(path: str, run: SweepRun) -> None:
     app = QGuiApplication.instance() or QGuiApplication([])
     assert run.capacity is not None
     image = load_chart_image(run.capacity, run.title)
-    if not image.save(path, b"PNG"):
+    if not image.save(path):  # PNG: the name ends in .png
         print(f"ollama-deck bench: --chart {path} could not be written", file=sys.stderr)
     del app
 
