@@ -542,6 +542,17 @@ class Capacity:
                    bool(data.get("cancelled", False)), tuple(str(n) for n in data.get("notes") or ()))
 
 
+def saved_capacity(data: Any) -> Capacity | None:
+    """A run document's capacity section read back; None where there is none, or it is too damaged to read (its
+    scenario unusable): the run itself still loads."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Capacity.from_json(data)
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
 def day_words(rate: float) -> str:
     """Requests a day, rounded to three figures: 207,000."""
     per_day = rate * SECONDS_PER_DAY
@@ -636,4 +647,4 @@ def capacity_markdown(capacity: Capacity) -> str:
 __all__ = ["CSV_COLUMNS", "Capacity", "CapacityError", "CapacityStatus", "CapacityStep", "Miss", "MissKind",
            "RateLadder", "SECONDS_PER_DAY", "STEP_HEADER", "arrival_and_served", "at_factor", "capacity_lines",
            "capacity_markdown", "capacity_rows", "capacity_to_csv", "check_scalable", "class_rates", "day_words", "judge_step",
-           "open_rate", "parse_rate_spec", "step_cells"]
+           "open_rate", "parse_rate_spec", "saved_capacity", "step_cells"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import Mapping, Sequence
 
-from app.core.bench.capacity import Capacity
+from app.core.bench.capacity import Capacity, saved_capacity
 from app.core.bench.contention import Contention
 from app.core.bench.outcome import RunStatus, failure_of_saved, saved_point_status, saved_run_status
 from app.core.memory.verdict import saved_verdict
@@ -196,7 +196,7 @@ def run_from_json(data: dict[str, Any], saved: SavedFormat, run_id: int | None =
                    str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id,
                    LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None,
                    # Absent in runs without a rate sweep and in every run stored before there were any.
-                   Capacity.from_json(data["capacity"]) if isinstance(data.get("capacity"), dict) else None)
+                   saved_capacity(data.get("capacity")))
     return replace(run, recommendation=recommend(results, spec.targets, varying)) if results else run
 
 

@@ -62,3 +62,14 @@ def test_the_run_document_has_a_capacity_section_only_when_there_is_one(tmp_path
     section = json.loads(docs[with_capacity])["capacity"]
     assert section["status"] == "found" and len(section["steps"][0]["records"]) == 8
     assert history.load(plain).capacity is None
+
+
+def test_a_damaged_capacity_section_loses_only_itself(tmp_path):
+    history = BenchHistory(tmp_path / "h.sqlite3")
+    run_id = history.save(replace(make_run(points=1), capacity=capacity()))
+    with sqlite3.connect(tmp_path / "h.sqlite3") as conn:
+        doc = json.loads(conn.execute("SELECT doc FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+        doc["capacity"]["scenario"] = {"name": "x", "classes": "not a list"}
+        conn.execute("UPDATE runs SET doc = ? WHERE id = ?", (json.dumps(doc), run_id))
+    run = history.load(run_id)
+    assert run.capacity is None and len(run.results) == 1
