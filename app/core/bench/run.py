@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import Mapping, Sequence
 
+from app.core.bench.capacity import Capacity, saved_capacity
 from app.core.bench.contention import Contention
 from app.core.bench.outcome import RunStatus, failure_of_saved, saved_point_status, saved_run_status
 from app.core.memory.verdict import saved_verdict
@@ -40,6 +41,7 @@ class SweepRun:
     run_id: int | None = None  # the history's id once stored
     # The targets it was measured with, once it is judged against others (spec.targets); None: not re-judged.
     ran_with: LatencyTargets | None = None
+    capacity: Capacity | None = None  # a rate sweep run at one of its points after the sweep (None: none asked)
 
     def with_result(self, result: PointResult) -> SweepRun:
         """A copy with one more point result."""
@@ -148,6 +150,8 @@ def run_to_json(run: SweepRun, saved: SavedFormat, with_records: bool = False) -
         data["ran_with_targets"] = run.ran_with.to_json()
     if with_records:
         data["results"] = [result_to_json(r) for r in run.results]
+    if run.capacity is not None:
+        data["capacity"] = run.capacity.to_json(with_records)
     return data
 
 
@@ -193,7 +197,9 @@ def run_from_json(data: dict[str, Any], saved: SavedFormat, run_id: int | None =
     run = SweepRun(spec, Fingerprint.from_json(data.get("fingerprint") or {}, saved), points, varying, results,
                    None, saved_run_status(data.get("status", RunStatus.FINISHED)), str(data.get("started_at", "")),
                    str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id,
-                   LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None)
+                   LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None,
+                   # Absent in runs without a rate sweep and in every run stored before there were any.
+                   saved_capacity(data.get("capacity")))
     return replace(run, recommendation=recommend(results, spec.targets, varying)) if results else run
 
 
