@@ -26,7 +26,8 @@ from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
 from app.core.bench.scenario import BUILTIN_SCENARIOS, MIN_SCALE, Scenario, ScenarioError, parse_scenario
-from app.core.bench.stats import ClassStats, LatencyTargets, class_stats
+from app.core.bench.scenario_run import ScenarioSpecError, scenario_json, scenario_plan, scenario_results, scenario_spec
+from app.core.bench.stats import LatencyTargets
 from app.core.bench.truncation import PROMPT_CUT_FAILURES, length_words
 from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
@@ -35,7 +36,6 @@ from app.core.server.mapping import MODEL_FILE
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.core.bench.run import SweepRun, run_to_csv, run_to_json, run_to_markdown, table_header, table_rows
-from app.core.ports.prompt_text import PromptMaker
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 
@@ -122,7 +122,6 @@ RANGES = (
     Range("--min-success", 0, 1, "", "a share of requests: 0.99 is 99 %"),
     Range("--scale-lengths", MIN_SCALE, 1, "", "a factor on the scenario's token lengths"),
 )
-REQUESTS_PER_CLASS = 8  # a scenario's default request count per class
 SCENARIO_ONLY = (("--rate", "rate", "its classes set their arrivals"),
                  ("--prompt-file", "prompt_file", "its classes make their prompts"),
                  ("--think/--no-think", "think", "its classes set their thinking share"))
@@ -312,30 +311,13 @@ def _scenario_spec(args: argparse.Namespace, base: ServerSettings, axes: SweepAx
         print(f"ollama-deck bench: note: {chosen_backend(args)} cannot switch thinking per request; the scenario's "
               "thinking shares are not used", file=sys.stderr)
         scenario = scenario.without_thinking()
-    requests = args.requests
-    if requests is None and args.duration is None:
-        requests = REQUESTS_PER_CLASS * len(scenario.classes)
-    plan = LoadPlan(model=args.model, scenario=scenario, concurrency=0, requests=requests, duration_s=args.duration,
-                    warmup_requests=args.warmup)
-    problems = [p for p in plan.problems() if "in-flight" not in p]  # set per point
-    if problems:
-        raise InputError(" ".join(problems))
-    if axes.concurrency is None:
-        axes = replace(axes, concurrency=(0,))  # no cap on requests in flight unless --concurrency sets one
+    try:
+        plan = scenario_plan(args.model, scenario, requests=args.requests, duration_s=args.duration,
+                             warmup_requests=args.warmup)
+    except ScenarioSpecError as exc:
+        raise InputError(str(exc)) from None
     targets = LatencyTargets(args.ttft_p95_ms, args.tpot_p95_ms, args.min_success)
-    spec = SweepSpec(base, axes, plan, targets, managed=args.managed, force=args.force)
-    spec.plan()  # raises SweepPlanError early
-    return spec
-
-
-def scenario_results(run: SweepRun) -> list[tuple[int, tuple[ClassStats, ...]]]:
-    """Per measured point (its index), the statistics of each of the scenario's classes."""
-    scenario = run.spec.workload.scenario
-    if scenario is None:
-        return []
-    names = [c.name for c in scenario.classes]
-    targets = {c.name: c.targets for c in scenario.classes}
-    return [(r.point.index, class_stats(r.records, names, targets)) for r in run.results if r.stats is not None]
+    return scenario_spec(base, axes, plan, targets, managed=args.managed, force=args.force)  # SweepPlanError early
 
 
 def render_classes(run: SweepRun) -> str:
@@ -344,29 +326,16 @@ def render_classes(run: SweepRun) -> str:
     scenario = run.spec.workload.scenario
     if scenario is None:
         return ""
-    labels = {r.point.index: r.point.label(run.varying) for r in run.results}
     out = ["", *scenario.lines()]
-    for index, stats in scenario_results(run):
-        out.append(f"point {labels.get(index, index)}:")
-        width = max(len(s.name) for s in stats)
-        for s in stats:
-            verdict = {None: "no targets", True: "targets met"}.get(s.met, "missed: " + "; ".join(s.missed))
-            if s.met is None and s.missed:
-                verdict = "; ".join(s.missed)
+    for point in scenario_results(run):
+        out.append(f"point {point.label}:")
+        width = max(len(c.stats.name) for c in point.classes)
+        for c in point.classes:
+            s = c.stats
             out.append(f"  {s.name.ljust(width)}  {s.requests_ok}/{s.requests} ok  TTFT avg {s.ttft_ms.mean:.0f} ms "
                        f"P95 {s.ttft_ms.p95:.0f} ms  E2E avg {s.e2e_ms.mean:.0f} ms P95 {s.e2e_ms.p95:.0f} ms  "
-                       f"{s.output_tokens_per_s:.1f} tok/s  prompt {s.prompt_tokens_mean:.0f} tok  {verdict}")
+                       f"{s.output_tokens_per_s:.1f} tok/s  prompt {s.prompt_tokens_mean:.0f} tok  {c.verdict}")
     return "\n".join(out)
-
-
-def scenario_json(run: SweepRun, data: dict[str, object]) -> None:
-    """Add the scenario and its per-class results to a run's JSON (no change without a scenario)."""
-    scenario = run.spec.workload.scenario
-    if scenario is None:
-        return
-    data["scenario"] = scenario.to_json()
-    data["classes"] = [{"point": index, "classes": [s.to_json() for s in stats]}
-                       for index, stats in scenario_results(run)]
 
 
 def render_table(run: SweepRun) -> str:
@@ -428,6 +397,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
     from app.adapters.telemetry.nvml import make_gpu_backend
     from app.backends import registry
     from app.services.bench.recording import QueuedRecorder
+    from app.services.bench.scenario_prompts import prompt_maker_for
     from app.services.bench.sweep_runner import SweepRunner
     from app.core.server.state import ServerState
 
@@ -466,7 +436,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                              app_version=__version__, server_telemetry=backend.server_telemetry,
                              host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])),
                              contention=contention_probes(gpu), planner=backend.planner,
-                             prompt_maker=_prompt_maker(spec), prompt_counter=backend.prompt_counter)
+                             prompt_maker=prompt_maker_for(spec), prompt_counter=backend.prompt_counter)
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         recorder = QueuedRecorder(history) if history is not None else None
         run: SweepRun | None = None
@@ -480,16 +450,6 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         if supervisor is not None:
             await supervisor.close()
         gpu.close()
-
-
-def _prompt_maker(spec: SweepSpec) -> PromptMaker | None:
-    """The maker of a scenario's prompt texts (None without a scenario)."""
-    if spec.workload.scenario is None:
-        return None
-    from app.adapters.prompt_corpus import bundled_corpus
-    from app.core.bench.prompt_maker import CorpusPromptMaker
-
-    return CorpusPromptMaker(bundled_corpus())
 
 
 def _open_history(args: argparse.Namespace) -> SweepRecorder | None:
