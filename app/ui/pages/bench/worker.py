@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.core.ports.tasks import CoroutineRunner
 from app.services.bench.recording import QueuedRecorder
+from app.services.bench.scenario_prompts import prompt_maker_for
 from app.services.bench.sweep_runner import SweepProgress, SweepRunner
 from app.core.errors import DeckError
 from app.core.bench.sweep import PointResult, SweepSpec
@@ -91,7 +92,7 @@ class SweepController(QObject):
                                    meter=self._meter, app_version=self._app_version,
                                    server_telemetry=self._server_telemetry, host_memory=self._host_memory,
                                    contention=self._contention, planner=self._planner,
-                                   prompt_counter=self._prompt_counter)
+                                   prompt_counter=self._prompt_counter, prompt_maker=prompt_maker_for(spec))
         # This sweep's history writer (its own thread, in order: begin, each point, finish).
         history = self._history
         recorder = QueuedRecorder(history, on_problem=self.history_problem.emit) if history is not None else None
