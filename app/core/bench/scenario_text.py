@@ -9,7 +9,7 @@ from typing import Any
 from app.core.bench.scenario import Scenario
 
 _AT_LINE = re.compile(r"\(at line (\d+), column \d+\)|: line (\d+) column \d+")
-_IN_CLASS = re.compile(r"classes\[(\d+)\](?:\.(\w+))?")
+_IN_CLASS = re.compile(r"classes\[(\d+)\](?:\.(\w+))?(?:\.(\w+))?")
 _TOP_FIELD = re.compile(r": (\w+) (?:=|is) ")
 _UNKNOWN = re.compile(r"unknown field '(\w+)'")
 
@@ -38,8 +38,24 @@ def scenario_toml(scenario: Scenario) -> str:
         out.append(f"scaled_by = {_value(data['scaled_by'])}")
     for cls in data["classes"]:
         out += ["", "[[classes]]"]
-        out += [f"{key} = {_value(value)}" for key, value in cls.items()]
+        out += [f"{key} = {_value(value)}" for key, value in cls.items() if not isinstance(value, dict)]
+        for key, value in cls.items():  # tables last, one line per figure: short lines read well in a narrow box
+            if isinstance(value, dict):
+                out += [f"[classes.{key}]", *(f"{k} = {_value(v)}" for k, v in value.items())]
     return "\n".join(out) + "\n"
+
+
+def _find_key(lines: list[str], start: int, end: int, key: str, sub_table: bool) -> int | None:
+    """The 0-based line in [start, end) that sets `key` (`key = …`, or a `[classes.key]` header when
+    `sub_table`); None when none does."""
+    setting = re.compile(rf"\s*{re.escape(key)}\s*[=.]")
+    header = re.compile(rf"\s*\[\s*classes\.{re.escape(key)}\s*\]")
+    for n in range(start, end):
+        if setting.match(lines[n]) or (sub_table and header.match(lines[n])):
+            return n
+        if not sub_table and lines[n].lstrip().startswith("["):
+            return None  # the next table: the key is not in this one
+    return None
 
 
 def problem_line(text: str, message: str) -> int | None:
@@ -58,12 +74,16 @@ def problem_line(text: str, message: str) -> int | None:
         start = tables[number]
         end = tables[number + 1] if number + 1 < len(tables) else len(lines)
         unknown = _UNKNOWN.search(message)
-        key = unknown.group(1) if unknown else where.group(2)
-        if key:
-            for n in range(start + 1, end):
-                if re.match(rf"\s*{re.escape(key)}\s*[=.]", lines[n]):
-                    return n + 1
-        return start + 1
+        path = [k for k in (where.group(2), where.group(3)) if k]
+        if unknown:
+            path.append(unknown.group(1))
+        line = start
+        for depth, key in enumerate(path):
+            found = _find_key(lines, line + 1, end, key, sub_table=depth == 0)
+            if found is None:
+                break
+            line = found
+        return line + 1
     top = _UNKNOWN.search(message) or _TOP_FIELD.search(message)
     if top:
         first_table = next((n for n, line in enumerate(lines) if line.strip().startswith("[")), len(lines))

@@ -27,7 +27,7 @@ from app.ui.widgets.forms import (FieldGroup, InlineMessage, RangedDoubleSpinBox
 FROM_FILE = "__file__"
 FA_CHOICES = (("current", "Keep the current setting"), ("on", "On"), ("off", "Off"), ("both", "On and off"))
 THINK_CHOICES = (("Off (non-thinking)", False), ("On (thinking)", True), ("Model default", None))
-WORKLOAD_CHOICES = (("One prompt (a preset or a file)", "prompt"), ("A scenario (a mix of request classes)", "scenario"))
+WORKLOAD_CHOICES = (("One prompt", "prompt"), ("A scenario", "scenario"))
 PROMPT_TITLES = {"mixed": "All console presets, mixed"}
 
 
@@ -168,11 +168,13 @@ class SweepEditor(QWidget):
         group = FieldGroup("Workload")
         self.workload_kind = QComboBox()
         self.workload_kind.setObjectName("workload_kind")
+        self.workload_kind.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.workload_kind.setMinimumContentsLength(14)
         for text, key in WORKLOAD_CHOICES:
             self.workload_kind.addItem(text, key)
         group.add_field("Measure", self.workload_kind,
-                        hint="A scenario sends several kinds of request at once, each at its own rate and lengths, "
-                             "and judges each against its own targets.")
+                        hint="One prompt: a preset or a file, at one load. A scenario: several kinds of request at "
+                             "once, each with its own rate, lengths and targets.")
         self.loop_mode = QComboBox()
         self.loop_mode.setObjectName("loop_mode")
         self.loop_mode.addItem("Closed loop", "closed")

@@ -11,7 +11,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFontDatabase, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QPlainTextEdit, QPushButton, QTextEdit, QWidget
 
-from app.core.bench.scenario import BUILTIN_SCENARIOS, MIN_SCALE, RequestClass, Scenario, ScenarioError, parse_scenario
+from app.core.bench.scenario import (BUILTIN_SCENARIOS, MIN_SCALE, Length, RequestClass, Scenario, ScenarioError,
+                                     parse_scenario)
 from app.core.bench.scenario_text import problem_line, scenario_toml
 from app.ui.widgets import theme
 from app.ui.widgets.forms import FieldGroup, RangedDoubleSpinBox, left_aligned
@@ -19,23 +20,32 @@ from app.ui.widgets.forms import FieldGroup, RangedDoubleSpinBox, left_aligned
 OPEN_FILE = "__open__"
 FILE_PREFIX = "file:"
 SOURCE = "the scenario"
-SCALE_HINT = ("Every prompt and output length times this factor (1: as written; 0.05 makes a 10,200-token "
-              "document 510 tokens). Arrivals, turns and targets stay as they are: use it for a quick run on "
-              "a small model or a slow machine.")
+SCALE_HINT = ("Multiplies every prompt and output length (0.05 turns a 10,200-token document into 510); "
+              "rates, turns and targets stay. For a quick run on a small model.")
 FAULT_BACKGROUND = "#5a1e24"
 
 
+def _tokens(length: Length) -> str:
+    """A length in a few characters: "80", "~80", "40–120"."""
+    if length.kind == "uniform":
+        return f"{length.low:,}–{length.high:,}"
+    figure = f"{length.mean:,.0f}" if length.mean >= 10 else f"{length.mean:g}"
+    return figure if length.kind == "fixed" else f"~{figure}"
+
+
 def class_summary(c: RequestClass) -> str:
-    """One class as rich text: its load, its lengths, its turns and thinking share, and its targets."""
-    load = c.arrival.describe()
-    prompt = (f"fixed {len(c.text)}-character prompt" if c.text else f"{c.prompt_tokens.describe()} prompt tokens")
-    parts = [load, f"{prompt} → {c.output_tokens.describe()} out"]
+    """One class as rich text, a line each: its name and load; prompt → output tokens, turns and thinking
+    share; its targets."""
+    prompt = f"fixed {len(c.text)}-character prompt" if c.text else f"{_tokens(c.prompt_tokens)} prompt tokens"
+    lengths = [f"{prompt} → {_tokens(c.output_tokens)} out"]
     if c.turns > 1:
-        parts.append(f"{c.turns} turns (~{c.mean_prompt_tokens():.0f} tokens with the history)")
+        lengths.append(f"{c.turns} turns (~{c.mean_prompt_tokens():.0f} tokens with the history)")
     if c.thinking_share:
-        parts.append(f"{c.thinking_share * 100:g} % thinking")
-    parts.append(f"targets {c.targets.describe()}" if c.targets.any else "no targets")
-    return f"<b>{html.escape(c.name)}</b>: " + html.escape(" · ".join(parts))
+        lengths.append(f"{c.thinking_share * 100:g} % thinking")
+    targets = f"targets {c.targets.describe()}" if c.targets.any else "no targets"
+    return (f"<b>{html.escape(c.name)}</b> — {html.escape(c.arrival.describe())}<br>"
+            f"{html.escape(', '.join(lengths))}<br>"
+            f"<span style='color: {theme.DIM};'>{html.escape(targets)}</span>")
 
 
 class ScenarioGroup(FieldGroup):
@@ -56,10 +66,12 @@ class ScenarioGroup(FieldGroup):
 
         self.choice = QComboBox()
         self.choice.setObjectName("scenario_choice")
+        self.choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.choice.setMinimumContentsLength(14)
         for name, scenario in BUILTIN_SCENARIOS.items():
             self.choice.addItem(name, name)
             self.choice.setItemData(self.choice.count() - 1, scenario.description, Qt.ItemDataRole.ToolTipRole)
-        self.choice.addItem("Open a TOML or JSON file…", OPEN_FILE)
+        self.choice.addItem("Open a file…", OPEN_FILE)
         self.choice_message = self.add_field(
             "Scenario", self.choice, hint="The articles' workloads, or your own file. Edit it below; your edits "
                                           "stay with the choice until you switch back.")
@@ -67,7 +79,7 @@ class ScenarioGroup(FieldGroup):
         self.text.setObjectName("scenario_text")
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.text.setMinimumHeight(self.text.fontMetrics().lineSpacing() * 12)
+        self.text.setMinimumHeight(self.text.fontMetrics().lineSpacing() * 16)
         self.save_button = QPushButton("Save as…")
         self.save_button.setObjectName("scenario_save")
         self.save_button.setVisible(write_file is not None)
@@ -241,7 +253,7 @@ class ScenarioGroup(FieldGroup):
                 notes.append(html.escape(self._why_no_thinking or
                                          "This server cannot switch thinking per request: the thinking shares "
                                          "are not used."))
-            self.summary.setText("<br>".join([f"<i>{head}</i>", *lines, *(f"<i>{n}</i>" for n in notes)]))
+            self.summary.setText("<br><br>".join([f"<i>{head}</i>", *lines, *(f"<i>{n}</i>" for n in notes)]))
         self.changed.emit()
 
     def _save_dialog(self) -> None:
