@@ -9,6 +9,7 @@ statistics per class, with the prompt tokens the workload asked for beside those
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from app.core.bench.run import SweepRun
 from app.core.bench.scenario import Scenario
@@ -51,11 +52,12 @@ def scenario_spec(base: ServerSettings, axes: SweepAxes, plan: LoadPlan, targets
 
 @dataclass(frozen=True)
 class ClassResult:
-    """One class at one point: its statistics and the prompt tokens asked for (mean over its successful
-    requests whose expected count is known; NaN where none is)."""
+    """One class at one point: its statistics, and the prompt tokens asked for and those the server used
+    (evaluated plus cached), each a mean over its successful requests where known (NaN where none is)."""
 
     stats: ClassStats
     requested_prompt_tokens: float
+    delivered_prompt_tokens: float = math.nan
 
     @property
     def verdict(self) -> str:
@@ -81,11 +83,20 @@ def class_verdict(s: ClassStats) -> str:
     return "no targets"
 
 
-def requested_prompt_mean(records: list[RequestRecord] | tuple[RequestRecord, ...], name: str) -> float:
+def _mean(values: list[int]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def requested_prompt_mean(records: Sequence[RequestRecord], name: str) -> float:
     """The mean prompt tokens the workload asked the server to count for a class's successful requests."""
-    asked = [r.expected_prompt_tokens for r in records
-             if not r.warmup and r.ok and r.request_class == name and r.expected_prompt_tokens is not None]
-    return sum(asked) / len(asked) if asked else math.nan
+    return _mean([r.expected_prompt_tokens for r in records
+                  if not r.warmup and r.ok and r.request_class == name and r.expected_prompt_tokens is not None])
+
+
+def delivered_prompt_mean(records: Sequence[RequestRecord], name: str) -> float:
+    """The mean prompt tokens the server used (evaluated plus cached) for a class's successful requests."""
+    return _mean([n for r in records if not r.warmup and r.ok and r.request_class == name
+                  and (n := r.delivered_prompt_tokens) is not None])
 
 
 def scenario_results(run: SweepRun) -> list[PointClasses]:
@@ -101,7 +112,8 @@ def scenario_results(run: SweepRun) -> list[PointClasses]:
             continue
         stats = class_stats(r.records, names, targets)
         out.append(PointClasses(r.point.index, r.point.label(run.varying),
-                                tuple(ClassResult(s, requested_prompt_mean(r.records, s.name)) for s in stats)))
+                                tuple(ClassResult(s, requested_prompt_mean(r.records, s.name),
+                                                  delivered_prompt_mean(r.records, s.name)) for s in stats)))
     return out
 
 
@@ -116,4 +128,4 @@ def scenario_json(run: SweepRun, data: dict[str, object]) -> None:
 
 
 __all__ = ["REQUESTS_PER_CLASS", "ClassResult", "PointClasses", "ScenarioSpecError", "class_verdict",
-           "requested_prompt_mean", "scenario_json", "scenario_plan", "scenario_results", "scenario_spec"]
+           "delivered_prompt_mean", "requested_prompt_mean", "scenario_json", "scenario_plan", "scenario_results", "scenario_spec"]

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QVBox
 
 from app.core.bench.run import SweepRun
 from app.core.bench.scenario_run import ClassResult, PointClasses, scenario_results
+from app.core.bench.stats import ClassTargets
 from app.ui.pages.bench.charts import ChartFrame, _text
 from app.ui.widgets import plots, theme
 
@@ -32,11 +33,13 @@ def _finite(x: float) -> bool:
     return isinstance(x, float | int) and math.isfinite(x)
 
 
-def verdict_html(c: ClassResult) -> str:
-    """One class's verdict as rich text: a coloured mark, its name, its requests and what it met or missed."""
+def verdict_html(c: ClassResult, targets: ClassTargets | None = None) -> str:
+    """One class's verdict as rich text: a coloured mark, its name, its requests and what it met (its targets)
+    or missed."""
     s = c.stats
     if s.met is True:
-        mark, colour, words = "✓", theme.OK, "targets met"
+        goals = f" ({targets.describe()})" if targets is not None and targets.any else ""
+        mark, colour, words = "✓", theme.OK, f"targets met{goals}"
     elif s.missed:
         mark, colour = "✖", theme.ERROR
         words = ("missed " if s.met is False else "") + "; ".join(s.missed)
@@ -89,10 +92,7 @@ class ClassLatencyChart(ChartFrame):
                     continue
                 half = BAR_WIDTH * 0.6
                 item.plot([x + offset - half, x + offset + half], [goal, goal],
-                          pen=plots.pen(TARGET_COLOUR, 3.0, dashed=True))
-                label = _text(f"≤ {goal:g}", TARGET_COLOUR, (0.5, -0.1))
-                label.setPos(x + offset, goal)
-                item.addItem(label)
+                          pen=plots.pen(TARGET_COLOUR, 3.0, dashed=True))  # the figure is in the verdicts above
                 self.targets_drawn += 1
                 top = max(top, goal)
         item.getAxis("bottom").setTicks([[(x, c.stats.name) for x, c in enumerate(classes)], []])
@@ -105,12 +105,13 @@ class ClassLatencyChart(ChartFrame):
 
 
 class PromptTokensChart(ChartFrame):
-    """Per class, the prompt tokens the workload asked for beside those the server counted (averages)."""
+    """Per class, the prompt tokens the workload asked for beside those the server used (averages): a server
+    that cut the prompts shows a green bar shorter than the grey one."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("", "prompt tokens", parent)
         self.bars_drawn = 0
-        self.set_title("Prompt tokens: asked for and counted by the server", [])
+        self.set_title("Prompt tokens: asked for and used by the server", [])
         self.plot.setMinimumHeight(200)
 
     def set_point(self, point: PointClasses | None) -> None:
@@ -123,7 +124,7 @@ class PromptTokensChart(ChartFrame):
         top = 1.0
         for x, c in enumerate(classes):
             for offset, value, colour in ((-BAR_WIDTH / 2, c.requested_prompt_tokens, ASKED_COLOUR),
-                                          (BAR_WIDTH / 2, c.stats.prompt_tokens_mean, COUNTED_COLOUR)):
+                                          (BAR_WIDTH / 2, c.delivered_prompt_tokens, COUNTED_COLOUR)):
                 if not _finite(value):
                     label = _text("not known", theme.DIM, (0.5, 1.0))
                     label.setPos(x + offset, 0)
@@ -139,8 +140,8 @@ class PromptTokensChart(ChartFrame):
         item.getAxis("bottom").setTicks([[(x, c.stats.name) for x, c in enumerate(classes)], []])
         item.setXRange(-0.6, max(len(classes), 1) - 0.4, padding=0)
         item.setYRange(0, top * 1.25, padding=0)
-        self.set_title("Prompt tokens: asked for and counted by the server",
-                       [("asked for", ASKED_COLOUR, False), ("counted", COUNTED_COLOUR, False)])
+        self.set_title("Prompt tokens: asked for and used by the server",
+                       [("asked for", ASKED_COLOUR, False), ("used (evaluated + cached)", COUNTED_COLOUR, False)])
 
 
 class ScenarioView(QWidget):
@@ -150,7 +151,8 @@ class ScenarioView(QWidget):
         super().__init__(parent)
         self.setObjectName("ScenarioView")
         self.points: list[PointClasses] = []
-        self._targets: list[tuple[tuple[float | None, float | None], tuple[float | None, float | None]]] = []
+        self._targets: list[ClassTargets] = []
+        self._names: list[str] = []
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(10)
@@ -191,8 +193,8 @@ class ScenarioView(QWidget):
         scenario = run.spec.workload.scenario if run is not None else None
         self.setVisible(scenario is not None)
         self.points = scenario_results(run) if run is not None else []
-        self._targets = [((c.targets.ttft_avg_ms, c.targets.ttft_p95_ms), (c.targets.e2e_avg_ms, c.targets.e2e_p95_ms))
-                         for c in scenario.classes] if scenario is not None else []
+        self._names = [c.name for c in scenario.classes] if scenario is not None else []
+        self._targets = [c.targets for c in scenario.classes] if scenario is not None else []
         keep = self.point_choice.currentData()
         self.point_choice.blockSignals(True)
         self.point_choice.clear()
@@ -224,16 +226,17 @@ class ScenarioView(QWidget):
             label.setObjectName("Dim")
             self.verdict_labels.append(label)
         else:
+            goals = {name: t for name, t in zip(self._names, self._targets)}
             for c in point.classes:
-                label = QLabel(verdict_html(c))
+                label = QLabel(verdict_html(c, goals.get(c.stats.name)))
                 label.setTextFormat(Qt.TextFormat.RichText)
                 label.setWordWrap(True)
                 label.setObjectName(f"verdict_{c.stats.name}")
                 self.verdict_labels.append(label)
         for label in self.verdict_labels:
             self._verdict_lay.addWidget(label)
-        self.ttft.set_point(point, [t[0] for t in self._targets])
-        self.e2e.set_point(point, [t[1] for t in self._targets])
+        self.ttft.set_point(point, [(t.ttft_avg_ms, t.ttft_p95_ms) for t in self._targets])
+        self.e2e.set_point(point, [(t.e2e_avg_ms, t.e2e_p95_ms) for t in self._targets])
         self.prompts.set_point(point)
 
 

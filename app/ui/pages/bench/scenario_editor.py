@@ -7,7 +7,7 @@ import html
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFontDatabase, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QPlainTextEdit, QPushButton, QTextEdit, QWidget
 
@@ -83,7 +83,7 @@ class ScenarioGroup(FieldGroup):
         self.save_button = QPushButton("Save as…")
         self.save_button.setObjectName("scenario_save")
         self.save_button.setVisible(write_file is not None)
-        self.text_message = self.add_field(
+        self.text_message = self.add_wide_field(
             "Definition", self.text, below=[left_aligned(self.save_button)],
             hint="TOML: name, then one [[classes]] table per kind of request (prompt_tokens, output_tokens, "
                  "arrival, turns, thinking_share, system, targets). Checked as you type.")
@@ -229,7 +229,15 @@ class ScenarioGroup(FieldGroup):
                 mark.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
                 mark.cursor = QTextCursor(block)
                 marks.append(mark)
+                QTimer.singleShot(0, lambda: self._bring_into_view(line))  # once the text is laid out
         self.text.setExtraSelections(marks)
+
+    def _bring_into_view(self, line: int) -> None:
+        """Scroll the line at fault into view, without moving the cursor being typed with."""
+        bar = self.text.verticalScrollBar()  # a QPlainTextEdit scrolls by lines
+        shown = max(1, self.text.viewport().height() // max(1, self.text.fontMetrics().lineSpacing()))
+        if not bar.value() <= line - 1 < bar.value() + shown:
+            bar.setValue(max(0, line - 1 - shown // 3))
 
     def _scale_problem(self, problem: str) -> None:
         self.scale_message.show_error(problem) if problem else self.scale_message.clear_message()
