@@ -65,6 +65,8 @@ def problem_line(text: str, message: str) -> int | None:
     if at:
         return int(at.group(1) or at.group(2))
     lines = text.splitlines()
+    if "(at end of document)" in message:
+        return max(1, len(lines))
     where = _IN_CLASS.search(message)
     if where:
         tables = [n for n, line in enumerate(lines) if line.strip().startswith("[[classes]]")]

@@ -185,7 +185,10 @@ class ScenarioView(QWidget):
         grid.addWidget(self.e2e, 0, 1)
         grid.addWidget(self.prompts, 1, 0, 1, 2)
         lay.addLayout(grid)
+        self._started: str | None = None
+        self._chosen: int | None = None  # the point a person picked, kept while the same run is shown
         self.point_choice.currentIndexChanged.connect(self._show_point)
+        self.point_choice.activated.connect(self._picked)
         self.setVisible(False)
 
     def set_run(self, run: SweepRun | None) -> None:
@@ -195,13 +198,16 @@ class ScenarioView(QWidget):
         self.points = scenario_results(run) if run is not None else []
         self._names = [c.name for c in scenario.classes] if scenario is not None else []
         self._targets = [c.targets for c in scenario.classes] if scenario is not None else []
-        keep = self.point_choice.currentData()
+        started = run.started_at if run is not None else None
+        if started != self._started:  # another run: the point the person chose was one of the last run's
+            self._started, self._chosen = started, None
         self.point_choice.blockSignals(True)
         self.point_choice.clear()
         for p in self.points:
             self.point_choice.addItem(p.label or f"point {p.index + 1}", p.index)
         best = run.recommendation.index if run is not None and run.recommendation else None
-        wanted = keep if keep is not None and self.point_choice.findData(keep) >= 0 else best
+        # The point chosen here, else the recommended one, else the last measured.
+        wanted = self._chosen if self._chosen is not None and self.point_choice.findData(self._chosen) >= 0 else best
         index = self.point_choice.findData(wanted) if wanted is not None else -1
         self.point_choice.setCurrentIndex(index if index >= 0 else self.point_choice.count() - 1)
         self.point_choice.blockSignals(False)
@@ -209,6 +215,9 @@ class ScenarioView(QWidget):
         self.point_choice.setVisible(several)
         self.point_caption.setVisible(several)
         self._show_point()
+
+    def _picked(self) -> None:
+        self._chosen = self.point_choice.currentData()
 
     def current_point(self) -> PointClasses | None:
         """The point shown (None: nothing measured yet)."""
