@@ -454,12 +454,12 @@ class FieldGroup(QGroupBox):
         stack.setContentsMargins(0, 0, 0, 0)
         stack.setSpacing(4)
         stack.addWidget(editor)
+        message = InlineMessage(column)  # right under the text it is about
+        stack.addWidget(message)
         for widget in below:
             stack.addWidget(widget)
         if hint:
             stack.addWidget(HintLabel(hint, "", column))
-        message = InlineMessage(column)
-        stack.addWidget(message)
         self._grid.addWidget(caption, row, 0, 1, 2)
         self._grid.addWidget(column, row + 1, 0, 1, 2)
         return message

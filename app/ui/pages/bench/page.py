@@ -76,7 +76,8 @@ def class_progress_text(classes: Sequence[ClassProgress]) -> str:
     parts = []
     for c in classes:
         count = f"{c.done} of {c.of}" if c.of is not None else f"{c.done}"
-        parts.append(f"<b>{html.escape(c.name)}</b> {count} done")
+        name = html.escape(c.name).replace("-", "&#8209;")  # a name breaks at no hyphen
+        parts.append(f"<span style='white-space: nowrap'><b>{name}</b> {count} done</span>")
     return " &nbsp;·&nbsp; ".join(parts)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QResizeEvent
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from app.core.bench.run import SweepRun
@@ -27,6 +27,21 @@ COUNTED_COLOUR = plots.GREEN
 BAR_WIDTH = 0.36
 VERDICT_STYLE = ("#ClassVerdicts { background: #1b1c22; border: 1px solid #2c2e36; border-radius: 8px; }"
                  "#ClassVerdicts QLabel { background: transparent; }")
+
+
+WIDE_PX = 820  # below this width the latency charts stack instead of standing side by side
+
+
+def ms_text(value: float) -> str:
+    """A latency in a few characters: "910", "1.5 s"."""
+    return f"{value:.0f}" if value < 1000 else f"{value / 1000:.1f} s"
+
+
+def _value_label(text: str, x: float, y: float) -> pg.TextItem:
+    label = _text(text, plots.TITLE_TEXT, (0.5, 1.1))
+    label.setPos(x, y)
+    label.setZValue(10)  # over the bar beside it, not under
+    return label
 
 
 def _finite(x: float) -> bool:
@@ -81,9 +96,7 @@ class ClassLatencyChart(ChartFrame):
                     continue
                 item.addItem(pg.BarGraphItem(x=[x + offset], height=[value], width=BAR_WIDTH * 0.92,
                                              brush=QColor(colour), pen=plots.pen(plots.PLOT_BACKGROUND, 1.0)))
-                label = _text(f"{value:.0f}", plots.TITLE_TEXT, (0.5, 1.1))
-                label.setPos(x + offset, value)
-                item.addItem(label)
+                item.addItem(_value_label(ms_text(value), x + offset, value))
                 self.bars_drawn += 1
                 top = max(top, value)
         for x, (avg, p95) in enumerate(targets[:len(classes)]):
@@ -132,9 +145,7 @@ class PromptTokensChart(ChartFrame):
                     continue
                 item.addItem(pg.BarGraphItem(x=[x + offset], height=[value], width=BAR_WIDTH * 0.92,
                                              brush=QColor(colour), pen=plots.pen(plots.PLOT_BACKGROUND, 1.0)))
-                label = _text(f"{value:.0f}", plots.TITLE_TEXT, (0.5, 1.1))
-                label.setPos(x + offset, value)
-                item.addItem(label)
+                item.addItem(_value_label(f"{value:,.0f}", x + offset, value))
                 self.bars_drawn += 1
                 top = max(top, value)
         item.getAxis("bottom").setTicks([[(x, c.stats.name) for x, c in enumerate(classes)], []])
@@ -176,15 +187,14 @@ class ScenarioView(QWidget):
         self._verdict_lay.setSpacing(4)
         self.verdict_labels: list[QLabel] = []
         lay.addWidget(self.verdicts)
-        grid = QGridLayout()
-        grid.setSpacing(12)
+        self._grid = QGridLayout()
+        self._grid.setSpacing(12)
         self.ttft = ClassLatencyChart("Time to first token", "ttft")
         self.e2e = ClassLatencyChart("End to end", "e2e")
         self.prompts = PromptTokensChart()
-        grid.addWidget(self.ttft, 0, 0)
-        grid.addWidget(self.e2e, 0, 1)
-        grid.addWidget(self.prompts, 1, 0, 1, 2)
-        lay.addLayout(grid)
+        self._wide: bool | None = None
+        self._arrange(True)
+        lay.addLayout(self._grid)
         self._started: str | None = None
         self._chosen: int | None = None  # the point a person picked, kept while the same run is shown
         self.point_choice.currentIndexChanged.connect(self._show_point)
@@ -215,6 +225,22 @@ class ScenarioView(QWidget):
         self.point_choice.setVisible(several)
         self.point_caption.setVisible(several)
         self._show_point()
+
+    def _arrange(self, wide: bool) -> None:
+        """The latency charts side by side when there is room, else one under the other."""
+        if wide == self._wide:
+            return
+        self._wide = wide
+        for chart in (self.ttft, self.e2e, self.prompts):
+            self._grid.removeWidget(chart)
+        self._grid.addWidget(self.ttft, 0, 0)
+        self._grid.addWidget(self.e2e, 0 if wide else 1, 1 if wide else 0)
+        self._grid.addWidget(self.prompts, 1 if wide else 2, 0, 1, 2 if wide else 1)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's spelling
+        """Rearrange the charts for the width given."""
+        super().resizeEvent(event)
+        self._arrange(event.size().width() >= WIDE_PX)
 
     def _picked(self) -> None:
         self._chosen = self.point_choice.currentData()

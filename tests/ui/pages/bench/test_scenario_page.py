@@ -11,11 +11,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from app.core.bench.scenario import BUILTIN_SCENARIOS, parse_scenario
-from app.core.bench.scenario_text import scenario_toml
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
 from app.ui.pages.bench.editor import SweepEditor
-from tests.ui.pages.bench.test_bench_page import WAIT_MS, page_factory  # noqa: F401 - the fixture
+from tests.ui.pages.bench.test_bench_page import WAIT_MS
 
 TWO_CLASSES = """name = "support-and-review"
 
@@ -193,6 +192,7 @@ def test_a_scenario_sweep_reports_each_class_and_history_reopens_it(qtbot, page_
     last = [p for p in seen if p.classes and p.point == 0][-1]
     assert [(c.name, c.done, c.of) for c in last.classes] == [("questions", 7, 7), ("review", 1, 1)]
     assert any("<b>questions</b> 7 of 7 done" in text for text in shown_classes)
+    assert any("<b>review</b> 1 of 1 done" in text for text in shown_classes)
     view = page.run_view.classes
     qtbot.waitUntil(lambda: view.isVisible(), timeout=WAIT_MS)
     assert view.point_choice.count() == 2 and view.point_choice.isVisible()
