@@ -270,6 +270,8 @@ class ScenarioView(QWidget):
                 self.verdict_labels.append(label)
         for label in self.verdict_labels:
             self._verdict_lay.addWidget(label)
+        for chart in (self.ttft, self.e2e, self.prompts):
+            chart.setVisible(point is not None)  # no empty axes while the first point runs
         self.ttft.set_point(point, [(t.ttft_avg_ms, t.ttft_p95_ms) for t in self._targets])
         self.e2e.set_point(point, [(t.e2e_avg_ms, t.e2e_p95_ms) for t in self._targets])
         self.prompts.set_point(point)
