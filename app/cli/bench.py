@@ -28,7 +28,8 @@ from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_pa
 from app.core.bench.capacity import (GROWTH, REFINE_STEPS, CapacityError, RateLadder, capacity_lines,
                                      capacity_markdown, capacity_to_csv, check_scalable, parse_rate_spec)
 from app.core.bench.scenario import BUILTIN_SCENARIOS, MIN_SCALE, Scenario, ScenarioError, parse_scenario
-from app.core.bench.stats import ClassStats, LatencyTargets, class_stats
+from app.core.bench.scenario_run import ScenarioSpecError, scenario_json, scenario_plan, scenario_results, scenario_spec
+from app.core.bench.stats import LatencyTargets
 from app.core.bench.truncation import PROMPT_CUT_FAILURES, length_words
 from app.core.errors import DeckError
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, LoadPlan, PromptFileError,
@@ -140,7 +141,6 @@ RANGES = (
     Range("--min-success", 0, 1, "", "a share of requests: 0.99 is 99 %"),
     Range("--scale-lengths", MIN_SCALE, 1, "", "a factor on the scenario's token lengths"),
 )
-REQUESTS_PER_CLASS = 8  # a scenario's default request count per class
 RATE_SWEEP_STEP_S = 20.0  # a rate sweep's default duration per step (and per point): a few dozen requests at 1/s
 SCENARIO_ONLY = (("--rate", "rate", "its classes set their arrivals"),
                  ("--prompt-file", "prompt_file", "its classes make their prompts"),
@@ -364,33 +364,16 @@ def _scenario_spec(args: argparse.Namespace, base: ServerSettings, axes: SweepAx
         print(f"ollama-deck bench: note: {chosen_backend(args)} cannot switch thinking per request; the scenario's "
               "thinking shares are not used", file=sys.stderr)
         scenario = scenario.without_thinking()
-    requests, duration = args.requests, args.duration
-    if requests is None and duration is None:
-        if args.rate_sweep is not None:
-            duration = RATE_SWEEP_STEP_S  # a step's request count then grows with its rate
-        else:
-            requests = REQUESTS_PER_CLASS * len(scenario.classes)
-    plan = LoadPlan(model=args.model, scenario=scenario, concurrency=0, requests=requests, duration_s=duration,
-                    warmup_requests=args.warmup)
-    problems = [p for p in plan.problems() if "in-flight" not in p]  # set per point
-    if problems:
-        raise InputError(" ".join(problems))
-    if axes.concurrency is None:
-        axes = replace(axes, concurrency=(0,))  # no cap on requests in flight unless --concurrency sets one
+    duration = args.duration
+    if args.requests is None and duration is None and args.rate_sweep is not None:
+        duration = RATE_SWEEP_STEP_S  # a step's request count then grows with its rate
+    try:
+        plan = scenario_plan(args.model, scenario, requests=args.requests, duration_s=duration,
+                             warmup_requests=args.warmup)
+    except ScenarioSpecError as exc:
+        raise InputError(str(exc)) from None
     targets = LatencyTargets(args.ttft_p95_ms, args.tpot_p95_ms, args.min_success)
-    spec = SweepSpec(base, axes, plan, targets, managed=args.managed, force=args.force)
-    spec.plan()  # raises SweepPlanError early
-    return spec
-
-
-def scenario_results(run: SweepRun) -> list[tuple[int, tuple[ClassStats, ...]]]:
-    """Per measured point (its index), the statistics of each of the scenario's classes."""
-    scenario = run.spec.workload.scenario
-    if scenario is None:
-        return []
-    names = [c.name for c in scenario.classes]
-    targets = {c.name: c.targets for c in scenario.classes}
-    return [(r.point.index, class_stats(r.records, names, targets)) for r in run.results if r.stats is not None]
+    return scenario_spec(base, axes, plan, targets, managed=args.managed, force=args.force)  # SweepPlanError early
 
 
 def render_classes(run: SweepRun) -> str:
@@ -399,29 +382,16 @@ def render_classes(run: SweepRun) -> str:
     scenario = run.spec.workload.scenario
     if scenario is None:
         return ""
-    labels = {r.point.index: r.point.label(run.varying) for r in run.results}
     out = ["", *scenario.lines()]
-    for index, stats in scenario_results(run):
-        out.append(f"point {labels.get(index, index)}:")
-        width = max(len(s.name) for s in stats)
-        for s in stats:
-            verdict = {None: "no targets", True: "targets met"}.get(s.met, "missed: " + "; ".join(s.missed))
-            if s.met is None and s.missed:
-                verdict = "; ".join(s.missed)
+    for point in scenario_results(run):
+        out.append(f"point {point.label}:")
+        width = max(len(c.stats.name) for c in point.classes)
+        for c in point.classes:
+            s = c.stats
             out.append(f"  {s.name.ljust(width)}  {s.requests_ok}/{s.requests} ok  TTFT avg {s.ttft_ms.mean:.0f} ms "
                        f"P95 {s.ttft_ms.p95:.0f} ms  E2E avg {s.e2e_ms.mean:.0f} ms P95 {s.e2e_ms.p95:.0f} ms  "
-                       f"{s.output_tokens_per_s:.1f} tok/s  prompt {s.prompt_tokens_mean:.0f} tok  {verdict}")
+                       f"{s.output_tokens_per_s:.1f} tok/s  prompt {s.prompt_tokens_mean:.0f} tok  {c.verdict}")
     return "\n".join(out)
-
-
-def scenario_json(run: SweepRun, data: dict[str, object]) -> None:
-    """Add the scenario and its per-class results to a run's JSON (no change without a scenario)."""
-    scenario = run.spec.workload.scenario
-    if scenario is None:
-        return
-    data["scenario"] = scenario.to_json()
-    data["classes"] = [{"point": index, "classes": [s.to_json() for s in stats]}
-                       for index, stats in scenario_results(run)]
 
 
 def render_table(run: SweepRun) -> str:

@@ -65,6 +65,16 @@ PROBED_PIECES = 16
 
 
 @dataclass(frozen=True)
+class ClassProgress:
+    """A scenario class's requests done at the point being measured (`of`: its share of the request count;
+    None when the point runs for a duration)."""
+
+    name: str
+    done: int
+    of: int | None = None
+
+
+@dataclass(frozen=True)
 class SweepProgress:
     """Where a sweep stands: point k of n, the phase, and an estimate of the time left (s)."""
 
@@ -76,6 +86,7 @@ class SweepProgress:
     fraction: float = 0.0  # of the whole sweep
     eta_s: float | None = None
     elapsed_s: float = 0.0
+    classes: tuple[ClassProgress, ...] = ()  # a scenario's classes while a point is measured
 
 
 # Measures a workload at the point an after-sweep stage runs at; returns the point's outcome (None: cancelled).
@@ -323,11 +334,11 @@ class SweepRunner:
         label = point.label(varying)
         begun = self._clock()
 
-        def report(phase: str, detail: str = "", within: float = 0.0) -> None:
+        def report(phase: str, detail: str = "", within: float = 0.0, classes: tuple[ClassProgress, ...] = ()) -> None:
             elapsed = self._clock() - begun
             progress(SweepProgress(point.index, n_points, phase, label, detail, (point.index + within) / n_points,
                                    self._eta(durations, n_points, point.index, within, elapsed),
-                                   sum(durations) + elapsed))
+                                   sum(durations) + elapsed, classes))
 
         estimate = None
         if spec.managed and shape is not None:
@@ -387,7 +398,7 @@ class SweepRunner:
                                    computes_on_gpu(self._gpu, loaded), price_context)
 
     async def _measure(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint,
-                       report: Callable[[str, str, float], None], facts: PointResult,
+                       report: Callable[..., None], facts: PointResult,
                        on_cpu: bool = False, on_gpu: bool = False,
                        price_context: Callable[[int], Awaitable[str]] | None = None) -> PointResult:
         plan = spec.workload.for_point(point.concurrency)
@@ -395,6 +406,10 @@ class SweepRunner:
         server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s)
         baseline = await window.read()
         done = 0
+        scenario = plan.scenario
+        class_names = [c.name for c in scenario.classes] if scenario is not None else []
+        class_of = dict(zip(class_names, scenario.split(plan.requests))) if scenario and plan.requests else {}
+        class_done = dict.fromkeys(class_names, 0)
         measure_start = [self._clock()]
         contention_window = ContentionWindow(self._contention, self._server_pids)
 
@@ -411,6 +426,8 @@ class SweepRunner:
             if record.warmup:
                 return
             done += 1
+            if record.request_class in class_done:
+                class_done[record.request_class] += 1
             if plan.requests is not None:
                 share, detail = done / plan.requests, f"{done} of {plan.requests} requests"
             else:
@@ -418,7 +435,8 @@ class SweepRunner:
                 duration_s = plan.duration_s or 0.0  # a plan without a request count has a duration
                 share = min(1.0, elapsed / duration_s) if duration_s > 0 else 0.0
                 detail = f"{done} requests, {elapsed:.0f} of {duration_s:g} s"
-            report("measuring", detail, SETUP_SHARE + (1 - SETUP_SHARE) * share)
+            report("measuring", detail, SETUP_SHARE + (1 - SETUP_SHARE) * share,
+                   tuple(ClassProgress(n, class_done[n], class_of.get(n)) for n in class_names))
 
         counter = self._prompt_counter(self.base_url) if self._prompt_counter is not None else None
         try:
@@ -554,4 +572,4 @@ class SweepRunner:
             raise asyncio.CancelledError
 
 
-__all__ = ["SweepProgress", "SweepRunner", "now_iso"]
+__all__ = ["ClassProgress", "SweepProgress", "SweepRunner", "now_iso"]

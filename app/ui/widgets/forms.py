@@ -442,6 +442,29 @@ class FieldGroup(QGroupBox):
         return message
 
 
+    def add_wide_field(self, label: str, editor: QWidget, *, hint: str = "",
+                       below: Iterable[QWidget] = ()) -> InlineMessage:
+        """Add a row whose editor spans the group's width (a text to edit), its caption on the line above;
+        return the message widget that reports on it."""
+        row = self._grid.rowCount()
+        caption = QLabel(label, self)
+        caption.setBuddy(editor)
+        column = QWidget(self)
+        stack = QVBoxLayout(column)
+        stack.setContentsMargins(0, 0, 0, 0)
+        stack.setSpacing(4)
+        stack.addWidget(editor)
+        message = InlineMessage(column)  # right under the text it is about
+        stack.addWidget(message)
+        for widget in below:
+            stack.addWidget(widget)
+        if hint:
+            stack.addWidget(HintLabel(hint, "", column))
+        self._grid.addWidget(caption, row, 0, 1, 2)
+        self._grid.addWidget(column, row + 1, 0, 1, 2)
+        return message
+
+
 def _line_height(widget: QWidget) -> int:
     """Height of a one-line editor (a QLineEdit) in widget's font."""
     probe = QLineEdit()

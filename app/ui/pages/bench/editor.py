@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
-                               QPushButton, QSpinBox, QStyle, QVBoxLayout, QWidget)
+                               QPlainTextEdit, QPushButton, QSpinBox, QStyle, QVBoxLayout, QWidget)
 
 from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, BenchPrompt, LoadPlan, PromptFileError,
                                    parse_prompt_file, prompt_sets)
 from app.core.server.settings import KV_CACHE_TYPES, MAX_CONTEXT, MAX_PARALLEL, MIN_CONTEXT, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
+from app.core.bench.scenario_run import REQUESTS_PER_CLASS, ScenarioSpecError, scenario_plan, scenario_spec
+from app.ui.pages.bench.scenario_editor import ScenarioGroup
 from app.ui.pages.bench.targets import TPOT_HINT, TTFT_HINT, TargetFields
 from app.ui.widgets.forms import (FieldGroup, InlineMessage, RangedDoubleSpinBox, RangedField, RangedSpinBox,
                                   align_label_columns, guard_form, left_aligned)
@@ -24,6 +27,7 @@ from app.ui.widgets.forms import (FieldGroup, InlineMessage, RangedDoubleSpinBox
 FROM_FILE = "__file__"
 FA_CHOICES = (("current", "Keep the current setting"), ("on", "On"), ("off", "Off"), ("both", "On and off"))
 THINK_CHOICES = (("Off (non-thinking)", False), ("On (thinking)", True), ("Model default", None))
+WORKLOAD_CHOICES = (("One prompt", "prompt"), ("A scenario", "scenario"))
 PROMPT_TITLES = {"mixed": "All console presets, mixed"}
 
 
@@ -49,14 +53,18 @@ class SweepEditor(QWidget):
     cancel_requested = Signal()
     refresh_models = Signal()
 
-    def __init__(self, setting_name: Callable[[str], str] = lambda field: "", parent: QWidget | None = None) -> None:
-        """`setting_name` gives what the server calls a settings field (the backend's mapping)."""
+    def __init__(self, setting_name: Callable[[str], str] = lambda field: "", parent: QWidget | None = None, *,
+                 write_file: Callable[[Path, bytes], None] | None = None) -> None:
+        """`setting_name` gives what the server calls a settings field (the backend's mapping); `write_file`
+        writes a file atomically (the scenario's Save as…)."""
         super().__init__(parent)
         self.setObjectName("SweepEditor")
         self._setting_name = setting_name
         self._managed = True
         self._base = ServerSettings()
         self._file_prompts: tuple[BenchPrompt, ...] | None = None
+        self._prompt_rows: list[QWidget] = []  # the caption and field of each row only one prompt uses
+        self.scenario = ScenarioGroup(write_file)
         root = QVBoxLayout(self)
         root.setContentsMargins(0, 0, 8, 0)
         root.setSpacing(10)
@@ -64,7 +72,8 @@ class SweepEditor(QWidget):
         self.mode_label.setObjectName("ModeLabel")
         self.mode_label.setWordWrap(True)
         root.addWidget(self.mode_label)
-        groups = [self._build_target(), self._build_axes(), self._build_workload(), self._build_targets()]
+        groups = [self._build_target(), self._build_axes(), self._build_workload(), self.scenario,
+                  self._build_targets()]
         for g in groups:
             root.addWidget(g)
         align_label_columns(groups)
@@ -88,10 +97,13 @@ class SweepEditor(QWidget):
         for signal in (self.parallel.textChanged, self.clients.textChanged, self.context.textChanged,
                        self.requests.valueChanged, self.stop_unit.currentIndexChanged, self.fa.currentIndexChanged,
                        self.model.editTextChanged, self.loop_mode.currentIndexChanged,
+                       self.workload_kind.currentIndexChanged, self.scenario.changed,
                        *[box.toggled for box in self.kv_boxes.values()],
                        *[field.problem_changed for field in self._ranged_fields()]):
             signal.connect(self._refresh_summary)
+        self.workload_kind.currentIndexChanged.connect(self._show_workload)
         guard_form(self)
+        self._show_workload()
         self._refresh_summary()
 
     # ---- building --------------------------------------------------------------------------------
@@ -154,6 +166,15 @@ class SweepEditor(QWidget):
 
     def _build_workload(self) -> FieldGroup:
         group = FieldGroup("Workload")
+        self.workload_kind = QComboBox()
+        self.workload_kind.setObjectName("workload_kind")
+        self.workload_kind.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.workload_kind.setMinimumContentsLength(14)
+        for text, key in WORKLOAD_CHOICES:
+            self.workload_kind.addItem(text, key)
+        group.add_field("Measure", self.workload_kind,
+                        hint="One prompt: a preset or a file, at one load. A scenario: several kinds of request at "
+                             "once, each with its own rate, lengths and targets.")
         self.loop_mode = QComboBox()
         self.loop_mode.setObjectName("loop_mode")
         self.loop_mode.addItem("Closed loop", "closed")
@@ -164,9 +185,11 @@ class SweepEditor(QWidget):
         self.rate.setValue(2.0)
         self.rate.setSuffix(" req/s")
         self.rate.setEnabled(False)
-        group.add_field("Load", self.loop_mode, hint="Closed: each client sends its next request when the last ends.")
+        self._prompt_row(group, group.add_field("Load", self.loop_mode,
+                                                hint="Closed: each client sends its next request when the last ends."))
         self.rate_message = group.add_field("Arrival rate", self.rate,
                                             hint="Open loop only; Clients then caps requests in flight.")
+        self._prompt_row(group, self.rate_message)
         self.requests = RangedSpinBox()
         self.requests.setObjectName("requests")
         self.requests.setRange(0, 100_000)
@@ -177,7 +200,8 @@ class SweepEditor(QWidget):
         self.stop_unit.addItem("requests", "requests")
         self.stop_unit.addItem("seconds", "seconds")
         self.requests_message = group.add_field("Per point", left_aligned(self.requests, self.stop_unit),
-                        hint="Counted after the warm-up. auto: 4 requests per client, at least 8.")
+                        hint="Counted after the warm-up. auto: 4 requests per client, at least 8; a scenario "
+                             f"{REQUESTS_PER_CLASS} per class.")
         self.prompts = QComboBox()
         self.prompts.setObjectName("prompts")
         self.prompts.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
@@ -188,20 +212,47 @@ class SweepEditor(QWidget):
         self.prompts.setCurrentIndex(max(0, self.prompts.findData(DEFAULT_PROMPT_SET)))
         self.prompt_message = group.add_field("Prompts", self.prompts,
                                               hint="The console's presets; a file holds one prompt per line or JSON Lines.")
+        self._prompt_row(group, self.prompt_message)
         self.num_predict = RangedSpinBox()
         self.num_predict.setObjectName("num_predict")
         self.num_predict.setRange(0, 32768)
         self.num_predict.setSpecialValueText("no cap")
         self.num_predict.setValue(DEFAULT_NUM_PREDICT)
         self.num_predict_message = group.add_field("Output tokens", self.num_predict, hint="num_predict per request.")
+        self._prompt_row(group, self.num_predict_message)
         self.think = QComboBox()
         self.think.setObjectName("think")
         for text, value in THINK_CHOICES:
             self.think.addItem(text, value)
-        group.add_field("Thinking", self.think, hint="Thinking adds tokens; high concurrency usually runs it off.")
+        self._prompt_row(group, group.add_field("Thinking", self.think,
+                                                hint="Thinking adds tokens; high concurrency usually runs it off."))
         self.loop_mode.currentIndexChanged.connect(lambda: self.rate.setEnabled(self.loop_mode.currentData() == "open"))
         self.prompts.activated.connect(self._prompt_choice)
         return group
+
+    def _prompt_row(self, group: FieldGroup, message: Any) -> None:
+        """Keep the row just added (its caption and its field) as one shown for a one-prompt workload only."""
+        self._prompt_rows += [group.labels[-1], message.parentWidget()]
+
+    def _show_workload(self) -> None:
+        scenario = self.uses_scenario
+        for widget in self._prompt_rows:
+            widget.setVisible(not scenario)
+        self.scenario.setVisible(scenario)
+
+    @property
+    def uses_scenario(self) -> bool:
+        """True when the workload is a scenario (else one prompt)."""
+        return bool(self.workload_kind.currentData() == "scenario")
+
+    def use_scenario(self, key: str) -> None:
+        """Measure a scenario: a built-in by name."""
+        self.workload_kind.setCurrentIndex(self.workload_kind.findData("scenario"))
+        self.scenario.use(key)
+
+    def set_thinking_control(self, can: bool, why: str = "") -> None:
+        """Whether the server switches thinking per request (else a scenario's thinking shares are not used)."""
+        self.scenario.set_thinking_control(can, why)
 
     def _build_targets(self) -> FieldGroup:
         group = FieldGroup("Targets for the recommendation")
@@ -246,10 +297,11 @@ class SweepEditor(QWidget):
 
     def set_running(self, running: bool) -> None:
         """Lock the fields while a sweep runs."""
-        for kind in (QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QCheckBox):  # the ranged ones are these too
+        for kind in (QLineEdit, QComboBox, QSpinBox, QDoubleSpinBox, QCheckBox, QPlainTextEdit):  # ranged ones too
             for child in self.findChildren(kind):
                 child.setEnabled(not running and (self._managed or child not in self._server_widgets))
         self.rate.setEnabled(not running and self.loop_mode.currentData() == "open")
+        self.scenario.save_button.setEnabled(not running)
         self.start_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
 
@@ -276,9 +328,11 @@ class SweepEditor(QWidget):
                 fa = {"current": None, "on": ("on",), "off": ("off",), "both": ("on", "off")}[self.fa.currentData()]
                 axes = SweepAxes(parallel, clients, kvs, contexts, fa)
             else:
-                axes = SweepAxes(None, clients or (1, 2, 4, 8))
+                axes = SweepAxes(None, clients if self.uses_scenario else clients or (1, 2, 4, 8))
         except SweepPlanError as exc:
             raise SpecError(str(exc)) from None
+        if self.uses_scenario:
+            return self._scenario_spec(model, axes)
         open_loop = self.loop_mode.currentData() == "open"
         if open_loop and axes.concurrency is None:
             axes = SweepAxes(axes.parallel, (0,), axes.kv_cache_types, axes.context_lengths, axes.flash_attention)
@@ -296,6 +350,21 @@ class SweepEditor(QWidget):
         except SweepPlanError as exc:
             raise SpecError(str(exc)) from None
         return spec
+
+    def _scenario_spec(self, model: str, axes: SweepAxes) -> SweepSpec:
+        """The sweep of the scenario shown, over `axes` (no cap on requests in flight unless Clients sets one)."""
+        try:
+            scenario = self.scenario.scenario()
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+        stop_value, unit = self.requests.value(), self.stop_unit.currentData()
+        try:
+            plan = scenario_plan(model, scenario, requests=stop_value if unit == "requests" and stop_value else None,
+                                 duration_s=float(stop_value) if unit == "seconds" and stop_value else None)
+            return scenario_spec(self._base, axes, plan, self.targets.targets(), managed=self._managed,
+                                 force=self.force.isChecked())
+        except (ScenarioSpecError, SweepPlanError) as exc:
+            raise SpecError(str(exc)) from None
 
     # Each list field: (its bounds, whether it may be empty, and whether it only counts on a managed server).
     _LISTS: dict[str, tuple[int, int | None, bool]] = {

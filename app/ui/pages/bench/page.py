@@ -8,6 +8,8 @@ point and puts it back afterwards; on an attached server only client concurrency
 
 from __future__ import annotations
 
+import html
+from collections.abc import Sequence
 from dataclasses import replace
 
 from PySide6.QtCore import Qt
@@ -26,6 +28,7 @@ from app.ui.pages.context import PageContext
 from app.ui.pages.bench.editor import SweepEditor
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
+from app.services.bench.sweep_runner import ClassProgress
 from app.ui.pages.bench.worker import Background, SweepController, SweepProgress
 from app.ui.pages.bench.history_view import HistoryView
 from app.ui.widgets.forms import InlineMessage, guard_form
@@ -69,6 +72,16 @@ def duration_text(seconds: float | None) -> str:
     return f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
+def class_progress_text(classes: Sequence[ClassProgress]) -> str:
+    """Each scenario class's requests done at this point, as rich text ("" without classes)."""
+    parts = []
+    for c in classes:
+        count = f"{c.done} of {c.of}" if c.of is not None else f"{c.done}"
+        name = html.escape(c.name).replace("-", "&#8209;")  # a name breaks at no hyphen
+        parts.append(f"<span style='white-space: nowrap'><b>{name}</b> {count} done</span>")
+    return " &nbsp;·&nbsp; ".join(parts)
+
+
 class ProgressCard(QFrame):
     """Point k of n, what is happening, a bar and the time left."""
 
@@ -84,12 +97,18 @@ class ProgressCard(QFrame):
         self.headline.setStyleSheet("font-size: 13pt; font-weight: 700;")
         self.phase = QLabel()
         self.phase.setObjectName("ProgressPhase")
+        self.classes = QLabel()
+        self.classes.setObjectName("ProgressClasses")
+        self.classes.setWordWrap(True)
+        self.classes.setTextFormat(Qt.TextFormat.RichText)
+        self.classes.hide()
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.setTextVisible(False)
         self.bar.setFixedHeight(10)
         lay.addWidget(self.headline)
         lay.addWidget(self.phase)
+        lay.addWidget(self.classes)
         lay.addWidget(self.bar)
         self.hide()
 
@@ -106,6 +125,8 @@ class ProgressCard(QFrame):
         eta = f" · about {left} left" if left else (" · time left known after the first point"
                                                      if p.phase not in ("restoring", "done") else "")
         self.phase.setText(f"{words}{detail}{eta}")
+        self.classes.setText(class_progress_text(p.classes))
+        self.classes.setVisible(bool(p.classes))
         self.bar.setValue(int(p.fraction * 1000))
 
     def show_final(self, text: str) -> None:
@@ -113,6 +134,7 @@ class ProgressCard(QFrame):
         self.show()
         self.headline.setText(text)
         self.phase.setText("Kept in the History tab, with every request.")
+        self.classes.hide()
         self.bar.hide()
 
 
@@ -157,7 +179,10 @@ class BenchPage(QWidget):
         self.tabs.setObjectName("BenchTabs")
         root.addWidget(self.tabs, 1)
 
-        self.editor = SweepEditor(backend.tuning.setting_name)
+        self.editor = SweepEditor(backend.tuning.setting_name, write_file=context.write_file)
+        if not backend.can("thinking_control"):
+            self.editor.set_thinking_control(False, f"{backend.why_not('thinking_control')} The scenario's thinking "
+                                                    "shares are not used.")
         self.progress = ProgressCard()
         self.message = InlineMessage(prominent=True)
         self.message.setObjectName("PageMessage")
@@ -360,4 +385,4 @@ class BenchPage(QWidget):
             self._list_models()
 
 
-__all__ = ["KEPT_WORDS", "BenchPage", "ProgressCard", "apply_text", "duration_text"]
+__all__ = ["KEPT_WORDS", "BenchPage", "ProgressCard", "apply_text", "class_progress_text", "duration_text"]

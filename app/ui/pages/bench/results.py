@@ -19,11 +19,13 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayo
 from app.core.bench.outcome import FAILURE_WORDS, PointStatus, RunStatus
 from app.core.bench.truncation import length_words
 from app.core.bench.sweep import PointResult
+from app.core.bench.scenario_run import scenario_json
 from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_csv, run_to_json, run_to_markdown,
                                 server_cells)
 from app.core.saved_format import SavedFormat
 from app.ui.widgets import theme
 from app.ui.pages.bench.charts import SweepCharts
+from app.ui.pages.bench.scenario_charts import ScenarioView
 from app.ui.pages.bench.targets import TargetFields
 
 RECOMMENDED_BACKGROUND = "#1d3b52"
@@ -299,6 +301,8 @@ class RunView(QWidget):
         self.card = RecommendationCard()
         self.card.setVisible(False)
         lay.addWidget(self.card)
+        self.classes = ScenarioView()
+        lay.addWidget(self.classes)
         self.charts = SweepCharts()
         lay.addWidget(self.charts, 1)
         self.card.apply_recommended.connect(self._apply_recommended)
@@ -334,6 +338,7 @@ class RunView(QWidget):
             self.facts.clear()
             self.table.set_results([], ("parallel",), None)
             self.charts.set_results([], ("parallel",), None, None)
+            self.classes.set_run(None)
             self.card.setVisible(False)
             self.export_button.setEnabled(False)
             return
@@ -351,6 +356,7 @@ class RunView(QWidget):
         self.facts.setText(" · ".join(b for b in bits if b))
         self.table.set_results(run.results, run.varying, index)
         self.charts.set_results(run.results, run.varying, index, run.spec.targets.ttft_p95_ms)
+        self.classes.set_run(run)
         self.export_button.setEnabled(bool(run.results))
         self._show_recommendation(run)
 
@@ -422,7 +428,7 @@ class RunView(QWidget):
                     raise OSError(f"Qt could not write a PNG to {path}")
             else:
                 text = {"csv": lambda: run_to_csv(run),
-                        "json": lambda: json.dumps(run_to_json(run, self._saved_format), indent=1,
+                        "json": lambda: json.dumps(_run_json(run, self._saved_format), indent=1,
                                                    ensure_ascii=False) + "\n",
                         "md": lambda: run_to_markdown(run, self._labels)}[kind]()
                 Path(path).write_text(text, encoding="utf-8")
@@ -431,6 +437,13 @@ class RunView(QWidget):
             return False
         self.exported.emit(path)
         return True
+
+
+def _run_json(run: SweepRun, saved_format: SavedFormat) -> dict[str, object]:
+    """The run document, with a scenario's per-class results as the CLI writes them."""
+    data = run_to_json(run, saved_format)
+    scenario_json(run, data)
+    return data
 
 
 def titled_image(image: QImage, title: str) -> QImage:
