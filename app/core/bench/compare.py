@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from app.core.bench.outcome import PROMPT_CUT_ERRORS
+from app.core.bench.outcome import PROMPT_CUT_ERRORS, PointStatus
 from app.core.bench.recommend import Recommendation
 from app.core.bench.stats import RequestRecord, distribution
 from app.core.bench.sweep import PointResult
@@ -264,12 +264,12 @@ def setting_words(r: PointResult) -> str:
 
 
 def _state(r: PointResult) -> SideState:
-    if not r.ran or r.stats is None or not r.stats.requests:
+    if r.stats is None or not r.stats.requests:  # a failed point that measured requests (cut prompts) has figures
         return SideState.NOT_MEASURED
     counted = [x for x in r.records if not x.warmup]
     if any(x.error_kind in PROMPT_CUT_ERRORS for x in counted):
         return SideState.TRUNCATED
-    if r.stats.requests_failed:
+    if r.stats.requests_failed or r.status not in (PointStatus.OK, PointStatus.UNSTABLE):
         return SideState.FAILURES
     if r.contention.contended:
         return SideState.CONTENDED
@@ -307,7 +307,7 @@ def before_after(results: Sequence[PointResult], recommendation: Recommendation 
         return None
     best = next((r for r in results if recommendation is not None and r.point.index == recommendation.index), None)
     why = recommendation.text if recommendation is not None else ""
-    if not default.ran or default.stats is None:
+    if default.stats is None or not default.stats.requests:
         outcome = Outcome.DEFAULT_NOT_MEASURED
     elif best is None:
         outcome = Outcome.NO_RECOMMENDATION
@@ -482,5 +482,5 @@ def to_csv(c: BeforeAfter) -> str:
 
 
 __all__ = ["ALL_REQUESTS", "BeforeAfter", "CSV_COLUMNS", "Change", "ClassRow", "Delta", "Figures", "LATENCY",
-           "Outcome", "SAME_WITHIN_PCT", "Side", "SideState", "before_after", "change_text", "figures_of",
+           "Outcome", "SAME_WITHIN_PCT", "STATE_WORDS", "Side", "SideState", "before_after", "change_text", "figures_of",
            "setting_words", "to_csv", "to_markdown"]
