@@ -4,6 +4,8 @@ Without --managed the server at --url is used as it runs, and only the client si
 (--concurrency). With --managed, ollama-deck starts its own `ollama serve` and restarts it for
 every --parallel (and --kv-cache, --context, --flash-attention) value, then stops it again.
 Prints the table and the recommendation; --json/--csv/--markdown write the results (- for stdout).
+With --compare (managed servers only) the server's own default settings are measured too and reported
+against the recommended setting (--compare-report writes that report alone: .md, .csv, .json or .png).
 Exit status: 0 when the sweep ran, 1 when no point could be measured or the server could not be
 used, 2 on unusable input, 130 when interrupted. A run the benchmark history cannot keep (locked by another
 program, a full disk) is still printed and written; what the history kept of it is said on stderr after it.
@@ -580,7 +582,8 @@ def _open_history(args: argparse.Namespace) -> SweepRecorder | None:
 
 def history_words(kept: HistoryOutcome, args: argparse.Namespace) -> str:
     """The line that says the history could not keep a run, what it holds of it, and where the results are."""
-    outputs = [path for path in (args.json, args.csv, args.markdown) if path not in (None, "-")]
+    outputs = [path for path in (args.json, args.csv, args.markdown, getattr(args, "compare_report", None))
+               if path not in (None, "-")]
     where = "printed above" + (f" and written to {', '.join(outputs)}" if outputs else "")
     if kept.run_id is None:
         held = "this run is not in it"

@@ -37,11 +37,11 @@ def _nice_top(value: float) -> float:
     """A round axis top at or above value (1, 2, 2.5 or 5 times a power of ten)."""
     if value <= 0:
         return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
+    power = 10.0 ** math.floor(math.log10(value))
+    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
         if step * power >= value:
             return step * power
-    return 10 * power
+    return 10.0 * power
 
 
 def _change_color(d: Delta) -> QColor:
@@ -64,7 +64,7 @@ def comparison_image(c: BeforeAfter, title: str = "", width: int = 1400, height:
 
 def save_comparison_png(c: BeforeAfter, title: str, path: str) -> None:
     """Write the chart as a PNG; OSError when it cannot be written."""
-    if not comparison_image(c, title).save(path, "PNG"):
+    if not comparison_image(c, title).save(path, b"PNG"):
         raise OSError(f"could not write the chart to {path}")
 
 
@@ -146,17 +146,17 @@ def _bars(p: QPainter, area: QRectF, groups: Sequence[tuple[str, Sequence[tuple[
         left = area.left() + slot * n
         bar_w = min(46.0, slot * 0.8 / max(1, len(bars)))
         start = left + (slot - bar_w * len(bars)) / 2
-        for b, (value, color) in enumerate(bars):
+        for b, (shown, color) in enumerate(bars):
             x = start + b * bar_w
-            if value is None:
+            if shown is None:
                 p.setPen(NOTE_COLOR)
                 p.drawText(QRectF(x, area.bottom() - 18, bar_w, 16), int(Qt.AlignmentFlag.AlignCenter), "—")
                 continue
-            h = area.height() * min(1.0, value / axis_top) if axis_top > 0 else 0.0
+            h = area.height() * min(1.0, shown / axis_top) if axis_top > 0 else 0.0
             p.fillRect(QRectF(x + 2, area.bottom() - h, bar_w - 4, h), color)
             p.setPen(TEXT_COLOR)
             p.drawText(QRectF(x - 10, area.bottom() - h - 16, bar_w + 20, 15), int(Qt.AlignmentFlag.AlignCenter),
-                       format(value, fmt))
+                       format(shown, fmt))
         p.setPen(TEXT_COLOR)
         p.drawText(QRectF(left, area.bottom() + 4, slot, 16), int(Qt.AlignmentFlag.AlignCenter),
                    metrics.elidedText(label, Qt.TextElideMode.ElideRight, int(slot) - 4))
