@@ -117,6 +117,7 @@ class Side:
     gpu_util_mean_pct: float | None = None
     vram_peak_mib: float | None = None
     requests_per_day: float | None = None  # a measured capacity, where one is known
+    detail: str = ""  # the point's own words behind its status (for cut prompts: the context it needs)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict."""
@@ -279,7 +280,7 @@ def _state(r: PointResult) -> SideState:
 def _side(r: PointResult, varying: Sequence[str]) -> Side:
     return Side(r.point.index, r.point.label(varying), setting_words(r), r.stable_text(),
                 _state(r) if r.stats is not None else SideState.NOT_MEASURED, r.context_length,
-                _f(r.gpu.util_mean_pct), _f(r.gpu.vram_peak_mib))
+                _f(r.gpu.util_mean_pct), _f(r.gpu.vram_peak_mib), detail=r.detail)
 
 
 def _rows(default: PointResult, recommended: PointResult | None,
@@ -363,7 +364,9 @@ def _headline(c: BeforeAfter) -> str:
         return (f"The recommendation is the server's default setting itself ({d.label}): there is nothing to "
                 "change; the figures below are that one point's.")
     if c.outcome is Outcome.NO_RECOMMENDATION:
-        return f"Nothing could be recommended, so only the default's figures are shown. {c.why}".strip()
+        state = "" if d.state is SideState.CLEAN else f" The default: {STATE_WORDS[d.state]} ({d.status})."
+        fix = f" {d.detail}" if d.state is SideState.TRUNCATED and d.detail else ""
+        return f"Nothing could be recommended, so only the default's figures are shown. {c.why}{state}{fix}".strip()
     if c.outcome is Outcome.DEFAULT_NOT_MEASURED:
         return (f"The server's default setting was not measured ({d.status}), so there is nothing to compare "
                 "the recommendation with.")
@@ -371,8 +374,9 @@ def _headline(c: BeforeAfter) -> str:
     dirty = [f"the {name} side: {STATE_WORDS[s.state]} ({s.status})" for name, s in (("default", d), ("recommended", r))
              if s.state is not SideState.CLEAN]
     if dirty:
+        fixes = " ".join(s.detail for s in (d, r) if s.state is SideState.TRUNCATED and s.detail)
         return ("Not a like-for-like comparison — " + "; ".join(dirty) + ". A side with failed or cut requests "
-                "is shown as it was, never as a gain.")
+                "is shown as it was, never as a gain." + (f" {fixes}" if fixes else ""))
     return "Both sides ran every request with its whole prompt."
 
 

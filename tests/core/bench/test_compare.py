@@ -239,3 +239,14 @@ def test_rejudged_run_recomputes_the_comparison() -> None:
     strict = run.with_targets(LatencyTargets(ttft_p95_ms=0.001, tpot_p95_ms=None))
     assert strict.comparison is not None and strict.comparison.outcome is Outcome.NO_RECOMMENDATION
     assert recommend(strict.results, strict.spec.targets, strict.varying).index is None
+
+
+def test_cut_prompts_name_the_fix() -> None:
+    default = _result(0, 1, {"doc": [0.2, 0.2]}, default=True, kind="truncated")
+    default = PointResult(default.point, PointStatus.FAILED, "prompts cut by the server", default.stats,
+                          default.records, detail="Give it a context of 1024 tokens per slot.")
+    for rec in (_rec_of(1), _rec_of(None)):
+        c = before_after([default, _result(1, 2, {"doc": [0.5, 0.5]})], rec, ["doc"])
+        assert c is not None and c.default.state is SideState.TRUNCATED
+        text = to_markdown(c)
+        assert "prompts cut by the server" in text and "Give it a context of 1024 tokens per slot." in text
