@@ -64,7 +64,7 @@ def comparison_image(c: BeforeAfter, title: str = "", width: int = 1400, height:
 
 def save_comparison_png(c: BeforeAfter, title: str, path: str) -> None:
     """Write the chart as a PNG; OSError when it cannot be written."""
-    if not comparison_image(c, title).save(path, b"PNG"):
+    if not comparison_image(c, title).save(path):  # the format by its extension (the CLI asks for .png)
         raise OSError(f"could not write the chart to {path}")
 
 
