@@ -375,8 +375,8 @@ def _headline(c: BeforeAfter) -> str:
              if s.state is not SideState.CLEAN]
     if dirty:
         fixes = " ".join(s.detail for s in (d, r) if s.state is SideState.TRUNCATED and s.detail)
-        return ("Not a like-for-like comparison — " + "; ".join(dirty) + ". A side with failed or cut requests "
-                "is shown as it was, never as a gain." + (f" {fixes}" if fixes else ""))
+        return ("Not a like-for-like comparison — " + "; ".join(dirty) + ". Such a side is shown as it was, never "
+                "as a gain." + (f" {fixes}" if fixes else ""))
     return "Both sides ran every request with its whole prompt."
 
 
@@ -438,8 +438,8 @@ def to_markdown(c: BeforeAfter, title: str = "") -> str:
     if c.default.requests_per_day is None and (rec is None or rec.requests_per_day is None):
         notes.append("Requests/day: — because this run measured no capacity (a rate sweep at a fixed setting "
                      "measures the sustainable rate).")
-    notes.append(f"Changes within {SAME_WITHIN_PCT:g} % read as ≈; a side with failed or cut requests is "
-                 "\"not comparable\".")
+    notes.append(f"Changes within {SAME_WITHIN_PCT:g} % read as ≈; a side with failed or cut requests, or measured "
+                 "while other programs used the device, is \"not comparable\".")
     lines += [""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 

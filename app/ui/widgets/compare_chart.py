@@ -116,7 +116,8 @@ def _paint(p: QPainter, c: BeforeAfter, title: str, width: int, height: int) -> 
     if c.outcome is Outcome.DEFAULT_NOT_MEASURED:
         notes.append("The default setting was not measured.")
     if any(s.state is not SideState.CLEAN for s in (c.default, rec) if s is not None):
-        notes.append("A side with failed or cut requests is not comparable (no change shown).")
+        notes.append("A side with failed or cut requests, or measured while other programs used the device, is "
+                     "not comparable (no change shown).")
     p.drawText(QRectF(margin, height - 78, width - 2 * margin, 60),
                int(Qt.AlignmentFlag.AlignLeft) | int(Qt.TextFlag.TextWordWrap), " ".join(notes))
 

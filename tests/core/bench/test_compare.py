@@ -250,3 +250,17 @@ def test_cut_prompts_name_the_fix() -> None:
         assert c is not None and c.default.state is SideState.TRUNCATED
         text = to_markdown(c)
         assert "prompts cut by the server" in text and "Give it a context of 1024 tokens per slot." in text
+
+
+def test_a_contended_side_is_not_a_win() -> None:
+    from dataclasses import replace as copy
+
+    from app.core.bench.contention import Contention, ContentionKind
+
+    best = _result(1, 2, {"qa": [0.3, 0.3]})
+    busy = copy(best, status=PointStatus.UNSTABLE, contention=Contention(ContentionKind.CPU, cpu_others_pct=60.0))
+    assert busy.contention.contended
+    c = before_after([_result(0, 1, {"qa": [1.0, 1.0]}, default=True), busy], _rec_of(1), ["qa"])
+    assert c is not None and c.recommended is not None and c.recommended.state is SideState.CONTENDED
+    assert c.delta(c.overall, "e2e_mean_ms").change is Change.NOT_COMPARABLE
+    assert "measured while other programs used the device" in to_markdown(c)
