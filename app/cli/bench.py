@@ -27,6 +27,8 @@ from app import __version__
 from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
+from app.core.bench.capacity import (GROWTH, REFINE_STEPS, CapacityError, RateLadder, capacity_lines,
+                                     capacity_markdown, capacity_to_csv, check_scalable, parse_rate_spec)
 from app.core.bench.scenario import BUILTIN_SCENARIOS, MIN_SCALE, Scenario, ScenarioError, parse_scenario
 from app.core.bench.stats import ClassStats, LatencyTargets, class_stats
 from app.core.bench.truncation import PROMPT_CUT_FAILURES, length_words
@@ -45,8 +47,10 @@ from app.core.ports.stores import SweepRecorder
 
 if TYPE_CHECKING:  # the runner (and httpx under it) loads only when a sweep runs
 
+    from app.core.bench.capacity import Capacity, CapacityStep
+    from app.services.bench.capacity import CapacityProgress
     from app.services.bench.recording import HistoryOutcome
-    from app.services.bench.sweep_runner import SweepProgress
+    from app.services.bench.sweep_runner import AfterSweep, SweepProgress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,6 +101,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="with --scenario: every prompt and output length times F (0 < F ≤ 1), e.g. 0.05 for a "
                         "small CPU machine; the output says so")
     w.add_argument("--list-scenarios", action="store_true", help="print the built-in scenarios and their numbers")
+    c = parser.add_argument_group("capacity (a rate sweep at one setting, with --scenario)")
+    c.add_argument("--rate-sweep", nargs="?", const="", metavar="START:STOP|R1,R2,…",
+                   help="after the sweep, raise the scenario's open-loop arrival rates step by step at one setting (the "
+                        "recommended point, or the only one) until its targets break, then refine; report the "
+                        "sustainable rate and requests per day. Rates are the open-loop classes' total in requests/s: "
+                        "START:STOP (e.g. 0.5:8; either side may be left out) or a list (0.5,1,2,4); without a value "
+                        f"from half the scenario's rates, ×{GROWTH:g} per step. Closed-loop classes run alongside, "
+                        "not scaled. --requests or --duration is per step (default "
+                        f"{RATE_SWEEP_STEP_S:g} s)")
+    c.add_argument("--refine", type=int, metavar="N",
+                   help=f"with --rate-sweep: bisection steps between the last rate that met the targets and the first "
+                        f"that missed (default {REFINE_STEPS})")
+    c.add_argument("--chart", metavar="FILE.png", help="with --rate-sweep: draw latency against load as a PNG")
     t = parser.add_argument_group("targets (for the recommendation)")
     t.add_argument("--ttft-p95-ms", type=float, default=2000.0, help="time-to-first-token p95 target (default 2000)")
     t.add_argument("--tpot-p95-ms", type=float, default=100.0, help="time-per-output-token p95 target (default 100)")
@@ -136,6 +153,7 @@ RANGES = (
     Range("--scale-lengths", MIN_SCALE, 1, "", "a factor on the scenario's token lengths"),
 )
 REQUESTS_PER_CLASS = 8  # a scenario's default request count per class
+RATE_SWEEP_STEP_S = 20.0  # a rate sweep's default duration per step (and per point): a few dozen requests at 1/s
 SCENARIO_ONLY = (("--rate", "rate", "its classes set their arrivals"),
                  ("--prompt-file", "prompt_file", "its classes make their prompts"),
                  ("--think/--no-think", "think", "its classes set their thinking share"))
@@ -293,7 +311,13 @@ def build_spec(args: argparse.Namespace, base: ServerSettings) -> SweepSpec:
                                                                       "--flash-attention"))
     if axes.concurrency is not None:
         check_values("--concurrency", axes.concurrency, CLIENTS)
+    ladder = rate_ladder(args)
     scenario = load_scenario(args)
+    if scenario is not None and ladder is not None:
+        try:
+            check_scalable(scenario)
+        except CapacityError as exc:
+            raise InputError(f"--rate-sweep: {exc}") from None
     if scenario is not None:
         return _scenario_spec(args, base, axes, scenario)
     if args.prompt_file is not None:
@@ -319,6 +343,33 @@ def build_spec(args: argparse.Namespace, base: ServerSettings) -> SweepSpec:
     spec = SweepSpec(base, axes, plan, targets, managed=args.managed, force=args.force)
     spec.plan()  # raises SweepPlanError early
     return spec
+
+
+def rate_ladder(args: argparse.Namespace) -> RateLadder | None:
+    """The rate sweep --rate-sweep asks for (None: none); InputError says what is wrong. Needs the scenario
+    --scenario names, with an open-loop class."""
+    if args.rate_sweep is None:
+        for flag, value in (("--refine", args.refine), ("--chart", args.chart)):
+            if value is not None:
+                raise InputError(f"{flag} goes with --rate-sweep, which measures the capacity it describes")
+        return None
+    if args.scenario is None:
+        raise InputError("--rate-sweep raises a scenario's arrival rates; add --scenario NAME|FILE (e.g. --scenario "
+                         "customer-qa)")
+    try:
+        ladder = parse_rate_spec(args.rate_sweep)
+    except CapacityError as exc:
+        raise InputError(f"--rate-sweep {exc}") from None
+    if args.refine is not None:
+        ladder = replace(ladder, refine=args.refine)
+    problems = ladder.problems()
+    if problems:
+        raise InputError(f"--rate-sweep: {'; '.join(problems)}")
+    if args.chart is not None:
+        check_output_path("--chart", args.chart)
+        if args.chart == "-" or not args.chart.lower().endswith(".png"):
+            raise InputError(f"--chart {args.chart}: name a .png file, e.g. --chart capacity.png")
+    return ladder
 
 
 def _num_predict(args: argparse.Namespace) -> int | None:
@@ -363,10 +414,13 @@ def _scenario_spec(args: argparse.Namespace, base: ServerSettings, axes: SweepAx
         print(f"ollama-deck bench: note: {chosen_backend(args)} cannot switch thinking per request; the scenario's "
               "thinking shares are not used", file=sys.stderr)
         scenario = scenario.without_thinking()
-    requests = args.requests
-    if requests is None and args.duration is None:
-        requests = REQUESTS_PER_CLASS * len(scenario.classes)
-    plan = LoadPlan(model=args.model, scenario=scenario, concurrency=0, requests=requests, duration_s=args.duration,
+    requests, duration = args.requests, args.duration
+    if requests is None and duration is None:
+        if args.rate_sweep is not None:
+            duration = RATE_SWEEP_STEP_S  # a step's request count then grows with its rate
+        else:
+            requests = REQUESTS_PER_CLASS * len(scenario.classes)
+    plan = LoadPlan(model=args.model, scenario=scenario, concurrency=0, requests=requests, duration_s=duration,
                     warmup_requests=args.warmup)
     problems = [p for p in plan.problems() if "in-flight" not in p]  # set per point
     if problems:
@@ -460,6 +514,37 @@ def write_report(run: SweepRun, path: str, labels: dict[str, str]) -> None:
         _write(path, comparison_markdown(comparison, title))
 
 
+def capacity_csv_path(path: str) -> str:
+    """Where --csv's rate-sweep steps go: beside the points' file, "-capacity" before its suffix."""
+    target = Path(path)
+    return str(target.with_name(f"{target.stem}-capacity{target.suffix or '.csv'}"))
+
+
+def _write_capacity_csv(path: str, text: str) -> None:
+    """The rate sweep's steps as CSV: after a blank line on stdout, else in their own file (said on stderr)."""
+    if path == "-":
+        sys.stdout.write("\n" + text)
+        return
+    steps = capacity_csv_path(path)
+    Path(steps).write_text(text, encoding="utf-8")
+    print(f"ollama-deck bench: the rate sweep's steps are in {steps}", file=sys.stderr)
+
+
+def _write_chart(path: str, run: SweepRun) -> None:
+    """Latency against load as a PNG, drawn by Qt off screen."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtGui import QGuiApplication
+
+    from app.ui.widgets.load_chart import load_chart_image
+
+    app = QGuiApplication.instance() or QGuiApplication([])
+    assert run.capacity is not None
+    image = load_chart_image(run.capacity, run.title)
+    if not image.save(path):  # PNG: the name ends in .png
+        print(f"ollama-deck bench: --chart {path} could not be written", file=sys.stderr)
+    del app
+
+
 def _write(path: str, text: str) -> None:
     if path == "-":
         sys.stdout.write(text)
@@ -541,7 +626,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         run: SweepRun | None = None
         try:
             run = await runner.run(spec, _Progress(args.quiet), recorder.point_done if recorder else None,
-                                   recorder.started if recorder else None)
+                                   recorder.started if recorder else None, after=_capacity_stage(args))
         finally:
             outcome = await asyncio.to_thread(recorder.close, run) if recorder is not None else None
         return run, outcome
@@ -549,6 +634,33 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         if supervisor is not None:
             await supervisor.close()
         gpu.close()
+
+
+def _capacity_stage(args: argparse.Namespace) -> AfterSweep | None:
+    """The rate sweep to run after the sweep (None: none asked), printing its progress on stderr."""
+    ladder = rate_ladder(args)
+    if ladder is None:
+        return None
+    from app.services.bench.capacity import CapacitySweep
+
+    last = [("", -1, 0.0)]
+
+    def progress(p: CapacityProgress) -> None:
+        now = time.monotonic()
+        if args.quiet or ((p.phase, p.step) == last[0][:2] and now - last[0][2] < 1.0):
+            return
+        last[0] = (p.phase, p.step, now)
+        detail = f" {p.detail}" if p.detail else ""
+        print(f"capacity step {p.step + 1} at {p.offered_rps:.3g} req/s: {p.phase}{detail}", file=sys.stderr,
+              flush=True)
+
+    def step_done(_capacity: Capacity, step: CapacityStep) -> None:
+        if not args.quiet:
+            verdict = "met the targets" if step.met else "missed: " + "; ".join(m.words() for m in step.misses)
+            print(f"capacity step {step.order + 1} at {step.offered_rps:.3g} req/s: {verdict}", file=sys.stderr,
+                  flush=True)
+
+    return CapacitySweep(ladder, progress, step_done)
 
 
 def _prompt_maker(spec: SweepSpec) -> PromptMaker | None:
@@ -634,15 +746,25 @@ def run(args: argparse.Namespace) -> int:
     from app.backends import registry
 
     # With the JSON on stdout the table goes to stderr, so the JSON can be piped.
-    print(render_table(result), file=sys.stderr if args.json == "-" else sys.stdout)
+    table = render_table(result)
+    if result.capacity is not None:
+        table += "\n\n" + "\n".join(capacity_lines(result.capacity))
+    print(table, file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json:
         data = run_to_json(result, SAVED_FORMAT)
         scenario_json(result, data)
         _write(args.json, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     if args.csv:
         _write(args.csv, run_to_csv(result))
+        if result.capacity is not None:
+            _write_capacity_csv(args.csv, capacity_to_csv(result.capacity))
     if args.markdown:
-        _write(args.markdown, run_to_markdown(result, registry.display_names()))
+        markdown = run_to_markdown(result, registry.display_names())
+        if result.capacity is not None:
+            markdown += "\n" + capacity_markdown(result.capacity)
+        _write(args.markdown, markdown)
+    if args.chart and result.capacity is not None and result.capacity.steps:
+        _write_chart(args.chart, result)
     if args.compare:
         out = sys.stderr if args.json == "-" or args.markdown == "-" or args.csv == "-" else sys.stdout
         if result.comparison is None:

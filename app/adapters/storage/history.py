@@ -291,6 +291,8 @@ class BenchHistory:
     def _doc(run: SweepRun) -> str:
         doc = run_to_json(run, SAVED_FORMAT)
         doc.pop("points", None)  # the points live in their own rows
+        if run.capacity is not None:  # a rate sweep's steps have no rows of their own: their requests go here
+            doc["capacity"] = run.capacity.to_json(with_records=True)
         return json.dumps(doc, ensure_ascii=False)
 
     def _insert_run(self, conn: sqlite3.Connection, run: SweepRun) -> int:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import Mapping, Sequence
 
-from app.core.bench.compare import BeforeAfter, before_after, to_markdown as comparison_markdown
+from app.core.bench.capacity import Capacity, CapacityStatus, saved_capacity
+from app.core.bench.compare import BeforeAfter, Outcome, before_after, to_markdown as comparison_markdown
 from app.core.bench.contention import Contention
 from app.core.bench.outcome import RunStatus, failure_of_saved, saved_point_status, saved_run_status
 from app.core.memory.verdict import saved_verdict
@@ -40,6 +41,7 @@ class SweepRun:
     run_id: int | None = None  # the history's id once stored
     # The targets it was measured with, once it is judged against others (spec.targets); None: not re-judged.
     ran_with: LatencyTargets | None = None
+    capacity: Capacity | None = None  # a rate sweep run at one of its points after the sweep (None: none asked)
     # The server's default setting against the recommended one, for a run that measured a default point.
     comparison: BeforeAfter | None = None
 
@@ -61,7 +63,7 @@ class SweepRun:
         ran_with = self.ran_with or self.spec.targets
         judged = replace(self, spec=spec, results=results, recommendation=recommend(results, targets, self.varying),
                          ran_with=None if targets == ran_with else ran_with)
-        return replace(judged, comparison=compared(judged, self.comparison))
+        return replace(judged, comparison=compared(judged))
 
     def result_for(self, index: int | None) -> PointResult | None:
         """The result of point `index`, or None."""
@@ -78,20 +80,23 @@ class SweepRun:
         return " · ".join(parts)
 
 
-def compared(run: SweepRun, before: BeforeAfter | None = None) -> BeforeAfter | None:
-    """The run's default point against its recommendation (None without a default point), keeping the
-    requests/day of `before` (a capacity measured for either side)."""
+def compared(run: SweepRun) -> BeforeAfter | None:
+    """The run's default point against its recommendation (None without a default point), with requests/day
+    where the run's rate sweep (measured at the recommended point) found a sustainable rate."""
     if run.spec.default_settings is None:
         return None
     scenario = run.spec.workload.scenario
     names = [c.name for c in scenario.classes] if scenario is not None else []
     about = scenario.describe() if scenario is not None else run.spec.workload.describe(per_point_clients=True)
     comparison = before_after(run.results, run.recommendation, names, run.varying, run.spec.default_words, about)
-    if comparison is None or before is None:
+    capacity = run.capacity
+    if comparison is None or capacity is None or capacity.status is not CapacityStatus.FOUND:
         return comparison
-    rec = before.recommended
-    same = rec is not None and comparison.recommended is not None and rec.index == comparison.recommended.index
-    return comparison.with_capacity(before.default.requests_per_day, rec.requests_per_day if same and rec else None)
+    if comparison.outcome is Outcome.DEFAULT_RECOMMENDED:
+        return comparison.with_capacity(capacity.requests_per_day, None)
+    if comparison.outcome in (Outcome.COMPARED, Outcome.DEFAULT_NOT_MEASURED):  # measured at the recommended point
+        return comparison.with_capacity(None, capacity.requests_per_day)
+    return comparison
 
 
 def chart_title(run: SweepRun, labels: Mapping[str, str]) -> str:
@@ -170,6 +175,8 @@ def run_to_json(run: SweepRun, saved: SavedFormat, with_records: bool = False) -
         data["comparison"] = run.comparison.to_json()
     if with_records:
         data["results"] = [result_to_json(r) for r in run.results]
+    if run.capacity is not None:
+        data["capacity"] = run.capacity.to_json(with_records)
     return data
 
 
@@ -215,14 +222,13 @@ def run_from_json(data: dict[str, Any], saved: SavedFormat, run_id: int | None =
     run = SweepRun(spec, Fingerprint.from_json(data.get("fingerprint") or {}, saved), points, varying, results,
                    None, saved_run_status(data.get("status", RunStatus.FINISHED)), str(data.get("started_at", "")),
                    str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id,
-                   LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None)
+                   LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None,
+                   # Absent in runs without a rate sweep and in every run stored before there were any.
+                   saved_capacity(data.get("capacity")))
     if not results:
         return run
     run = replace(run, recommendation=recommend(results, spec.targets, varying))
-    # Recomputed from the records; a capacity saved with it (requests/day) is kept.
-    saved_comparison = data.get("comparison")
-    return replace(run, comparison=compared(run, BeforeAfter.from_json(saved_comparison)
-                                            if isinstance(saved_comparison, dict) else None))
+    return replace(run, comparison=compared(run))  # recomputed from the records, as the recommendation is
 
 
 CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_length", "flash_attention", "status",

@@ -37,7 +37,9 @@ from app.core.units import GIB, MIB
 from app.core.bench.outcome import (CRASHED_DURING_RUN, ERROR_WORDS, EVERY_REQUEST_FAILED, REASONS, FailureKind,
                                     PointStatus, RunStatus, request_failure)
 from app.core.bench.sweep import Fingerprint, PointResult, SweepPoint, SweepSpec
+from app.core.bench.recommend import recommend
 from app.core.bench.run import SweepRun
+from app.core.bench.workload import LoadPlan
 from app.core.ports.inference import PromptCounterFactory, StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
@@ -68,6 +70,13 @@ class SweepProgress:
     fraction: float = 0.0  # of the whole sweep
     eta_s: float | None = None
     elapsed_s: float = 0.0
+
+
+# Measures a workload at the point an after-sweep stage runs at; returns the point's outcome (None: cancelled).
+PointMeasure = Callable[[LoadPlan, Callable[[SweepProgress], None]], Awaitable[PointResult | None]]
+# A stage after the sweep's points (a rate sweep): it gets the run so far, the point to run at (the recommended
+# one, else the sweep's only point; None when there is none) and a way to measure there; it returns the run.
+AfterSweep = Callable[[SweepRun, PointResult | None, PointMeasure], Awaitable[SweepRun]]
 
 
 def now_iso() -> str:
@@ -149,8 +158,10 @@ class SweepRunner:
     # ---- the run -------------------------------------------------------------------------------
     async def run(self, spec: SweepSpec, on_progress: Callable[[SweepProgress], None] | None = None,
                   on_point: Callable[[SweepRun, PointResult], None] | None = None,
-                  on_start: Callable[[SweepRun], None] | None = None) -> SweepRun:
-        """Run every point and return the finished run (status finished or cancelled).
+                  on_start: Callable[[SweepRun], None] | None = None,
+                  after: AfterSweep | None = None) -> SweepRun:
+        """Run every point and return the finished run (status finished or cancelled); `after` then runs at
+        the recommended point (or the only one) before the server is put back.
 
         Raises DeckError before anything changed when the sweep cannot start (no such model,
         a managed sweep on a server ollama-deck did not start, an unusable workload)."""
@@ -216,12 +227,44 @@ class SweepRunner:
                 run = run.with_result(result)
                 if on_point is not None:
                     on_point(run, result)
+            if after is not None and status_word is RunStatus.FINISHED:
+                run = await self._after(client, spec, run, shape, fingerprint.server_version, after)
+                if self._cancelled:
+                    status_word = RunStatus.CANCELLED
         finally:
             await client.aclose()
             await self._restore(original, was_running, progress, len(plan.points))
         done = run.finished(status_word, now_iso())
         progress(SweepProgress(len(plan.points), len(plan.points), "done", "", "", 1.0, 0.0, self._clock() - started))
         return done
+
+    async def _after(self, client: ModelCatalog, spec: SweepSpec, run: SweepRun, shape: ModelShape | None,
+                     version: str, after: AfterSweep) -> SweepRun:
+        """Run `after` at the recommended point (else the only point that ran); its first measurement restarts a
+        managed server with that point's settings, the next ones measure the server as it is."""
+        chosen = run.result_for(recommend(run.results, spec.targets, run.varying).index)
+        if chosen is None and len(run.results) == 1 and run.results[0].ran:
+            chosen = run.results[0]
+        fresh = True
+
+        async def measure(workload: LoadPlan, progress: Callable[[SweepProgress], None]) -> PointResult | None:
+            nonlocal fresh
+            if self._cancelled or chosen is None:
+                return None
+            step_spec = replace(spec, workload=workload)
+            self._point_task = asyncio.ensure_future(self._run_point(
+                client, step_spec, chosen.point, shape, version, progress, [], 1, run.varying, restart=fresh))
+            fresh = False
+            try:
+                return await self._point_task
+            except asyncio.CancelledError:
+                if not self._cancelled:
+                    raise
+                return None
+            finally:
+                self._point_task = None
+
+        return await after(run, chosen, measure)
 
     async def _prepare(self, client: ModelCatalog, spec: SweepSpec) -> tuple[Fingerprint, ModelShape | None, list[str]]:
         """The fingerprint and the model's shape (for pricing); ModelNotFound before anything changes."""
@@ -266,7 +309,7 @@ class SweepRunner:
     # ---- one point -----------------------------------------------------------------------------
     async def _run_point(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint, shape: ModelShape | None,
                          version: str, progress: Callable[[SweepProgress], None], durations: list[float],
-                         n_points: int, varying: Sequence[str]) -> PointResult:
+                         n_points: int, varying: Sequence[str], restart: bool = True) -> PointResult:
         label = point.label(varying)
         begun = self._clock()
 
@@ -293,7 +336,7 @@ class SweepRunner:
         if estimate is not None and estimate.verdict in SKIPPED_VERDICTS and not spec.force:
             return _ended(priced, PointStatus.SKIPPED, *skip_reason(estimate), f"{estimate.explanation} The point was "
                           "not run; tick Force (--force) to run it anyway.")
-        if spec.managed and self._supervisor is not None:
+        if spec.managed and self._supervisor is not None and restart:
             report("restarting", f"parallel {point.settings.num_parallel}", 0.02)
             status = await self._supervisor.restart(point.settings)
             if status.state is not ServerState.RUNNING_MANAGED:

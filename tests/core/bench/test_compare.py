@@ -216,10 +216,8 @@ def test_run_document_keeps_the_comparison() -> None:
     doc = json.loads(json.dumps(run_to_json(run, SAVED, with_records=True)))
     assert doc["comparison"]["default"]["index"] == 0 and doc["points"][0]["default"] is True
     assert doc["spec"]["default_words"] == ["parallel 1 (the server's default)"]
-    doc["comparison"]["recommended"]["requests_per_day"] = 7000.0  # a capacity measured later is kept
     back = run_from_json(doc, SAVED)
-    assert back.comparison is not None and back.comparison.recommended is not None
-    assert back.comparison.recommended.requests_per_day == 7000.0
+    assert back.comparison == run.comparison  # recomputed from the records, as the recommendation is
     assert back.results[0].point.default and back.comparison.default_words == ("parallel 1 (the server's default)",)
     assert "## Before/after" in run_to_markdown(back, {})
     assert table_rows(back.results)[0][0] == "1 (default)"
@@ -264,3 +262,23 @@ def test_a_contended_side_is_not_a_win() -> None:
     assert c is not None and c.recommended is not None and c.recommended.state is SideState.CONTENDED
     assert c.delta(c.overall, "e2e_mean_ms").change is Change.NOT_COMPARABLE
     assert "measured while other programs used the device" in to_markdown(c)
+
+
+def test_requests_per_day_come_from_the_rate_sweep_at_the_recommended_point() -> None:
+    from dataclasses import replace as copy
+
+    from app.core.bench.capacity import RateLadder, SECONDS_PER_DAY
+    from tests.core.bench.test_capacity import served_by, sweep
+
+    capacity = sweep(RateLadder(refine=2), served_by(2.0))
+    run = _run((_result(0, 1, {"": [1.0]}, default=True), _result(1, 2, {"": [0.4]})), ServerSettings(num_parallel=1))
+    assert run.comparison is not None and run.comparison.recommended is not None
+    assert run.comparison.recommended.requests_per_day is None  # no rate sweep: not measured, not invented
+    with_rates = copy(run, capacity=capacity).finished(RunStatus.FINISHED, run.finished_at)
+    c = with_rates.comparison
+    assert c is not None and c.recommended is not None and c.default.requests_per_day is None
+    assert c.recommended.requests_per_day == pytest.approx(2.25 * SECONDS_PER_DAY)
+    assert "194,400" in to_markdown(c)
+    back = run_from_json(json.loads(json.dumps(run_to_json(with_rates, SAVED, with_records=True))), SAVED)
+    assert back.comparison is not None and back.comparison.recommended is not None
+    assert back.comparison.recommended.requests_per_day == pytest.approx(2.25 * SECONDS_PER_DAY)

@@ -1,0 +1,82 @@
+"""Runs a rate sweep (app/core/bench/capacity.py) at one fixed setting, after a sweep's points.
+
+The sweep runner measures each step at the point it hands over (SweepRunner.run's `after`): the recommended
+point of a sweep over server settings, or the sweep's only point. Each step is the sweep's scenario with its
+open-loop rates times the step's factor, measured the way a sweep point is (warm-up, GPU readings, the
+server's survival, truncation), then judged; the ladder decides the next factor until the sweep is done or
+cancelled (SweepRunner.cancel). Qt-free; progress and each judged step are reported through callbacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from app.core.bench.capacity import Capacity, CapacityStep, RateLadder, at_factor, check_scalable, judge_step
+from app.core.bench.outcome import PointStatus
+from app.core.bench.run import SweepRun
+from app.core.bench.sweep import PointResult
+from app.services.bench.sweep_runner import PointMeasure, SweepProgress
+
+
+@dataclass(frozen=True)
+class CapacityProgress:
+    """Where a rate sweep stands: step k (from 0), its offered rate, the phase (restarting, loading, warm-up,
+    measuring, …) and the request count in words."""
+
+    step: int
+    offered_rps: float
+    phase: str
+    detail: str = ""
+
+
+class CapacitySweep:
+    """The after-sweep stage that runs a rate ladder; pass it as SweepRunner.run(after=…)."""
+
+    def __init__(self, ladder: RateLadder, on_progress: Callable[[CapacityProgress], None] | None = None,
+                 on_step: Callable[[Capacity, CapacityStep], None] | None = None) -> None:
+        self._ladder = ladder
+        self._on_progress = on_progress or (lambda _p: None)
+        self._on_step = on_step or (lambda _c, _s: None)
+
+    async def __call__(self, run: SweepRun, chosen: PointResult | None, measure: PointMeasure) -> SweepRun:
+        """The run with its capacity: every step measured at `chosen`'s setting and judged."""
+        scenario = run.spec.workload.scenario
+        if scenario is None:
+            return run  # nothing to raise: the sweep ran a plain workload
+        check_scalable(scenario)
+        if chosen is None:
+            capacity = Capacity(scenario, self._ladder, targets=run.spec.targets,
+                                notes=("No rate sweep: no point of the sweep was measured to run it at.",))
+            return replace(run, capacity=capacity)
+        setting = chosen.point.label(("parallel", "concurrency"))
+        where = (f"The rate sweep ran at the recommended point ({setting}) after the sweep."
+                 if len(run.points) > 1 else f"The rate sweep ran at the sweep's one setting ({setting}).")
+        capacity = Capacity(scenario, self._ladder, setting=setting, targets=run.spec.targets, notes=(where,))
+        order = 0
+        while (factor := capacity.next_factor()) is not None:
+            offered = capacity.base_rps * factor
+            step_index = order
+
+            def progress(p: SweepProgress, k: int = step_index, rate: float = offered) -> None:
+                self._on_progress(CapacityProgress(k, rate, p.phase, p.detail))
+
+            result = await measure(run.spec.workload.replace(scenario=at_factor(scenario, factor)), progress)
+            if result is None:
+                capacity = replace(capacity, cancelled=True)
+                break
+            failed = result.status in (PointStatus.FAILED, PointStatus.SKIPPED)
+            step = judge_step(factor, result.records, scenario, run.spec.targets, self._ladder, order=order,
+                              failure=result.reason if failed else "", failure_detail=result.detail if failed else "",
+                              vram_peak_mib=result.gpu.vram_peak_mib, gpu_util_pct=result.gpu.util_mean_pct)
+            capacity = capacity.with_step(step)
+            if result.contention.contended:
+                capacity = replace(capacity, notes=(*capacity.notes, f"The step at {offered:.3g} req/s shared the "
+                                                    f"device with other programs ({result.contention.short_text()}): "
+                                                    "its figures are not the setting's alone."))
+            self._on_step(capacity, step)
+            order += 1
+        return replace(run, capacity=capacity)
+
+
+__all__ = ["CapacityProgress", "CapacitySweep"]
