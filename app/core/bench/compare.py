@@ -436,8 +436,10 @@ def to_markdown(c: BeforeAfter, title: str = "") -> str:
     if c.default.vram_peak_mib is None and (rec is None or rec.vram_peak_mib is None):
         notes.append("Peak VRAM and GPU utilisation: — where no GPU could be read (no NVIDIA GPU or NVML).")
     if c.default.requests_per_day is None and (rec is None or rec.requests_per_day is None):
-        notes.append("Requests/day: — because this run measured no capacity (a rate sweep at a fixed setting "
-                     "measures the sustainable rate).")
+        notes.append("Requests/day: — because this run measured no capacity (bench --rate-sweep measures the "
+                     "sustainable rate at the recommended point).")
+    elif c.default.requests_per_day is None:
+        notes.append("Requests/day of the default: — (the rate sweep ran at the recommended point only).")
     notes.append(f"Changes within {SAME_WITHIN_PCT:g} % read as ≈; a side with failed or cut requests, or measured "
                  "while other programs used the device, is \"not comparable\".")
     lines += [""] + [f"- {n}" for n in notes]
