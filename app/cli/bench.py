@@ -709,8 +709,10 @@ def run(args: argparse.Namespace) -> int:
 
     # With the JSON on stdout the table goes to stderr, so the JSON can be piped.
     table = render_table(result)
-    if result.capacity is not None:
-        table += "\n\n" + "\n".join(capacity_lines(result.capacity))
+    # The rate sweep at the chosen point, then (with --compare) the one at the server's default setting.
+    capacities = [c for c in (result.capacity, result.default_capacity) if c is not None]
+    for capacity in capacities:
+        table += "\n\n" + "\n".join(capacity_lines(capacity))
     print(table, file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json:
         data = run_to_json(result, SAVED_FORMAT)
@@ -718,12 +720,12 @@ def run(args: argparse.Namespace) -> int:
         _write(args.json, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     if args.csv:
         _write(args.csv, run_to_csv(result))
-        if result.capacity is not None:
-            _write_capacity_csv(args.csv, capacity_to_csv(result.capacity))
+        if capacities:
+            _write_capacity_csv(args.csv, capacity_to_csv(*capacities))
     if args.markdown:
         markdown = run_to_markdown(result, registry.display_names())
-        if result.capacity is not None:
-            markdown += "\n" + capacity_markdown(result.capacity)
+        for capacity in capacities:
+            markdown += "\n" + capacity_markdown(capacity)
         _write(args.markdown, markdown)
     if args.chart and result.capacity is not None and result.capacity.steps:
         _write_chart(args.chart, result)

@@ -43,6 +43,8 @@ class SweepRun:
     # The targets it was measured with, once it is judged against others (spec.targets); None: not re-judged.
     ran_with: LatencyTargets | None = None
     capacity: Capacity | None = None  # a rate sweep run at one of its points after the sweep (None: none asked)
+    # With a default point beside another recommended one: the same rate sweep at the server's default setting.
+    default_capacity: Capacity | None = None
     # The server's default setting against the recommended one, for a run that measured a default point.
     comparison: BeforeAfter | None = None
 
@@ -81,23 +83,27 @@ class SweepRun:
         return " · ".join(parts)
 
 
+def _found(capacity: Capacity | None) -> float | None:
+    """The requests/day of a rate sweep that found a sustainable rate (None: none run, or none found)."""
+    return capacity.requests_per_day if capacity is not None and capacity.status is CapacityStatus.FOUND else None
+
+
 def compared(run: SweepRun) -> BeforeAfter | None:
     """The run's default point against its recommendation (None without a default point), with requests/day
-    where the run's rate sweep (measured at the recommended point) found a sustainable rate."""
+    where a rate sweep at that side's setting found a sustainable rate."""
     if run.spec.default_settings is None:
         return None
     scenario = run.spec.workload.scenario
     names = [c.name for c in scenario.classes] if scenario is not None else []
     about = scenario.describe() if scenario is not None else run.spec.workload.describe(per_point_clients=True)
     comparison = before_after(run.results, run.recommendation, names, run.varying, run.spec.default_words, about)
-    capacity = run.capacity
-    if comparison is None or capacity is None or capacity.status is not CapacityStatus.FOUND:
-        return comparison
-    if comparison.outcome is Outcome.DEFAULT_RECOMMENDED:
-        return comparison.with_capacity(capacity.requests_per_day, None)
-    if comparison.outcome in (Outcome.COMPARED, Outcome.DEFAULT_NOT_MEASURED):  # measured at the recommended point
-        return comparison.with_capacity(None, capacity.requests_per_day)
-    return comparison
+    if comparison is None:
+        return None
+    if comparison.outcome is Outcome.DEFAULT_RECOMMENDED:  # one setting: its rate sweep is the default's
+        return comparison.with_capacity(_found(run.capacity), None)
+    if comparison.outcome in (Outcome.COMPARED, Outcome.DEFAULT_NOT_MEASURED):  # run at the recommended point
+        return comparison.with_capacity(_found(run.default_capacity), _found(run.capacity))
+    return comparison.with_capacity(_found(run.default_capacity), None)
 
 
 def chart_title(run: SweepRun, labels: Mapping[str, str]) -> str:
@@ -180,6 +186,8 @@ def run_to_json(run: SweepRun, saved: SavedFormat, with_records: bool = False) -
         data["results"] = [result_to_json(r) for r in run.results]
     if run.capacity is not None:
         data["capacity"] = run.capacity.to_json(with_records)
+    if run.default_capacity is not None:
+        data["default_capacity"] = run.default_capacity.to_json(with_records)
     return data
 
 
@@ -227,7 +235,7 @@ def run_from_json(data: dict[str, Any], saved: SavedFormat, run_id: int | None =
                    str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id,
                    LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None,
                    # Absent in runs without a rate sweep and in every run stored before there were any.
-                   saved_capacity(data.get("capacity")))
+                   saved_capacity(data.get("capacity")), saved_capacity(data.get("default_capacity")))
     if not results:
         return run
     run = replace(run, recommendation=recommend(results, spec.targets, varying))

@@ -282,3 +282,23 @@ def test_requests_per_day_come_from_the_rate_sweep_at_the_recommended_point() ->
     back = run_from_json(json.loads(json.dumps(run_to_json(with_rates, SAVED, with_records=True))), SAVED)
     assert back.comparison is not None and back.comparison.recommended is not None
     assert back.comparison.recommended.requests_per_day == pytest.approx(2.25 * SECONDS_PER_DAY)
+
+
+def test_requests_per_day_of_each_side_come_from_its_own_rate_sweep() -> None:
+    from dataclasses import replace as copy
+
+    from app.core.bench.capacity import RateLadder, SECONDS_PER_DAY
+    from tests.core.bench.test_capacity import served_by, sweep
+
+    at_recommended = sweep(RateLadder(refine=2), served_by(2.0))
+    at_default = sweep(RateLadder(refine=2), served_by(1.0))
+    run = _run((_result(0, 1, {"": [1.0]}, default=True), _result(1, 2, {"": [0.4]})), ServerSettings(num_parallel=1))
+    both = copy(run, capacity=at_recommended, default_capacity=at_default).finished(RunStatus.FINISHED, run.finished_at)
+    c = both.comparison
+    assert c is not None and c.recommended is not None
+    assert c.default.requests_per_day == pytest.approx(at_default.requests_per_day)
+    assert c.recommended.requests_per_day == pytest.approx(at_recommended.requests_per_day)
+    assert c.point_delta("requests_per_day").change is Change.BETTER
+    assert at_default.requests_per_day < at_recommended.requests_per_day <= 2.25 * SECONDS_PER_DAY
+    back = run_from_json(json.loads(json.dumps(run_to_json(both, SAVED, with_records=True))), SAVED)
+    assert back.default_capacity == at_default and back.comparison == c
