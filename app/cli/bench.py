@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 import time
@@ -426,6 +427,15 @@ def _scenario_spec(args: argparse.Namespace, base: ServerSettings, axes: SweepAx
     return scenario_spec(base, axes, plan, targets, managed=args.managed, force=args.force)  # SweepPlanError early
 
 
+def _figure(x: float, unit: str) -> str:
+    """A whole figure with its unit, or "—" where none was measured (NaN: no successful request)."""
+    return "—" if math.isnan(x) else f"{x:.0f}{unit}"
+
+
+def _ms(x: float) -> str:
+    return _figure(x, " ms")
+
+
 def render_classes(run: SweepRun) -> str:
     """The scenario, then per point one line per class: requests, TTFT and end-to-end (average and P95),
     output tokens/s and whether its targets were met; '' without a scenario."""
@@ -438,9 +448,9 @@ def render_classes(run: SweepRun) -> str:
         width = max(len(c.stats.name) for c in point.classes)
         for c in point.classes:
             s = c.stats
-            out.append(f"  {s.name.ljust(width)}  {s.requests_ok}/{s.requests} ok  TTFT avg {s.ttft_ms.mean:.0f} ms "
-                       f"P95 {s.ttft_ms.p95:.0f} ms  E2E avg {s.e2e_ms.mean:.0f} ms P95 {s.e2e_ms.p95:.0f} ms  "
-                       f"{s.output_tokens_per_s:.1f} tok/s  prompt {s.prompt_tokens_mean:.0f} tok  {c.verdict}")
+            out.append(f"  {s.name.ljust(width)}  {s.requests_ok}/{s.requests} ok  TTFT avg {_ms(s.ttft_ms.mean)} "
+                       f"P95 {_ms(s.ttft_ms.p95)}  E2E avg {_ms(s.e2e_ms.mean)} P95 {_ms(s.e2e_ms.p95)}  "
+                       f"{s.output_tokens_per_s:.1f} tok/s  prompt {_figure(s.prompt_tokens_mean, ' tok')}  {c.verdict}")
     return "\n".join(out)
 
 

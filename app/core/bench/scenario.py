@@ -65,6 +65,16 @@ class Length:
         """The expected value before clipping (fixed: the value; uniform: the middle)."""
         return (self.low + self.high) / 2 if self.kind == "uniform" else self.mean
 
+    @property
+    def upper(self) -> int:
+        """The most a draw gives in practice: fixed, the value; uniform, its top; normal, three standard
+        deviations above the mean (clipped to its top)."""
+        if self.kind == "fixed":
+            return max(1, round(self.mean))
+        if self.kind == "normal":
+            return max(1, min(self.high, math.ceil(self.mean + 3 * self.sd)))
+        return max(1, self.high)
+
     def scaled(self, factor: float) -> Length:
         """Every figure times `factor` (at least one token)."""
         def tokens(x: float) -> int:
@@ -203,6 +213,11 @@ class Scenario:
     def without_thinking(self) -> Scenario:
         """The scenario with every thinking share at 0 (for a server that cannot switch thinking)."""
         return replace(self, classes=tuple(replace(c, thinking_share=0.0) for c in self.classes))
+
+    @property
+    def output_cap(self) -> int:
+        """The largest output cap its requests are sent with (see Length.upper)."""
+        return max(c.output_tokens.upper for c in self.classes)
 
     def split(self, requests: int) -> tuple[int, ...]:
         """`requests` spread over the classes by weight (largest remainder), each at least one."""

@@ -153,6 +153,11 @@ class LoadPlan:
             return len(self.scenario.classes)  # one request of each class
         return max(1, self.concurrency) if self.mode == "closed" else max(1, min(self.concurrency or 1, 4))
 
+    @property
+    def output_cap(self) -> int | None:
+        """The output cap requests are sent with (a scenario's largest; None: uncapped)."""
+        return self.scenario.output_cap if self.scenario is not None else self.num_predict
+
     def problems(self) -> list[str]:
         """What makes this plan unusable, in words; empty when it can run."""
         out = []

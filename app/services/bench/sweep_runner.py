@@ -484,13 +484,13 @@ class SweepRunner:
             return _ended(outcome, PointStatus.FAILED, FailureKind.SPILLED, f"spilled to CPU during the run ({spilled})")
         if cut := cut_records(result.records):
             # Answers to prompts the server cut are not answers to the workload: the point fails, whatever its speed.
-            needed = context_needed(result.records, plan.num_predict)
+            needed = context_needed(result.records, plan.output_cap)
             price_words = await price_context(needed) if needed is not None and price_context is not None else ""
             failure = FailureKind.TRUNCATED if any(r.error_kind == "truncated" for r in cut) \
                 else FailureKind.PROMPT_TOO_LONG
             return _ended(outcome, PointStatus.FAILED, failure, cut_reason(result.records),
                           f"{cut[0].error}. " + fix_words(needed, facts.context_length or point.settings.context_length,
-                                                          plan.num_predict, price_words))
+                                                          plan.output_cap, price_words))
         if stats.requests_ok == 0:
             kind = next(iter(stats.errors), "other")
             return _ended(outcome, PointStatus.FAILED, request_failure(stats.errors),

@@ -208,3 +208,15 @@ def test_the_readmes_example_scenario_parses():
     scenario = parse_scenario(block, "README.md")
     assert [c.name for c in scenario.classes] == ["questions", "review"]
     assert scenario.classes[1].mean_prompt_tokens() == pytest.approx(1200)
+
+
+def test_the_output_cap_is_the_largest_a_class_sends() -> None:
+    assert Length.fixed(120).upper == 120
+    assert Length("uniform", 0.0, 0.0, 60, 180).upper == 180
+    assert Length("normal", 320.0, 40.0, 100, 1000).upper == 440  # three sd above the mean
+    assert Length("normal", 320.0, 40.0, 100, 400).upper == 400  # its top clips it
+    scenario = Scenario("two", (RequestClass("a", Length.fixed(80), Length.fixed(120)),
+                                RequestClass("b", Length.fixed(9000), Length("normal", 320.0, 40.0, 100, 1000))))
+    assert scenario.output_cap == 440
+    assert LoadPlan(model="m", scenario=scenario, concurrency=0, requests=4).output_cap == 440
+    assert LoadPlan(model="m", prompts=("hi",), num_predict=64).output_cap == 64
