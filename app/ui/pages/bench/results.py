@@ -195,12 +195,16 @@ class RecommendationCard(QFrame):
         top = QHBoxLayout()
         self.title = QLabel("Recommendation")
         self.title.setStyleSheet("font-size: 13pt; font-weight: 700; color: #9fd8ff;")
+        # The flags wrap on a line of their own: long ones never widen the card past the space it has.
         self.flags = QLabel()
+        self.flags.setObjectName("RecommendationFlags")
         self.flags.setTextFormat(Qt.TextFormat.RichText)
+        self.flags.setWordWrap(True)
+        self.flags.hide()
         top.addWidget(self.title)
-        top.addWidget(self.flags)
         top.addStretch(1)
         lay.addLayout(top)
+        lay.addWidget(self.flags)
         self.text = QLabel()
         self.text.setObjectName("RecommendationText")
         self.text.setWordWrap(True)
@@ -248,9 +252,11 @@ class RecommendationCard(QFrame):
         """Show the paragraph (its first sentence in bold) and small coloured flags (text, colour)."""
         head, dot, rest = text.partition(". ")
         self.text.setText(f"<b>{html.escape(head + dot.strip())}</b> {html.escape(rest)}" if dot else html.escape(text))
-        self.flags.setText("&nbsp;".join(
-            f"<span style='background:{c}; color:#101115; font-weight:700; border-radius:8px;'>&nbsp;{t}&nbsp;</span>"
-            for t, c in flags))
+        # Each flag holds together (no break inside it); the line breaks between flags.
+        self.flags.setText(" &nbsp;".join(
+            f"<span style='background:{c}; color:#101115; font-weight:700; border-radius:8px; white-space:nowrap;'>"
+            f"&nbsp;{html.escape(t)}&nbsp;</span>" for t, c in flags))
+        self.flags.setVisible(bool(flags))
 
 
 class RunView(QWidget):
