@@ -24,9 +24,12 @@ from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_cs
                                 server_cells)
 from app.core.saved_format import SavedFormat
 from app.ui.widgets import theme
+from app.core.bench.capacity import Capacity
+from app.ui.pages.bench.capacity_view import CapacityView
 from app.ui.pages.bench.charts import SweepCharts
 from app.ui.pages.bench.scenario_charts import ScenarioView
 from app.ui.pages.bench.targets import TargetFields
+from app.ui.widgets.load_chart import load_chart_image
 
 RECOMMENDED_BACKGROUND = "#1d3b52"
 STATUS_COLOURS = {PointStatus.OK: theme.OK, PointStatus.UNSTABLE: theme.WARNING, PointStatus.FAILED: theme.ERROR,
@@ -307,6 +310,8 @@ class RunView(QWidget):
         self.card = RecommendationCard()
         self.card.setVisible(False)
         lay.addWidget(self.card)
+        self.capacity = CapacityView()
+        lay.addWidget(self.capacity)
         self.classes = ScenarioView()
         lay.addWidget(self.classes)
         self.charts = SweepCharts()
@@ -325,6 +330,11 @@ class RunView(QWidget):
         if run is not None:
             self.card.targets.set_targets(run.spec.targets)
         self._show(run)
+
+    def show_capacity(self, capacity: Capacity) -> None:
+        """The rate sweep as it stands while it runs (the run carries it once it ends)."""
+        if self.run is not None:
+            self.capacity.set_capacity(capacity)
 
     def rejudge(self) -> None:
         """Judge the shown run against the card's targets (from its recorded requests; nothing re-runs)."""
@@ -345,6 +355,7 @@ class RunView(QWidget):
             self.table.set_results([], ("parallel",), None)
             self.charts.set_results([], ("parallel",), None, None)
             self.classes.set_run(None)
+            self.capacity.set_capacity(None)
             self.card.setVisible(False)
             self.export_button.setEnabled(False)
             return
@@ -363,6 +374,7 @@ class RunView(QWidget):
         self.table.set_results(run.results, run.varying, index)
         self.charts.set_results(run.results, run.varying, index, run.spec.targets.ttft_p95_ms)
         self.classes.set_run(run)
+        self.capacity.set_capacity(run.capacity)
         self.export_button.setEnabled(bool(run.results))
         self._show_recommendation(run)
 
@@ -413,6 +425,15 @@ class RunView(QWidget):
                 self.apply_requested.emit(chosen, self.run)
 
     # ---- export -------------------------------------------------------------------------------
+    def _charts_image(self) -> QImage:
+        """The charts as shown, with latency against load below them when the run has a capacity (drawn off
+        screen, as the CLI's --chart draws it)."""
+        images = [self.charts.grab().toImage()]
+        if self.run is not None and self.run.capacity is not None:
+            width = max(600, round(images[0].width() / (images[0].devicePixelRatio() or 1.0)))
+            images.append(load_chart_image(self.run.capacity, self.run.title, width, round(width * 0.6)))
+        return stacked(images) if len(images) > 1 else images[0]
+
     def _export_dialog(self, kind: str) -> None:
         if self.run is None:
             return
@@ -429,7 +450,7 @@ class RunView(QWidget):
             return False
         try:
             if kind == "png":
-                image = titled_image(self.charts.grab().toImage(), chart_title(run, self._labels))
+                image = titled_image(self._charts_image(), chart_title(run, self._labels))
                 if not QPixmap.fromImage(image).save(path, "PNG"):
                     raise OSError(f"Qt could not write a PNG to {path}")
             else:
@@ -443,6 +464,24 @@ class RunView(QWidget):
             return False
         self.exported.emit(path)
         return True
+
+
+def stacked(images: Sequence[QImage]) -> QImage:
+    """The images one under the other, as wide as the widest (the page's background around narrower ones)."""
+    ratio = max((i.devicePixelRatio() for i in images), default=1.0) or 1.0
+    width = max(i.width() for i in images)
+    out = QImage(width, sum(i.height() for i in images), QImage.Format.Format_ARGB32)
+    out.setDevicePixelRatio(ratio)
+    out.fill(QColor(theme.BACKGROUND))
+    painter = QPainter(out)
+    try:
+        y = 0.0
+        for image in images:
+            painter.drawImage(QPointF(0, y), image)
+            y += image.height() / (image.devicePixelRatio() or 1.0)
+    finally:
+        painter.end()
+    return out
 
 
 def _run_json(run: SweepRun, saved_format: SavedFormat) -> dict[str, object]:
