@@ -1,0 +1,161 @@
+"""Finding the capacity on the Benchmark page, through the real widgets: the editor's rate-sweep fields (refused
+with the reason for a workload without open-loop classes, checked as typed, nothing typed lost), a run against
+the stand-in `ollama` with the ladder's progress, the capacity's figures, chart and steps live, in the PNG export
+and reopened from the History tab."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+
+from app.core.bench.capacity import REFINE_STEPS, STEP_SECONDS, CapacityStatus, RateLadder
+from app.core.server.state import ServerState
+from app.services.bench.capacity import CapacityProgress
+from app.ui.pages.bench.capacity_view import CapacityView
+from tests.ui.pages.bench.test_bench_page import WAIT_MS
+from tests.ui.pages.bench.test_scenario_page import make_editor, pick, type_into
+from tests.ui.widgets.test_load_chart import sweep
+
+ONE_CLASS = """name = "questions"
+
+[[classes]]
+name = "q"
+prompt_tokens = 8
+output_tokens = 6
+arrival = { kind = "poisson", rate_rps = 20 }
+targets = { e2e_p95_ms = 60000 }
+"""
+
+
+def type_rates(qtbot, editor, text: str) -> None:
+    box = editor.capacity.rates
+    box.setFocus()
+    box.selectAll()
+    qtbot.keyClick(box, Qt.Key.Key_Delete)
+    qtbot.keyClicks(box, text)
+
+
+def test_the_capacity_fields_are_refused_with_the_reason_where_no_rate_can_rise(qtbot):
+    editor = make_editor(qtbot)
+    editor.model.setEditText("qwen3:0.6b")
+    group = editor.capacity
+    assert not editor.uses_scenario
+    assert not group.enabled.isEnabled() and "one prompt at one load has no classes to raise" in \
+        group.enabled_message.message
+    pick(qtbot, editor, "content-generation")  # closed-loop clients only
+    assert not group.enabled.isEnabled()
+    assert "scenario content-generation has no open-loop class" in group.enabled_message.message
+    assert "content-generation has no open-loop class" in group.enabled.toolTip()
+    pick(qtbot, editor, "customer-qa")
+    assert group.enabled.isEnabled() and group.enabled_message.message == ""
+    assert not group.rates.isEnabled()  # until the box is ticked
+    assert editor.capacity_ask() is None
+
+
+def test_rates_are_checked_as_typed_and_nothing_typed_is_lost(qtbot):
+    editor = make_editor(qtbot)
+    editor.model.setEditText("qwen3:0.6b")
+    pick(qtbot, editor, "customer-qa")
+    group = editor.capacity
+    qtbot.mouseClick(group.enabled, Qt.MouseButton.LeftButton)
+    assert group.enabled.isChecked() and group.rates.isEnabled()
+    type_rates(qtbot, editor, "8:1")
+    assert group.rates_message.severity == "error"
+    assert group.rates_message.message == "'8:1': the stop (1) is below the start (8)"
+    qtbot.mouseClick(editor.start_button, Qt.MouseButton.LeftButton)
+    assert editor.message.severity == "error" and "Capacity: '8:1': the stop (1) is below the start (8)" in \
+        editor.message.message
+    assert group.rates.text() == "8:1"
+    # Switching to a workload without open-loop classes and back keeps what was typed, and its problem.
+    pick(qtbot, editor, "content-generation")
+    assert not group.enabled.isEnabled() and editor.capacity_ask() is None and group.rates.text() == "8:1"
+    assert group.rates_message.message == ""
+    pick(qtbot, editor, "customer-qa")
+    assert group.rates.text() == "8:1" and group.rates_message.message == "'8:1': the stop (1) is below the start (8)"
+    type_rates(qtbot, editor, "0.5, 1, 2")
+    assert group.rates_message.message == ""
+    ask = editor.capacity_ask()
+    assert ask is not None and ask.ladder == RateLadder(rates=(0.5, 1.0, 2.0), refine=REFINE_STEPS)
+    assert ask.step_seconds is None
+    # Per point auto: each point and step lasts the CLI's default seconds, so a step's count grows with its rate.
+    spec = editor.spec()
+    assert spec.workload.duration_s == STEP_SECONDS and spec.workload.requests is None
+    assert "Then the capacity at the recommended point: 0.5, 1, 2 req/s" in editor.summary.text()
+    type_rates(qtbot, editor, "")
+    assert editor.capacity_ask().ladder == RateLadder()  # automatic
+    group.step_seconds.setValue(30)
+    assert editor.capacity_ask().step_seconds == 30.0
+
+
+def test_the_capacity_view_shows_the_rate_what_broke_and_each_step(qtbot):
+    view = CapacityView()
+    qtbot.addWidget(view)
+    view.resize(800, 900)
+    view.show()
+    capacity = sweep("customer-qa")
+    assert capacity.status is CapacityStatus.FOUND and capacity.broke_at is not None
+    view.set_capacity(capacity)
+    assert view.rate.text() == f"{capacity.sustainable_rps:.3g} requests/s"
+    assert view.per_day.text().startswith("≈ ") and view.per_day.text().endswith(" requests a day")
+    assert f"At {capacity.broke_at.offered_rps:.3g} requests/s: customer-qa TTFT" in view.broke.text()
+    assert view.steps.rowCount() == len(capacity.steps)
+    verdicts = [view.steps.item(r, view.steps.columnCount() - 1).text() for r in range(view.steps.rowCount())]
+    assert [v == "✓" for v in verdicts] == [s.met for s in capacity.steps]
+    assert view.chart.drawn == ["TTFT avg", "TTFT P95", "E2E avg", "E2E P95"]
+    legend = view.chart.title.text()
+    assert f"sustainable {capacity.sustainable_rps:.3g}/s" in legend and "broke at" in legend
+    view.set_capacity(None)
+    assert not view.isVisible()
+
+
+def test_a_capacity_run_shows_its_ladder_live_exports_it_and_history_reopens_it(qtbot, page_factory, tmp_path):
+    controller, page, _store = page_factory()
+    controller.probe()
+    qtbot.waitUntil(lambda: controller.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+    editor = page.editor
+    editor.model.setEditText("qwen3:0.6b")
+    editor.parallel.setText("1")
+    pick(qtbot, editor, "customer-qa")
+    type_into(qtbot, editor, ONE_CLASS)
+    editor.requests.setValue(6)
+    qtbot.mouseClick(editor.capacity.enabled, Qt.MouseButton.LeftButton)
+    type_rates(qtbot, editor, "10, 20")
+    editor.capacity.refine.setValue(0)
+    progress: list[CapacityProgress] = []
+    headlines: list[str] = []
+    page.sweeps.capacity_progress.connect(progress.append)
+    page.sweeps.capacity_progress.connect(lambda _p: headlines.append(page.progress.headline.text()))
+    live: list[int] = []
+    page.sweeps.capacity_step.connect(lambda _c: live.append(page.run_view.capacity.steps.rowCount()))
+    with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
+        qtbot.mouseClick(editor.start_button, Qt.MouseButton.LeftButton)
+    run = finished.args[0]
+    capacity = run.capacity
+    assert capacity is not None and [s.offered_rps for s in capacity.steps] == [10.0, 20.0]
+    assert {(p.step, p.offered_rps) for p in progress} == {(0, 10.0), (1, 20.0)}
+    assert "Capacity · step 1 at 10 requests/s" in headlines and "Capacity · step 2 at 20 requests/s" in headlines
+    assert live == [1, 2]  # the steps table grew as each step was judged
+    view = page.run_view.capacity
+    qtbot.waitUntil(view.isVisible, timeout=WAIT_MS)
+    rate_text = view.rate.text()
+    if capacity.sustainable_rps is not None:
+        assert rate_text == f"{capacity.sustainable_rps:.3g} requests/s"
+        assert f"Capacity: {capacity.sustainable_rps:.3g} requests/s." in page.progress.headline.text()
+    assert view.steps.rowCount() == 2 and view.chart.drawn
+    # The PNG export has the load chart under the sweep's charts.
+    path = tmp_path / "charts.png"
+    assert page.run_view.export_to("png", str(path))
+    with_capacity = QImage(str(path))
+    charts = page.run_view.charts.grab().toImage()
+    assert with_capacity.height() > charts.height() * 1.3
+
+    page.tabs.setCurrentIndex(1)
+    history = page.history_view
+    qtbot.waitUntil(lambda: history.table.rowCount() == 1, timeout=WAIT_MS)
+    history.table.selectRow(0)
+    with qtbot.waitSignal(history.loaded, timeout=WAIT_MS):
+        qtbot.mouseClick(history.open_button, Qt.MouseButton.LeftButton)
+    reopened = history.run_view.capacity
+    qtbot.waitUntil(reopened.isVisible, timeout=WAIT_MS)
+    assert reopened.rate.text() == rate_text and reopened.steps.rowCount() == 2
+    assert reopened.chart.drawn == view.chart.drawn
