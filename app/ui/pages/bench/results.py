@@ -29,6 +29,7 @@ from app.ui.pages.bench.capacity_view import CapacityView
 from app.ui.pages.bench.charts import SweepCharts
 from app.ui.pages.bench.scenario_charts import ScenarioView
 from app.ui.pages.bench.targets import TargetFields
+from app.ui.pages.bench.waits_chart import WaitsView
 from app.ui.widgets.load_chart import load_chart_image
 
 RECOMMENDED_BACKGROUND = "#1d3b52"
@@ -316,6 +317,8 @@ class RunView(QWidget):
         lay.addWidget(self.classes)
         self.charts = SweepCharts()
         lay.addWidget(self.charts, 1)
+        self.waits = WaitsView()
+        lay.addWidget(self.waits)
         self.card.apply_recommended.connect(self._apply_recommended)
         self.card.apply_selected.connect(self._apply_selected)
         self.card.rejudge_button.clicked.connect(self.rejudge)
@@ -356,6 +359,7 @@ class RunView(QWidget):
             self.charts.set_results([], ("parallel",), None, None)
             self.classes.set_run(None)
             self.capacity.set_capacity(None)
+            self.waits.set_run(None)
             self.card.setVisible(False)
             self.export_button.setEnabled(False)
             return
@@ -375,6 +379,7 @@ class RunView(QWidget):
         self.charts.set_results(run.results, run.varying, index, run.spec.targets.ttft_p95_ms)
         self.classes.set_run(run)
         self.capacity.set_capacity(run.capacity)
+        self.waits.set_run(run)
         self.export_button.setEnabled(bool(run.results))
         self._show_recommendation(run)
 
@@ -426,9 +431,11 @@ class RunView(QWidget):
 
     # ---- export -------------------------------------------------------------------------------
     def _charts_image(self) -> QImage:
-        """The charts as shown, with latency against load below them when the run has a capacity (drawn off
-        screen, as the CLI's --chart draws it)."""
+        """The charts as shown (where requests waited too), with latency against load below them when the run
+        has a capacity (drawn off screen, as the CLI's --chart draws it)."""
         images = [self.charts.grab().toImage()]
+        if self.waits.chart.bars:
+            images.append(self.waits.chart.grab().toImage())
         if self.run is not None and self.run.capacity is not None:
             width = max(600, round(images[0].width() / (images[0].devicePixelRatio() or 1.0)))
             images.append(load_chart_image(self.run.capacity, self.run.title, width, round(width * 0.6)))

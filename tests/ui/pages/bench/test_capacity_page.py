@@ -14,6 +14,7 @@ from app.services.bench.capacity import CapacityProgress
 from app.ui.pages.bench.capacity_view import CapacityView
 from tests.ui.pages.bench.test_bench_page import WAIT_MS
 from tests.ui.pages.bench.test_scenario_page import make_editor, pick, type_into
+from app.ui.widgets.load_chart import BACKGROUND
 from tests.ui.widgets.test_load_chart import sweep
 
 ONE_CLASS = """name = "questions"
@@ -145,9 +146,15 @@ def test_a_capacity_run_shows_its_ladder_live_exports_it_and_history_reopens_it(
     # The PNG export has the load chart under the sweep's charts.
     path = tmp_path / "charts.png"
     assert page.run_view.export_to("png", str(path))
-    with_capacity = QImage(str(path))
-    charts = page.run_view.charts.grab().toImage()
-    assert with_capacity.height() > charts.height() * 1.3
+    image = QImage(str(path))
+    # The off-screen load chart (white, as the CLI's --chart draws it) fills the bottom of the page's dark charts.
+    bottom = {image.pixelColor(x, image.height() - 40).name() for x in range(0, image.width(), 5)}
+    top = {image.pixelColor(x, 60).name() for x in range(0, image.width(), 5)}
+    assert BACKGROUND.name() in bottom and BACKGROUND.name() not in top
+    # Where the requests waited, one bar per measured point, under the axes the CLI names.
+    waits = page.run_view.waits
+    assert waits.isVisible() and [b.label for b in waits.chart.bars] == ["1 slot · cap none"]
+    assert sum(waits.chart.bars[0].means_ms) > 0
 
     page.tabs.setCurrentIndex(1)
     history = page.history_view
