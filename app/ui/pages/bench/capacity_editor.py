@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QCheckBox, QLineEdit, QWidget
 from app.core.bench.capacity import (GROWTH, REFINE_STEPS, STEP_SECONDS, CapacityError, RateLadder, make_ladder,
                                      rate_sweep_refusal)
 from app.core.bench.scenario import Scenario
-from app.ui.widgets.forms import FieldGroup, RangedSpinBox
+from app.ui.widgets.forms import FieldGroup, RangedSpinBox, left_aligned
 
 MAX_STEP_SECONDS = 3600
 
@@ -37,7 +37,7 @@ class CapacityGroup(FieldGroup):
         self.enabled = QCheckBox("Find the capacity after the sweep")
         self.enabled.setObjectName("capacity_enabled")
         self.enabled_message = self.add_field(
-            "Rate sweep", self.enabled,
+            "Rate sweep", left_aligned(self.enabled),
             hint="At the recommended point, raise the open-loop classes' arrival rates step by step until a target "
                  "breaks, then refine: the sustainable rate and requests per day. Closed-loop classes run alongside, "
                  "not scaled.")
@@ -52,7 +52,7 @@ class CapacityGroup(FieldGroup):
         self.refine.setObjectName("capacity_refine")
         self.refine.setRange(0, 10)
         self.refine.setValue(REFINE_STEPS)
-        self.refine_message = self.add_field("Refining steps", self.refine,
+        self.refine_message = self.add_field("Refining steps", left_aligned(self.refine),
                                              hint="Bisection steps between the last rate that met the targets and "
                                                   "the first that missed.")
         self.step_seconds = RangedSpinBox()
@@ -62,7 +62,7 @@ class CapacityGroup(FieldGroup):
         self.step_seconds.setSuffix(" s")
         self.step_seconds.setValue(0)
         self.step_seconds_message = self.add_field(
-            "Each step", self.step_seconds,
+            "Each step", left_aligned(self.step_seconds),
             hint=f"How long each step sends requests. auto: the sweep's Per point (when that is auto too, "
                  f"{STEP_SECONDS:g} s, so a step's request count grows with its rate).")
         self._details = (self.rates, self.refine, self.step_seconds)
