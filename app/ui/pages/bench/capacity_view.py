@@ -8,6 +8,7 @@ import html
 import math
 
 import pyqtgraph as pg
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHeaderView, QLabel, QSizePolicy, QTableWidget,
@@ -48,6 +49,19 @@ def broke_words(capacity: Capacity) -> str:
     return f"At {bad.offered_rps:.3g} requests/s: " + "; ".join(m.words() for m in bad.misses) + "."
 
 
+def log_ticks(low: float, high: float) -> list[float]:
+    """1-2-5 tick values from low to high, for a logarithmic axis."""
+    out = []
+    for exp in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
+        out += [m * 10.0 ** exp for m in (1, 2, 5) if low <= m * 10.0 ** exp <= high]
+    return out
+
+
+def ms_words(ms: float) -> str:
+    """A tick's latency: "200 ms", "1 s", "20 s"."""
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:g} s"
+
+
 class CapacityChart(ChartFrame):
     """Latency against offered load: TTFT and E2E per step, the targets dashed, the sustainable rate and the
     rate that broke as vertical lines; a step that missed is a hollow marker."""
@@ -68,9 +82,16 @@ class CapacityChart(ChartFrame):
         self.set_empty(not any(s.points for s in series))
         if capacity is None:
             return
+        values = [p[1] for s in series for p in s.points] + [t.ms for t in targets]
+        finite = [y for y in values if math.isfinite(y) and y > 0]
+        log = bool(finite) and max(finite) / min(finite) > 30  # a growing queue makes latencies jump
+        item.setLogMode(x=False, y=log)
+
+        def at(ms: float) -> float:  # where a latency sits on the y axis (lines are not transformed by log mode)
+            return math.log10(ms) if log else ms
+
         legend: list[tuple[str, str, bool]] = []
         colours: dict[str, str] = {}
-        ys: list[float] = []
         xs: list[float] = []
         for s in series:
             if not s.points:
@@ -78,20 +99,19 @@ class CapacityChart(ChartFrame):
             colour = colours.setdefault(s.colour, SERIES_COLOURS[len(colours) % len(SERIES_COLOURS)])
             x = [p[0] for p in s.points]
             y = [p[1] for p in s.points]
-            item.plot(x, y, pen=plots.pen(colour, 2.0, dashed=s.dotted))
-            item.addItem(pg.ScatterPlotItem(
-                x, y, symbol="s" if s.square else "o", size=MARKER_PX, pen=plots.pen(colour, 2.0),
-                brush=[QColor(colour) if met else QColor(plots.PLOT_BACKGROUND) for _x, _y, met in s.points]))
+            # One item for the line and its markers, so that both follow a logarithmic axis.
+            item.plot(x, y, pen=plots.pen(colour, 2.0, dashed=s.dotted), symbol="s" if s.square else "o",
+                      symbolSize=MARKER_PX, symbolPen=plots.pen(colour, 2.0),
+                      symbolBrush=[QColor(colour) if met else QColor(plots.PLOT_BACKGROUND)
+                                   for _x, _y, met in s.points])
             legend.append((s.name, colour, s.dotted))
             self.drawn.append(s.name)
             xs += x
-            ys += y
         for t in targets:
             colour = colours.get(t.colour, plots.LIMIT_GREY)
-            item.addItem(pg.InfiniteLine(pos=t.ms, angle=0, movable=False, pen=plots.pen(colour, 1.5, dashed=True)),
-                         ignoreBounds=True)
+            item.addItem(pg.InfiniteLine(pos=at(t.ms), angle=0, movable=False,
+                                         pen=plots.pen(colour, 1.5, dashed=True)), ignoreBounds=True)
             legend.append((t.label, colour, True))
-            ys.append(t.ms)
         good, bad = capacity.sustained, capacity.broke_at
         if good is not None:
             item.addItem(pg.InfiniteLine(pos=good.offered_rps, angle=90, movable=False,
@@ -101,14 +121,15 @@ class CapacityChart(ChartFrame):
             item.addItem(pg.InfiniteLine(pos=bad.offered_rps, angle=90, movable=False,
                                          pen=plots.pen(plots.RED, 2.0, dashed=True)), ignoreBounds=True)
             legend.append((f"broke at {bad.offered_rps:.3g}/s", plots.RED, True))
-        finite = [y for y in ys if math.isfinite(y) and y > 0]
-        log = bool(finite) and max(finite) / min(finite) > 30
-        item.setLogMode(x=False, y=log)
+        left = item.getAxis("left")
+        left.setTicks(None)
         if xs:
             item.setXRange(0, max(xs) * 1.1, padding=0)
         if finite:
             if log:
-                item.setYRange(math.log10(min(finite) / 1.5), math.log10(max(finite) * 1.5), padding=0)
+                low, high = min(finite) / 1.5, max(finite) * 1.5
+                item.setYRange(math.log10(low), math.log10(high), padding=0)
+                left.setTicks([[(math.log10(v), ms_words(v)) for v in log_ticks(low, high)], []])
             else:
                 item.setYRange(0, max(finite) * 1.2, padding=0)
         self.set_title("Latency against load" + (" (log scale)" if log else ""), legend)
@@ -219,4 +240,4 @@ class CapacityView(QWidget):
         table.setFixedHeight(height + 2 * table.frameWidth() + 2)
 
 
-__all__ = ["CapacityChart", "CapacityView", "broke_words", "headline"]
+__all__ = ["CapacityChart", "CapacityView", "broke_words", "headline", "log_ticks", "ms_words"]

@@ -5,16 +5,19 @@ and reopened from the History tab."""
 
 from __future__ import annotations
 
+import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from app.core.bench.capacity import REFINE_STEPS, STEP_SECONDS, CapacityStatus, RateLadder
+from app.core.bench.capacity import REFINE_STEPS, STEP_SECONDS, Capacity, CapacityStatus, RateLadder, judge_step
+from app.core.bench.scenario import BUILTIN_SCENARIOS
+from app.core.bench.stats import LatencyTargets, RequestRecord
 from app.core.server.state import ServerState
 from app.services.bench.capacity import CapacityProgress
 from app.ui.pages.bench.capacity_view import CapacityView
 from tests.ui.pages.bench.test_bench_page import WAIT_MS
 from tests.ui.pages.bench.test_scenario_page import make_editor, pick, type_into
-from app.ui.widgets.load_chart import BACKGROUND
+from app.ui.widgets.load_chart import BACKGROUND, chart_series
 from tests.ui.widgets.test_load_chart import sweep
 
 ONE_CLASS = """name = "questions"
@@ -103,10 +106,48 @@ def test_the_capacity_view_shows_the_rate_what_broke_and_each_step(qtbot):
     verdicts = [view.steps.item(r, view.steps.columnCount() - 1).text() for r in range(view.steps.rowCount())]
     assert [v == "✓" for v in verdicts] == [s.met for s in capacity.steps]
     assert view.chart.drawn == ["TTFT avg", "TTFT P95", "E2E avg", "E2E P95"]
+    assert "log scale" not in view.chart.title.text()
+    assert_all_inside(view.chart, capacity)
     legend = view.chart.title.text()
     assert f"sustainable {capacity.sustainable_rps:.3g}/s" in legend and "broke at" in legend
     view.set_capacity(None)
     assert not view.isVisible()
+
+
+def assert_all_inside(chart, capacity) -> None:
+    """Every line and marker lies inside the axes, on a linear or a logarithmic scale alike."""
+    plot = chart.plot.getPlotItem()
+    (x0, x1), (y0, y1) = plot.viewRange()
+    lines = [i for i in plot.items if isinstance(i, pg.InfiniteLine)]
+    assert len([i for i in lines if i.angle == 0]) == 2  # customer-qa's TTFT avg and P95 targets
+    assert all((y0 <= i.value() <= y1) if i.angle == 0 else (x0 <= i.value() <= x1) for i in lines)
+    markers = 0
+    for curve in plot.listDataItems():
+        xs, ys = curve.getData()  # as drawn (in log10 where the axis is logarithmic)
+        assert all(x0 <= x <= x1 for x in xs) and all(y0 <= y <= y1 for y in ys)
+        markers += len(curve.scatter.points())
+    assert markers == sum(len(s.points) for s in chart_series(capacity)[0])
+
+
+def test_latencies_that_jump_are_drawn_on_a_logarithmic_axis_with_every_line_inside(qtbot):
+    scenario = BUILTIN_SCENARIOS["customer-qa"]  # 1 request/s: a factor is a rate
+    targets = LatencyTargets(ttft_p95_ms=None, tpot_p95_ms=None)
+    capacity = Capacity(scenario, RateLadder(rates=(0.5, 1.0, 2.0, 4.0, 8.0), refine=0), targets=targets)
+    for order, factor in enumerate((0.5, 1.0, 2.0, 4.0, 8.0)):
+        wait = 0.02 * 4 ** order  # 20 ms to 5 s: a queue that grows
+        records = [RequestRecord(index=i, scheduled_s=i / factor, sent_s=i / factor, end_s=i / factor + 2 * wait,
+                                 first_token_s=i / factor + wait, output_tokens=5, request_class="customer-qa")
+                   for i in range(6)]
+        capacity = capacity.with_step(judge_step(factor, records, scenario, targets, capacity.ladder, order=order))
+    view = CapacityView()
+    qtbot.addWidget(view)
+    view.resize(800, 900)
+    view.show()
+    view.set_capacity(capacity)
+    assert "log scale" in view.chart.title.text()
+    ticks = view.chart.plot.getPlotItem().getAxis("left")._tickLevels[0]
+    assert [label for _pos, label in ticks][:3] == ["20 ms", "50 ms", "100 ms"] and ticks[-1][1].endswith(" s")
+    assert_all_inside(view.chart, capacity)
 
 
 def test_a_capacity_run_shows_its_ladder_live_exports_it_and_history_reopens_it(qtbot, page_factory, tmp_path):
