@@ -57,9 +57,9 @@ def log_ticks(low: float, high: float) -> list[float]:
     return out
 
 
-def ms_words(ms: float) -> str:
-    """A tick's latency: "200 ms", "1 s", "20 s"."""
-    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:g} s"
+def seconds_tick(ms: float) -> str:
+    """A logarithmic axis' tick in seconds, short enough for the axis' width: "0.2", "1", "20"."""
+    return f"{ms / 1000:g}"
 
 
 class CapacityChart(ChartFrame):
@@ -123,13 +123,14 @@ class CapacityChart(ChartFrame):
             legend.append((f"broke at {bad.offered_rps:.3g}/s", plots.RED, True))
         left = item.getAxis("left")
         left.setTicks(None)
+        plots.style_axis(left, "latency (s, log scale)" if log else "latency (ms)")
         if xs:
             item.setXRange(0, max(xs) * 1.1, padding=0)
         if finite:
             if log:
                 low, high = min(finite) / 1.5, max(finite) * 1.5
                 item.setYRange(math.log10(low), math.log10(high), padding=0)
-                left.setTicks([[(math.log10(v), ms_words(v)) for v in log_ticks(low, high)], []])
+                left.setTicks([[(math.log10(v), seconds_tick(v)) for v in log_ticks(low, high)], []])
             else:
                 item.setYRange(0, max(finite) * 1.2, padding=0)
         self.set_title("Latency against load" + (" (log scale)" if log else ""), legend)
@@ -240,4 +241,4 @@ class CapacityView(QWidget):
         table.setFixedHeight(height + 2 * table.frameWidth() + 2)
 
 
-__all__ = ["CapacityChart", "CapacityView", "broke_words", "headline", "log_ticks", "ms_words"]
+__all__ = ["CapacityChart", "CapacityView", "broke_words", "headline", "log_ticks", "seconds_tick"]
