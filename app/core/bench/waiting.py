@@ -28,10 +28,11 @@ class WaitPlace(StrEnum):
     PREFILL = "prefill"  # the server reading the prompt
 
 
-LEGEND = ("Client queue: arrival to sent, held back by the front end's cap on requests in flight. Server wait: sent "
-          "to the server's prefill start (its queue, a free slot, loading). Prefill: the server's prompt time. Rest: "
-          "the first token's decoding and transfer. Prefill tok/s: prompt tokens evaluated, those from the cache "
-          "left out; — where the server does not say which came from its cache.")
+PARTS_LEGEND = ("Client queue: arrival to sent, held back by the front end's cap on requests in flight. Server wait: "
+                "sent to the server's prefill start (its queue, a free slot, loading). Prefill: the server's prompt "
+                "time. Rest: the first token's decoding and transfer.")
+LEGEND = (f"{PARTS_LEGEND} Prefill tok/s: prompt tokens evaluated, those from the cache left out; — where the server "
+          "does not say which came from its cache.")
 PLACE_WORDS = {WaitPlace.FRONT_END: "front-end queue", WaitPlace.SERVER: "server queue/slot",
                WaitPlace.PREFILL: "prefill"}
 
@@ -171,5 +172,5 @@ def waits_markdown(results: Sequence[PointResult], varying: Sequence[str], close
             *("| " + " | ".join(rows_) + " |" for rows_ in rows), "", LEGEND]
 
 
-__all__ = ["LEGEND", "PARTS", "PLACE_WORDS", "WaitBar", "WaitPlace", "WaitSplit", "wait_bars", "axes_title", "wait_split", "waits_cells", "waits_header",
+__all__ = ["LEGEND", "PARTS", "PARTS_LEGEND", "PLACE_WORDS", "WaitBar", "WaitPlace", "WaitSplit", "wait_bars", "axes_title", "wait_split", "waits_cells", "waits_header",
            "waits_lines", "waits_markdown", "waits_table"]

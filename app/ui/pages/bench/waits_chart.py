@@ -12,7 +12,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.core.bench.run import SweepRun, closed_loop
-from app.core.bench.waiting import LEGEND, PARTS, WaitBar, axes_title, wait_bars
+from app.core.bench.waiting import PARTS, PARTS_LEGEND, WaitBar, axes_title, wait_bars
 from app.ui.pages.bench.charts import ChartFrame
 from app.ui.widgets import plots, theme
 
@@ -24,8 +24,7 @@ class WaitsChart(ChartFrame):
     """The stacked bars; `bars` holds what was drawn (for checks)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("server parallel slots · front-end concurrency cap", "time before the first token (ms)",
-                         parent)
+        super().__init__("server parallel slots · front-end concurrency cap", "average (ms)", parent)
         self.setObjectName("WaitsChart")
         self.empty_label.setText("Each measured point's wait is drawn here.")
         self.bars: list[WaitBar] = []
@@ -50,7 +49,8 @@ class WaitsChart(ChartFrame):
                                          brush=QColor(colour), pen=plots.pen(plots.PLOT_BACKGROUND, 1.0)))
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         item.getAxis("bottom").setTicks([[(x, b.label) for x, b in zip(xs, bars, strict=True)]])
-        item.setXRange(-0.6, len(bars) - 0.4, padding=0)
+        pad = max(0.6, (4 - len(bars)) / 2)  # a bar or two stay bars, not walls
+        item.setXRange(-pad, len(bars) - 1 + pad, padding=0)
         item.setYRange(0, max(max(bottom) * 1.15, 1.0), padding=0)
 
 
@@ -69,7 +69,7 @@ class WaitsView(QWidget):
         self.most.setObjectName("WaitsMost")
         self.most.setWordWrap(True)
         self.most.setTextFormat(Qt.TextFormat.RichText)
-        self.legend = QLabel(LEGEND)
+        self.legend = QLabel(PARTS_LEGEND)
         self.legend.setObjectName("Dim")
         self.legend.setWordWrap(True)
         lay.addWidget(self.chart)
