@@ -99,6 +99,8 @@ class ProgressCard(QFrame):
         self.headline.setStyleSheet("font-size: 13pt; font-weight: 700;")
         self.phase = QLabel()
         self.phase.setObjectName("ProgressPhase")
+        for label in (self.headline, self.phase):  # a long line wraps, never widening the panel past its space
+            label.setWordWrap(True)
         self.classes = QLabel()
         self.classes.setObjectName("ProgressClasses")
         self.classes.setWordWrap(True)

@@ -185,6 +185,9 @@ def test_a_capacity_run_shows_its_ladder_live_exports_it_and_history_reopens_it(
         assert rate_text == f"{capacity.sustainable_rps:.3g} requests/s"
         assert f"Capacity: {capacity.sustainable_rps:.3g} requests/s." in page.progress.headline.text()
     assert view.steps.rowCount() == 2 and view.chart.drawn
+    # The closing line (with the capacity) wraps beside the editor instead of widening the results panel.
+    assert page.progress.minimumSizeHint().width() < 500 < page.progress.headline.fontMetrics().horizontalAdvance(
+        page.progress.headline.text())
     # The PNG export has the load chart under the sweep's charts.
     path = tmp_path / "charts.png"
     assert page.run_view.export_to("png", str(path))
