@@ -4,6 +4,8 @@ Without --managed the server at --url is used as it runs, and only the client si
 (--concurrency). With --managed, ollama-deck starts its own `ollama serve` and restarts it for
 every --parallel (and --kv-cache, --context, --flash-attention) value, then stops it again.
 Prints the table and the recommendation; --json/--csv/--markdown write the results (- for stdout).
+With --compare (managed servers only) the server's own default settings are measured too and reported
+against the recommended setting (--compare-report writes that report alone: .md, .csv, .json or .png).
 Exit status: 0 when the sweep ran, 1 when no point could be measured or the server could not be
 used, 2 on unusable input, 130 when interrupted. A run the benchmark history cannot keep (locked by another
 program, a full disk) is still printed and written; what the history kept of it is said on stderr after it.
@@ -37,9 +39,10 @@ from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, Lo
 from app.core.server.mapping import MODEL_FILE
 from app.core.server.settings import KV_CACHE_TYPES, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
-from app.core.bench.run import (SweepRun, closed_loop, run_to_csv, run_to_json, run_to_markdown, table_header,
+from app.core.bench.run import (SweepRun, chart_title, closed_loop, run_to_csv, run_to_json, run_to_markdown, table_header,
                                 table_rows)
 from app.core.bench.waiting import waits_lines
+from app.core.bench.compare import to_csv as comparison_csv, to_markdown as comparison_markdown
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 
@@ -120,6 +123,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--json", metavar="OUT", help="write the results as JSON (- for stdout)")
     o.add_argument("--csv", metavar="OUT", help="write one CSV row per point")
     o.add_argument("--markdown", metavar="OUT", help="write a Markdown report")
+    c = parser.add_argument_group("before/after (needs --managed or --demo)")
+    c.add_argument("--compare", action="store_true",
+                   help="also measure the server's own default settings (parallel, context, KV cache, flash "
+                        "attention as the server sets them when told none; host, port and model kept) and report "
+                        "them against the recommended setting, per scenario class: average and P95 latency, "
+                        "tokens/s, peak VRAM, GPU utilisation; --markdown and --json include the report")
+    c.add_argument("--compare-report", metavar="FILE",
+                   help="with --compare: write the before/after report alone, by the file's extension: .md "
+                        "(Markdown tables), .csv (one row per figure), .json or .png (a bar chart)")
     o.add_argument("--no-history", action="store_true", help="do not keep this run in the benchmark history")
     o.add_argument("--config-dir", help="settings folder (default: the user config folder)")
     o.add_argument("--history", metavar="FILE", help="history database (default: the user data folder)")
@@ -219,8 +231,10 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
 def check_outputs(args: argparse.Namespace) -> None:
     """InputError unless every output can be written; checked before the run, which may take hours. (--history
     is the history store's: it makes its folder and says itself what keeps it from opening.)"""
+    report = getattr(args, "compare_report", None)
     outputs = [(flag, path) for flag, path in (("--json", args.json), ("--csv", args.csv),
-                                               ("--markdown", args.markdown)) if path is not None]
+                                               ("--markdown", args.markdown), ("--compare-report", report))
+               if path is not None]
     for flag, path in outputs:
         check_output_path(flag, path)
     stdout = [flag for flag, path in outputs if path == "-"]
@@ -228,7 +242,43 @@ def check_outputs(args: argparse.Namespace) -> None:
         raise InputError(f"{' and '.join(stdout)} both write to stdout (-); send all but one to a file")
     files = [Path(path).resolve() for _flag, path in outputs if path != "-"]
     if len(set(files)) < len(files):
-        raise InputError("two of --json, --csv and --markdown name the same file; give each its own")
+        raise InputError("two of --json, --csv, --markdown and --compare-report name the same file; give each "
+                         "its own")
+
+
+REPORT_FORMATS = (".md", ".csv", ".json", ".png")
+
+
+def check_compare(args: argparse.Namespace) -> None:
+    """InputError when --compare or --compare-report cannot be honoured: the default settings can only be measured
+    on a server ollama-deck starts, and the report's format is told by its file's extension."""
+    report = getattr(args, "compare_report", None)
+    if report is not None and not args.compare:
+        raise InputError("--compare-report writes the before/after report of --compare; add --compare")
+    if not args.compare:
+        return
+    if not args.managed:
+        raise InputError("--compare measures the server's own default settings, which means restarting the server "
+                         "on them; a server ollama-deck did not start keeps the settings it runs with, so its "
+                         "default cannot be set. Add --managed (ollama-deck starts its own server) or use --demo")
+    if report is not None:
+        suffix = Path(report).suffix.lower()
+        if report == "-" or suffix not in REPORT_FORMATS:
+            raise InputError(f"--compare-report {report}: name a file ending in {', '.join(REPORT_FORMATS)}; the "
+                             "extension chooses the format")
+
+
+def with_default(spec: SweepSpec, args: argparse.Namespace) -> SweepSpec:
+    """With --compare: the spec with the server's own default settings (its backend's, on the base's host, port,
+    model and options) to measure as a point; SweepPlanError when those cannot run here."""
+    if not args.compare:
+        return spec
+    from app.backends import registry
+
+    defaults = registry.get(spec.base.backend or chosen_backend(args)).tuning.server_defaults
+    compared = replace(spec, default_settings=defaults.apply(spec.base), default_words=defaults.words)
+    compared.plan()  # raises SweepPlanError early
+    return compared
 
 
 def _exposure_warning(base: ServerSettings) -> str:
@@ -412,6 +462,24 @@ def render_table(run: SweepRun) -> str:
     return "\n".join(out) + (f"\n{classes}" if classes else "")
 
 
+def write_report(run: SweepRun, path: str, labels: dict[str, str]) -> None:
+    """The run's before/after report in the format its file's extension names (see REPORT_FORMATS)."""
+    comparison = run.comparison
+    assert comparison is not None
+    title = chart_title(run, labels)
+    suffix = Path(path).suffix.lower()
+    if suffix == ".png":
+        from app.ui.widgets.compare_chart import save_comparison_png
+
+        save_comparison_png(comparison, title, path)
+    elif suffix == ".csv":
+        _write(path, comparison_csv(comparison))
+    elif suffix == ".json":
+        _write(path, json.dumps({"title": title, **comparison.to_json()}, indent=1, ensure_ascii=False) + "\n")
+    else:
+        _write(path, comparison_markdown(comparison, title))
+
+
 def capacity_csv_path(path: str) -> str:
     """Where --csv's rate-sweep steps go: beside the points' file, "-capacity" before its suffix."""
     target = Path(path)
@@ -582,7 +650,8 @@ def _open_history(args: argparse.Namespace) -> SweepRecorder | None:
 
 def history_words(kept: HistoryOutcome, args: argparse.Namespace) -> str:
     """The line that says the history could not keep a run, what it holds of it, and where the results are."""
-    outputs = [path for path in (args.json, args.csv, args.markdown) if path not in (None, "-")]
+    outputs = [path for path in (args.json, args.csv, args.markdown, getattr(args, "compare_report", None))
+               if path not in (None, "-")]
     where = "printed above" + (f" and written to {', '.join(outputs)}" if outputs else "")
     if kept.run_id is None:
         held = "this run is not in it"
@@ -604,8 +673,9 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--model is needed: the model to load, e.g. --model qwen3:14b (or --demo to measure "
                              "the embedded engine on its bundled model)")
         base, url = _settings(args)
+        check_compare(args)
         warning = _exposure_warning(base) if args.managed else ""  # before the plan, whose checks say less
-        spec = build_spec(args, base)
+        spec = with_default(build_spec(args, base), args)
         check_outputs(args)
     except (ArgProblem, SweepPlanError, PromptFileError) as exc:
         print(f"ollama-deck bench: {one_line(str(exc))}", file=sys.stderr)
@@ -633,8 +703,10 @@ def run(args: argparse.Namespace) -> int:
 
     # With the JSON on stdout the table goes to stderr, so the JSON can be piped.
     table = render_table(result)
-    if result.capacity is not None:
-        table += "\n\n" + "\n".join(capacity_lines(result.capacity))
+    # The rate sweep at the chosen point, then (with --compare) the one at the server's default setting.
+    capacities = [c for c in (result.capacity, result.default_capacity) if c is not None]
+    for capacity in capacities:
+        table += "\n\n" + "\n".join(capacity_lines(capacity))
     print(table, file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json:
         data = run_to_json(result, SAVED_FORMAT)
@@ -642,15 +714,25 @@ def run(args: argparse.Namespace) -> int:
         _write(args.json, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     if args.csv:
         _write(args.csv, run_to_csv(result))
-        if result.capacity is not None:
-            _write_capacity_csv(args.csv, capacity_to_csv(result.capacity))
+        if capacities:
+            _write_capacity_csv(args.csv, capacity_to_csv(*capacities))
     if args.markdown:
         markdown = run_to_markdown(result, registry.display_names())
-        if result.capacity is not None:
-            markdown += "\n" + capacity_markdown(result.capacity)
+        for capacity in capacities:
+            markdown += "\n" + capacity_markdown(capacity)
         _write(args.markdown, markdown)
     if args.chart and result.capacity is not None and result.capacity.steps:
         _write_chart(args.chart, result)
+    if args.compare:
+        out = sys.stderr if args.json == "-" or args.markdown == "-" or args.csv == "-" else sys.stdout
+        if result.comparison is None:
+            print("ollama-deck bench: the default setting was not measured (the run ended before it), so there "
+                  "is no before/after report.", file=sys.stderr)
+        else:
+            print("\n" + comparison_markdown(result.comparison, chart_title(result, registry.display_names())),
+                  file=out)
+            if args.compare_report:
+                write_report(result, args.compare_report, registry.display_names())
     if kept is not None and not kept.saved:
         print(f"ollama-deck bench: {history_words(kept, args)}", file=sys.stderr)
     return 0 if any(r.ran for r in result.results) else 1

@@ -101,7 +101,7 @@ def test_a_rate_sweep_on_an_attached_server_is_printed_exported_charted_and_kept
     assert capacity["summary"] in result.stdout and "closed-loop chat ran alongside, not scaled" in result.stdout
     assert "The rate sweep ran at the sweep's one setting" in result.stdout
     steps_csv = (tmp_path / "out-capacity.csv").read_text().splitlines()
-    assert steps_csv[0].startswith("factor,offered_rps") and len(steps_csv) == 1 + len(capacity["steps"])
+    assert steps_csv[0].startswith("setting,factor,offered_rps") and len(steps_csv) == 1 + len(capacity["steps"])
     assert "## Capacity" in (tmp_path / "out.md").read_text()
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     (summary,) = BenchHistory(history).list_runs()

@@ -293,6 +293,8 @@ class BenchHistory:
         doc.pop("points", None)  # the points live in their own rows
         if run.capacity is not None:  # a rate sweep's steps have no rows of their own: their requests go here
             doc["capacity"] = run.capacity.to_json(with_records=True)
+        if run.default_capacity is not None:
+            doc["default_capacity"] = run.default_capacity.to_json(with_records=True)
         return json.dumps(doc, ensure_ascii=False)
 
     def _insert_run(self, conn: sqlite3.Connection, run: SweepRun) -> int:

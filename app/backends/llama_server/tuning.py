@@ -21,7 +21,7 @@ from pathlib import Path
 
 from app.backends.llama_server import engine, help_flags
 from app.core.server.exposure import exposure_of, is_loopback
-from app.core.server.mapping import (COUNT, DIRECTORY, MODEL_FILE, PROGRAM, MappingTexts, OptionSpec,
+from app.core.server.mapping import (COUNT, DIRECTORY, MODEL_FILE, PROGRAM, MappingTexts, OptionSpec, ServerDefaults,
                                  field_or_option_label)
 from app.core.server.settings import ServerSettings, Validation, validate
 
@@ -109,6 +109,14 @@ TEXTS = MappingTexts(
 )
 
 MODEL_MISSING = "Choose a GGUF model file to serve."
+
+# llama-server's own tuning when given no flags: -np auto is 4 slots with a unified KV cache (one buffer the slots
+# share), which an explicit -np turns off unless --kv-unified is given too; -c 0 takes the model's training context.
+SERVER_DEFAULTS = ServerDefaults(
+    num_parallel=4, context_length=None, kv_cache_type="f16", flash_attention="auto", extra_lines=("--kv-unified",),
+    words=("-np auto (llama-server's default): 4 slots sharing one unified KV cache (-kvu)",
+           "-c 0: the model's own training context, shared by the slots",
+           "-ctk/-ctv f16", "-fa auto", "-b/-ub: llama-server's own"))
 
 
 def _spec(name: str) -> OptionSpec:
@@ -398,6 +406,7 @@ class LlamaServerTuning:
     delivery = "flags"  # command-line flags, read when llama-server starts
     texts = TEXTS
     options = OPTIONS
+    server_defaults = SERVER_DEFAULTS
 
     def setting_name(self, field: str) -> str:
         """The flag behind a field or option ('' for app preferences)."""
@@ -442,6 +451,6 @@ def llama_server_settings(settings: ServerSettings | None = None, **options: int
 
 
 __all__ = ["FIELD_FLAGS", "FORM_FLAGS", "KIND", "LLAMA_SERVER_TUNING", "LlamaServerTuning", "MODEL_MISSING",
-           "OPTIONS", "REFUSED_FLAGS", "UNSUPPORTED", "arguments", "binary", "check_extra_flags", "command", "configured_binary",
+           "OPTIONS", "REFUSED_FLAGS", "SERVER_DEFAULTS", "UNSUPPORTED", "arguments", "binary", "check_extra_flags", "command", "configured_binary",
            "exposures", "extra_flags", "llama_server_settings", "mapping_text", "model_file_problem", "model_path",
            "models_dir", "n_gpu_layers", "open_origins", "threads", "validate_llama_server"]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from app.backends.ollama.launch_plan import ollama_default_context_length
 from app.core.server.exposure import exposure_of
-from app.core.server.mapping import (COUNT, DIRECTORY, MEBIBYTES, PROGRAM, MappingTexts, OptionSpec,
+from app.core.server.mapping import (COUNT, DIRECTORY, MEBIBYTES, PROGRAM, MappingTexts, OptionSpec, ServerDefaults,
                                  field_or_option_label)
 from app.core.server.settings import ServerSettings, Validation, validate
 from app.core.units import MIB
@@ -292,6 +292,15 @@ def validate_ollama(settings: ServerSettings) -> Validation:
     return Validation(errors, warnings)
 
 
+# `ollama serve`'s own tuning when no OLLAMA_* variable sets it (the versions' changes: docs/ollama facts).
+SERVER_DEFAULTS = ServerDefaults(
+    num_parallel=1, context_length=None, kv_cache_type="f16", flash_attention="auto",
+    words=("OLLAMA_NUM_PARALLEL 1 (Ollama's default since 0.10.0)",
+           "OLLAMA_CONTEXT_LENGTH unset: Ollama's default context (4096 tokens; from 0.15.5 32768 with 23 GiB of "
+           "VRAM or more, 262144 from 47 GiB)",
+           "OLLAMA_KV_CACHE_TYPE f16", "OLLAMA_FLASH_ATTENTION unset: Ollama decides per model"))
+
+
 class OllamaTuning:
     """The TuningMapping of `ollama serve` (see app.core.server.mapping)."""
 
@@ -299,6 +308,7 @@ class OllamaTuning:
     delivery = "environment"  # OLLAMA_* variables are read when `ollama serve` starts
     texts = TEXTS
     options = OPTIONS
+    server_defaults = SERVER_DEFAULTS
 
     def setting_name(self, field: str) -> str:
         """The OLLAMA_* variable behind a field or option ('' for app preferences)."""

@@ -597,7 +597,7 @@ def day_words(rate: float) -> str:
     return f"{round(per_day, -digits):,.0f}"
 
 
-CSV_COLUMNS = ("factor", "offered_rps", "arrival_rps", "achieved_rps", "requests", "requests_ok", "success_rate",
+CSV_COLUMNS = ("setting", "factor", "offered_rps", "arrival_rps", "achieved_rps", "requests", "requests_ok", "success_rate",
                "ttft_ms_mean", "ttft_ms_p95", "e2e_ms_mean", "e2e_ms_p95", "tpot_ms_p95", "output_tokens_per_s",
                "vram_peak_mib", "gpu_util_pct", "met", "missed")
 
@@ -607,7 +607,7 @@ def capacity_rows(capacity: Capacity) -> list[dict[str, Any]]:
     rows = []
     for s in capacity.steps:
         flat = s.stats.flat()
-        rows.append({"factor": round(s.factor, 4), "offered_rps": round(s.offered_rps, 4),
+        rows.append({"setting": capacity.setting, "factor": round(s.factor, 4), "offered_rps": round(s.offered_rps, 4),
                      "arrival_rps": None if s.arrival_rps is None else round(s.arrival_rps, 4),
                      "achieved_rps": None if s.achieved_rps is None else round(s.achieved_rps, 4),
                      "requests": s.stats.requests, "requests_ok": s.stats.requests_ok,
@@ -622,13 +622,14 @@ def capacity_rows(capacity: Capacity) -> list[dict[str, Any]]:
 
 
 
-def capacity_to_csv(capacity: Capacity) -> str:
-    """One row per step (CSV_COLUMNS; empty cells for unknown values)."""
+def capacity_to_csv(*capacities: Capacity) -> str:
+    """One row per step of each rate sweep (CSV_COLUMNS, the setting first; empty cells for unknown values)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for row in capacity_rows(capacity):
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    for capacity in capacities:
+        for row in capacity_rows(capacity):
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
     return out.getvalue()
 
 
@@ -671,7 +672,7 @@ def capacity_lines(capacity: Capacity) -> list[str]:
 
 def capacity_markdown(capacity: Capacity) -> str:
     """A Markdown section: the steps' table and the capacity line."""
-    lines = ["## Capacity", "", f"Scenario {capacity.scenario.name} at {capacity.setting or 'one setting'}; "
+    lines = [f"## Capacity at {capacity.setting}" if capacity.setting else "## Capacity", "", f"Scenario {capacity.scenario.name} at {capacity.setting or 'one setting'}; "
              f"rates are the open-loop classes' total, latencies in ms.", "",
              "| " + " | ".join(STEP_HEADER) + " |", "|" + "---|" * len(STEP_HEADER)]
     lines += ["| " + " | ".join(step_cells(s)) + " |" for s in capacity.steps]

@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import Mapping, Sequence
 
-from app.core.bench.capacity import Capacity, saved_capacity
+from app.core.bench.capacity import Capacity, CapacityStatus, saved_capacity
+from app.core.bench.compare import BeforeAfter, Outcome, before_after, to_markdown as comparison_markdown
 from app.core.bench.contention import Contention
 from app.core.bench.outcome import RunStatus, failure_of_saved, saved_point_status, saved_run_status
 from app.core.memory.verdict import saved_verdict
@@ -42,6 +43,10 @@ class SweepRun:
     # The targets it was measured with, once it is judged against others (spec.targets); None: not re-judged.
     ran_with: LatencyTargets | None = None
     capacity: Capacity | None = None  # a rate sweep run at one of its points after the sweep (None: none asked)
+    # With a default point beside another recommended one: the same rate sweep at the server's default setting.
+    default_capacity: Capacity | None = None
+    # The server's default setting against the recommended one, for a run that measured a default point.
+    comparison: BeforeAfter | None = None
 
     def with_result(self, result: PointResult) -> SweepRun:
         """A copy with one more point result."""
@@ -49,8 +54,9 @@ class SweepRun:
 
     def finished(self, status: RunStatus, finished_at: str) -> SweepRun:
         """A copy marked finished (or cancelled) with its recommendation."""
-        return replace(self, status=status, finished_at=finished_at,
+        done = replace(self, status=status, finished_at=finished_at,
                        recommendation=recommend(self.results, self.spec.targets, self.varying))
+        return replace(done, comparison=compared(done))
 
     def with_targets(self, targets: LatencyTargets) -> SweepRun:
         """The run judged against other targets: statistics and recommendation recomputed; `ran_with` keeps
@@ -58,8 +64,9 @@ class SweepRun:
         results = tuple(r.restat(targets) for r in self.results)
         spec = replace(self.spec, targets=targets)
         ran_with = self.ran_with or self.spec.targets
-        return replace(self, spec=spec, results=results, recommendation=recommend(results, targets, self.varying),
-                       ran_with=None if targets == ran_with else ran_with)
+        judged = replace(self, spec=spec, results=results, recommendation=recommend(results, targets, self.varying),
+                         ran_with=None if targets == ran_with else ran_with)
+        return replace(judged, comparison=compared(judged))
 
     def result_for(self, index: int | None) -> PointResult | None:
         """The result of point `index`, or None."""
@@ -74,6 +81,29 @@ class SweepRun:
         if self.started_at:
             parts.append(self.started_at[:16].replace("T", " "))
         return " · ".join(parts)
+
+
+def _found(capacity: Capacity | None) -> float | None:
+    """The requests/day of a rate sweep that found a sustainable rate (None: none run, or none found)."""
+    return capacity.requests_per_day if capacity is not None and capacity.status is CapacityStatus.FOUND else None
+
+
+def compared(run: SweepRun) -> BeforeAfter | None:
+    """The run's default point against its recommendation (None without a default point), with requests/day
+    where a rate sweep at that side's setting found a sustainable rate."""
+    if run.spec.default_settings is None:
+        return None
+    scenario = run.spec.workload.scenario
+    names = [c.name for c in scenario.classes] if scenario is not None else []
+    about = scenario.describe() if scenario is not None else run.spec.workload.describe(per_point_clients=True)
+    comparison = before_after(run.results, run.recommendation, names, run.varying, run.spec.default_words, about)
+    if comparison is None:
+        return None
+    if comparison.outcome is Outcome.DEFAULT_RECOMMENDED:  # one setting: its rate sweep is the default's
+        return comparison.with_capacity(_found(run.capacity), None)
+    if comparison.outcome in (Outcome.COMPARED, Outcome.DEFAULT_NOT_MEASURED):  # run at the recommended point
+        return comparison.with_capacity(_found(run.default_capacity), _found(run.capacity))
+    return comparison.with_capacity(_found(run.default_capacity), None)
 
 
 def chart_title(run: SweepRun, labels: Mapping[str, str]) -> str:
@@ -126,6 +156,8 @@ def point_row(r: PointResult) -> dict[str, Any]:
     })
     if r.stats:
         row.update(wait_split(r.stats, r.server.requests_deferred_max).to_json())
+    if r.point.default:  # the server's own default setting (only then: other rows stay as they were)
+        row["default"] = True
     if not r.stats:
         row.setdefault("output_tokens_per_s", None)
         for key in ("ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p95", "tpot_ms_p50", "tpot_ms_p95", "e2e_ms_p95"):
@@ -148,10 +180,14 @@ def run_to_json(run: SweepRun, saved: SavedFormat, with_records: bool = False) -
     }
     if run.ran_with is not None:
         data["ran_with_targets"] = run.ran_with.to_json()
+    if run.comparison is not None:
+        data["comparison"] = run.comparison.to_json()
     if with_records:
         data["results"] = [result_to_json(r) for r in run.results]
     if run.capacity is not None:
         data["capacity"] = run.capacity.to_json(with_records)
+    if run.default_capacity is not None:
+        data["default_capacity"] = run.default_capacity.to_json(with_records)
     return data
 
 
@@ -199,8 +235,11 @@ def run_from_json(data: dict[str, Any], saved: SavedFormat, run_id: int | None =
                    str(data.get("finished_at", "")), tuple(data.get("notes") or ()), run_id,
                    LatencyTargets.from_json(data["ran_with_targets"]) if data.get("ran_with_targets") else None,
                    # Absent in runs without a rate sweep and in every run stored before there were any.
-                   saved_capacity(data.get("capacity")))
-    return replace(run, recommendation=recommend(results, spec.targets, varying)) if results else run
+                   saved_capacity(data.get("capacity")), saved_capacity(data.get("default_capacity")))
+    if not results:
+        return run
+    run = replace(run, recommendation=recommend(results, spec.targets, varying))
+    return replace(run, comparison=compared(run))  # recomputed from the records, as the recommendation is
 
 
 CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_length", "flash_attention", "status",
@@ -273,7 +312,8 @@ def table_rows(results: Sequence[PointResult]) -> list[list[str]]:
         s = r.stats if r.ran else None
         vram = r.gpu.vram_peak_mib
         rows.append([
-            "—" if r.point.parallel is None else str(r.point.parallel), str(r.point.concurrency),
+            ("—" if r.point.parallel is None else str(r.point.parallel)) + (" (default)" if r.point.default else ""),
+            str(r.point.concurrency),
             _cell(s.output_tokens_per_s if s else None, ".1f"), _cell(s.ttft_ms.mean if s else None, ".0f"),
             _cell(s.ttft_ms.p95 if s else None, ".0f"), _cell(s.tpot_ms.p95 if s else None, ".1f"),
             _cell(None if vram is None else vram / 1024, ".1f"), _cell(r.tokens_per_joule, ".2f"),
@@ -318,6 +358,8 @@ def run_to_markdown(run: SweepRun, labels: Mapping[str, str]) -> str:
                                                      for r in contended]
     if run.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in run.notes]
+    if run.comparison is not None:
+        lines += ["", comparison_markdown(run.comparison).rstrip("\n")]
     base = f.base_settings
     if base:
         lines += ["", "## Base settings", ""] + [f"- **{setting_label(k)}:** {value_text(v)}" for k, v in base.items()]
@@ -351,7 +393,7 @@ def value_text(value: object) -> str:
     return str(value)
 
 
-__all__ = ["chart_title", "closed_loop", "CSV_COLUMNS", "SERVER_HEADER",
+__all__ = ["chart_title", "closed_loop", "compared", "CSV_COLUMNS", "SERVER_HEADER",
            "SweepRun", "TABLE_HEADER", "point_row", "reports_server", "result_from_json", "result_to_json",
            "run_from_json", "run_to_csv", "run_to_json", "run_to_markdown", "server_cells", "slots_cell",
            "setting_label", "table_header", "table_rows", "value_text"]

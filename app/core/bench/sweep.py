@@ -78,6 +78,7 @@ class SweepPoint:
     settings: ServerSettings
     concurrency: int
     server_known: bool = True  # False on an attached server: its settings are not ours to know
+    default: bool = False  # the server's own default tuning (SweepSpec.default_settings), measured for comparison
 
     @property
     def parallel(self) -> int | None:
@@ -94,19 +95,24 @@ class SweepPoint:
         if "concurrency" in varying or not parts:
             parts.append("no client cap" if self.concurrency == 0
                          else f"{self.concurrency} client{'s' if self.concurrency != 1 else ''}")
+        if self.default:
+            parts.append("server default")
         return " · ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict for the history."""
-        return {"index": self.index, "settings": self.settings.to_json(), "concurrency": self.concurrency,
+        data = {"index": self.index, "settings": self.settings.to_json(), "concurrency": self.concurrency,
                 "server_known": self.server_known}
+        if self.default:  # only then: points of runs without a default point are saved as they always were
+            data["default"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any], saved: SavedFormat) -> SweepPoint:
         """Inverse of to_json; `saved` names what earlier documents left unsaid (see ServerSettings.from_json)."""
         settings, _problems = ServerSettings.from_json(data.get("settings") or {}, saved)
         return cls(int(data.get("index", 0)), settings, int(data.get("concurrency", 1)),
-                   bool(data.get("server_known", True)))
+                   bool(data.get("server_known", True)), bool(data.get("default", False)))
 
 
 @dataclass(frozen=True)
@@ -118,8 +124,11 @@ class SweepPlan:
     notes: tuple[str, ...] = ()
 
 
-def plan_sweep(base: ServerSettings, axes: SweepAxes, managed: bool) -> SweepPlan:
-    """The points of the sweep, server axes outermost so each server setting starts once.
+def plan_sweep(base: ServerSettings, axes: SweepAxes, managed: bool,
+               default: ServerSettings | None = None) -> SweepPlan:
+    """The points of the sweep, server axes outermost so each server setting starts once. With `default` (the
+    server's own default tuning, managed sweeps only) the point with those settings is marked default, or, when
+    none has them, one is measured first.
 
     Raises SweepPlanError when the plan is impossible: server axes on an attached server, or
     every combination invalid."""
@@ -148,6 +157,11 @@ def plan_sweep(base: ServerSettings, axes: SweepAxes, managed: bool) -> SweepPla
             points.append(SweepPoint(len(points), settings, c, server_known=managed))
     if not points:
         raise SweepPlanError("No combination of these values is a valid setting. " + " ".join(notes))
+    if default is not None:
+        if not managed:
+            raise SweepPlanError("This server was not started by ollama-deck, so it cannot be restarted on its "
+                                 "default settings for a comparison.")
+        points = _with_default(points, default, axes)
     if len(points) > MAX_POINTS:
         raise SweepPlanError(f"{len(points)} points are too many for one sweep (at most {MAX_POINTS}); "
                              "use fewer values per axis.")
@@ -158,6 +172,20 @@ def plan_sweep(base: ServerSettings, axes: SweepAxes, managed: bool) -> SweepPla
     if (axes.concurrency is not None and len(set(axes.concurrency)) > 1) or not varying:
         varying.append("concurrency")
     return SweepPlan(tuple(points), tuple(varying), tuple(notes))
+
+
+def _with_default(points: list[SweepPoint], default: ServerSettings, axes: SweepAxes) -> list[SweepPoint]:
+    """The points with the one on the default settings marked, or a default point first (numbered 0)."""
+    same = next((p for p in points if p.settings == default), None)
+    if same is not None:
+        return [replace(p, default=True) if p is same else p for p in points]
+    problems = validate(default).errors
+    if problems:
+        raise SweepPlanError("The server's default settings are not a valid setting here: "
+                             + " ".join(problems.values()))
+    clients = axes.concurrency[0] if axes.concurrency else default.num_parallel
+    first = SweepPoint(0, default, clients, server_known=True, default=True)
+    return [first] + [replace(p, index=p.index + 1) for p in points]
 
 
 def _unique(values: Sequence[Any]) -> list[Any]:
@@ -360,23 +388,33 @@ class SweepSpec:
     targets: LatencyTargets = field(default_factory=LatencyTargets)
     managed: bool = True
     force: bool = False  # run points the estimator predicts will not load
+    # The server's own default tuning on the base's other settings, measured as a point to compare the
+    # recommendation with (None: no comparison), and those defaults in the server's words.
+    default_settings: ServerSettings | None = None
+    default_words: tuple[str, ...] = ()
 
     def plan(self) -> SweepPlan:
         """The points (see plan_sweep)."""
-        return plan_sweep(self.base, self.axes, self.managed)
+        return plan_sweep(self.base, self.axes, self.managed, self.default_settings)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict."""
-        return {"base": self.base.to_json(), "axes": self.axes.to_json(), "workload": self.workload.to_json(),
+        """Plain dict (the default settings only when there are some: older documents stay as they were)."""
+        data = {"base": self.base.to_json(), "axes": self.axes.to_json(), "workload": self.workload.to_json(),
                 "targets": self.targets.to_json(), "managed": self.managed, "force": self.force}
+        if self.default_settings is not None:
+            data["default_settings"] = self.default_settings.to_json()
+            data["default_words"] = list(self.default_words)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any], saved: SavedFormat) -> SweepSpec:
         """Inverse of to_json; `saved` names what earlier documents left unsaid (see ServerSettings.from_json)."""
         base, _ = ServerSettings.from_json(data.get("base") or {}, saved)
+        default = ServerSettings.from_json(data["default_settings"], saved)[0] if data.get("default_settings") else None
         return cls(base, SweepAxes.from_json(data.get("axes") or {}), LoadPlan.from_json(data.get("workload") or {}),
                    LatencyTargets.from_json(data.get("targets") or {}), bool(data.get("managed", True)),
-                   bool(data.get("force", False)))
+                   bool(data.get("force", False)), default,
+                   tuple(str(w) for w in data.get("default_words") or ()))
 
 
 __all__ = ["Fingerprint", "GpuFigures", "PointResult",

@@ -62,6 +62,38 @@ class MappingTexts:
     defaults_note: str = "# everything else: the server's default"
 
 
+@dataclass(frozen=True)
+class ServerDefaults:
+    """The tuning a server runs with when it is told none (its own defaults), as the shared settings start it
+    so, and those defaults in the server's own words (e.g. "-np auto (llama-server's default): 4 slots …").
+
+    `extra_lines` are extra-settings lines a field cannot say: where setting a field explicitly changes more
+    than the field (llama-server turns off its unified KV cache when -np is given), they give the rest back."""
+
+    num_parallel: int = 1
+    context_length: int | None = None  # None: the server picks (the model's, or its own default)
+    kv_cache_type: str = "f16"
+    flash_attention: str = "auto"
+    extra_lines: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+
+    def apply(self, settings: ServerSettings) -> ServerSettings:
+        """`settings` with the tuning at the server's defaults (parallel, context, KV cache, flash attention, the
+        batch sizes); everything else — host, port, model file, the backend's options, extra settings — kept."""
+        extra = settings.extra_settings
+        have = {line.strip() for line in extra.splitlines()}
+        missing = [line for line in self.extra_lines if line not in have]
+        if missing:
+            extra = "\n".join([extra.rstrip("\n"), *missing]) if extra.strip() else "\n".join(missing)
+        return settings.replace(num_parallel=self.num_parallel, context_length=self.context_length,
+                                kv_cache_type=self.kv_cache_type, flash_attention=self.flash_attention,
+                                batch_size=None, micro_batch_size=None, extra_settings=extra)
+
+    def text(self) -> str:
+        """The defaults in the server's words, as one line ('' when it has none)."""
+        return "; ".join(self.words)
+
+
 def field_or_option_label(options: tuple[OptionSpec, ...], texts: MappingTexts, name: str) -> str:
     """The form's label of a backend option, the extra-settings box, or a shared field (its name if none)."""
     spec = next((s for s in options if s.name == name), None)
@@ -77,6 +109,7 @@ class TuningMapping(Protocol):
     delivery: str  # how the settings reach the server: "environment" (read at start) or "flags"
     texts: MappingTexts
     options: tuple[OptionSpec, ...]
+    server_defaults: ServerDefaults  # the tuning the server runs with when told none, in its own words
 
     def setting_name(self, field: str) -> str:
         """What the server calls a shared field or an option ('' when it has no name there)."""
@@ -117,6 +150,8 @@ class NeutralTuning:
     delivery = ""
     texts = MappingTexts()
     options: tuple[OptionSpec, ...] = ()
+    server_defaults = ServerDefaults(words=("parallel 1; context, KV cache and flash attention as the server "
+                                            "decides",))
 
     def setting_name(self, field: str) -> str:
         """No server, no names."""
@@ -156,4 +191,4 @@ def option_default(mapping: TuningMapping, name: str) -> Any:
 
 
 __all__ = ["COUNT", "DIRECTORY", "MEBIBYTES", "MODEL_FILE", "field_or_option_label", "MappingTexts", "NeutralTuning", "OPTION_KINDS", "OptionSpec",
-           "PROGRAM", "TuningMapping", "option_default"]
+           "PROGRAM", "ServerDefaults", "TuningMapping", "option_default"]

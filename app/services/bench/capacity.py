@@ -55,8 +55,12 @@ class CapacitySweep:
                                 notes=("No rate sweep: no point of the sweep was measured to run it at.",))
             return replace(run, capacity=capacity)
         setting = chosen.point.label(("parallel", "concurrency"))
-        where = (f"The rate sweep ran at the recommended point ({setting}) after the sweep."
-                 if len(run.points) > 1 else f"The rate sweep ran at the sweep's one setting ({setting}).")
+        if chosen.point.default:
+            where = f"The rate sweep ran at the server's default setting ({setting}) after the sweep."
+        elif len(run.points) > 1:
+            where = f"The rate sweep ran at the recommended point ({setting}) after the sweep."
+        else:
+            where = f"The rate sweep ran at the sweep's one setting ({setting})."
         capacity = Capacity(scenario, self._ladder, setting=setting, targets=run.spec.targets, notes=(where,))
         order = 0
         while (factor := capacity.next_factor()) is not None:

@@ -262,10 +262,23 @@ class SweepRunner:
     async def _after(self, client: ModelCatalog, spec: SweepSpec, run: SweepRun, shape: ModelShape | None,
                      version: str, after: AfterSweep) -> SweepRun:
         """Run `after` at the recommended point (else the only point that ran); its first measurement restarts a
-        managed server with that point's settings, the next ones measure the server as it is."""
+        managed server with that point's settings, the next ones measure the server as it is. A run with a
+        measured default point that is not the recommended one runs `after` there too (its result goes to
+        `default_capacity`), so a before/after report has both sides' capacity."""
         chosen = run.result_for(recommend(run.results, spec.targets, run.varying).index)
         if chosen is None and len(run.results) == 1 and run.results[0].ran:
             chosen = run.results[0]
+        run = await after(run, chosen, self._measure_at(client, spec, run, chosen, shape, version))
+        default = next((r for r in run.results if r.point.default and r.ran), None)
+        if self._cancelled or chosen is None or default is None or default.point.index == chosen.point.index:
+            return run
+        at_default = await after(replace(run, capacity=None), default,
+                                 self._measure_at(client, spec, run, default, shape, version))
+        return replace(run, default_capacity=at_default.capacity)
+
+    def _measure_at(self, client: ModelCatalog, spec: SweepSpec, run: SweepRun, chosen: PointResult | None,
+                    shape: ModelShape | None, version: str) -> PointMeasure:
+        """Measures a workload at `chosen`'s setting: the first call restarts a managed server with it."""
         fresh = True
 
         async def measure(workload: LoadPlan, progress: Callable[[SweepProgress], None]) -> PointResult | None:
@@ -285,7 +298,7 @@ class SweepRunner:
             finally:
                 self._point_task = None
 
-        return await after(run, chosen, measure)
+        return measure
 
     async def _prepare(self, client: ModelCatalog, spec: SweepSpec) -> tuple[Fingerprint, ModelShape | None, list[str]]:
         """The fingerprint and the model's shape (for pricing); ModelNotFound before anything changes."""

@@ -254,7 +254,7 @@ def test_absent_fields_read_with_defaults() -> None:
 def test_exports_carry_every_step() -> None:
     capacity = sweep(RateLadder(refine=1), served_by(3.2))
     csv_lines = capacity_to_csv(capacity).splitlines()
-    assert len(csv_lines) == 1 + len(capacity.steps) and csv_lines[0].startswith("factor,offered_rps")
+    assert len(csv_lines) == 1 + len(capacity.steps) and csv_lines[0].startswith("setting,factor,offered_rps")
     lines = capacity_lines(capacity)
     assert lines[-1] == capacity.summary() and len(lines) == 1 + 1 + len(capacity.steps) + 2
     markdown = capacity_markdown(capacity)

@@ -4,6 +4,8 @@ it stops it and still puts the server back."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.adapters.prompt_corpus import bundled_corpus
@@ -121,3 +123,29 @@ def test_each_step_runs_the_sweeps_stop_rule_or_the_seconds_asked(step_seconds, 
 def test_a_step_of_no_seconds_is_refused():
     with pytest.raises(ValueError, match="more than 0 s"):
         CapacitySweep(RateLadder(), step_seconds=0.0)
+
+
+def test_with_a_default_point_the_ladder_also_runs_at_the_default_setting(make_supervisor, env):
+    env()
+    base = ServerSettings(port=free_port(), num_parallel=2)
+    h = make_supervisor(base)
+    assert h.run(h.supervisor.start()).state is ServerState.RUNNING_MANAGED
+    runner, spec = runner_and_spec(h, base)
+    spec = replace(spec, axes=SweepAxes(parallel=(2,), concurrency=(0,)),
+                   default_settings=base.replace(num_parallel=1), default_words=("parallel 1",))
+    stage = CapacitySweep(RateLadder(rates=(10.0,), refine=0))
+    run = h.run(runner.run(spec, after=stage), timeout=120)
+    assert run.status is RunStatus.FINISHED and run.recommendation is not None and run.comparison is not None
+    default = next(r for r in run.results if r.point.default)
+    chosen = run.result_for(run.recommendation.index)
+    assert chosen is not None and run.capacity is not None and len(run.capacity.steps) == 1
+    assert run.capacity.setting == chosen.point.label(("parallel", "concurrency"))
+    if chosen.point.index == default.point.index:  # one setting: its rate sweep stands for the default
+        assert run.default_capacity is None
+        assert run.capacity.notes[0].startswith("The rate sweep ran at the server's default setting")
+    else:  # both sides measured: the before/after has each side's requests/day where found
+        assert run.default_capacity is not None and len(run.default_capacity.steps) == 1
+        assert run.default_capacity.setting == default.point.label(("parallel", "concurrency"))
+        assert run.default_capacity.notes[0].startswith("The rate sweep ran at the server's default setting")
+        assert run.capacity.notes[0].startswith("The rate sweep ran at the recommended point")
+    assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
