@@ -42,7 +42,7 @@ from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int
 from app.core.bench.run import (SweepRun, chart_title, closed_loop, run_to_csv, run_to_json, run_to_markdown, table_header,
                                 table_rows)
 from app.core.bench.waiting import waits_lines
-from app.core.bench.compare import to_csv as comparison_csv, to_markdown as comparison_markdown
+from app.core.bench.compare import to_csv as comparison_csv, to_markdown as comparison_markdown, with_server_defaults
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 
@@ -275,10 +275,7 @@ def with_default(spec: SweepSpec, args: argparse.Namespace) -> SweepSpec:
         return spec
     from app.backends import registry
 
-    defaults = registry.get(spec.base.backend or chosen_backend(args)).tuning.server_defaults
-    compared = replace(spec, default_settings=defaults.apply(spec.base), default_words=defaults.words)
-    compared.plan()  # raises SweepPlanError early
-    return compared
+    return with_server_defaults(spec, registry.get(spec.base.backend or chosen_backend(args)).tuning.server_defaults)
 
 
 def _exposure_warning(base: ServerSettings) -> str:

@@ -20,6 +20,8 @@ from app.core.server.settings import KV_CACHE_TYPES, MAX_CONTEXT, MAX_PARALLEL, 
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.core.bench.scenario_run import REQUESTS_PER_CLASS, ScenarioSpecError, scenario_plan, scenario_spec
 from app.core.bench.capacity import open_rate, step_duration
+from app.core.bench.compare import with_server_defaults
+from app.core.server.mapping import ServerDefaults
 from app.ui.pages.bench.capacity_editor import CapacityAsk, CapacityGroup
 from app.ui.pages.bench.scenario_editor import ScenarioGroup
 from app.ui.pages.bench.targets import TPOT_HINT, TTFT_HINT, TargetFields
@@ -56,12 +58,15 @@ class SweepEditor(QWidget):
     refresh_models = Signal()
 
     def __init__(self, setting_name: Callable[[str], str] = lambda field: "", parent: QWidget | None = None, *,
-                 write_file: Callable[[Path, bytes], None] | None = None) -> None:
+                 write_file: Callable[[Path, bytes], None] | None = None,
+                 server_defaults: ServerDefaults | None = None) -> None:
         """`setting_name` gives what the server calls a settings field (the backend's mapping); `write_file`
-        writes a file atomically (the scenario's Save as…)."""
+        writes a file atomically (the scenario's Save as…); `server_defaults`: the tuning the server runs with when
+        told none (the comparison's "before"; None: no comparison offered)."""
         super().__init__(parent)
         self.setObjectName("SweepEditor")
         self._setting_name = setting_name
+        self._server_defaults = server_defaults
         self._managed = True
         self._base = ServerSettings()
         self._file_prompts: tuple[BenchPrompt, ...] | None = None
@@ -101,6 +106,7 @@ class SweepEditor(QWidget):
                        self.requests.valueChanged, self.stop_unit.currentIndexChanged, self.fa.currentIndexChanged,
                        self.model.editTextChanged, self.loop_mode.currentIndexChanged,
                        self.workload_kind.currentIndexChanged, self.scenario.changed, self.capacity.changed,
+                       self.compare.toggled,
                        *[box.toggled for box in self.kv_boxes.values()],
                        *[field.problem_changed for field in self._ranged_fields()]):
             signal.connect(self._refresh_summary)
@@ -165,7 +171,15 @@ class SweepEditor(QWidget):
         self.force = QCheckBox("run points predicted not to fit")
         self.force.setObjectName("force")
         group.add_field("Force", self.force)
-        self._server_widgets = [self.parallel, self.context, self.fa, self.force, *self.kv_boxes.values()]
+        self.compare = QCheckBox("also measure the server's defaults")
+        self.compare.setObjectName("compare_defaults")
+        self.compare_message = group.add_field(
+            "Before/after", left_aligned(self.compare),
+            hint="The server's own default tuning as one more point, reported against the recommended setting per "
+                 "class (latency, tokens/s, VRAM, GPU use, requests/day with the capacity).")
+        self.compare.setVisible(self._server_defaults is not None)
+        self._server_widgets = [self.parallel, self.context, self.fa, self.force, self.compare,
+                                *self.kv_boxes.values()]
         return group
 
     def _build_workload(self) -> FieldGroup:
@@ -300,6 +314,11 @@ class SweepEditor(QWidget):
         self.fa.setItemText(0, f"Keep the current ({settings.flash_attention})")
         for widget in self._server_widgets:
             widget.setEnabled(managed)
+        if managed:
+            self.compare_message.clear_message()
+        else:  # the default is set by restarting the server, which only one ollama-deck started can do
+            self.compare_message.show_info("Not available: the server's defaults are measured by restarting it on "
+                                           "them, which needs a server ollama-deck starts.")
         self.set_mode_text(why, warning=not managed)
         self._refresh_summary()
 
@@ -349,7 +368,7 @@ class SweepEditor(QWidget):
         except SweepPlanError as exc:
             raise SpecError(str(exc)) from None
         if self.uses_scenario:
-            return self._scenario_spec(model, axes)
+            return self._compared(self._scenario_spec(model, axes))
         open_loop = self.loop_mode.currentData() == "open"
         if open_loop and axes.concurrency is None:
             axes = SweepAxes(axes.parallel, (0,), axes.kv_cache_types, axes.context_lengths, axes.flash_attention)
@@ -366,7 +385,16 @@ class SweepEditor(QWidget):
             spec.plan()
         except SweepPlanError as exc:
             raise SpecError(str(exc)) from None
-        return spec
+        return self._compared(spec)
+
+    def _compared(self, spec: SweepSpec) -> SweepSpec:
+        """With "Before/after" ticked (on a managed server): the spec with the server's defaults as a point."""
+        if not (self.compare.isChecked() and self._managed and self._server_defaults is not None):
+            return spec
+        try:
+            return with_server_defaults(spec, self._server_defaults)
+        except SweepPlanError as exc:
+            raise SpecError(f"Before/after: {exc}") from None
 
     def _scenario_spec(self, model: str, axes: SweepAxes) -> SweepSpec:
         """The sweep of the scenario shown, over `axes` (no cap on requests in flight unless Clients sets one)."""

@@ -19,7 +19,8 @@ from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplit
 from app.core.server.applied import SettingsKeeping
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
-from app.core.bench.sweep import PointResult, SweepSpec
+from app.core.bench.compare import with_server_defaults
+from app.core.bench.sweep import PointResult, SweepPlanError, SweepSpec
 from app.core.bench.outcome import RunStatus
 from app.core.bench.run import SweepRun
 from app.core.models import LocalModel
@@ -192,7 +193,8 @@ class BenchPage(QWidget):
         self.tabs.setObjectName("BenchTabs")
         root.addWidget(self.tabs, 1)
 
-        self.editor = SweepEditor(backend.tuning.setting_name, write_file=context.write_file)
+        self.editor = SweepEditor(backend.tuning.setting_name, write_file=context.write_file,
+                                  server_defaults=backend.tuning.server_defaults)
         if not backend.can("thinking_control"):
             self.editor.set_thinking_control(False, f"{backend.why_not('thinking_control')} The scenario's thinking "
                                                     "shares are not used.")
@@ -265,6 +267,12 @@ class BenchPage(QWidget):
         if self.sweeps.running:
             return
         spec = replace(spec, base=self.controller.settings)
+        if spec.default_settings is not None:  # the defaults on this base (its host, port, model, options)
+            try:
+                spec = with_server_defaults(spec, self.backend.tuning.server_defaults)
+            except SweepPlanError as exc:
+                self.message.show_error(f"Before/after: {exc}")
+                return
         self._applying = None
         self.message.clear_message()
         self.current = None

@@ -26,10 +26,12 @@ from app.core.saved_format import SavedFormat
 from app.ui.widgets import theme
 from app.core.bench.capacity import Capacity
 from app.ui.pages.bench.capacity_view import CapacityView
+from app.ui.pages.bench.compare_view import CompareView
 from app.ui.pages.bench.charts import SweepCharts
 from app.ui.pages.bench.scenario_charts import ScenarioView
 from app.ui.pages.bench.targets import TargetFields
 from app.ui.pages.bench.waits_chart import WaitsView
+from app.ui.widgets.compare_chart import comparison_image
 from app.ui.widgets.load_chart import load_chart_image
 
 RECOMMENDED_BACKGROUND = "#1d3b52"
@@ -311,6 +313,8 @@ class RunView(QWidget):
         self.card = RecommendationCard()
         self.card.setVisible(False)
         lay.addWidget(self.card)
+        self.compare = CompareView()
+        lay.addWidget(self.compare)
         self.capacity = CapacityView()
         lay.addWidget(self.capacity)
         self.classes = ScenarioView()
@@ -359,6 +363,7 @@ class RunView(QWidget):
             self.charts.set_results([], ("parallel",), None, None)
             self.classes.set_run(None)
             self.capacity.set_capacity(None)
+            self.compare.set_comparison(None)
             self.waits.set_run(None)
             self.card.setVisible(False)
             self.export_button.setEnabled(False)
@@ -379,6 +384,7 @@ class RunView(QWidget):
         self.charts.set_results(run.results, run.varying, index, run.spec.targets.ttft_p95_ms)
         self.classes.set_run(run)
         self.capacity.set_capacity(run.capacity)
+        self.compare.set_comparison(run.comparison, chart_title(run, self._labels))
         self.waits.set_run(run)
         self.export_button.setEnabled(bool(run.results))
         self._show_recommendation(run)
@@ -436,8 +442,10 @@ class RunView(QWidget):
         images = [self.charts.grab().toImage()]
         if self.waits.chart.bars:
             images.append(self.waits.chart.grab().toImage())
+        width = max(600, round(images[0].width() / (images[0].devicePixelRatio() or 1.0)))
+        if self.run is not None and self.run.comparison is not None:  # drawn as the CLI's --compare-report
+            images.append(comparison_image(self.run.comparison, self.run.title, width, round(width * 0.56)))
         if self.run is not None and self.run.capacity is not None:
-            width = max(600, round(images[0].width() / (images[0].devicePixelRatio() or 1.0)))
             images.append(load_chart_image(self.run.capacity, self.run.title, width, round(width * 0.6)))
         return stacked(images) if len(images) > 1 else images[0]
 
