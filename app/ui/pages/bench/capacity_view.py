@@ -37,7 +37,7 @@ def headline(capacity: Capacity) -> tuple[str, str]:
         bad = capacity.broke_at
         if bad is not None:
             return "not sustainable", f"even the lowest rate tried, {bad.offered_rps:.3g} requests/s, missed"
-        return "measuring…" if not capacity.cancelled else "nothing measured", ""
+        return "not measured", ""  # no step was judged (the notes say why); a running ladder shows its first
     return f"{rate:.3g} requests/s", f"≈ {day_words(rate)} requests a day"
 
 
@@ -201,8 +201,8 @@ class CapacityView(QWidget):
             self.steps.setRowCount(0)
             return
         where = f" at {capacity.setting}" if capacity.setting else ""
-        self.title.setText(f"Capacity of {capacity.scenario.name}{where} — "
-                           f"{STATUS_WORDS[capacity.status].lower()}")
+        status = STATUS_WORDS[capacity.status].lower() if capacity.steps else "no rate sweep"
+        self.title.setText(f"Capacity of {capacity.scenario.name}{where} — {status}")
         big, small = headline(capacity)
         self.rate.setText(big)
         colour = theme.ERROR if capacity.status is CapacityStatus.NEVER_MET else theme.TEXT
@@ -236,6 +236,7 @@ class CapacityView(QWidget):
                     item.setForeground(QColor(theme.OK if step.met else theme.ERROR))
                     item.setToolTip(text)
                 table.setItem(row, col, item)
+        table.setVisible(bool(capacity.steps))
         table.resizeRowsToContents()
         height = table.horizontalHeader().height() + sum(table.rowHeight(r) for r in range(table.rowCount()))
         table.setFixedHeight(height + 2 * table.frameWidth() + 2)

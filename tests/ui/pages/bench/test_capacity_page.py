@@ -110,6 +110,12 @@ def test_the_capacity_view_shows_the_rate_what_broke_and_each_step(qtbot):
     assert_all_inside(view.chart, capacity)
     legend = view.chart.title.text()
     assert f"sustainable {capacity.sustainable_rps:.3g}/s" in legend and "broke at" in legend
+    # A run whose sweep recommended nothing ran no ladder: said so, not "measuring".
+    none = Capacity(capacity.scenario, capacity.ladder, notes=("No rate sweep: no point of the sweep was measured "
+                                                                "to run it at.",))
+    view.set_capacity(none)
+    assert view.rate.text() == "not measured" and view.title.text().endswith("— no rate sweep")
+    assert "No rate sweep: no point" in view.notes.text() and view.steps.isHidden()
     view.set_capacity(None)
     assert not view.isVisible()
 
