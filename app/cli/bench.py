@@ -28,8 +28,8 @@ from app import __version__
 from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
-from app.core.bench.capacity import (GROWTH, REFINE_STEPS, CapacityError, RateLadder, capacity_lines,
-                                     capacity_markdown, capacity_to_csv, check_scalable, parse_rate_spec)
+from app.core.bench.capacity import (GROWTH, REFINE_STEPS, STEP_SECONDS, CapacityError, RateLadder, capacity_lines,
+                                     capacity_markdown, capacity_to_csv, check_scalable, make_ladder, step_duration)
 from app.core.bench.scenario import BUILTIN_SCENARIOS, MIN_SCALE, Scenario, ScenarioError, parse_scenario
 from app.core.bench.scenario_run import ScenarioSpecError, scenario_json, scenario_plan, scenario_results, scenario_spec
 from app.core.bench.stats import LatencyTargets
@@ -43,7 +43,7 @@ from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int
 from app.core.bench.run import (SweepRun, chart_title, closed_loop, run_to_csv, run_to_json, run_to_markdown, table_header,
                                 table_rows)
 from app.core.bench.waiting import waits_lines
-from app.core.bench.compare import to_csv as comparison_csv, to_markdown as comparison_markdown
+from app.core.bench.compare import to_csv as comparison_csv, to_markdown as comparison_markdown, with_server_defaults
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 
@@ -111,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "START:STOP (e.g. 0.5:8; either side may be left out) or a list (0.5,1,2,4); without a value "
                         f"from half the scenario's rates, ×{GROWTH:g} per step. Closed-loop classes run alongside, "
                         "not scaled. --requests or --duration is per step (default "
-                        f"{RATE_SWEEP_STEP_S:g} s)")
+                        f"{STEP_SECONDS:g} s)")
     c.add_argument("--refine", type=int, metavar="N",
                    help=f"with --rate-sweep: bisection steps between the last rate that met the targets and the first "
                         f"that missed (default {REFINE_STEPS})")
@@ -154,7 +154,6 @@ RANGES = (
     Range("--min-success", 0, 1, "", "a share of requests: 0.99 is 99 %"),
     Range("--scale-lengths", MIN_SCALE, 1, "", "a factor on the scenario's token lengths"),
 )
-RATE_SWEEP_STEP_S = 20.0  # a rate sweep's default duration per step (and per point): a few dozen requests at 1/s
 SCENARIO_ONLY = (("--rate", "rate", "its classes set their arrivals"),
                  ("--prompt-file", "prompt_file", "its classes make their prompts"),
                  ("--think/--no-think", "think", "its classes set their thinking share"))
@@ -277,10 +276,7 @@ def with_default(spec: SweepSpec, args: argparse.Namespace) -> SweepSpec:
         return spec
     from app.backends import registry
 
-    defaults = registry.get(spec.base.backend or chosen_backend(args)).tuning.server_defaults
-    compared = replace(spec, default_settings=defaults.apply(spec.base), default_words=defaults.words)
-    compared.plan()  # raises SweepPlanError early
-    return compared
+    return with_server_defaults(spec, registry.get(spec.base.backend or chosen_backend(args)).tuning.server_defaults)
 
 
 def _exposure_warning(base: ServerSettings) -> str:
@@ -358,14 +354,9 @@ def rate_ladder(args: argparse.Namespace) -> RateLadder | None:
         raise InputError("--rate-sweep raises a scenario's arrival rates; add --scenario NAME|FILE (e.g. --scenario "
                          "customer-qa)")
     try:
-        ladder = parse_rate_spec(args.rate_sweep)
+        ladder = make_ladder(args.rate_sweep, args.refine)
     except CapacityError as exc:
         raise InputError(f"--rate-sweep {exc}") from None
-    if args.refine is not None:
-        ladder = replace(ladder, refine=args.refine)
-    problems = ladder.problems()
-    if problems:
-        raise InputError(f"--rate-sweep: {'; '.join(problems)}")
     if args.chart is not None:
         check_output_path("--chart", args.chart)
         if args.chart == "-" or not args.chart.lower().endswith(".png"):
@@ -416,8 +407,8 @@ def _scenario_spec(args: argparse.Namespace, base: ServerSettings, axes: SweepAx
               "thinking shares are not used", file=sys.stderr)
         scenario = scenario.without_thinking()
     duration = args.duration
-    if args.requests is None and duration is None and args.rate_sweep is not None:
-        duration = RATE_SWEEP_STEP_S  # a step's request count then grows with its rate
+    if args.rate_sweep is not None:
+        duration = step_duration(args.requests, duration)
     try:
         plan = scenario_plan(args.model, scenario, requests=args.requests, duration_s=duration,
                              warmup_requests=args.warmup)

@@ -42,6 +42,7 @@ KEEP_UP = 0.8  # least share of the arrival rate the server must serve
 MAX_LADDER_STEPS = 16  # geometric steps at most (1.5^15 ≈ 440 times the first rate)
 MIN_RATE_REQUESTS = 5  # fewer open-loop requests in a step say nothing about whether the server kept up
 MIN_GAP = 0.02  # bisection stops when the good and bad rates are closer than this share
+STEP_SECONDS = 20.0  # a step's duration when neither a request count nor a duration is asked (a few dozen at 1/s)
 
 
 class CapacityError(ValueError):
@@ -280,6 +281,40 @@ def parse_rate_spec(text: str | None) -> RateLadder:
     if not rates:
         raise CapacityError(f"{text!r}: give rates in requests/s, e.g. 0.5,1,2,4, or START:STOP")
     return RateLadder(rates=rates)
+
+
+def make_ladder(spec: str | None, refine: int | None = None) -> RateLadder:
+    """The ladder a rate spelling (parse_rate_spec) and a count of refining steps (None: REFINE_STEPS) describe,
+    as the CLI's --rate-sweep/--refine and the Benchmark page take them. CapacityError says what is wrong: the
+    spelling's first problem, else every problem of the ladder."""
+    ladder = parse_rate_spec(spec)
+    if refine is not None:
+        ladder = replace(ladder, refine=refine)
+    problems = ladder.problems()
+    if problems:
+        raise CapacityError("; ".join(problems))
+    return ladder
+
+
+def rate_sweep_refusal(scenario: Scenario | None) -> str:
+    """Why a rate sweep cannot run on this workload ('' when it can): it needs a scenario with an open-loop
+    class."""
+    if scenario is None:
+        return ("a rate sweep raises a scenario's arrival rates: measure a scenario (one prompt at one load has "
+                "no classes to raise)")
+    try:
+        check_scalable(scenario)
+    except CapacityError as exc:
+        return str(exc)
+    return ""
+
+
+def step_duration(requests: int | None, duration_s: float | None) -> float | None:
+    """The duration of each point and step of a sweep with a rate sweep: the one asked, else STEP_SECONDS when
+    no request count is asked either (a step's request count then grows with its rate)."""
+    if requests is None and duration_s is None:
+        return STEP_SECONDS
+    return duration_s
 
 
 # ---- judging a step -----------------------------------------------------------------------------------
@@ -646,6 +681,7 @@ def capacity_markdown(capacity: Capacity) -> str:
 
 
 __all__ = ["CSV_COLUMNS", "Capacity", "CapacityError", "CapacityStatus", "CapacityStep", "Miss", "MissKind",
-           "RateLadder", "SECONDS_PER_DAY", "STEP_HEADER", "arrival_and_served", "at_factor", "capacity_lines",
+           "RateLadder", "SECONDS_PER_DAY", "STEP_HEADER", "STEP_SECONDS", "make_ladder", "rate_sweep_refusal",
+           "step_duration", "arrival_and_served", "at_factor", "capacity_lines",
            "capacity_markdown", "capacity_rows", "capacity_to_csv", "check_scalable", "class_rates", "day_words", "judge_step",
            "open_rate", "parse_rate_spec", "saved_capacity", "step_cells"]

@@ -22,7 +22,8 @@ from typing import Any
 from app.core.bench.outcome import PROMPT_CUT_ERRORS, PointStatus
 from app.core.bench.recommend import Recommendation
 from app.core.bench.stats import RequestRecord, distribution
-from app.core.bench.sweep import PointResult
+from app.core.bench.sweep import PointResult, SweepSpec
+from app.core.server.mapping import ServerDefaults
 
 SAME_WITHIN_PCT = 1.0  # a change smaller than this (in %) reads as no change
 ALL_REQUESTS = "all requests"  # the overall row's name
@@ -322,6 +323,15 @@ def before_after(results: Sequence[PointResult], recommendation: Recommendation 
                        overall, tuple(default_words), scenario, why)
 
 
+def with_server_defaults(spec: SweepSpec, defaults: ServerDefaults) -> SweepSpec:
+    """The sweep with the server's own default settings (`defaults` applied to the base: its host, port, model
+    and options kept) measured as a point for the comparison, as the CLI's --compare and the Benchmark page ask;
+    SweepPlanError when those cannot run here."""
+    compared = replace(spec, default_settings=defaults.apply(spec.base), default_words=defaults.words)
+    compared.plan()  # raises SweepPlanError early
+    return compared
+
+
 # ---- renderers ------------------------------------------------------------------------------------------------
 STATE_WORDS = {SideState.CLEAN: "all requests succeeded", SideState.TRUNCATED: "prompts cut by the server",
                SideState.FAILURES: "requests failed", SideState.CONTENDED: "measured while other programs used the "
@@ -487,6 +497,6 @@ def to_csv(c: BeforeAfter) -> str:
     return out.getvalue()
 
 
-__all__ = ["ALL_REQUESTS", "BeforeAfter", "CSV_COLUMNS", "Change", "ClassRow", "Delta", "Figures", "LATENCY",
+__all__ = ["with_server_defaults", "ALL_REQUESTS", "BeforeAfter", "CSV_COLUMNS", "Change", "ClassRow", "Delta", "Figures", "LATENCY",
            "Outcome", "SAME_WITHIN_PCT", "STATE_WORDS", "Side", "SideState", "before_after", "change_text", "figures_of",
            "setting_words", "to_csv", "to_markdown"]

@@ -28,10 +28,11 @@ class WaitPlace(StrEnum):
     PREFILL = "prefill"  # the server reading the prompt
 
 
-LEGEND = ("Client queue: arrival to sent, held back by the front end's cap on requests in flight. Server wait: sent "
-          "to the server's prefill start (its queue, a free slot, loading). Prefill: the server's prompt time. Rest: "
-          "the first token's decoding and transfer. Prefill tok/s: prompt tokens evaluated, those from the cache "
-          "left out; — where the server does not say which came from its cache.")
+PARTS_LEGEND = ("Client queue: arrival to sent, held back by the front end's cap on requests in flight. Server wait: "
+                "sent to the server's prefill start (its queue, a free slot, loading). Prefill: the server's prompt "
+                "time. Rest: the first token's decoding and transfer.")
+LEGEND = (f"{PARTS_LEGEND} Prefill tok/s: prompt tokens evaluated, those from the cache left out; — where the server "
+          "does not say which came from its cache.")
 PLACE_WORDS = {WaitPlace.FRONT_END: "front-end queue", WaitPlace.SERVER: "server queue/slot",
                WaitPlace.PREFILL: "prefill"}
 
@@ -115,6 +116,41 @@ def waits_table(results: Sequence[PointResult], closed: bool) -> list[list[str]]
             for r in results if r.stats is not None and r.stats.requests_ok]
 
 
+PARTS = ("client queue", "server wait", "prefill", "rest")  # the parts of TTFT, in the order they happen
+
+
+@dataclass(frozen=True)
+class WaitBar:
+    """One measured point as a stacked bar: its two axes in words, the average of each part of TTFT (ms, PARTS'
+    order; 0 where a part was not measured) and where its requests waited most."""
+
+    parallel: str  # the server's parallel slots ("—" where unknown)
+    cap: str  # the front end's cap on requests in flight ("none"), or the clients of a closed loop
+    means_ms: tuple[float, float, float, float]
+    most_words: str
+    closed: bool = False  # a closed loop: `cap` counts its clients
+
+    @property
+    def label(self) -> str:
+        """e.g. "2 slots · cap 4", "2 slots · 4 clients"."""
+        cap = f"{self.cap} client{'s' * (self.cap != '1')}" if self.closed else f"cap {self.cap}"
+        return f"{self.parallel} slot{'s' * (self.parallel != '1')} · {cap}"
+
+
+def wait_bars(results: Sequence[PointResult], closed: bool) -> list[WaitBar]:
+    """The measured points' stacked bars, in the order given (as waits_table's rows)."""
+    bars = []
+    for r in results:
+        if r.stats is None or not r.stats.requests_ok:
+            continue
+        split = wait_split(r.stats, r.server.requests_deferred_max)
+        cells = waits_cells(r.point.parallel, r.point.concurrency, r.stats, split, closed)
+        means = tuple(d.mean if d.n and math.isfinite(d.mean) else 0.0 for d in
+                      (split.client_queue_ms, split.server_wait_ms, split.prefill_ms, split.rest_ms))
+        bars.append(WaitBar(cells[0], cells[1], (means[0], means[1], means[2], means[3]), split.most_words, closed))
+    return bars
+
+
 def waits_lines(results: Sequence[PointResult], varying: Sequence[str], closed: bool) -> list[str]:
     """The table as aligned text lines under its title ([] when no point was measured)."""
     rows = waits_table(results, closed)
@@ -136,5 +172,5 @@ def waits_markdown(results: Sequence[PointResult], varying: Sequence[str], close
             *("| " + " | ".join(rows_) + " |" for rows_ in rows), "", LEGEND]
 
 
-__all__ = ["LEGEND", "PLACE_WORDS", "WaitPlace", "WaitSplit", "axes_title", "wait_split", "waits_cells", "waits_header",
+__all__ = ["LEGEND", "PARTS", "PARTS_LEGEND", "PLACE_WORDS", "WaitBar", "WaitPlace", "WaitSplit", "wait_bars", "axes_title", "wait_split", "waits_cells", "waits_header",
            "waits_lines", "waits_markdown", "waits_table"]

@@ -34,8 +34,13 @@ class CapacitySweep:
     """The after-sweep stage that runs a rate ladder; pass it as SweepRunner.run(after=…)."""
 
     def __init__(self, ladder: RateLadder, on_progress: Callable[[CapacityProgress], None] | None = None,
-                 on_step: Callable[[Capacity, CapacityStep], None] | None = None) -> None:
+                 on_step: Callable[[Capacity, CapacityStep], None] | None = None, *,
+                 step_seconds: float | None = None) -> None:
+        """`step_seconds`: how long each step issues requests (None: the sweep's own stop rule, per step)."""
+        if step_seconds is not None and not step_seconds > 0:
+            raise ValueError(f"a step must last more than 0 s (asked: {step_seconds:g})")
         self._ladder = ladder
+        self._step_seconds = step_seconds
         self._on_progress = on_progress or (lambda _p: None)
         self._on_step = on_step or (lambda _c, _s: None)
 
@@ -65,7 +70,10 @@ class CapacitySweep:
             def progress(p: SweepProgress, k: int = step_index, rate: float = offered) -> None:
                 self._on_progress(CapacityProgress(k, rate, p.phase, p.detail))
 
-            result = await measure(run.spec.workload.replace(scenario=at_factor(scenario, factor)), progress)
+            workload = run.spec.workload.replace(scenario=at_factor(scenario, factor))
+            if self._step_seconds is not None:
+                workload = workload.replace(requests=None, requests_per_client=None, duration_s=self._step_seconds)
+            result = await measure(workload, progress)
             if result is None:
                 capacity = replace(capacity, cancelled=True)
                 break

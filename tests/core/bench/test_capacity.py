@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from app.core.bench.capacity import (MAX_LADDER_STEPS, SECONDS_PER_DAY, Capacity, CapacityError, CapacityStatus,
                                      MissKind, RateLadder, at_factor, capacity_lines, capacity_markdown,
                                      capacity_to_csv, check_scalable, class_rates, judge_step, open_rate,
-                                     parse_rate_spec)
+                                     make_ladder, parse_rate_spec, rate_sweep_refusal, step_duration, STEP_SECONDS)
 from app.core.bench.scenario import BUILTIN_SCENARIOS, Arrival, Length, RequestClass, Scenario
 from app.core.bench.stats import ClassTargets, LatencyTargets, RequestRecord
 
@@ -260,3 +260,26 @@ def test_exports_carry_every_step() -> None:
     markdown = capacity_markdown(capacity)
     assert markdown.count("\n| ") == 1 + len(capacity.steps) and capacity.summary() in markdown
     assert math.isclose(capacity.requests_per_day or 0, (capacity.sustainable_rps or 0) * 86_400)
+
+
+# ---- what the CLI and the Benchmark page both build -----------------------------------------------------
+
+def test_make_ladder_reads_the_spelling_and_the_refining_steps() -> None:
+    assert make_ladder("1,2", 3) == RateLadder(rates=(1.0, 2.0), refine=3)
+    assert make_ladder("", None) == RateLadder()
+    with pytest.raises(CapacityError, match="the stop \\(1\\) is below the start \\(8\\)"):
+        make_ladder("8:1")
+    with pytest.raises(CapacityError, match="the refining steps \\(11\\) must be from 0 to 10"):
+        make_ladder("0.5:8", 11)
+
+
+def test_a_rate_sweep_is_refused_with_the_reason_where_no_rate_can_rise() -> None:
+    assert rate_sweep_refusal(QA) == ""
+    assert "one prompt at one load has no classes to raise" in rate_sweep_refusal(None)
+    assert "content-generation has no open-loop class" in rate_sweep_refusal(BUILTIN_SCENARIOS["content-generation"])
+
+
+def test_each_step_lasts_the_default_seconds_unless_a_stop_is_asked() -> None:
+    assert step_duration(None, None) == STEP_SECONDS
+    assert step_duration(None, 5.0) == 5.0
+    assert step_duration(12, None) is None

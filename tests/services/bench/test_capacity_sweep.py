@@ -94,6 +94,37 @@ def test_cancel_during_the_ladder_stops_it_and_puts_the_server_back(make_supervi
     assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
 
 
+@pytest.mark.parametrize(("step_seconds", "requests", "duration_s"), [(None, 6, None), (3.0, None, 3.0)])
+def test_each_step_runs_the_sweeps_stop_rule_or_the_seconds_asked(step_seconds, requests, duration_s):
+    import asyncio
+
+    from app.core.bench.outcome import PointStatus
+    from app.core.bench.run import SweepRun
+    from app.core.bench.sweep import Fingerprint, PointResult
+
+    plan = LoadPlan(model=SMALL, scenario=QUESTIONS, concurrency=0, requests=6, warmup_requests=1)
+    spec = SweepSpec(ServerSettings(), SweepAxes(parallel=(1,), concurrency=(0,)), plan, LatencyTargets(None, None))
+    planned = spec.plan()
+    run = SweepRun(spec, Fingerprint(model=SMALL), planned.points, planned.varying, ())
+    asked: list[LoadPlan] = []
+
+    async def measure(workload, _progress):
+        asked.append(workload)
+        return None  # as when the sweep is cancelled during the step
+
+    stage = CapacitySweep(RateLadder(rates=(10.0,)), step_seconds=step_seconds)
+    out = asyncio.run(stage(run, PointResult(planned.points[0], PointStatus.OK), measure))
+    [workload] = asked
+    assert (workload.requests, workload.duration_s) == (requests, duration_s)
+    assert workload.scenario.classes[0].arrival.rate_rps == 10.0 and workload.problems() == []
+    assert out.capacity is not None and out.capacity.cancelled
+
+
+def test_a_step_of_no_seconds_is_refused():
+    with pytest.raises(ValueError, match="more than 0 s"):
+        CapacitySweep(RateLadder(), step_seconds=0.0)
+
+
 def test_with_a_default_point_the_ladder_also_runs_at_the_default_setting(make_supervisor, env):
     env()
     base = ServerSettings(port=free_port(), num_parallel=2)

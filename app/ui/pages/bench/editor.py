@@ -19,6 +19,10 @@ from app.core.bench.workload import (DEFAULT_NUM_PREDICT, DEFAULT_PROMPT_SET, Be
 from app.core.server.settings import KV_CACHE_TYPES, MAX_CONTEXT, MAX_PARALLEL, MIN_CONTEXT, ServerSettings
 from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int_list
 from app.core.bench.scenario_run import REQUESTS_PER_CLASS, ScenarioSpecError, scenario_plan, scenario_spec
+from app.core.bench.capacity import open_rate, step_duration
+from app.core.bench.compare import with_server_defaults
+from app.core.server.mapping import ServerDefaults
+from app.ui.pages.bench.capacity_editor import CapacityAsk, CapacityGroup
 from app.ui.pages.bench.scenario_editor import ScenarioGroup
 from app.ui.pages.bench.targets import TPOT_HINT, TTFT_HINT, TargetFields
 from app.ui.widgets.forms import (FieldGroup, InlineMessage, RangedDoubleSpinBox, RangedField, RangedSpinBox,
@@ -54,17 +58,21 @@ class SweepEditor(QWidget):
     refresh_models = Signal()
 
     def __init__(self, setting_name: Callable[[str], str] = lambda field: "", parent: QWidget | None = None, *,
-                 write_file: Callable[[Path, bytes], None] | None = None) -> None:
+                 write_file: Callable[[Path, bytes], None] | None = None,
+                 server_defaults: ServerDefaults | None = None) -> None:
         """`setting_name` gives what the server calls a settings field (the backend's mapping); `write_file`
-        writes a file atomically (the scenario's Save as…)."""
+        writes a file atomically (the scenario's Save as…); `server_defaults`: the tuning the server runs with when
+        told none (the comparison's "before"; None: no comparison offered)."""
         super().__init__(parent)
         self.setObjectName("SweepEditor")
         self._setting_name = setting_name
+        self._server_defaults = server_defaults
         self._managed = True
         self._base = ServerSettings()
         self._file_prompts: tuple[BenchPrompt, ...] | None = None
         self._prompt_rows: list[QWidget] = []  # the caption and field of each row only one prompt uses
         self.scenario = ScenarioGroup(write_file)
+        self.capacity = CapacityGroup()
         root = QVBoxLayout(self)
         root.setContentsMargins(0, 0, 8, 0)
         root.setSpacing(10)
@@ -73,7 +81,7 @@ class SweepEditor(QWidget):
         self.mode_label.setWordWrap(True)
         root.addWidget(self.mode_label)
         groups = [self._build_target(), self._build_axes(), self._build_workload(), self.scenario,
-                  self._build_targets()]
+                  self.capacity, self._build_targets()]
         for g in groups:
             root.addWidget(g)
         align_label_columns(groups)
@@ -97,11 +105,13 @@ class SweepEditor(QWidget):
         for signal in (self.parallel.textChanged, self.clients.textChanged, self.context.textChanged,
                        self.requests.valueChanged, self.stop_unit.currentIndexChanged, self.fa.currentIndexChanged,
                        self.model.editTextChanged, self.loop_mode.currentIndexChanged,
-                       self.workload_kind.currentIndexChanged, self.scenario.changed,
+                       self.workload_kind.currentIndexChanged, self.scenario.changed, self.capacity.changed,
+                       self.compare.toggled,
                        *[box.toggled for box in self.kv_boxes.values()],
                        *[field.problem_changed for field in self._ranged_fields()]):
             signal.connect(self._refresh_summary)
         self.workload_kind.currentIndexChanged.connect(self._show_workload)
+        self.scenario.changed.connect(self._capacity_workload)
         guard_form(self)
         self._show_workload()
         self._refresh_summary()
@@ -161,7 +171,15 @@ class SweepEditor(QWidget):
         self.force = QCheckBox("run points predicted not to fit")
         self.force.setObjectName("force")
         group.add_field("Force", self.force)
-        self._server_widgets = [self.parallel, self.context, self.fa, self.force, *self.kv_boxes.values()]
+        self.compare = QCheckBox("also measure the server's defaults")
+        self.compare.setObjectName("compare_defaults")
+        self.compare_message = group.add_field(
+            "Before/after", left_aligned(self.compare),
+            hint="The server's own default tuning as one more point, reported against the recommended setting per "
+                 "class (latency, tokens/s, VRAM, GPU use, requests/day with the capacity).")
+        self.compare.setVisible(self._server_defaults is not None)
+        self._server_widgets = [self.parallel, self.context, self.fa, self.force, self.compare,
+                                *self.kv_boxes.values()]
         return group
 
     def _build_workload(self) -> FieldGroup:
@@ -239,6 +257,17 @@ class SweepEditor(QWidget):
         for widget in self._prompt_rows:
             widget.setVisible(not scenario)
         self.scenario.setVisible(scenario)
+        self._capacity_workload()
+
+    def _capacity_workload(self) -> None:
+        """Tell the capacity fields the workload (a scenario being fixed keeps what they had)."""
+        if not self.uses_scenario:
+            self.capacity.set_workload(None)
+            return
+        try:
+            self.capacity.set_workload(self.scenario.scenario())
+        except ValueError:
+            pass  # the scenario's own message says what to fix
 
     @property
     def uses_scenario(self) -> bool:
@@ -285,6 +314,11 @@ class SweepEditor(QWidget):
         self.fa.setItemText(0, f"Keep the current ({settings.flash_attention})")
         for widget in self._server_widgets:
             widget.setEnabled(managed)
+        if managed:
+            self.compare_message.clear_message()
+        else:  # the default is set by restarting the server, which only one ollama-deck started can do
+            self.compare_message.show_info("Not available: the server's defaults are measured by restarting it on "
+                                           "them, which needs a server ollama-deck starts.")
         self.set_mode_text(why, warning=not managed)
         self._refresh_summary()
 
@@ -302,6 +336,7 @@ class SweepEditor(QWidget):
                 child.setEnabled(not running and (self._managed or child not in self._server_widgets))
         self.rate.setEnabled(not running and self.loop_mode.currentData() == "open")
         self.scenario.save_button.setEnabled(not running)
+        self.capacity.set_running(running)
         self.start_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
 
@@ -317,6 +352,7 @@ class SweepEditor(QWidget):
         model = self.model.currentText().strip()
         if not model:
             raise SpecError("Choose a model to benchmark.")
+        self.capacity_ask()  # its problem, if any, before the rest
         clients = self._int_list("clients")
         try:
             if self._managed:
@@ -332,7 +368,7 @@ class SweepEditor(QWidget):
         except SweepPlanError as exc:
             raise SpecError(str(exc)) from None
         if self.uses_scenario:
-            return self._scenario_spec(model, axes)
+            return self._compared(self._scenario_spec(model, axes))
         open_loop = self.loop_mode.currentData() == "open"
         if open_loop and axes.concurrency is None:
             axes = SweepAxes(axes.parallel, (0,), axes.kv_cache_types, axes.context_lengths, axes.flash_attention)
@@ -349,7 +385,16 @@ class SweepEditor(QWidget):
             spec.plan()
         except SweepPlanError as exc:
             raise SpecError(str(exc)) from None
-        return spec
+        return self._compared(spec)
+
+    def _compared(self, spec: SweepSpec) -> SweepSpec:
+        """With "Before/after" ticked (on a managed server): the spec with the server's defaults as a point."""
+        if not (self.compare.isChecked() and self._managed and self._server_defaults is not None):
+            return spec
+        try:
+            return with_server_defaults(spec, self._server_defaults)
+        except SweepPlanError as exc:
+            raise SpecError(f"Before/after: {exc}") from None
 
     def _scenario_spec(self, model: str, axes: SweepAxes) -> SweepSpec:
         """The sweep of the scenario shown, over `axes` (no cap on requests in flight unless Clients sets one)."""
@@ -358,12 +403,22 @@ class SweepEditor(QWidget):
         except ValueError as exc:
             raise SpecError(str(exc)) from None
         stop_value, unit = self.requests.value(), self.stop_unit.currentData()
+        requests = stop_value if unit == "requests" and stop_value else None
+        duration = float(stop_value) if unit == "seconds" and stop_value else None
+        if self.capacity.wanted:
+            duration = step_duration(requests, duration)  # as the CLI's --rate-sweep does
         try:
-            plan = scenario_plan(model, scenario, requests=stop_value if unit == "requests" and stop_value else None,
-                                 duration_s=float(stop_value) if unit == "seconds" and stop_value else None)
+            plan = scenario_plan(model, scenario, requests=requests, duration_s=duration)
             return scenario_spec(self._base, axes, plan, self.targets.targets(), managed=self._managed,
                                  force=self.force.isChecked())
         except (ScenarioSpecError, SweepPlanError) as exc:
+            raise SpecError(str(exc)) from None
+
+    def capacity_ask(self) -> CapacityAsk | None:
+        """The rate sweep to run after the sweep (None: none asked); SpecError with the reason."""
+        try:
+            return self.capacity.ask()
+        except ValueError as exc:
             raise SpecError(str(exc)) from None
 
     # Each list field: (its bounds, whether it may be empty, and whether it only counts on a managed server).
@@ -460,7 +515,12 @@ class SweepEditor(QWidget):
         text = f"{len(plan.points)} point{'s' if len(plan.points) != 1 else ''}"
         if restarts:
             text += f", {restarts} server restart{'s' if restarts != 1 else ''}"
-        self.summary.setText(text + f" · {spec.workload.describe(per_point_clients=True)}.")
+        text += f" · {spec.workload.describe(per_point_clients=True)}."
+        ask = self.capacity_ask()
+        scenario = spec.workload.scenario
+        if ask is not None and scenario is not None:
+            text += f" Then the capacity at the recommended point: {ask.ladder.describe(open_rate(scenario))}."
+        self.summary.setText(text)
 
     def _start(self) -> None:
         try:

@@ -19,13 +19,16 @@ from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplit
 from app.core.server.applied import SettingsKeeping
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
-from app.core.bench.sweep import PointResult, SweepSpec
+from app.core.bench.compare import with_server_defaults
+from app.core.bench.sweep import PointResult, SweepPlanError, SweepSpec
 from app.core.bench.outcome import RunStatus
 from app.core.bench.run import SweepRun
 from app.core.models import LocalModel
 from app.services.guarded_apply import ApplyReport
 from app.ui.pages.context import PageContext
-from app.ui.pages.bench.editor import SweepEditor
+from app.ui.pages.bench.capacity_editor import CapacityAsk
+from app.ui.pages.bench.editor import SpecError, SweepEditor
+from app.services.bench.capacity import CapacityProgress
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
 from app.services.bench.sweep_runner import ClassProgress
@@ -97,6 +100,8 @@ class ProgressCard(QFrame):
         self.headline.setStyleSheet("font-size: 13pt; font-weight: 700;")
         self.phase = QLabel()
         self.phase.setObjectName("ProgressPhase")
+        for label in (self.headline, self.phase):  # a long line wraps, never widening the panel past its space
+            label.setWordWrap(True)
         self.classes = QLabel()
         self.classes.setObjectName("ProgressClasses")
         self.classes.setWordWrap(True)
@@ -128,6 +133,15 @@ class ProgressCard(QFrame):
         self.classes.setText(class_progress_text(p.classes))
         self.classes.setVisible(bool(p.classes))
         self.bar.setValue(int(p.fraction * 1000))
+
+    def show_capacity(self, p: CapacityProgress) -> None:
+        """Show one report of the rate sweep that follows the points: step k, its offered rate, the phase."""
+        self.show()
+        self.bar.hide()  # how many steps the ladder takes is known only when a step misses
+        self.headline.setText(f"Capacity · step {p.step + 1} at {p.offered_rps:.3g} requests/s")
+        detail = f" — {p.detail}" if p.detail else ""
+        self.phase.setText(f"{PHASE_WORDS.get(p.phase, p.phase)}{detail} · the rate rises until a target breaks")
+        self.classes.hide()
 
     def show_final(self, text: str) -> None:
         """The closing line of a sweep."""
@@ -179,7 +193,8 @@ class BenchPage(QWidget):
         self.tabs.setObjectName("BenchTabs")
         root.addWidget(self.tabs, 1)
 
-        self.editor = SweepEditor(backend.tuning.setting_name, write_file=context.write_file)
+        self.editor = SweepEditor(backend.tuning.setting_name, write_file=context.write_file,
+                                  server_defaults=backend.tuning.server_defaults)
         if not backend.can("thinking_control"):
             self.editor.set_thinking_control(False, f"{backend.why_not('thinking_control')} The scenario's thinking "
                                                     "shares are not used.")
@@ -208,12 +223,14 @@ class BenchPage(QWidget):
                                         saved_format=context.saved_format)
         self.tabs.addTab(self.history_view, "History")
 
-        self.editor.start_requested.connect(self.start_sweep)
+        self.editor.start_requested.connect(self._start_from_editor)
         self.editor.cancel_requested.connect(self.cancel_sweep)
         self.editor.refresh_models.connect(self._list_models)
         self.sweeps.started.connect(self._started)
         self.sweeps.progress.connect(self.progress.show_progress)
         self.sweeps.point_finished.connect(self._point_finished)
+        self.sweeps.capacity_progress.connect(self.progress.show_capacity)
+        self.sweeps.capacity_step.connect(self.run_view.show_capacity)
         self.sweeps.finished.connect(self._finished)
         self.sweeps.failed.connect(self._failed)
         self.sweeps.history_problem.connect(self.message.show_warning)
@@ -236,11 +253,26 @@ class BenchPage(QWidget):
         self._server_changed(controller.status)
 
     # ---- sweeps ---------------------------------------------------------------------------------
-    def start_sweep(self, spec: SweepSpec) -> None:
-        """Start a sweep against the controller's server (its current settings are the base)."""
+    def _start_from_editor(self, spec: SweepSpec) -> None:
+        try:
+            capacity = self.editor.capacity_ask()
+        except SpecError as exc:  # the editor checked it a moment ago; said all the same
+            self.editor.message.show_error(str(exc))
+            return
+        self.start_sweep(spec, capacity)
+
+    def start_sweep(self, spec: SweepSpec, capacity: CapacityAsk | None = None) -> None:
+        """Start a sweep against the controller's server (its current settings are the base); with `capacity`,
+        the rate sweep it asks for follows at the recommended point."""
         if self.sweeps.running:
             return
         spec = replace(spec, base=self.controller.settings)
+        if spec.default_settings is not None:  # the defaults on this base (its host, port, model, options)
+            try:
+                spec = with_server_defaults(spec, self.backend.tuning.server_defaults)
+            except SweepPlanError as exc:
+                self.message.show_error(f"Before/after: {exc}")
+                return
         self._applying = None
         self.message.clear_message()
         self.current = None
@@ -250,7 +282,7 @@ class BenchPage(QWidget):
             "A sweep is running. It restarts the server per point and puts it back as it was when it ends or is "
             "cancelled; the Server page's controls wait until then." if spec.managed else
             "A sweep is running against this server; its settings are not touched.")
-        self.sweeps.start(spec, self.controller.settings.base_url)
+        self.sweeps.start(spec, self.controller.settings.base_url, capacity)
 
     def _hold_server(self, running: bool) -> None:
         """While a sweep runs, the Server page cannot restart, stop or re-configure the server under it."""
@@ -327,7 +359,10 @@ class BenchPage(QWidget):
             self.progress.show_final(f"Cancelled after {len(run.results)} of {len(run.points)} points — "
                                      "the server is back in its previous settings.")
         else:
-            self.progress.show_final(f"Finished: {ran} of {len(run.points)} points measured in {took}.")
+            line = f"Finished: {ran} of {len(run.points)} points measured in {took}."
+            if run.capacity is not None and run.capacity.sustainable_rps is not None:
+                line += f" Capacity: {run.capacity.sustainable_rps:.3g} requests/s."
+            self.progress.show_final(line)
         if self.tabs.currentIndex() == 1:
             self.history_view.refresh()
         self._server_changed(self.controller.status)

@@ -24,9 +24,15 @@ from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_cs
                                 server_cells)
 from app.core.saved_format import SavedFormat
 from app.ui.widgets import theme
+from app.core.bench.capacity import Capacity
+from app.ui.pages.bench.capacity_view import CapacityView
+from app.ui.pages.bench.compare_view import CompareView
 from app.ui.pages.bench.charts import SweepCharts
 from app.ui.pages.bench.scenario_charts import ScenarioView
 from app.ui.pages.bench.targets import TargetFields
+from app.ui.pages.bench.waits_chart import WaitsView
+from app.ui.widgets.compare_chart import comparison_image
+from app.ui.widgets.load_chart import load_chart_image
 
 RECOMMENDED_BACKGROUND = "#1d3b52"
 STATUS_COLOURS = {PointStatus.OK: theme.OK, PointStatus.UNSTABLE: theme.WARNING, PointStatus.FAILED: theme.ERROR,
@@ -195,12 +201,16 @@ class RecommendationCard(QFrame):
         top = QHBoxLayout()
         self.title = QLabel("Recommendation")
         self.title.setStyleSheet("font-size: 13pt; font-weight: 700; color: #9fd8ff;")
+        # The flags wrap on a line of their own: long ones never widen the card past the space it has.
         self.flags = QLabel()
+        self.flags.setObjectName("RecommendationFlags")
         self.flags.setTextFormat(Qt.TextFormat.RichText)
+        self.flags.setWordWrap(True)
+        self.flags.hide()
         top.addWidget(self.title)
-        top.addWidget(self.flags)
         top.addStretch(1)
         lay.addLayout(top)
+        lay.addWidget(self.flags)
         self.text = QLabel()
         self.text.setObjectName("RecommendationText")
         self.text.setWordWrap(True)
@@ -248,9 +258,11 @@ class RecommendationCard(QFrame):
         """Show the paragraph (its first sentence in bold) and small coloured flags (text, colour)."""
         head, dot, rest = text.partition(". ")
         self.text.setText(f"<b>{html.escape(head + dot.strip())}</b> {html.escape(rest)}" if dot else html.escape(text))
-        self.flags.setText("&nbsp;".join(
-            f"<span style='background:{c}; color:#101115; font-weight:700; border-radius:8px;'>&nbsp;{t}&nbsp;</span>"
-            for t, c in flags))
+        # Each flag holds together (no break inside it); the line breaks between flags.
+        self.flags.setText(" &nbsp;".join(
+            f"<span style='background:{c}; color:#101115; font-weight:700; border-radius:8px; white-space:nowrap;'>"
+            f"&nbsp;{html.escape(t)}&nbsp;</span>" for t, c in flags))
+        self.flags.setVisible(bool(flags))
 
 
 class RunView(QWidget):
@@ -301,10 +313,16 @@ class RunView(QWidget):
         self.card = RecommendationCard()
         self.card.setVisible(False)
         lay.addWidget(self.card)
+        self.compare = CompareView()
+        lay.addWidget(self.compare)
+        self.capacity = CapacityView()
+        lay.addWidget(self.capacity)
         self.classes = ScenarioView()
         lay.addWidget(self.classes)
         self.charts = SweepCharts()
         lay.addWidget(self.charts, 1)
+        self.waits = WaitsView()
+        lay.addWidget(self.waits)
         self.card.apply_recommended.connect(self._apply_recommended)
         self.card.apply_selected.connect(self._apply_selected)
         self.card.rejudge_button.clicked.connect(self.rejudge)
@@ -319,6 +337,11 @@ class RunView(QWidget):
         if run is not None:
             self.card.targets.set_targets(run.spec.targets)
         self._show(run)
+
+    def show_capacity(self, capacity: Capacity) -> None:
+        """The rate sweep as it stands while it runs (the run carries it once it ends)."""
+        if self.run is not None:
+            self.capacity.set_capacity(capacity)
 
     def rejudge(self) -> None:
         """Judge the shown run against the card's targets (from its recorded requests; nothing re-runs)."""
@@ -339,6 +362,9 @@ class RunView(QWidget):
             self.table.set_results([], ("parallel",), None)
             self.charts.set_results([], ("parallel",), None, None)
             self.classes.set_run(None)
+            self.capacity.set_capacity(None)
+            self.compare.set_comparison(None)
+            self.waits.set_run(None)
             self.card.setVisible(False)
             self.export_button.setEnabled(False)
             return
@@ -357,6 +383,9 @@ class RunView(QWidget):
         self.table.set_results(run.results, run.varying, index)
         self.charts.set_results(run.results, run.varying, index, run.spec.targets.ttft_p95_ms)
         self.classes.set_run(run)
+        self.capacity.set_capacity(run.capacity)
+        self.compare.set_comparison(run.comparison, chart_title(run, self._labels))
+        self.waits.set_run(run)
         self.export_button.setEnabled(bool(run.results))
         self._show_recommendation(run)
 
@@ -407,6 +436,19 @@ class RunView(QWidget):
                 self.apply_requested.emit(chosen, self.run)
 
     # ---- export -------------------------------------------------------------------------------
+    def _charts_image(self) -> QImage:
+        """The charts as shown (where requests waited too), with latency against load below them when the run
+        has a capacity (drawn off screen, as the CLI's --chart draws it)."""
+        images = [self.charts.grab().toImage()]
+        if self.waits.chart.bars:
+            images.append(self.waits.chart.grab().toImage())
+        width = max(600, round(images[0].width() / (images[0].devicePixelRatio() or 1.0)))
+        if self.run is not None and self.run.comparison is not None:  # drawn as the CLI's --compare-report
+            images.append(comparison_image(self.run.comparison, self.run.title, width, round(width * 0.56)))
+        if self.run is not None and self.run.capacity is not None:
+            images.append(load_chart_image(self.run.capacity, self.run.title, width, round(width * 0.6)))
+        return stacked(images) if len(images) > 1 else images[0]
+
     def _export_dialog(self, kind: str) -> None:
         if self.run is None:
             return
@@ -423,7 +465,7 @@ class RunView(QWidget):
             return False
         try:
             if kind == "png":
-                image = titled_image(self.charts.grab().toImage(), chart_title(run, self._labels))
+                image = titled_image(self._charts_image(), chart_title(run, self._labels))
                 if not QPixmap.fromImage(image).save(path, "PNG"):
                     raise OSError(f"Qt could not write a PNG to {path}")
             else:
@@ -437,6 +479,24 @@ class RunView(QWidget):
             return False
         self.exported.emit(path)
         return True
+
+
+def stacked(images: Sequence[QImage]) -> QImage:
+    """The images one under the other, as wide as the widest (the page's background around narrower ones)."""
+    ratio = max((i.devicePixelRatio() for i in images), default=1.0) or 1.0
+    width = max(i.width() for i in images)
+    out = QImage(width, sum(i.height() for i in images), QImage.Format.Format_ARGB32)
+    out.setDevicePixelRatio(ratio)
+    out.fill(QColor(theme.BACKGROUND))
+    painter = QPainter(out)
+    try:
+        y = 0.0
+        for image in images:
+            painter.drawImage(QPointF(0, y), image)
+            y += image.height() / (image.devicePixelRatio() or 1.0)
+    finally:
+        painter.end()
+    return out
 
 
 def _run_json(run: SweepRun, saved_format: SavedFormat) -> dict[str, object]:

@@ -14,11 +14,13 @@ from collections.abc import Callable, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from app.core.ports.tasks import CoroutineRunner
+from app.services.bench.capacity import CapacitySweep
 from app.services.bench.recording import QueuedRecorder
 from app.services.bench.sweep_runner import SweepProgress, SweepRunner
 from app.core.errors import DeckError
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
+from app.core.bench.capacity import Capacity, CapacityStep
 from app.core.ports.contention import ContentionProbeFactory
 from app.core.ports.planner import LoadPlanner
 from app.core.ports.catalog import CatalogFactory
@@ -29,6 +31,7 @@ from app.core.memory.host import HostMemory
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.telemetry import GpuBackend
 from app.core.throughput import TokenMeter
+from app.ui.pages.bench.capacity_editor import CapacityAsk
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,6 +47,8 @@ class SweepController(QObject):
     started = Signal(object)  # SweepRun as it begins
     progress = Signal(object)  # SweepProgress
     point_finished = Signal(object)  # SweepRun with the points so far
+    capacity_progress = Signal(object)  # CapacityProgress: the rate sweep's step, rate and phase
+    capacity_step = Signal(object)  # Capacity with the steps judged so far
     finished = Signal(object)  # SweepRun (finished or cancelled)
     failed = Signal(str)  # why the sweep could not run
     history_problem = Signal(str)
@@ -82,8 +87,9 @@ class SweepController(QObject):
         """True from start() until finished or failed was emitted."""
         return self._future is not None and not self._future.done()
 
-    def start(self, spec: SweepSpec, base_url: str) -> None:
-        """Run the sweep on the loop thread (managed specs restart the supervisor's server)."""
+    def start(self, spec: SweepSpec, base_url: str, capacity: CapacityAsk | None = None) -> None:
+        """Run the sweep on the loop thread (managed specs restart the supervisor's server); with `capacity`,
+        then the rate sweep it asks for at the recommended point (the CLI's --rate-sweep stage)."""
         if self.running:
             return
         self._runner = SweepRunner(self._supervisor if spec.managed else None, self._client_factory, self._load_client,
@@ -95,9 +101,11 @@ class SweepController(QObject):
         # This sweep's history writer (its own thread, in order: begin, each point, finish).
         history = self._history
         recorder = QueuedRecorder(history, on_problem=self.history_problem.emit) if history is not None else None
+        stage = CapacitySweep(capacity.ladder, self.capacity_progress.emit, self._on_capacity_step,
+                              step_seconds=capacity.step_seconds) if capacity is not None else None
         self._future = self._loop.submit(self._runner.run(
             spec, self.progress.emit, functools.partial(self._on_point, recorder),
-            functools.partial(self._on_start, recorder)))
+            functools.partial(self._on_start, recorder), after=stage))
         self._future.add_done_callback(functools.partial(self._done, recorder))
         self.running_changed.emit(True)
 
@@ -147,6 +155,9 @@ class SweepController(QObject):
         if recorder is not None:
             recorder.point_done(run, result)
         self.point_finished.emit(run)
+
+    def _on_capacity_step(self, capacity: Capacity, _step: CapacityStep) -> None:
+        self.capacity_step.emit(capacity)
 
     def _done(self, recorder: QueuedRecorder | None, future: concurrent.futures.Future[SweepRun]) -> None:
         if future.cancelled():

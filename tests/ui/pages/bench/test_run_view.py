@@ -94,3 +94,18 @@ def test_a_contended_point_is_marked_with_its_numbers_in_the_tooltip_and_left_ou
     assert "★" not in table.item(0, 0).text() and "★" in table.item(1, 0).text()  # the recommendation is measured alone
     assert "1 contended point left out" in view.card.flags.text()
     assert "Left out, measured while other programs competed" in view.card.text.text()
+
+
+def test_long_flags_wrap_inside_the_card_instead_of_widening_it(qtbot):
+    view = RunView(**run_documents())
+    qtbot.addWidget(view)
+    view.resize(560, 900)  # the right panel beside the editor at 1280×720
+    view.show()
+    view.set_run(make_run())
+    flags = [("nothing measured alone: every point shared the device", "#f0b429"),
+             ("3 contended points left out of the recommendation", "#f0b429"), ("edge of range", "#f0b429")]
+    view.card.set_text("One sentence. Another one.", flags)
+    assert view.card.minimumSizeHint().width() <= 560
+    assert view.minimumSizeHint().width() <= 560
+    qtbot.waitUntil(lambda: view.card.flags.height() > view.card.flags.fontMetrics().height() * 1.5)  # two lines
+    assert view.card.flags.geometry().right() <= view.card.width()
