@@ -167,7 +167,7 @@ class SettingsStore:
         wanted, shape_problems = fmt.settings_json(data, body, self.mapping.kind)
         settings, field_problems = self._settings_from(wanted)
         problems += shape_problems + field_problems
-        if (shape_problems or field_problems) and not converted and not self._change_nothing:
+        if problems and not converted and not self._change_nothing:
             # The next save rewrites what was wrong: keep the file as it was (a converted one is kept already).
             backup = self._keep_copy(raw, "invalid-backup")
             problems.append(_kept_note(backup, "the file as it was"))

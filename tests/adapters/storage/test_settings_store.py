@@ -337,3 +337,16 @@ def test_killing_a_writer_mid_save_never_leaves_a_broken_file(tmp_path: Path) ->
         count = result.preferences["count"]
         assert count >= 5
         assert result.settings.num_parallel == 1 + count % 64  # settings and preferences of one save
+
+
+def test_preferences_that_are_not_an_object_keep_the_file_as_it_was(tmp_path: Path) -> None:
+    """The next save writes default preferences over them: the file's bytes are kept first, and said where."""
+    store = SettingsStore(tmp_path, OLLAMA_TUNING)
+    raw = json.dumps({"version": SETTINGS_VERSION, "settings": {}, "preferences": "dark"}).encode()
+    store.path.write_bytes(raw)
+
+    result = store.load()
+
+    assert result.preferences == {} and result.problems[0].startswith("The saved preferences were not an object")
+    assert result.backup_path == tmp_path / "settings.json.invalid-backup"
+    assert result.backup_path.read_bytes() == raw and str(result.backup_path) in " ".join(result.problems)
