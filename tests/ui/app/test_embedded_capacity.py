@@ -4,40 +4,21 @@ setting after its point, each step judged, the figures and steps on the page."""
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 
-from app.core.server.state import ServerState
-from app.ui.app.main import DeckApp
 from tests.ui.pages.bench.test_capacity_page import type_rates
-from tests.ui.pages.bench.test_scenario_page import pick
+from tests.ui.app.test_embedded_scenario_sweep import scenario_on_the_engine
 
 WAIT_MS = 240_000  # a ceiling for a loaded 2-core machine; the run takes seconds
-
-
-def _args(tmp_path: Path) -> argparse.Namespace:
-    return argparse.Namespace(config_dir=str(tmp_path / "cfg"), url=None, page="bench", screenshot=None,
-                              backend=None, demo=True)
 
 
 @pytest.mark.engine
 def test_the_capacity_of_a_scaled_down_scenario_on_the_embedded_engine(qtbot, tmp_path, deck_factory,
                                                                        llama_server_binary, bundled_model):
-    deck: DeckApp = deck_factory(_args(tmp_path))
-    qtbot.waitUntil(lambda: deck.controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
+    deck = scenario_on_the_engine(qtbot, tmp_path, deck_factory, "customer-qa", "0.02", 3, WAIT_MS)
     page = deck.bench_page
     editor = page.editor
-    qtbot.waitUntil(lambda: bool(editor.model.currentText()), timeout=WAIT_MS)  # the engine's model, listed
-    editor.parallel.setText("1")
-    pick(qtbot, editor, "customer-qa")
-    box = editor.scenario.scale
-    box.setFocus()
-    box.selectAll()
-    qtbot.keyClicks(box, "0.02")
-    editor.requests.setValue(3)
     editor.capacity.enabled.setFocus()
     qtbot.keyClick(editor.capacity.enabled, Qt.Key.Key_Space)  # the window is not shown: by keyboard
     type_rates(qtbot, editor, "0.5, 1")

@@ -22,21 +22,30 @@ def _args(tmp_path: Path) -> argparse.Namespace:
                               backend=None, demo=True)
 
 
-@pytest.mark.engine
-def test_a_scaled_down_scenario_runs_on_the_embedded_engine_from_the_page(qtbot, tmp_path, deck_factory,
-                                                                          llama_server_binary, bundled_model):
+def scenario_on_the_engine(qtbot, tmp_path: Path, deck_factory, scenario: str, scale: str, requests: int,
+                           wait_ms: int = WAIT_MS) -> DeckApp:
+    """The window in demo mode with its engine running, the Benchmark page set to sweep `scenario` at parallel
+    1 with its lengths times `scale` and `requests` requests, typed as a person would."""
     deck: DeckApp = deck_factory(_args(tmp_path))
-    qtbot.waitUntil(lambda: deck.controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
-    page = deck.bench_page
-    editor = page.editor
-    qtbot.waitUntil(lambda: bool(editor.model.currentText()), timeout=WAIT_MS)  # the engine's model, listed
+    qtbot.waitUntil(lambda: deck.controller.status.state is ServerState.RUNNING_MANAGED, timeout=wait_ms)
+    editor = deck.bench_page.editor
+    qtbot.waitUntil(lambda: bool(editor.model.currentText()), timeout=wait_ms)  # the engine's model, listed
     editor.parallel.setText("1")
-    pick(qtbot, editor, "mixed")
+    pick(qtbot, editor, scenario)
     box = editor.scenario.scale
     box.setFocus()
     box.selectAll()
-    qtbot.keyClicks(box, "0.01")
-    editor.requests.setValue(3)  # one request of each class
+    qtbot.keyClicks(box, scale)
+    editor.requests.setValue(requests)
+    return deck
+
+
+@pytest.mark.engine
+def test_a_scaled_down_scenario_runs_on_the_embedded_engine_from_the_page(qtbot, tmp_path, deck_factory,
+                                                                          llama_server_binary, bundled_model):
+    deck = scenario_on_the_engine(qtbot, tmp_path, deck_factory, "mixed", "0.01", 3)  # one request of each class
+    page = deck.bench_page
+    editor = page.editor
     classes_seen = []
     page.sweeps.progress.connect(lambda p: p.classes and classes_seen.append(p.classes))
     with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
