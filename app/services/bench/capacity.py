@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from app.core.bench.capacity import Capacity, CapacityStep, RateLadder, at_factor, check_scalable, judge_step
 from app.core.bench.outcome import PointStatus
 from app.core.bench.run import SweepRun
+from app.core.bench.scenario import Scenario
+from app.core.bench.workload import LoadPlan
 from app.core.bench.sweep import PointResult
 from app.services.bench.sweep_runner import PointMeasure, SweepProgress
 
@@ -28,6 +30,17 @@ class CapacityProgress:
     offered_rps: float
     phase: str
     detail: str = ""
+
+
+# Seeds apart per step: each step's requests draw their own lengths and texts, so a step never finds the
+# previous step's prompts in the server's cache (the steps run on one server without restarts).
+STEP_SEED_STRIDE = 100_003
+
+
+def step_workload(plan: LoadPlan, scenario: Scenario, factor: float, order: int) -> LoadPlan:
+    """The workload of step `order` (from 0): the scenario at `factor` times its open-loop rates, seeded apart
+    from the sweep's points and from every other step."""
+    return plan.replace(scenario=at_factor(scenario, factor), seed=plan.seed + (order + 1) * STEP_SEED_STRIDE)
 
 
 class CapacitySweep:
@@ -70,7 +83,7 @@ class CapacitySweep:
             def progress(p: SweepProgress, k: int = step_index, rate: float = offered) -> None:
                 self._on_progress(CapacityProgress(k, rate, p.phase, p.detail))
 
-            workload = run.spec.workload.replace(scenario=at_factor(scenario, factor))
+            workload = step_workload(run.spec.workload, scenario, factor, order)
             if self._step_seconds is not None:
                 workload = workload.replace(requests=None, requests_per_client=None, duration_s=self._step_seconds)
             result = await measure(workload, progress)
@@ -91,4 +104,4 @@ class CapacitySweep:
         return replace(run, capacity=capacity)
 
 
-__all__ = ["CapacityProgress", "CapacitySweep"]
+__all__ = ["STEP_SEED_STRIDE", "CapacityProgress", "CapacitySweep", "step_workload"]

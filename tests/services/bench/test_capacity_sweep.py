@@ -149,3 +149,26 @@ def test_with_a_default_point_the_ladder_also_runs_at_the_default_setting(make_s
         assert run.default_capacity.notes[0].startswith("The rate sweep ran at the server's default setting")
         assert run.capacity.notes[0].startswith("The rate sweep ran at the recommended point")
     assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
+
+
+def test_each_step_sends_texts_of_its_own_so_none_is_served_from_the_previous_steps_cache():
+    """The steps run on one server without restarts: a step that repeated the sweep's (or an earlier step's)
+    prompts would find them in the server's prompt cache and measure a prefill it never did."""
+    from app.core.bench.capacity import at_factor
+    from app.services.bench.capacity import step_workload
+    from app.services.bench.loadgen import made_scenario_request
+
+    maker = CorpusPromptMaker(bundled_corpus())
+    plan = LoadPlan(model=SMALL, scenario=QUESTIONS, concurrency=0, requests=6, warmup_requests=1)
+    (cls,) = QUESTIONS.classes
+
+    def texts(workload: LoadPlan) -> set[str]:
+        return {made_scenario_request(workload, cls, n, 1, (), maker)[1] for n in range(6)}
+
+    steps = [step_workload(plan, QUESTIONS, factor, order) for order, factor in enumerate((0.5, 1.0, 1.5))]
+    assert all(step.scenario == at_factor(QUESTIONS, f) for step, f in zip(steps, (0.5, 1.0, 1.5)))
+    seen = texts(plan)
+    for step in steps:
+        fresh = texts(step)
+        assert not fresh & seen, "a step repeated a prompt already sent"
+        seen |= fresh
