@@ -11,6 +11,8 @@ between the last step that met and the first that missed. A step misses (Miss, a
 - a class misses one of its targets (ClassTargets: TTFT and end-to-end, average and P95);
 - the step misses the run's LatencyTargets (TTFT P95, TPOT P95, least share of successful requests);
 - any request failed, a prompt cut by the server (truncated) included;
+- the load was not reached: fewer than a third of the offered rate arrived (a request count too small for
+  the rate, or a conversation's turns, each held back by its reply), so the step did not measure that rate;
 - the server fell behind: it served the open-loop requests at fewer than `keep_up` (80 %) of the rate they
   arrived at. Arrival rate: (requests - 1) over the time from the first arrival to the last; served rate:
   (requests that succeeded - 1) over the time from the first reply's end to the last one's. A server that
@@ -58,6 +60,9 @@ class CapacityStatus(StrEnum):
     INCOMPLETE = "incomplete"  # cancelled or stopped before a step could be judged
 
 
+REACHED = 1 / 3  # the least share of the offered rate that must arrive for a step to have measured it
+
+
 class MissKind(StrEnum):
     """What a step missed."""
 
@@ -67,6 +72,7 @@ class MissKind(StrEnum):
     FAILED = "failed"  # requests failed (any)
     TRUNCATED = "truncated"  # prompts the server cut or refused as too long
     FELL_BEHIND = "fell_behind"  # served well below the arrival rate: a queue grew
+    LOAD_NOT_REACHED = "load_not_reached"  # far fewer requests arrived than offered: the step could not load it
     NOT_MEASURED = "not_measured"  # the step produced no requests (the server failed before)
 
 
@@ -96,6 +102,10 @@ class Miss:
                 f" ({self.detail})" if self.detail else "")
         if self.kind is MissKind.FELL_BEHIND:
             return f"the server fell behind: served {self.measured or 0:.2f}/s of {self.limit or 0:.2f}/s arriving"
+        if self.kind is MissKind.LOAD_NOT_REACHED:
+            return (f"the load was not reached: {self.measured or 0:.2f}/s of {self.limit or 0:.2f}/s offered "
+                    "arrived (too few requests for the rate, or conversations whose turns wait for replies): give "
+                    "each step more requests or a duration")
         return f"not measured{': ' + self.detail if self.detail else ''}"
 
     def to_json(self) -> dict[str, Any]:
@@ -438,6 +448,11 @@ def judge_step(factor: float, records: Sequence[RequestRecord], scenario: Scenar
                 misses.append(Miss(MissKind.CLASS_TARGET, metric, _finite(figure), limit, c.name))
     if arrival is not None and served is not None and served < ladder.keep_up * arrival:
         misses.append(Miss(MissKind.FELL_BEHIND, "served_rps", served, arrival))
+    offered = sum(class_rates(scenario, factor).values())
+    if arrival is not None and arrival < REACHED * offered:
+        # Poisson arrivals of five or more requests come this far below their rate about once in a thousand
+        # steps; a fixed request count that a high rate spends at once, or turns held back by replies, always do.
+        misses.append(Miss(MissKind.LOAD_NOT_REACHED, "arrival_rps", arrival, offered))
     if failure and stats.requests and not misses:
         misses.append(Miss(MissKind.NOT_MEASURED, "point", detail=failure + (
             f": {failure_detail}" if failure_detail else "")))

@@ -141,6 +141,18 @@ def test_a_server_that_falls_behind_misses_even_without_targets() -> None:
     assert step.misses[0].words().startswith("the server fell behind: served 2.")
 
 
+def test_a_step_whose_load_never_arrived_misses_instead_of_passing_any_rate() -> None:
+    """Conversations whose turns wait for replies (or a request count a high rate spends at once) cannot load the
+    server at the offered rate: 9 requests arriving at 1/s do not measure 100/s, whatever their latency."""
+    scenario = Scenario("c", (RequestClass("c", Length.fixed(5), Length.fixed(5), Arrival("poisson", 0.5), turns=3),))
+    step = judge_step(200.0, steady("c", 1.0, 9, 0.1, 0.5), scenario, LOOSE)
+    assert step.offered_rps == pytest.approx(100.0)
+    assert [m.kind for m in step.misses] == [MissKind.LOAD_NOT_REACHED]
+    assert step.misses[0].words().startswith("the load was not reached: 1.00/s of 100.00/s offered arrived")
+    assert not judge_step(2.0, steady("c", 1.0, 9, 0.1, 0.5), scenario, LOOSE).misses  # 1/s offered, 1/s came
+    assert not judge_step(4.0, steady("c", 1.0, 9, 0.1, 0.5), scenario, LOOSE).misses  # half of it: Poisson noise
+
+
 def test_a_step_that_measured_nothing_misses() -> None:
     step = judge_step(1.0, [], QA, LOOSE, failure="the server crashed", failure_detail="exit 1")
     assert [m.kind for m in step.misses] == [MissKind.NOT_MEASURED]
