@@ -60,7 +60,13 @@ def table_row(name: str, data: dict[str, Any]) -> list[str]:
     sides = comparison.get("default") or {}, comparison.get("recommended") or {}
     labels = [s.get("label", "—") for s in sides]
     changes = comparison.get("changes") or []
-    return [name, labels[0], labels[1] if comparison.get("recommended") else "nothing recommended",
+    outcome = str(comparison.get("outcome", ""))
+    if outcome == "default_recommended":  # one setting: the default's figures stand on both sides
+        recommended, labels[1] = default, "the default itself"
+        sides = sides[0], sides[0]
+    elif not comparison.get("recommended"):
+        labels[1] = "nothing recommended"
+    return [name, labels[0], labels[1],
             _ms(default.get("e2e_mean_ms")), _ms(recommended.get("e2e_mean_ms")), _change(changes, "e2e_mean_ms"),
             _ms(default.get("e2e_p95_ms")), _ms(recommended.get("e2e_p95_ms")), _change(changes, "e2e_p95_ms"),
             _day(sides[0].get("requests_per_day")), _day(sides[1].get("requests_per_day")),
