@@ -342,6 +342,18 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:.0f} ms"
 
 
+def requests_per_day_words(c: BeforeAfter) -> str:
+    """One sentence on each side's capacity, e.g. "Requests a day (capacity): default 10,800, recommended
+    65,600 (↑507.5 % better)." — or that none was measured."""
+    rec = c.recommended if c.outcome is not Outcome.DEFAULT_RECOMMENDED else None
+    sides = [("default", c.default.requests_per_day)] + ([("recommended", rec.requests_per_day)] if rec else [])
+    if all(value is None for _, value in sides):
+        return "Requests a day: not measured (bench --rate-sweep measures each side's capacity)."
+    figures = ", ".join(f"{name} {'—' if value is None else f'{value:,.0f}'}" for name, value in sides)
+    change = change_text(c.point_delta("requests_per_day")) if rec is not None else "—"
+    return f"Requests a day (capacity): {figures}" + (f" ({change})." if change != "—" else ".")
+
+
 def change_text(d: Delta, unit_pp: bool = False) -> str:
     """A change for a table cell: "↓47.3 %" (better or worse, by the arrow and the word), "≈ (+0.4 %)", or why
     there is none ("not comparable", "—")."""

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QImage, QPainter, QPen
 
-from app.core.bench.compare import BeforeAfter, Change, Delta, Outcome, SideState, STATE_WORDS, change_text
+from app.core.bench.compare import (BeforeAfter, Change, Delta, Outcome, SideState, STATE_WORDS, change_text,
+                                    requests_per_day_words)
 
 DEFAULT_COLOR = QColor("#8a8f98")
 RECOMMENDED_COLOR = QColor("#2f7de1")
@@ -108,7 +109,7 @@ def _paint(p: QPainter, c: BeforeAfter, title: str, width: int, height: int) -> 
     # Notes under the chart: what the sides' measurements were.
     p.setFont(_font(9.5))
     p.setPen(NOTE_COLOR)
-    notes = [f"Default: {STATE_WORDS[c.default.state]}."]
+    notes = [requests_per_day_words(c), f"Default: {STATE_WORDS[c.default.state]}."]
     if rec is not None:
         notes.append(f"Recommended: {STATE_WORDS[rec.state]}.")
     if c.outcome is Outcome.NO_RECOMMENDATION:

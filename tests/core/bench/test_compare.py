@@ -10,7 +10,7 @@ import json
 import pytest
 
 from app.core.bench.compare import (ALL_REQUESTS, BeforeAfter, Change, Delta, Outcome, SideState, before_after,
-                                    figures_of, to_csv, to_markdown)
+                                    figures_of, requests_per_day_words, to_csv, to_markdown)
 from app.core.bench.outcome import PointStatus, RunStatus
 from app.core.bench.recommend import Recommendation, recommend
 from app.core.bench.run import SweepRun, compared, run_from_json, run_to_json, run_to_markdown, table_rows
@@ -302,3 +302,13 @@ def test_requests_per_day_of_each_side_come_from_its_own_rate_sweep() -> None:
     assert at_default.requests_per_day < at_recommended.requests_per_day <= 2.25 * SECONDS_PER_DAY
     back = run_from_json(json.loads(json.dumps(run_to_json(both, SAVED, with_records=True))), SAVED)
     assert back.default_capacity == at_default and back.comparison == c
+
+
+def test_requests_per_day_in_one_sentence_for_the_chart() -> None:
+    c = before_after([_result(0, 1, {"qa": [1.0]}, default=True), _result(1, 2, {"qa": [0.5]})], _rec_of(1), ["qa"])
+    assert c is not None
+    assert requests_per_day_words(c).startswith("Requests a day: not measured")
+    assert requests_per_day_words(c.with_capacity(10_800.0, None)) == \
+        "Requests a day (capacity): default 10,800, recommended —."
+    assert requests_per_day_words(c.with_capacity(10_800.0, 65_610.0)) == \
+        "Requests a day (capacity): default 10,800, recommended 65,610 (↑507.5 % better)."
