@@ -29,7 +29,7 @@ class FinalFigures:
 
     done_reason: str | None = None  # "stop", "length", "load", … as the server names it
     # The server's prompt count: the tokens it evaluated where it tells those from its cache apart
-    # (cached_prompt_tokens), else every prompt token it used (Ollama counts cached ones in).
+    # (cached_prompt_tokens), else every prompt token it used (a server may count its cached ones in).
     prompt_tokens: int | None = None
     output_tokens: int | None = None  # generated tokens, thinking included
     prompt_ms: float | None = None  # prompt processing time

@@ -65,10 +65,11 @@ class MappingTexts:
 @dataclass(frozen=True)
 class ServerDefaults:
     """The tuning a server runs with when it is told none (its own defaults), as the shared settings start it
-    so, and those defaults in the server's own words (e.g. "-np auto (llama-server's default): 4 slots …").
+    so, and those defaults in the server's own words (e.g. "-np auto (the server's default): 4 slots …").
 
     `extra_lines` are extra-settings lines a field cannot say: where setting a field explicitly changes more
-    than the field (llama-server turns off its unified KV cache when -np is given), they give the rest back."""
+    than the field (a server that turns off its unified KV cache when its slot count is given), they give the
+    rest back."""
 
     num_parallel: int = 1
     context_length: int | None = None  # None: the server picks (the model's, or its own default)
