@@ -58,6 +58,7 @@ class CapacityStatus(StrEnum):
     NEVER_MET = "never_met"  # even the lowest rate missed
     NEVER_BROKE = "never_broke"  # every rate asked met: the sustainable rate is at least the highest one
     INCOMPLETE = "incomplete"  # cancelled or stopped before a step could be judged
+    LOAD_LIMITED = "load_limited"  # the steps above the last good one could not offer their rate: at least it
 
 
 REACHED = 1 / 3  # the least share of the offered rate that must arrive for a step to have measured it
@@ -505,6 +506,8 @@ class Capacity:
             return CapacityStatus.NEVER_MET
         if self.broke_at is None:
             return CapacityStatus.INCOMPLETE if self.cancelled else CapacityStatus.NEVER_BROKE
+        if all(m.kind is MissKind.LOAD_NOT_REACHED for m in self.broke_at.misses):
+            return CapacityStatus.LOAD_LIMITED  # what broke was the workload's reach, not the server
         return CapacityStatus.FOUND
 
     @property
@@ -564,6 +567,8 @@ class Capacity:
             line += "; no step up to the highest rate asked missed a target"
         if status is CapacityStatus.INCOMPLETE:
             line += "; cancelled before a step missed"
+        if status is CapacityStatus.LOAD_LIMITED:
+            line += "; no higher rate could be measured"
         if self.unscaled:
             line += f"; closed-loop {', '.join(self.unscaled)} ran alongside, not scaled"
         return line + broke

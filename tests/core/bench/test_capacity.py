@@ -153,6 +153,16 @@ def test_a_step_whose_load_never_arrived_misses_instead_of_passing_any_rate() ->
     assert not judge_step(4.0, steady("c", 1.0, 9, 0.1, 0.5), scenario, LOOSE).misses  # half of it: Poisson noise
 
 
+def test_a_ladder_stopped_by_a_load_that_never_arrived_gives_a_lower_bound_not_a_capacity() -> None:
+    scenario = Scenario("c", (RequestClass("c", Length.fixed(5), Length.fixed(5), Arrival("poisson", 0.5), turns=3),))
+    # Nine requests of three-turn conversations: about 1/s arrives whatever the rate asked.
+    capacity = sweep(RateLadder(rates=(1.0, 2.0, 8.0), refine=0), lambda _f: steady("c", 1.0, 9, 0.1, 0.5), scenario)
+    assert [s.met for s in capacity.steps] == [True, True, False]
+    assert capacity.status is CapacityStatus.LOAD_LIMITED and capacity.sustainable_rps == pytest.approx(2.0)
+    assert capacity.summary().startswith("sustainable: at least 2 requests/s ≈ at least 173,000 requests a day; "
+                                         "no higher rate could be measured; broke at 8/s: the load was not reached")
+
+
 def test_a_step_that_measured_nothing_misses() -> None:
     step = judge_step(1.0, [], QA, LOOSE, failure="the server crashed", failure_detail="exit 1")
     assert [m.kind for m in step.misses] == [MissKind.NOT_MEASURED]

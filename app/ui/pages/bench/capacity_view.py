@@ -26,7 +26,8 @@ CARD_STYLE = ("#CapacityCard { background: #16222c; border: 1px solid #2f6f9a; b
 STATUS_WORDS = {CapacityStatus.FOUND: "Sustainable rate",
                 CapacityStatus.NEVER_BROKE: "Sustainable rate: at least",
                 CapacityStatus.NEVER_MET: "Not sustainable at any rate tried",
-                CapacityStatus.INCOMPLETE: "Sustainable so far: at least"}
+                CapacityStatus.INCOMPLETE: "Sustainable so far: at least",
+                CapacityStatus.LOAD_LIMITED: "Sustainable rate: at least"}
 
 
 def headline(capacity: Capacity) -> tuple[str, str]:
