@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 from typing import Protocol
@@ -21,6 +22,16 @@ class GpuInfo:
     uuid: str = ""
 
 
+class GpuSlowdown(enum.Enum):
+    """Why the GPU runs below its clocks, as the driver reports it (clock-event reasons); idle and the
+    user's own clock settings are not slowdowns."""
+
+    THERMAL = "thermal"  # too hot: the driver or the board lowers the clocks
+    POWER_CAP = "power cap"  # drawing its power limit
+    HW_SLOWDOWN = "hardware slowdown"  # the board asked for it (temperature, power brake, supply)
+    POWER_BRAKE = "power brake"  # an external power brake (the system's power supply)
+
+
 @dataclass(frozen=True)
 class GpuSample:
     """One GPU reading; NaN where the driver reports N/A."""
@@ -32,6 +43,8 @@ class GpuSample:
     utilization_pct: float
     power_w: float
     temperature_c: float
+    slowdowns: frozenset[GpuSlowdown] = frozenset()  # why the clocks are down now (empty: they are not)
+    sm_clock_mhz: float = NAN  # the SM clock now
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from app.core.console.reply_words import ReplyWords
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.server.process import ProcessSignature
 from app.core.ports.catalog import CatalogFactory
+from app.core.ports.log_signals import LogSignalReaderFactory
 from app.core.ports.inference import ConsoleClientFactory, PromptCounterFactory, StreamingClientFactory
 from app.core.ports.planner import LoadPlanner
 from app.core.ports.server import ServerControl
@@ -145,6 +146,8 @@ class BackendSpec:
     # Counts prompts in the server's own tokens (None: it cannot, so prompt lengths are estimated and only the
     # server's own sign says a prompt was cut).
     prompt_counter: PromptCounterFactory | None = None
+    # Reads the server's log into the watchdog's signals (None: its log says nothing the watchdog reads).
+    log_signals: LogSignalReaderFactory | None = None
 
     def bound(self, settings: Callable[[], ServerSettings]) -> BackendSpec:
         """This spec with factories that read `settings()` (the settings in force) whenever they make a client."""

@@ -1,0 +1,119 @@
+"""What a backend reads out of its server's log and replies, in neutral terms, for the watchdog.
+
+Each backend knows its server's log lines (app.core.ports.log_signals.LogSignalReader turns one line into
+these); the watchdog (app.services.watchdog) knows what they mean together: a launch with fewer slots
+than asked, layers placed on the CPU after a load priced to fit, a load while replies were streaming.
+Every signal keeps the line it was read from, as logged, for the event's evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LaunchSeen:
+    """The engine that serves a model started with these settings (as its command line or its own load
+    log says); None where the line does not say."""
+
+    line: str
+    parallel: int | None = None  # slots
+    context_total: int | None = None  # context over all slots, tokens
+    context_per_slot: int | None = None  # where the server says it per slot
+    gpu_layers: int | None = None  # layers asked onto the GPU (-1/None: the server decides)
+    model: str = ""  # the model file or name it loads
+
+
+@dataclass(frozen=True)
+class LayersPlaced:
+    """Where a load put the model's layers: `on_gpu` of `total` on the GPU."""
+
+    line: str
+    on_gpu: int
+    total: int
+
+
+@dataclass(frozen=True)
+class LoadFinished:
+    """A model load finished after `seconds`."""
+
+    line: str
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class ContextShifted:
+    """A slot's context was full and the server dropped tokens to go on."""
+
+    line: str
+    slot: int | None = None
+    dropped_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class CacheExhausted:
+    """The server found no room in its KV cache for a batch (it defers, shrinks or fails the request)."""
+
+    line: str
+
+
+@dataclass(frozen=True)
+class PromptCut:
+    """The server says it cut a prompt: kept `kept` of `sent` tokens (None where it does not say)."""
+
+    line: str
+    sent: int | None = None
+    kept: int | None = None
+
+
+@dataclass(frozen=True)
+class EngineExited:
+    """The engine serving a model ended; `error` as the log gives it ("exit status 2", "signal: killed")."""
+
+    line: str
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ServerListening:
+    """The server itself (re)started and listens; `version` where it says."""
+
+    line: str
+    version: str = ""
+
+
+LogSignal = (LaunchSeen | LayersPlaced | LoadFinished | ContextShifted | CacheExhausted | PromptCut | EngineExited
+             | ServerListening)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the user's settings asked the server for, to hold what it really did against; None: not asked
+    (the server decides)."""
+
+    parallel: int | None = None
+    context_per_slot: int | None = None
+    fits_on_gpu: bool | None = None  # the load was priced to fit on the GPU whole (None: not priced)
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class ReplyFacts:
+    """One finished (or failed) reply as the watchdog needs it; tokens and seconds.
+
+    `prompt_sent` is the prompt's length in the server's own tokens where it could be counted (else an
+    estimate, `prompt_counted` False); `prompt_used` what the server says it used, cached tokens
+    included."""
+
+    model: str
+    at: float  # wall-clock time the reply ended
+    prompt_sent: int | None = None
+    prompt_counted: bool = False
+    prompt_used: int | None = None
+    load_s: float | None = None  # the server's time loading the model for this request
+    ttft_s: float | None = None
+    refused_too_long: bool = False  # the server refused the prompt as longer than a slot's context
+    context_per_slot: int | None = None  # the context per slot in force, where known
+
+
+__all__ = ["Asked", "CacheExhausted", "ContextShifted", "EngineExited", "LaunchSeen", "LayersPlaced", "LoadFinished",
+           "LogSignal", "PromptCut", "ReplyFacts", "ServerListening"]
