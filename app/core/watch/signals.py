@@ -95,6 +95,14 @@ class Asked:
     fits_on_gpu: bool | None = None  # the load was priced to fit on the GPU whole (None: not priced)
     model: str = ""
 
+    @classmethod
+    def of(cls, parallel: int | None, context_per_slot: int | None, *, planned_parallel: int | None = None,
+           planned_context: int | None = None, fits_on_gpu: bool | None = None, model: str = "") -> Asked:
+        """What to hold the server to: the settings' own parallel and context where they set them, else what
+        the launch was planned with (a server's own default is what it plans, not a promise broken)."""
+        return cls(parallel=parallel or planned_parallel, context_per_slot=context_per_slot or planned_context,
+                   fits_on_gpu=fits_on_gpu, model=model)
+
 
 @dataclass(frozen=True)
 class ReplyFacts:

@@ -18,6 +18,7 @@ from app.core.telemetry import GpuBackend
 from app.core.telemetry_buffers import TelemetryBuffers
 from app.core.throughput import TokenMeter
 from app.ui.server.controller import ServerController
+from app.services.watchdog import Watchdog
 
 
 def _no_host_memory() -> HostMemory | None:
@@ -57,6 +58,9 @@ class PageContext:
     host_memory: Callable[[], HostMemory | None] = _no_host_memory
     # What else used the device over each sweep point's window; None: not measured.
     contention: ContentionProbeFactory | None = None
+    # What the server does without saying so (events with evidence); the composition root feeds it the
+    # server's log, status, slots, loaded models and GPU readings, and pages feed it their replies.
+    watchdog: Watchdog | None = None
 
     @property
     def server_name(self) -> str:
