@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.core.replies import FinalFigures
+
 
 @dataclass(frozen=True)
 class LaunchSeen:
@@ -121,6 +123,21 @@ class ReplyFacts:
     ttft_s: float | None = None
     refused_too_long: bool = False  # the server refused the prompt as longer than a slot's context
     context_per_slot: int | None = None  # the context per slot in force, where known
+
+    @classmethod
+    def of(cls, final: FinalFigures | None, *, model: str, at: float, prompt_sent: int | None = None,
+           prompt_counted: bool = False, ttft_s: float | None = None, refused_too_long: bool = False,
+           context_per_slot: int | None = None) -> ReplyFacts:
+        """From a reply's final figures: the prompt tokens the server used are those it evaluated plus those
+        it took from its cache (where it tells them apart), its load time in seconds."""
+        used = load_s = None
+        if final is not None:
+            used = final.prompt_tokens
+            if used is not None and final.cached_prompt_tokens is not None:
+                used += final.cached_prompt_tokens
+            load_s = final.load_ms / 1e3 if final.load_ms is not None else None
+        return cls(model=model, at=at, prompt_sent=prompt_sent, prompt_counted=prompt_counted, prompt_used=used,
+                   load_s=load_s, ttft_s=ttft_s, refused_too_long=refused_too_long, context_per_slot=context_per_slot)
 
 
 __all__ = ["Asked", "CacheExhausted", "ContextShifted", "EngineExited", "LaunchSeen", "LayersPlaced", "LoadFinished",
