@@ -10,6 +10,7 @@ are for people. Events are immutable and serialise to plain JSON for the history
 from __future__ import annotations
 
 import enum
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,6 +82,9 @@ _SPOILERS = frozenset({
 })
 
 
+EVIDENCE_CHARS = 1000  # the longest evidence text kept
+
+
 class Source(enum.Enum):
     """Where the evidence was read."""
 
@@ -113,9 +117,14 @@ class Evidence:
     text: str
     figures: Mapping[str, float] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if len(self.text) > EVIDENCE_CHARS:  # a runaway log line is kept as its start, not whole
+            object.__setattr__(self, "text", self.text[:EVIDENCE_CHARS - 1] + "…")
+
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON."""
-        return {"source": self.source.value, "text": self.text, "figures": dict(self.figures)}
+        """Plain JSON (figures that are not finite numbers are left out: strict JSON has no NaN)."""
+        return {"source": self.source.value, "text": self.text,
+                "figures": {k: v for k, v in self.figures.items() if math.isfinite(v)}}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Evidence:
@@ -123,7 +132,8 @@ class Evidence:
         figures = data.get("figures") or {}
         if not isinstance(figures, Mapping):
             raise TypeError("figures is not an object")
-        return cls(Source(data["source"]), str(data["text"]), {str(k): float(v) for k, v in figures.items()})
+        return cls(Source(data["source"]), str(data["text"]), {str(k): float(v) for k, v in figures.items()
+                                                               if isinstance(v, int | float) and math.isfinite(v)})
 
 
 @dataclass(frozen=True)
