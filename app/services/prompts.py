@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -263,7 +263,7 @@ class ReplyWatch:
         return self._pieces[key]
 
 
-def spoiled_note(events: tuple[WatchEvent, ...] | list[WatchEvent]) -> str:
+def spoiled_note(events: Sequence[WatchEvent]) -> str:
     """A line saying a reply is not the setting's own, naming why ("" when nothing spoiled it)."""
     kinds = list(dict.fromkeys(e.kind.label for e in spoiling(events)))
     if not kinds:

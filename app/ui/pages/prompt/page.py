@@ -54,7 +54,8 @@ class ConsolePage(QWidget):
         self._server = context.server
         self._write_file = context.write_file
         preset_store = self._preset_store = context.presets
-        self.session = ConsoleSession(context.loop, context.backend.console, context.meter, self)
+        self.session = ConsoleSession(context.loop, context.backend.console, context.meter, self,
+                                      watchdog=context.watchdog, counter_factory=context.backend.prompt_counter)
         self.run: ConsoleRun | None = None
         self._last_chat_run: ConsoleRun | None = None
         self._views: dict[ConsoleRun, ReplyView] = {}
@@ -214,6 +215,7 @@ class ConsolePage(QWidget):
         self.session.run_finished.connect(self._on_finished)
         self._server.status_changed.connect(self._on_status)
         self._server.models_listed.connect(self._on_listed_elsewhere)  # a pull or delete on the Models page
+        self._server.running_models_changed.connect(self.session.set_loaded)  # the context each reply runs at
         self._on_mode(0)
         self._on_status(self._server.status)
 
