@@ -36,7 +36,7 @@ def evidence_html(event: WatchEvent) -> str:
 class EventRow(QFrame):
     """One event: a coloured line that says what happened, and its evidence and advice on demand."""
 
-    def __init__(self, event: WatchEvent, parent: QWidget | None = None) -> None:
+    def __init__(self, event: WatchEvent, parent: QWidget | None = None, *, replies: int = 1) -> None:
         super().__init__(parent)
         self.watch_event = event
         colour = SEVERITY_COLOURS.get(event.severity, theme.DIM)
@@ -44,7 +44,8 @@ class EventRow(QFrame):
         self.setStyleSheet(f"#ReplyEvent {{ border-left-color: {colour}; }}")
         self.line = QLabel(f"<span style='color:{colour}; font-weight:700'>{event.severity.name}</span>"
                            f"&nbsp; <b>{html.escape(event.kind.label)}</b> · {html.escape(event.summary)}"
-                           f" <span style='color:{theme.DIM}'>{event.clock}</span>")
+                           + (f" <b>(in {replies} replies)</b>" if replies > 1 else "")
+                           + f" <span style='color:{theme.DIM}'>{event.clock}</span>")
         self.line.setObjectName("ReplyEventLine")
         self.line.setWordWrap(True)
         self.line.setTextFormat(Qt.TextFormat.RichText)
@@ -100,12 +101,25 @@ class ReplyEvents(QWidget):
         self.rows: list[EventRow] = []
         self.hide()
 
-    def show_events(self, events: Sequence[WatchEvent]) -> None:
-        """Show these events, oldest first (none: nothing shows)."""
+    def show_events(self, events: Sequence[WatchEvent], *, per_reply: Sequence[Sequence[WatchEvent]] = ()) -> None:
+        """Show these events, oldest first (none: nothing shows). With `per_reply` (the events of several
+        replies at once, as a burst's), an event kind seen by several replies is one line that says how many."""
         for row in self.rows:
             self._layout.removeWidget(row)
             row.deleteLater()
-        self.rows = [EventRow(e) for e in events]
+        if per_reply:
+            first: dict[tuple[object, str], WatchEvent] = {}
+            replies: dict[tuple[object, str], int] = {}
+            for seen in per_reply:
+                for key in dict.fromkeys((e.kind, e.subject) for e in seen):
+                    replies[key] = replies.get(key, 0) + 1
+                for e in seen:
+                    if (e.kind, e.subject) not in first or e.at < first[(e.kind, e.subject)].at:
+                        first[(e.kind, e.subject)] = e
+            events = sorted(first.values(), key=lambda e: e.at)
+            self.rows = [EventRow(e, replies=replies[(e.kind, e.subject)]) for e in events]
+        else:
+            self.rows = [EventRow(e) for e in events]
         for row in self.rows:
             self._layout.addWidget(row)
         note = spoiled_note(events)

@@ -111,3 +111,16 @@ def test_an_ab_comparison_shows_each_replys_events(qtbot, console) -> None:
         (row,) = c.page.ab_view.column(index).reply.events.rows
         assert row.watch_event.kind is EventKind.PROMPT_TRUNCATED
     assert len(c.watchdog.events()) == 2
+
+
+def test_a_burst_shows_one_line_per_kind_saying_how_many_replies_saw_it(qtbot, console) -> None:
+    c = console(context_length=CONTEXT, tokens_per_s=2000.0, prompt_tokens_per_s=1e6, answer_tokens=4)
+    c.page.set_mode("burst")
+    c.page.copies.setValue(3)
+    c.send_and_wait(qtbot, LONG_PROMPT)
+    events = c.page.burst_view.events
+    (row,) = events.rows
+    assert row.watch_event.kind is EventKind.PROMPT_TRUNCATED and "(in 3 replies)" in row.line.text()
+    assert events.isVisible() and len(c.watchdog.events()) == 3
+    c.page.burst_view.reset(2)  # the next burst starts clean
+    assert events.rows == [] and not events.isVisible()
