@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -176,12 +177,13 @@ async def run_ab(client: ChatStreaming, request: PromptRequest, think: bool | st
     return with_thinking, without
 
 
-# Pieces a prompt is counted in where the server counts by running the text (and so would cut a piece longer
-# than its context): half the context in characters (a token is rarely less than half a character), within
-# these bounds; PIECE_CHARS where the context is not known.
+# Pieces a prompt is counted in where the server counts by running the text (and so cuts a piece longer than its
+# context as it would cut the request): as many characters as the context has tokens (a quarter of it in tokens
+# for English text), within these bounds; PIECE_CHARS where the context is not known. A piece that counts half
+# the context or more may have been cut (a server keeps about half when it shifts): it is counted again in halves.
 PIECE_CHARS = 400
 PIECE_CHARS_MIN = 48
-PIECE_CHARS_MAX = 2000
+PIECE_CHARS_MAX = 4000
 _COUNTS_KEPT = 4096  # piece counts kept per watch (a page sends the same long prompt again and again)
 
 
@@ -246,12 +248,21 @@ class ReplyWatch:
             messages = ([{"role": "system", "content": request.system}] if request.system.strip() else []) \
                 + [{"role": "user", "content": ""}]
             self._templates[key] = await counter.count_chat(request.model, messages)
-        total = self._templates[key]
+        template = total = self._templates[key]
         chars = PIECE_CHARS if not context_per_slot else \
-            max(PIECE_CHARS_MIN, min(PIECE_CHARS_MAX, context_per_slot // 2))
+            max(PIECE_CHARS_MIN, min(PIECE_CHARS_MAX, context_per_slot))
+        # Past this a piece may have been cut: the rest is counted in halves (no limit where the context is unknown).
+        suspect = context_per_slot // 2 - template if context_per_slot else None
         for message in (*request.history, {"content": request.prompt}):
-            for piece in corpus_chunks(message.get("content", ""), chars):
-                total += await self._count_piece(counter, request.model, piece)
+            pieces = deque(corpus_chunks(message.get("content", ""), chars))
+            while pieces:
+                piece = pieces.popleft()
+                count = await self._count_piece(counter, request.model, piece)
+                if suspect is not None and count >= suspect and len(piece) > PIECE_CHARS_MIN:
+                    chars = max(PIECE_CHARS_MIN, len(piece) // 2)  # smaller pieces from here on
+                    pieces = deque(corpus_chunks(piece + "".join(pieces), chars))
+                    continue
+                total += count
         return total
 
     async def _count_piece(self, counter: PromptTokenCounter, model: str, piece: str) -> int:

@@ -179,3 +179,41 @@ def test_a_counter_that_fails_makes_no_claim_and_a_burst_feeds_each_reply(make_f
         assert any(e.kind is EventKind.PROMPT_TRUNCATED for e in o.events)
     cut = [e for e in dog.events() if e.kind is EventKind.PROMPT_TRUNCATED]
     assert len(cut) == 3 and all(not math.isnan(e.at) for e in cut)
+
+
+class CuttingCounter:
+    """Counts as a server that counts by running the text does, cutting like the real 0.32.15 (a prompt over the
+    context keeps half of it and 2 tokens): one token per character here, as in text with many short tokens."""
+
+    counts_whole_prompts = False
+
+    def __init__(self, context: int) -> None:
+        self.context = context
+        self.asked: list[str] = []
+
+    def _run(self, tokens: int) -> int:
+        return tokens if tokens <= self.context else self.context // 2 + 2
+
+    async def count_text(self, model: str, text: str) -> int:
+        self.asked.append(text)
+        return self._run(len(text) + 3) - 3
+
+    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
+        return self._run(sum(len(m["content"]) for m in messages) + 3)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_piece_the_counter_may_have_cut_is_counted_again_in_halves() -> None:
+    counter = CuttingCounter(context=CONTEXT)
+    watch = ReplyWatch(ticking_watchdog(), counter)
+    prompt = " ".join(["abcdefg"] * 200)  # 1,599 characters: 1,599 tokens to this counter
+    counted = run_within(lambda: watch.count_prompt(PromptRequest("m", prompt), CONTEXT), timeout=10.0)
+    # every piece whole, the template's 3 once (a split piece's leading space is not counted: never over the truth)
+    assert len(prompt) + 3 - 16 <= counted <= len(prompt) + 3
+    first, *rest = counter.asked
+    assert CONTEXT // 2 < len(first) <= CONTEXT  # a piece of the context in characters first: cut
+    # ... then the rest in smaller pieces until one counts under half the context, which go on at that size
+    assert all(len(t) <= CONTEXT // 2 for t in rest) and max(len(t) for t in rest[-3:]) <= CONTEXT // 4
+    assert len(counter.asked) < len(prompt) / (CONTEXT // 4) + 4  # no piece counted twice over
