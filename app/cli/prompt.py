@@ -144,7 +144,7 @@ class CannotThink(DeckError):
 
 async def _send(backend: Any, url: str, request: Any, sink: _StdioSink) -> Any:
     from app.cli.server_reply import require_reply
-    from app.services.prompts import ReplyWatch, stream_reply
+    from app.services.prompts import ReplyWatch, loaded_context, stream_reply
     from app.services.watchdog import Watchdog
 
     counter = backend.prompt_counter(url) if backend.prompt_counter is not None else None
@@ -165,7 +165,7 @@ async def _send(backend: Any, url: str, request: Any, sink: _StdioSink) -> Any:
             after = await _loaded(backend, url)
             if after is not None:
                 watch.watchdog.feed_loaded(after)
-            return await watch.finish(outcome, request, started, context_per_slot=_context_of(after, request.model))
+            return await watch.finish(outcome, request, started, context_per_slot=loaded_context(after, request.model))
     finally:
         if counter is not None:
             await counter.aclose()
@@ -180,14 +180,6 @@ async def _loaded(backend: Any, url: str) -> list[RunningModel] | None:
             return list(await catalog.ps())
     except DeckError:
         return None
-
-
-def _context_of(models: list[RunningModel] | None, model: str) -> int | None:
-    """The context per slot `model` is loaded with, where the server says."""
-    for m in models or ():
-        if model in (m.name, m.model) or m.name == f"{model}:latest":
-            return m.context_length
-    return None
 
 
 def _error_text(error: DeckError, backend: Any, model: str) -> str:

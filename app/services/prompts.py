@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from app.core.bench.prompt_maker import corpus_chunks
 from app.core.errors import ContextExceeded, DeckError
+from app.core.models import RunningModel
 from app.core.ports.inference import ChatStreaming, PromptTokenCounter
 from app.core.replies import FinalFigures, StreamChunk
 from app.core.watch.events import WatchEvent, spoiling
@@ -194,14 +195,14 @@ class ReplyWatch:
     None where it has none: then no cut can be claimed): whole where the server counts any length, else piece
     by piece (each piece shorter than the context, so the count is not cut as the request may have been)
     plus the chat template's tokens — earlier turns' template tokens are left out, so the count can fall short
-    of the truth, never over it. `context_of` names the context per slot a model is loaded with, where known.
-    Runs on the event loop; the counter is used from there only."""
+    of the truth, never over it. `loaded` reads the server's loaded models (where it lists them) for the context
+    per slot the reply ran at. Runs on the event loop; the counter is used from there only."""
 
     def __init__(self, watchdog: Watchdog, counter: PromptTokenCounter | None = None, *,
-                 context_of: Callable[[str], int | None] | None = None) -> None:
+                 loaded: Callable[[], Awaitable[Sequence[RunningModel]]] | None = None) -> None:
         self.watchdog = watchdog
         self._counter = counter
-        self._context_of = context_of
+        self._loaded = loaded
         self._pieces: dict[tuple[str, str], int] = {}
         self._templates: dict[tuple[str, str], int] = {}
 
@@ -220,8 +221,11 @@ class ReplyWatch:
         error = outcome.error
         if context_per_slot is None and isinstance(error, ContextExceeded):
             context_per_slot = error.context_tokens
-        if context_per_slot is None and self._context_of is not None:
-            context_per_slot = self._context_of(request.model)
+        if context_per_slot is None and self._loaded is not None:
+            try:
+                context_per_slot = loaded_context(await self._loaded(), request.model)
+            except DeckError:
+                context_per_slot = None
         sent: int | None = None
         final = outcome.final
         if self._counter is not None and error is None and final is not None and final.prompt_tokens is not None:
@@ -274,6 +278,14 @@ class ReplyWatch:
         return self._pieces[key]
 
 
+def loaded_context(models: Sequence[RunningModel] | None, model: str) -> int | None:
+    """The context per slot `model` is loaded with, where the server's list of loaded models says."""
+    for m in models or ():
+        if model in (m.name, m.model) or m.name == f"{model}:latest":
+            return m.context_length
+    return None
+
+
 def spoiled_note(events: Sequence[WatchEvent]) -> str:
     """A line saying a reply is not the setting's own, naming why ("" when nothing spoiled it)."""
     kinds = list(dict.fromkeys(e.kind.label for e in spoiling(events)))
@@ -283,4 +295,4 @@ def spoiled_note(events: Sequence[WatchEvent]) -> str:
 
 
 __all__ = ["MAX_BURST", "PIECE_CHARS", "PromptOptions", "PromptRequest", "ReplyOutcome", "ReplySink", "ReplyWatch",
-           "run_ab", "run_burst", "spoiled_note", "stream_reply"]
+           "loaded_context", "run_ab", "run_burst", "spoiled_note", "stream_reply"]

@@ -59,7 +59,7 @@ def test_a_prompt_the_server_cut_comes_back_with_a_truncation_event(make_fake_ol
     dog = ticking_watchdog()
     sink = Recorder()
     request = PromptRequest("qwen3:14b", LONG_PROMPT, think=False)
-    outcome = reply(fake.url, request, lambda counter: ReplyWatch(dog, counter, context_of=lambda _m: CONTEXT), sink)
+    outcome = reply(fake.url, request, lambda counter: ReplyWatch(dog, counter, loaded=counter.ps), sink)
     assert outcome.ok and outcome.stats.prompt_tokens == CONTEXT // 2 + 2  # what the server kept
     (event,) = outcome.events
     assert event.kind is EventKind.PROMPT_TRUNCATED and event.severity is Severity.SEVERE
@@ -71,6 +71,7 @@ def test_a_prompt_the_server_cut_comes_back_with_a_truncation_event(make_fake_ol
     whole = count_prompt_tokens([LONG_PROMPT])  # what the stand-in's tokenizer makes of the whole prompt
     assert abs(sent - whole) <= 0.05 * whole and sent > 3 * CONTEXT
     assert evidence.figures["prompt_tokens_used"] == CONTEXT // 2 + 2
+    # the context read from the server's loaded models after the reply
     assert f"at a context of {CONTEXT} tokens per slot" in event.summary and "counted in the server's tokens" in event.summary
     assert outcome.spoiled_by == (event,)
     assert spoiled_note(outcome.events) == "Not a clean reply: prompt cut short (see the events)."

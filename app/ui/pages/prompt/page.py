@@ -55,7 +55,9 @@ class ConsolePage(QWidget):
         self._write_file = context.write_file
         preset_store = self._preset_store = context.presets
         self.session = ConsoleSession(context.loop, context.backend.console, context.meter, self,
-                                      watchdog=context.watchdog, counter_factory=context.backend.prompt_counter)
+                                      watchdog=context.watchdog, counter_factory=context.backend.prompt_counter,
+                                      catalog_factory=context.backend.catalog
+                                      if context.backend.capabilities.lists_loaded else None)
         self.run: ConsoleRun | None = None
         self._last_chat_run: ConsoleRun | None = None
         self._views: dict[ConsoleRun, ReplyView] = {}
@@ -215,7 +217,6 @@ class ConsolePage(QWidget):
         self.session.run_finished.connect(self._on_finished)
         self._server.status_changed.connect(self._on_status)
         self._server.models_listed.connect(self._on_listed_elsewhere)  # a pull or delete on the Models page
-        self._server.running_models_changed.connect(self.session.set_loaded)  # the context each reply runs at
         self._on_mode(0)
         self._on_status(self._server.status)
 

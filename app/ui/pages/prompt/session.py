@@ -23,6 +23,7 @@ from app.services.prompts import PromptRequest, ReplyOutcome, ReplyWatch, run_ab
 from app.services.watchdog import Watchdog
 from app.core.errors import DeckError
 from app.core.models import RunningModel
+from app.core.ports.catalog import CatalogFactory
 from app.core.ports.inference import ConsoleClientFactory, PromptCounterFactory, PromptTokenCounter
 from app.core.replies import StreamChunk
 from app.core.console.reply_stats import ReplyMeter, ReplyStats
@@ -124,7 +125,8 @@ class ConsoleSession(QObject):
 
     def __init__(self, loop: CoroutineRunner, client_factory: ConsoleClientFactory, meter: TokenMeter | None,
                  parent: QObject | None = None, *, watchdog: Watchdog | None = None,
-                 counter_factory: PromptCounterFactory | None = None) -> None:
+                 counter_factory: PromptCounterFactory | None = None,
+                 catalog_factory: CatalogFactory | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._clients = ClientPool(client_factory)
@@ -134,7 +136,8 @@ class ConsoleSession(QObject):
         self._counter_factory = counter_factory
         self._counters: dict[str, PromptTokenCounter] = {}  # per server URL; used on the loop thread only
         self._watches: dict[str, ReplyWatch] = {}
-        self._contexts: dict[str, int] = {}  # loaded model -> its context per slot (replaced whole, never edited)
+        # Where the server lists its loaded models: read after each reply for the context it ran at.
+        self._catalogs = ClientPool(catalog_factory) if catalog_factory is not None else None
         self._closed = False
         self._meter = meter
         self._runs: list[ConsoleRun] = []
@@ -191,14 +194,6 @@ class ConsoleSession(QObject):
         self._timer.start()
         return run
 
-    def set_loaded(self, models: list[RunningModel]) -> None:
-        """The server's loaded models now (the status poller's list): the context each reply ran at."""
-        self._contexts = {m.name: m.context_length for m in models if m.context_length}
-
-    def _context_of(self, model: str) -> int | None:
-        contexts = self._contexts
-        return contexts.get(model) or contexts.get(f"{model}:latest")
-
     def _watch(self, url: str) -> ReplyWatch | None:
         """Loop thread: the watch for replies from `url` (None without a watchdog)."""
         if self._watchdog is None:
@@ -208,7 +203,13 @@ class ConsoleSession(QObject):
             counter = self._counter_factory(url) if self._counter_factory is not None else None
             if counter is not None:
                 self._counters[url] = counter
-            watch = self._watches[url] = ReplyWatch(self._watchdog, counter, context_of=self._context_of)
+            catalogs = self._catalogs
+
+            async def loaded() -> list[RunningModel]:
+                return await catalogs.get(url).ps() if catalogs is not None else []
+
+            watch = self._watches[url] = ReplyWatch(self._watchdog, counter,
+                                                    loaded=loaded if catalogs is not None else None)
         return watch
 
     async def _close_counters(self) -> None:
@@ -271,7 +272,8 @@ class ConsoleSession(QObject):
             self.stop(run)
         self._timer.stop()
         self._closed = True
-        for closing in (self._clients.aclose, self._close_counters):
+        closers = [self._clients.aclose, self._close_counters] + ([self._catalogs.aclose] if self._catalogs else [])
+        for closing in closers:
             try:
                 self._loop.run(closing(), timeout=timeout_s)
             except Exception:  # noqa: BLE001 - quitting goes on whatever the connections do

@@ -80,6 +80,7 @@ def test_a_cut_prompt_shows_under_its_reply_and_reaches_the_watchdog(qtbot, cons
     assert c.watchdog.events() == (row.watch_event,)  # the app's watchdog has it for the dashboard and the history
     text = row.line.text()
     assert "SEVERE" in text and "prompt cut short" in text and f"used {CONTEXT // 2 + 2} of the " in text
+    assert f"at a context of {CONTEXT} tokens per slot" in text  # read from the loaded models after the reply
     assert events.note.isVisible() and "Not a clean reply: prompt cut short" in events.note.text()
     assert "prompt tokens sent" in row.line.toolTip() and "What to do:" in row.line.toolTip()
     assert not row.detail.isVisible()
