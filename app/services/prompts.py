@@ -286,12 +286,13 @@ def loaded_context(models: Sequence[RunningModel] | None, model: str) -> int | N
     return None
 
 
-def spoiled_note(events: Sequence[WatchEvent]) -> str:
-    """A line saying a reply is not the setting's own, naming why ("" when nothing spoiled it)."""
+def spoiled_note(events: Sequence[WatchEvent], *, pointer: str = " (see the events)") -> str:
+    """A line saying a reply is not the setting's own, naming why ("" when nothing spoiled it); `pointer` says
+    where the events are."""
     kinds = list(dict.fromkeys(e.kind.label for e in spoiling(events)))
     if not kinds:
         return ""
-    return f"Not a clean reply: {', '.join(kinds)} (see the events)."
+    return f"Not a clean reply: {', '.join(kinds)}{pointer}."
 
 
 __all__ = ["MAX_BURST", "PIECE_CHARS", "PromptOptions", "PromptRequest", "ReplyOutcome", "ReplySink", "ReplyWatch",

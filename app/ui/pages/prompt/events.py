@@ -122,7 +122,7 @@ class ReplyEvents(QWidget):
             self.rows = [EventRow(e) for e in events]
         for row in self.rows:
             self._layout.addWidget(row)
-        note = spoiled_note(events)
+        note = spoiled_note(events, pointer="")  # the events follow right under it
         self.note.setText(f"⚠ {note}" if note else "")
         self.note.setVisible(bool(note))
         self.setVisible(bool(self.rows))
