@@ -2,7 +2,12 @@
 
 The answer streams to stdout and the thinking trace to stderr, each line marked "thinking> ";
 the figures follow on stderr, so `> answer.txt` keeps only the answer. With --json, stdout holds
-exactly one JSON object (figures, answer and thinking) and the live text goes to stderr.
+exactly one JSON object (figures, answer, thinking and events) and the live text goes to stderr.
+
+What the server did without saying so while the reply ran (a prompt it cut to fit its context, layers
+it put on the CPU, a model it unloaded) follows on stderr as events, each with its evidence and what to
+do: the prompt is counted in the server's own tokens after the reply, and its loaded models are read
+before and after the request.
 Exit status: 0 done, 1 the server refused or failed, 2 bad arguments, 130 interrupted.
 """
 
@@ -19,8 +24,10 @@ from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import ArgProblem, Range, check_config_dir, check_ranges, check_text, one_line, server_url
 from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP, cap_note
 from app.core.errors import DeckError, MalformedResponse, ModelNotFound, ServerUnreachable
+from app.core.models import RunningModel
 from app.core.replies import StreamChunk
 from app.core.console.reply_stats import figure_rows
+from app.core.watch.events import event_lines
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 THINK_MARK = "thinking> "
@@ -137,16 +144,42 @@ class CannotThink(DeckError):
 
 async def _send(backend: Any, url: str, request: Any, sink: _StdioSink) -> Any:
     from app.cli.server_reply import require_reply
-    from app.services.prompts import stream_reply
+    from app.services.prompts import ReplyWatch, loaded_context, stream_reply
+    from app.services.watchdog import Watchdog
 
-    async with backend.console(url) as client:
-        await require_reply(client, url)  # a hung server is named in seconds; the chat may wait for a load
-        if request.think not in (False, None):
-            # Asked before sending: a server whose model cannot think may otherwise answer without a word.
-            why = (await client.show(request.model)).why_no_thinking()
-            if why:
-                raise CannotThink(f"{request.model} cannot think: {why}")
-        return await stream_reply(client, request, sink=sink)
+    counter = backend.prompt_counter(url) if backend.prompt_counter is not None else None
+    watch = ReplyWatch(Watchdog(subject=url), counter)
+    started = watch.now()
+    try:
+        async with backend.console(url) as client:
+            await require_reply(client, url)  # a hung server is named in seconds; the chat may wait for a load
+            if request.think not in (False, None):
+                # Asked before sending: a server whose model cannot think may otherwise answer without a word.
+                why = (await client.show(request.model)).why_no_thinking()
+                if why:
+                    raise CannotThink(f"{request.model} cannot think: {why}")
+            before = await _loaded(backend, url)
+            if before is not None:
+                watch.watchdog.feed_loaded(before)
+            outcome = await stream_reply(client, request, sink=sink)
+            after = await _loaded(backend, url)
+            if after is not None:
+                watch.watchdog.feed_loaded(after)
+            return await watch.finish(outcome, request, started, context_per_slot=loaded_context(after, request.model))
+    finally:
+        if counter is not None:
+            await counter.aclose()
+
+
+async def _loaded(backend: Any, url: str) -> list[RunningModel] | None:
+    """The server's loaded models now, where it lists them (None: it does not, or could not say)."""
+    if not backend.capabilities.lists_loaded:
+        return None
+    try:
+        async with backend.catalog(url) as catalog:
+            return list(await catalog.ps())
+    except DeckError:
+        return None
 
 
 def _error_text(error: DeckError, backend: Any, model: str) -> str:
@@ -169,7 +202,21 @@ def _report(outcome: Any, request: Any, url: str) -> dict[str, Any]:
     data: dict[str, Any] = {"model": request.model, "url": url, "think": request.think}
     data.update(outcome.stats.to_json())
     data.update({"answer": outcome.content, "thinking": outcome.thinking})
+    data.update({"events": [e.to_json() for e in outcome.events], "spoiled": bool(outcome.spoiled_by)})
     return data
+
+
+def _print_events(outcome: Any) -> None:
+    """The events seen during the reply, on stderr with the other notes (nothing when there were none)."""
+    from app.services.prompts import spoiled_note
+
+    if not outcome.events:
+        return
+    note = spoiled_note(outcome.events)
+    lines = [f"events during this reply ({len(outcome.events)}):", *event_lines(outcome.events)]
+    print("\n" + "\n".join(lines), file=sys.stderr)
+    if note:
+        print(f"ollama-deck prompt: {note}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -206,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if outcome.error is not None:
         print(f"ollama-deck prompt: {one_line(_error_text(outcome.error, backend, args.model))}", file=sys.stderr)
+        _print_events(outcome)
         return 1
     note = cap_note(request.options.num_predict, outcome.stats.done_reason, "raise --num-predict (0: no cap)")
     if note:
@@ -216,4 +264,5 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(label) for label, _ in figure_rows(outcome.stats))
         lines = [f"{label:<{width}}  {value}" for label, value in figure_rows(outcome.stats)]
         print("\n" + "\n".join(lines), file=sys.stderr)
+    _print_events(outcome)
     return 0

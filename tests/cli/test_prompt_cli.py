@@ -18,6 +18,11 @@ JSON_KEYS = ("ttft_ms", "first_answer_ms", "thinking_tokens", "answer_tokens", "
              "prompt_eval_count", "prompt_tokens_per_s", "load_ms", "total_ms", "done_reason")
 
 
+def streamed(fake) -> list[dict]:
+    """The streamed chat requests' bodies (after a reply, the command counts its prompt with short probes)."""
+    return [r.json for r in fake.requests if r.path == "/api/chat" and r.json.get("stream", True) is not False]
+
+
 def test_json_through_the_real_entry_point(make_fake_ollama) -> None:
     fake = make_fake_ollama(tokens_per_s=300.0, thinking_tokens=15, answer_tokens=24)
     proc = subprocess.run([sys.executable, "-m", "app", "prompt", "--model", "qwen3:14b", "--url", fake.url,
@@ -31,6 +36,7 @@ def test_json_through_the_real_entry_point(make_fake_ollama) -> None:
     assert data["done_reason"] == "stop" and data["ttft_ms"] < data["first_answer_ms"]
     assert data["answer"].startswith("Local inference") and data["thinking"].startswith("Okay,")
     assert "thinking> Okay," in proc.stderr  # the live text still shows, on stderr
+    assert data["events"] == [] and data["spoiled"] is False and "events during" not in proc.stderr
 
 
 def test_answer_to_stdout_marked_thinking_and_figures_to_stderr(make_fake_ollama, capsys) -> None:
@@ -50,17 +56,18 @@ def test_no_think_and_num_predict_are_sent(make_fake_ollama, capsys) -> None:
     out, err = capsys.readouterr()
     data = json.loads(out)
     assert data["thinking_tokens"] == 0 and data["eval_count"] == 5 and data["done_reason"] == "length"
-    assert fake.requests[-1].json["think"] is False and fake.requests[-1].json["options"] == {"num_predict": 5}
+    sent = streamed(fake)[-1]
+    assert sent["think"] is False and sent["options"] == {"num_predict": 5}
     assert "Stopped at the output cap of 5 tokens (num_predict); raise --num-predict (0: no cap)" in err
 
 
 def test_replies_are_capped_by_default_and_0_lifts_the_cap(make_fake_ollama, capsys) -> None:
     fake = make_fake_ollama(tokens_per_s=1000.0, answer_tokens=6)
     assert main(["prompt", "--model", "qwen3:14b", "--url", fake.url, "--no-think", "hi"]) == 0
-    assert fake.requests[-1].json["options"] == {"num_predict": 2048}
+    assert streamed(fake)[-1]["options"] == {"num_predict": 2048}
     assert "output cap" not in capsys.readouterr().err  # it ended by itself
     assert main(["prompt", "--model", "qwen3:14b", "--url", fake.url, "--no-think", "--num-predict", "0", "hi"]) == 0
-    assert "num_predict" not in (fake.requests[-1].json.get("options") or {})
+    assert "num_predict" not in (streamed(fake)[-1].get("options") or {})
 
 
 @pytest.mark.parametrize("args, text", [

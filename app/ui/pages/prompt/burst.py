@@ -15,6 +15,8 @@ from app.services.prompts import ReplyOutcome
 from app.core.console.conversation import BurstReply
 from app.core.console.reply_stats import BurstSummary, ReplyStats, fmt_count, fmt_ms, fmt_rate, summarize_burst
 from app.core.console.reply_words import ReplyWords
+from app.core.watch.events import WatchEvent
+from app.ui.pages.prompt.events import ReplyEvents
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.tiles import NO_DATA, TILE_STYLE, StatTile
 
@@ -113,7 +115,10 @@ class BurstView(QWidget):
         layout.addLayout(tiles)
         layout.addWidget(self.summary_label)
         layout.addWidget(self.note)
+        self.events = ReplyEvents()  # what the server did without saying so during the burst's replies
+        layout.addWidget(self.events)
         layout.addWidget(split, 1)
+        self._reply_events: dict[int, tuple[WatchEvent, ...]] = {}
         self._stats: dict[int, ReplyStats] = {}
         self._states: dict[int, str] = {}
         self._errors: dict[int, str] = {}
@@ -123,6 +128,8 @@ class BurstView(QWidget):
     def reset(self, copies: int) -> None:
         """Prepare for a burst of `copies` replies."""
         self._stats, self._states, self._errors = {}, {i: "waiting" for i in range(copies)}, {}
+        self._reply_events = {}
+        self.events.show_events(())
         self.summary = None
         self._started_s = time.monotonic()
         self._over = False
@@ -160,6 +167,10 @@ class BurstView(QWidget):
         else:
             self._states[outcome.index] = "stopped" if outcome.stopped else "done"
         self._write_row(outcome.index)
+        if outcome.events:
+            self._reply_events[outcome.index] = outcome.events
+            every = [e for seen in self._reply_events.values() for e in seen]
+            self.events.show_events(every, per_reply=list(self._reply_events.values()))
         done = sum(1 for s in self._states.values() if s == "done")
         self.tiles["replies"].set_text(f"{done} / {len(self._states)}", "finished so far")
         self._draw()

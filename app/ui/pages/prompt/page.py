@@ -54,7 +54,10 @@ class ConsolePage(QWidget):
         self._server = context.server
         self._write_file = context.write_file
         preset_store = self._preset_store = context.presets
-        self.session = ConsoleSession(context.loop, context.backend.console, context.meter, self)
+        self.session = ConsoleSession(context.loop, context.backend.console, context.meter, self,
+                                      watchdog=context.watchdog, counter_factory=context.backend.prompt_counter,
+                                      catalog_factory=context.backend.catalog
+                                      if context.backend.capabilities.lists_loaded else None)
         self.run: ConsoleRun | None = None
         self._last_chat_run: ConsoleRun | None = None
         self._views: dict[ConsoleRun, ReplyView] = {}

@@ -14,6 +14,7 @@ from app.services.prompts import ReplyOutcome
 from app.core.console.conversation import TurnRecord
 from app.core.console.reply_stats import ReplyStats, figures_line, fmt_ms, mode_text
 from app.core.console.reply_words import ReplyWords
+from app.ui.pages.prompt.events import ReplyEvents
 from app.ui.widgets import theme
 from app.ui.widgets.forms import InlineMessage
 
@@ -159,7 +160,8 @@ def _tint_code_blocks(document: QTextDocument) -> None:
 
 
 class ReplyView(QWidget):
-    """One reply: thinking trace, answer, and then its figures, a stop note or the server's error."""
+    """One reply: thinking trace, answer, and then its figures, a stop note or the server's error, and the events
+    the server's watchdog saw while it ran."""
 
     def __init__(self, show_figures: bool = True, parent: QWidget | None = None, *,
                  words: ReplyWords, empty_text: str = "") -> None:
@@ -180,10 +182,11 @@ class ReplyView(QWidget):
         self.figures.setWordWrap(True)
         self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.figures.hide()
+        self.events = ReplyEvents()  # what the server did without saying so while it ran
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(6)
-        for widget in (self.thinking, self.answer, self.note, self.error, self.figures):
+        for widget in (self.thinking, self.answer, self.note, self.error, self.figures, self.events):
             layout.addWidget(widget)
         self._outcome: ReplyOutcome | None = None
         self._answer = ""  # exactly as streamed
@@ -250,6 +253,7 @@ class ReplyView(QWidget):
         if self._show_figures and stats is not None and (stats.finished or stats.streamed_tokens):
             self.figures.setText(figures_line(stats, self._words))
             self.figures.show()
+        self.events.show_events(outcome.events if outcome is not None else ())
 
     def show_note(self, text: str) -> None:
         """Add a line under the reply (how it ended, e.g. at its output cap); nothing for ''."""

@@ -19,9 +19,12 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.core.ports.tasks import CoroutineRunner
 from app.services.client_pool import ClientPool
-from app.services.prompts import PromptRequest, ReplyOutcome, run_ab, run_burst, stream_reply
+from app.services.prompts import PromptRequest, ReplyOutcome, ReplyWatch, run_ab, run_burst, stream_reply
+from app.services.watchdog import Watchdog
 from app.core.errors import DeckError
-from app.core.ports.inference import ConsoleClientFactory
+from app.core.models import RunningModel
+from app.core.ports.catalog import CatalogFactory
+from app.core.ports.inference import ConsoleClientFactory, PromptCounterFactory, PromptTokenCounter
 from app.core.replies import StreamChunk
 from app.core.console.reply_stats import ReplyMeter, ReplyStats
 from app.core.throughput import TokenMeter
@@ -121,10 +124,20 @@ class ConsoleSession(QObject):
     run_finished = Signal(object)  # ConsoleRun
 
     def __init__(self, loop: CoroutineRunner, client_factory: ConsoleClientFactory, meter: TokenMeter | None,
-                 parent: QObject | None = None) -> None:
+                 parent: QObject | None = None, *, watchdog: Watchdog | None = None,
+                 counter_factory: PromptCounterFactory | None = None,
+                 catalog_factory: CatalogFactory | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._clients = ClientPool(client_factory)
+        # Each finished reply goes to the server's watchdog (None: not watched) with its prompt counted by the
+        # backend's counter, and comes back with the events seen while it ran.
+        self._watchdog = watchdog
+        self._counter_factory = counter_factory
+        self._counters: dict[str, PromptTokenCounter] = {}  # per server URL; used on the loop thread only
+        self._watches: dict[str, ReplyWatch] = {}
+        # Where the server lists its loaded models: read after each reply for the context it ran at.
+        self._catalogs = ClientPool(catalog_factory) if catalog_factory is not None else None
         self._closed = False
         self._meter = meter
         self._runs: list[ConsoleRun] = []
@@ -169,16 +182,44 @@ class ConsoleSession(QObject):
 
         async def work() -> Any:
             client = self._clients.get(url)
+            watch = self._watch(url)
             if kind == "burst":
-                return await run_burst(client, request, copies, sink=buffer, meter=self._meter)
+                return await run_burst(client, request, copies, sink=buffer, meter=self._meter, watch=watch)
             if kind == "ab":
-                return await run_ab(client, request, think, sink=buffer, meter=self._meter)
-            return await stream_reply(client, request, sink=buffer, meter=self._meter)
+                return await run_ab(client, request, think, sink=buffer, meter=self._meter, watch=watch)
+            return await stream_reply(client, request, sink=buffer, meter=self._meter, watch=watch)
 
         run.future = self._submit(work())
         self._runs.append(run)
         self._timer.start()
         return run
+
+    def _watch(self, url: str) -> ReplyWatch | None:
+        """Loop thread: the watch for replies from `url` (None without a watchdog)."""
+        if self._watchdog is None:
+            return None
+        watch = self._watches.get(url)
+        if watch is None:
+            counter = self._counter_factory(url) if self._counter_factory is not None else None
+            if counter is not None:
+                self._counters[url] = counter
+            catalogs = self._catalogs
+
+            async def loaded() -> list[RunningModel]:
+                return await catalogs.get(url).ps() if catalogs is not None else []
+
+            watch = self._watches[url] = ReplyWatch(self._watchdog, counter,
+                                                    loaded=loaded if catalogs is not None else None)
+        return watch
+
+    async def _close_counters(self) -> None:
+        counters, self._counters = list(self._counters.values()), {}
+        self._watches = {}
+        for counter in counters:
+            try:
+                await counter.aclose()
+            except Exception:  # noqa: BLE001 - quitting goes on whatever the connections do
+                pass
 
     def stop(self, run: ConsoleRun) -> None:
         """Stop a run now: its streams close at once; its stopped outcomes still arrive."""
@@ -231,10 +272,12 @@ class ConsoleSession(QObject):
             self.stop(run)
         self._timer.stop()
         self._closed = True
-        try:
-            self._loop.run(self._clients.aclose(), timeout=timeout_s)
-        except Exception:  # noqa: BLE001 - quitting goes on whatever the connections do
-            pass
+        closers = [self._clients.aclose, self._close_counters] + ([self._catalogs.aclose] if self._catalogs else [])
+        for closing in closers:
+            try:
+                self._loop.run(closing(), timeout=timeout_s)
+            except Exception:  # noqa: BLE001 - quitting goes on whatever the connections do
+                pass
 
     def _submit(self, coro: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
         return self._loop.submit_unless(self._closed, coro)
