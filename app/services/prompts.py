@@ -245,13 +245,14 @@ class ReplyWatch:
         counter = self._counter
         if counter is None:
             raise DeckError("No prompt counter for this server")
+        ctx = request.options.num_ctx  # the reply's own context, so counting reloads nothing
         if counter.counts_whole_prompts:
-            return await counter.count_chat(request.model, request.messages())
+            return await counter.count_chat(request.model, request.messages(), context=ctx)
         key = (request.model, request.system)
         if key not in self._templates:
             messages = ([{"role": "system", "content": request.system}] if request.system.strip() else []) \
                 + [{"role": "user", "content": ""}]
-            self._templates[key] = await counter.count_chat(request.model, messages)
+            self._templates[key] = await counter.count_chat(request.model, messages, context=ctx)
         template = total = self._templates[key]
         chars = PIECE_CHARS if not context_per_slot else \
             max(PIECE_CHARS_MIN, min(PIECE_CHARS_MAX, context_per_slot))
@@ -261,7 +262,7 @@ class ReplyWatch:
             pieces = deque(corpus_chunks(message.get("content", ""), chars))
             while pieces:
                 piece = pieces.popleft()
-                count = await self._count_piece(counter, request.model, piece)
+                count = await self._count_piece(counter, request.model, piece, ctx)
                 if suspect is not None and count >= suspect and len(piece) > PIECE_CHARS_MIN:
                     chars = max(PIECE_CHARS_MIN, len(piece) // 2)  # smaller pieces from here on
                     pieces = deque(corpus_chunks(piece + "".join(pieces), chars))
@@ -269,12 +270,12 @@ class ReplyWatch:
                 total += count
         return total
 
-    async def _count_piece(self, counter: PromptTokenCounter, model: str, piece: str) -> int:
+    async def _count_piece(self, counter: PromptTokenCounter, model: str, piece: str, context: int | None) -> int:
         key = (model, piece)
         if key not in self._pieces:
             if len(self._pieces) >= _COUNTS_KEPT:
                 self._pieces.clear()
-            self._pieces[key] = await counter.count_text(model, piece)
+            self._pieces[key] = await counter.count_text(model, piece, context=context)
         return self._pieces[key]
 
 

@@ -82,6 +82,16 @@ def test_a_prompt_the_server_cut_comes_back_with_a_truncation_event(make_fake_ol
     assert probes and all(p["options"] == {"num_predict": 1} for p in probes)
 
 
+def test_a_reply_sent_with_its_own_context_is_counted_at_that_context(make_fake_ollama) -> None:
+    fake = make_fake_ollama(context_length=4096, tokens_per_s=2000.0, answer_tokens=4)
+    request = PromptRequest("qwen3:14b", LONG_PROMPT, think=False, options=PromptOptions(num_ctx=CONTEXT))
+    outcome = reply(fake.url, request, lambda counter: ReplyWatch(ticking_watchdog(), counter))
+    assert outcome.ok
+    # the probes ask for the reply's num_ctx: a server that reloads on a new context loads nothing new to count
+    probes = [r.json for r in fake.requests if r.path == "/api/chat" and r.json.get("stream") is False]
+    assert probes and all(p["options"] == {"num_predict": 1, "num_ctx": CONTEXT} for p in probes)
+
+
 def test_a_prompt_within_the_context_brings_no_event_and_is_counted_once(make_fake_ollama) -> None:
     fake = make_fake_ollama(context_length=4096, tokens_per_s=2000.0, answer_tokens=4)
     dog = ticking_watchdog()
@@ -151,10 +161,11 @@ class FailingCounter:
 
     counts_whole_prompts = True
 
-    async def count_text(self, model: str, text: str) -> int:
+    async def count_text(self, model: str, text: str, *, context: int | None = None) -> int:
         raise ServerFault("model failed to load")
 
-    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
+    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]], *,
+                         context: int | None = None) -> int:
         raise ServerFault("model failed to load")
 
     async def aclose(self) -> None:
@@ -195,11 +206,12 @@ class CuttingCounter:
     def _run(self, tokens: int) -> int:
         return tokens if tokens <= self.context else self.context // 2 + 2
 
-    async def count_text(self, model: str, text: str) -> int:
+    async def count_text(self, model: str, text: str, *, context: int | None = None) -> int:
         self.asked.append(text)
         return self._run(len(text) + 3) - 3
 
-    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
+    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]], *,
+                         context: int | None = None) -> int:
         return self._run(sum(len(m["content"]) for m in messages) + 3)
 
     async def aclose(self) -> None:

@@ -187,11 +187,13 @@ class LlamaServerClient(ConnectedClient):
             raise malformed(f"{TOKENIZE_PATH} at {self.base_url} answered without a token list: {str(reply)[:120]!r}")
         return len(tokens)
 
-    async def count_text(self, model: str, text: str) -> int:
-        """The tokens of `text` alone (`POST /tokenize`, no special tokens); `model` is the served one."""
+    async def count_text(self, model: str, text: str, *, context: int | None = None) -> int:
+        """The tokens of `text` alone (`POST /tokenize`, no special tokens); `model` is the served one (a
+        tokenizer loads nothing: `context` changes nothing)."""
         return await self._token_count(text, add_special=False)
 
-    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
+    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]], *,
+                         context: int | None = None) -> int:
         """A chat's prompt tokens as the server counts them: its chat template applied (`POST /apply-template`),
         then tokenized with the model's special tokens (`POST /tokenize`)."""
         reply = await self._json(TEMPLATE_PATH, {"messages": [dict(m) for m in messages]})

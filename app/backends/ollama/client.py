@@ -152,23 +152,28 @@ class OllamaClient(ConnectedClient):
         (context shift) as it would cut the request."""
         return False
 
-    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
+    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]], *,
+                         context: int | None = None) -> int:
         """A chat's prompt tokens: the prompt_eval_count of the chat sent with one output token. Its load
-        options are left out, so the model is not reloaded with others."""
-        body = {"model": model, "messages": [dict(m) for m in messages], "stream": False,
-                "options": {"num_predict": 1}}
+        options are left out but for num_ctx where a request set its own (`context`), so the model loaded
+        is the one counted with, not reloaded with others."""
+        options: dict[str, int] = {"num_predict": 1}
+        if context is not None:
+            options["num_ctx"] = context
+        body = {"model": model, "messages": [dict(m) for m in messages], "stream": False, "options": options}
         count = parse_final(await self._json("POST", "/api/chat", body)).prompt_tokens
         if count is None:
             raise malformed(f"/api/chat at {self.base_url} answered without prompt_eval_count")
         return count
 
-    async def count_text(self, model: str, text: str) -> int:
+    async def count_text(self, model: str, text: str, *, context: int | None = None) -> int:
         """The tokens of `text` alone: a chat with it, less the same chat with an empty message (the template's)."""
-        whole = await self.count_chat(model, [{"role": "user", "content": text}])
+        whole = await self.count_chat(model, [{"role": "user", "content": text}], context=context)
         if self._template_counts is None:
             self._template_counts = {}
         if model not in self._template_counts:
-            self._template_counts[model] = await self.count_chat(model, [{"role": "user", "content": ""}])
+            self._template_counts[model] = await self.count_chat(model, [{"role": "user", "content": ""}],
+                                                                 context=context)
         return max(0, whole - self._template_counts[model])
 
     # ---- streams ----------------------------------------------------------------------------

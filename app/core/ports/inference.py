@@ -80,12 +80,15 @@ class PromptTokenCounter(Protocol):
         the count comes from running the prompt, which the server cuts as it would cut the request."""
         ...
 
-    async def count_text(self, model: str, text: str) -> int:
-        """The tokens of `text` alone, without any chat template or special tokens."""
+    async def count_text(self, model: str, text: str, *, context: int | None = None) -> int:
+        """The tokens of `text` alone, without any chat template or special tokens. `context`: the context per
+        slot the model runs with where a request set its own (a server that counts by running the text asks
+        for the same, so that counting does not reload the model); None: the server's default."""
         ...
 
-    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]]) -> int:
-        """The prompt tokens of a chat request with these messages as the server counts them (template included)."""
+    async def count_chat(self, model: str, messages: Sequence[Mapping[str, str]], *, context: int | None = None) -> int:
+        """The prompt tokens of a chat request with these messages as the server counts them (template included);
+        `context` as for count_text."""
         ...
 
     async def aclose(self) -> None:
