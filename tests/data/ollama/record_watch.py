@@ -6,8 +6,8 @@ for, into tests/data/ollama/real/watch_*.log, for the log reader's tests (tests/
 LAYOUT is a laid-out kit (tests/ollama_real_fixtures.py; default /tmp/ollama-layout). Each `ollama serve` runs
 offline on a free 127.0.0.1 port with its own HOME and models folder (SmolLM2-135M created as `smollm2`):
   short_context  OLLAMA_CONTEXT_LENGTH=1024: a ~6,200-token prompt by /api/generate and again as one chat
-                 message (Ollama keeps 514 and logs "truncating input prompt"), a short chat, a generate of 600
-                 tokens, one with num_ctx 16384 (above SmolLM2's 8192: "requested context size too large"),
+                 message (Ollama keeps 514 and logs "truncating input prompt"), a short chat, a generate
+                 with num_ctx 16384 (above SmolLM2's 8192: "requested context size too large"),
                  keep_alive 0 (not logged), a reload, the llama-server child killed (SIGKILL) and a request
                  ("llama-server process no longer running", twice, then a new load);
   context_shift  OLLAMA_CONTEXT_LENGTH=256: a 26-token prompt and 400 tokens generated (the child shifts);
@@ -54,8 +54,6 @@ def short_context(url: str, server: RealOllama) -> None:
                              "options": four})
     http(url + "/api/chat", {"model": "smollm2", "messages": [{"role": "user", "content": "Hello"}], "stream": False,
                              "options": four})
-    http(url + "/api/generate", {"model": "smollm2", "prompt": text[:3000], "stream": False,
-                                 "options": {"num_predict": 600, "num_ctx": 1024}})
     http(url + "/api/generate", {"model": "smollm2", "prompt": "Hi", "stream": False,
                                  "options": {"num_predict": 2, "num_ctx": 16384}})
     http(url + "/api/generate", {"model": "smollm2", "keep_alive": 0})
