@@ -88,6 +88,7 @@ class Watchdog:
         self._server_prev: ServerSample | None = None
         self._others_base_mib: float | None = None
         self._had_attached = False  # an attached server was seen running (its return is a restart)
+        self._log_cuts: deque[float] = deque(maxlen=256)  # when the log told of cuts no reply has matched yet
 
     # -- configuration ---------------------------------------------------------------------------------
     @property
@@ -212,7 +213,8 @@ class Watchdog:
             figures = {k: float(v) for k, v in (("prompt_tokens_sent", signal.sent),
                                                 ("prompt_tokens_kept", signal.kept)) if v is not None}
             numbers = f" ({signal.kept} of {signal.sent} tokens kept)" if signal.sent and signal.kept else ""
-            return [self._event(EventKind.PROMPT_TRUNCATED, Severity.SEVERE, self._subject,
+            self._log_cuts.append(self._clock())
+            return [self._event(EventKind.PROMPT_TRUNCATED, Severity.SEVERE, self._model_subject(),
                                 f"The server cut a prompt to fit its context{numbers}: the answer is to a prompt "
                                 "that was not asked.", _CUT_ADVICE, Evidence(Source.LOG, signal.line, figures))]
         if isinstance(signal, EngineExited):
@@ -236,7 +238,8 @@ class Watchdog:
     def _launch_checks(self, launch: LaunchSeen, ev: Evidence) -> list[WatchEvent]:
         out: list[WatchEvent] = []
         asked = self._asked
-        subject = launch.model or self._model_subject()
+        # the model as the settings name it, where they do (a log may name only the file it loads)
+        subject = self._model_subject() if asked is not None and asked.model else launch.model or self._subject
         if asked is not None and asked.parallel and launch.parallel and launch.parallel < asked.parallel:
             out += self._condition(EventKind.FEWER_SLOTS, subject, launch.parallel, Severity.WARNING,
                                    f"The server runs {launch.parallel} slot{'s' if launch.parallel != 1 else ''}, "
@@ -445,7 +448,7 @@ class Watchdog:
 
     def _on_reply(self, r: ReplyFacts) -> list[WatchEvent]:
         out: list[WatchEvent] = []
-        if not r.refused_too_long and is_truncated(r.prompt_sent, r.prompt_used):
+        if not r.refused_too_long and is_truncated(r.prompt_sent, r.prompt_used) and not self._cut_logged(r.at):
             how = "counted in the server's tokens" if r.prompt_counted else "estimated"
             ctx = f" at a context of {r.context_per_slot} tokens per slot" if r.context_per_slot else ""
             figures = {"prompt_tokens_sent": float(r.prompt_sent or 0), "prompt_tokens_used": float(r.prompt_used or 0)}
@@ -460,6 +463,16 @@ class Watchdog:
                                    {"load_s": r.load_s} | ({"ttft_s": r.ttft_s} if r.ttft_s is not None else {})))
         self._last_reply[r.model] = max(self._last_reply.get(r.model, 0.0), r.at)
         return out
+
+    def _cut_logged(self, at: float) -> bool:
+        """Whether the log already told of this reply's cut (the server logs it before it answers): the
+        oldest cut no reply has matched yet, within the work window, is this one's."""
+        while self._log_cuts and at - self._log_cuts[0] > self._limits.work_window_s:
+            self._log_cuts.popleft()
+        if self._log_cuts and self._log_cuts[0] <= at:
+            self._log_cuts.popleft()
+            return True
+        return False
 
     # -- emitting --------------------------------------------------------------------------------------
     def _event(self, kind: EventKind, severity: Severity, subject: str, summary: str, advice: str,

@@ -9,6 +9,7 @@ from typing import Any
 from app.backends.ollama import pull_hints, variant
 from app.backends.ollama.child_telemetry import server_telemetry
 from app.backends.ollama.client import OllamaClient, load_client
+from app.backends.ollama.log_signals import ollama_log_signals
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.probe import OLLAMA_PROCESS
 from app.backends.ollama.supervisor import ServerSupervisor
@@ -84,6 +85,7 @@ OLLAMA = BackendSpec(
         model_hint="Pull it first with `ollama pull {model}`, or check the name and tag (`ollama list`).",
         a_server="an Ollama"),
     process=OLLAMA_PROCESS,
+    log_signals=ollama_log_signals,  # its own lines and its llama-server child's, as its log carries them
     missing_reasons={
         "server_metrics": ("Ollama has no /metrics endpoint and starts its llama-server without --metrics; "
                            "throughput is measured from the replies to ollama-deck's own requests."),
