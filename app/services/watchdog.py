@@ -36,6 +36,7 @@ from app.core.watch.signals import (
 )
 
 GIB = 1024 ** 3
+BACKLOG_S = 30.0  # a log line the log dates this much before now was logged before it was read (a backlog)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class Watchdog:
         self._server_prev: ServerSample | None = None
         self._others_base_mib: float | None = None
         self._had_attached = False  # an attached server was seen running (its return is a restart)
+        self._dated: float | None = None  # while reading a backlog line: the time the log gives it
         self._log_cuts: deque[float] = deque(maxlen=256)  # when the log told of cuts no reply has matched yet
 
     # -- configuration ---------------------------------------------------------------------------------
@@ -148,9 +150,15 @@ class Watchdog:
         return out
 
     def feed_signal(self, signal: LogSignal) -> list[WatchEvent]:
-        """One signal read from the log (feed_log's step, open for a reader run elsewhere)."""
+        """One signal read from the log (feed_log's step, open for a reader run elsewhere). A line the log dates
+        well before now (a followed log's backlog) gives events dated when it was logged."""
         with self._lock:
-            made = self._on_signal(signal)
+            logged = signal.logged_at
+            self._dated = logged if logged is not None and logged < self._clock() - BACKLOG_S else None
+            try:
+                made = self._on_signal(signal)
+            finally:
+                self._dated = None
         return self._publish(made)
 
     def feed_loaded(self, models: Sequence[RunningModel]) -> list[WatchEvent]:
@@ -477,8 +485,12 @@ class Watchdog:
     # -- emitting --------------------------------------------------------------------------------------
     def _event(self, kind: EventKind, severity: Severity, subject: str, summary: str, advice: str,
                evidence: Evidence, *, at: float | None = None) -> WatchEvent:
-        now = self._clock() if at is None else at
-        event = WatchEvent(kind, severity, now, summary, advice, (evidence,), subject or self._subject, self._mono())
+        if at is None:
+            at = self._dated
+        clock = self._clock()
+        now = clock if at is None else at
+        mono = self._mono() - max(0.0, clock - now)  # on the live axis where it happened (before it, for a backlog)
+        event = WatchEvent(kind, severity, now, summary, advice, (evidence,), subject or self._subject, mono)
         self._last_emit[(kind, event.subject)] = now
         return event
 

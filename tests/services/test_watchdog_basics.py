@@ -117,3 +117,18 @@ def test_counters_falling_mean_a_restart() -> None:
     dog.feed_server(_server(prompt_tokens_total=900.0, predicted_tokens_total=400.0))
     assert [e.kind for e in dog.feed_server(_server(prompt_tokens_total=10.0, predicted_tokens_total=4.0))] == [
         EventKind.SERVER_RESTARTED]
+
+
+def test_a_backlog_line_gives_an_event_dated_when_it_was_logged() -> None:
+    from app.core.watch.signals import PromptCut, ServerListening
+
+    dog, clock = _dog()
+    old = clock.t - 3600
+    (cut,) = dog.feed_signal(PromptCut("truncating input prompt", sent=5000, kept=514, logged_at=old))
+    assert cut.at == old and cut.mono == clock.t - 3600  # where it happened on the live axis: off its left edge
+    (live,) = dog.feed_signal(PromptCut("truncating input prompt", sent=900, kept=512, logged_at=clock.t - 1))
+    assert live.at == clock.t  # a line logged just now is dated by the watchdog's own clock
+    dog.feed_signal(ServerListening("Listening on", logged_at=old))
+    (restart,) = dog.feed_signal(ServerListening("Listening on", logged_at=old + 60))
+    assert restart.kind is EventKind.SERVER_RESTARTED and restart.at == old + 60
+    assert dog.between(clock.t - 10, clock.t) == (live,)

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
 
 from app.adapters.process.attached_log import MARK
 from app.backends.ollama.child import parse_log_line, slog_fields
@@ -74,6 +76,7 @@ class OllamaLogSignals:
     def __init__(self) -> None:
         self._loading = False  # a "starting llama-server" was read and its first "started in" not yet
         self._child_gone = False  # the current child was read as ended (its end is logged more than once)
+        self._logged_at: float | None = None  # the time= of the newest Ollama line (a child's line has none)
 
     def read(self, line: str) -> Sequence[LogSignal]:
         """The signals this line holds (most lines: none)."""
@@ -86,8 +89,11 @@ class OllamaLogSignals:
         if not line or line.startswith(MARK):
             return ()
         if line.startswith("time="):
-            return self._ollama(line)
-        return self._child(line)
+            self._logged_at = _line_time(line) or self._logged_at
+            signals = self._ollama(line)
+        else:
+            signals = self._child(line)  # dated by the Ollama line before it: the child's own have no time
+        return tuple(replace(s, logged_at=self._logged_at) for s in signals)
 
     def _ollama(self, line: str) -> Sequence[LogSignal]:
         event = parse_log_line(line)
@@ -142,6 +148,18 @@ class OllamaLogSignals:
         if any(text in line for text in _NO_ROOM):
             return (CacheExhausted(line),)
         return ()
+
+
+def _line_time(line: str) -> float | None:
+    """The wall-clock time of a slog line's `time=` (RFC 3339), None where it cannot be read."""
+    fields = slog_fields(line)
+    stamp = fields.get("time") if fields is not None else None
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None
 
 
 def ollama_log_signals() -> OllamaLogSignals:

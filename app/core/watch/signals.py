@@ -3,11 +3,13 @@
 Each backend knows its server's log lines (app.core.ports.log_signals.LogSignalReader turns one line into
 these); the watchdog (app.services.watchdog) knows what they mean together: a launch with fewer slots
 than asked, layers placed on the CPU after a load priced to fit, a load while replies were streaming.
-Every signal keeps the line it was read from, as logged, for the event's evidence."""
+Every signal keeps the line it was read from, as logged, for the event's evidence, and the time the log
+gives it where it gives one (`logged_at`): a log followed from its last lines tells of what happened before
+the app looked, and an event read there is dated when it happened, not when it was read."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.core.replies import FinalFigures
 
@@ -18,6 +20,7 @@ class LaunchSeen:
     log says); None where the line does not say."""
 
     line: str
+    logged_at: float | None = field(default=None, kw_only=True, compare=False)  # when logged, per the log
     parallel: int | None = None  # slots
     context_total: int | None = None  # context over all slots, tokens
     context_per_slot: int | None = None  # where the server says it per slot
@@ -30,6 +33,7 @@ class LayersPlaced:
     """Where a load put the model's layers: `on_gpu` of `total` on the GPU."""
 
     line: str
+    logged_at: float | None = field(default=None, kw_only=True, compare=False)  # when logged, per the log
     on_gpu: int
     total: int
 
@@ -39,6 +43,7 @@ class LoadFinished:
     """A model load finished after `seconds`."""
 
     line: str
+    logged_at: float | None = field(default=None, kw_only=True, compare=False)  # when logged, per the log
     seconds: float | None = None
 
 
@@ -47,6 +52,7 @@ class ContextShifted:
     """A slot's context was full and the server dropped tokens to go on."""
 
     line: str
+    logged_at: float | None = field(default=None, kw_only=True, compare=False)  # when logged, per the log
     slot: int | None = None
     dropped_tokens: int | None = None
 
@@ -56,6 +62,7 @@ class CacheExhausted:
     """The server found no room in its KV cache for a batch (it defers, shrinks or fails the request)."""
 
     line: str
+    logged_at: float | None = field(default=None, kw_only=True, compare=False)  # when logged, per the log
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ class PromptCut:
     """The server says it cut a prompt: kept `kept` of `sent` tokens (None where it does not say)."""
 
     line: str
+    logged_at: float | None = field(default=None, kw_only=True, compare=False)  # when logged, per the log
     sent: int | None = None
     kept: int | None = None
 
@@ -72,6 +80,7 @@ class EngineExited:
     """The engine serving a model ended; `error` as the log gives it ("exit status 2", "signal: killed")."""
 
     line: str
+    logged_at: float | None = field(default=None, kw_only=True, compare=False)  # when logged, per the log
     error: str = ""
 
 
@@ -80,6 +89,7 @@ class ServerListening:
     """The server itself (re)started and listens; `version` where it says."""
 
     line: str
+    logged_at: float | None = field(default=None, kw_only=True, compare=False)  # when logged, per the log
     version: str = ""
 
 

@@ -4,6 +4,7 @@ there), and on the lines only a GPU build prints, as published CUDA logs show th
 
 from __future__ import annotations
 
+from datetime import datetime, UTC
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -171,3 +172,13 @@ def test_the_watchdog_reads_the_recorded_logs_into_events() -> None:
     (shift,) = shifted.events()  # two shifts of one reply: one episode
     assert shift.kind is EventKind.CONTEXT_SHIFT and dict(shift.evidence[0].figures) == {
         "slot": 0.0, "dropped_tokens": 125.0}
+
+
+def test_every_signal_is_dated_by_the_ollama_line_at_or_before_it() -> None:
+    reader = OllamaLogSignals()
+    (listening,) = reader.read('time=2026-12-02T12:50:10.500Z level=INFO source=routes.go:1 '
+                               'msg="Listening on 127.0.0.1:11434 (version 0.32.15)"')
+    assert listening.logged_at == datetime(2026, 12, 2, 12, 50, 10, 500000, tzinfo=UTC).timestamp()
+    (shift,) = reader.read("slot   operator(): id  0 | task 7 | slot context shift, n_keep = 5, n_left = 250, "
+                           "n_discard = 125")
+    assert shift.logged_at == listening.logged_at  # a child's line has no time of its own
