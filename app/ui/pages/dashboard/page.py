@@ -131,7 +131,6 @@ class DashboardPage(QWidget):
         self.events = EventsPanel()
         self.tabs = QTabWidget()
         self.tabs.setObjectName("DashTabs")
-        self.tabs.setDocumentMode(True)
         self.tabs.addTab(plot_area, "Plots")
         self.tabs.addTab(self.events, "Events")
         root.addWidget(self.tabs, stretch=1)
