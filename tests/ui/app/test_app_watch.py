@@ -1,0 +1,44 @@
+"""The composition root's watchdog: one for the window, given to every page, following the server the app
+attaches to, its events on the dashboard and a severe one said in the window (offscreen has no tray)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from app.core.server.state import ServerState
+from app.core.watch.events import EventKind
+from app.ui.widgets.notify import Toast
+
+
+def _args(tmp_path: Path, **kw) -> argparse.Namespace:
+    base = dict(config_dir=str(tmp_path / "cfg"), url=None, page="dashboard", screenshot=None)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_an_attached_server_that_goes_away_is_a_severe_event_on_the_dashboard_and_a_toast(
+        qtbot, tmp_path, fake_ollama, deck_factory):
+    deck = deck_factory(_args(tmp_path, url=fake_ollama.url))
+    qtbot.waitUntil(lambda: deck.controller.status.state is ServerState.RUNNING_ATTACHED, timeout=10_000)
+    assert deck.watchdog.subject == deck.controller.settings.base_url
+    assert deck.console_page is not None and deck.dashboard.bridge is not None
+    fake_ollama.stop()
+    qtbot.waitUntil(lambda: any(e.kind is EventKind.SERVER_CRASHED for e in deck.dashboard.events.events),
+                    timeout=30_000)
+    toast = deck.notifier.toast
+    assert deck.notifier.tray is None and isinstance(toast, Toast)
+    qtbot.waitUntil(toast.isVisible, timeout=5000)
+    assert toast.title.text() == "ollama-deck: server crashed"
+    tab = deck.dashboard.tabs
+    assert tab.tabText(tab.indexOf(deck.dashboard.events)) == f"Events ({len(deck.dashboard.events.events)})"
+
+
+def test_turning_notifications_off_is_remembered(qtbot, tmp_path, deck_factory):
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    assert deck.notifier.enabled and deck.dashboard.events.notify_check.isChecked()
+    deck.dashboard.events.notify_check.setChecked(False)
+    assert not deck.notifier.enabled
+    deck.close()
+    again = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    assert not again.notifier.enabled and not again.dashboard.events.notify_check.isChecked()
