@@ -28,6 +28,7 @@ _STYLE = {Severity.SEVERE: (3, Qt.PenStyle.SolidLine), Severity.WARNING: (2, Qt.
 MERGE_PX = 10  # events closer than this share a line
 MARKER_PX = 14
 TOOLTIP_EVENTS = 6  # events listed in one line's tooltip; the rest are counted
+TOOLTIP_SUMMARY_CHARS = 160  # a longer summary is cut at a word (the Events tab has it whole)
 
 
 def severity_pen(severity: Severity) -> QPen:
@@ -46,10 +47,18 @@ def tooltip(events: Sequence[WatchEvent]) -> str:
     for e in sorted(events, key=lambda e: e.at, reverse=True)[:TOOLTIP_EVENTS]:
         colour = SEVERITY_COLOURS[e.severity]
         rows.append(f"<p style='margin:0 0 6px 0'><b style='color:{colour}'>{e.severity.label.upper()}</b> "
-                    f"<b>{html.escape(e.kind.label)}</b> · {e.clock}<br>{html.escape(e.summary)}</p>")
+                    f"<b>{html.escape(e.kind.label)}</b> · {e.clock}<br>{html.escape(_short(e.summary))}</p>")
     if len(events) > TOOLTIP_EVENTS:
         rows.append(f"<p style='margin:0'>… and {len(events) - TOOLTIP_EVENTS} more in the Events tab</p>")
+    rows.append("<p style='margin:0; color:#a3a7b3'>Click the line for the evidence and what to do.</p>")
     return "<div style='max-width: 420px'>" + "".join(rows) + "</div>"
+
+
+def _short(text: str) -> str:
+    if len(text) <= TOOLTIP_SUMMARY_CHARS:
+        return text
+    cut = text[:TOOLTIP_SUMMARY_CHARS].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:") + " …"
 
 
 @dataclass(frozen=True)

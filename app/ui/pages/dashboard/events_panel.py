@@ -31,12 +31,12 @@ from app.ui.pages.dashboard.event_marks import SEVERITY_COLOURS
 FILTERS: tuple[tuple[str, Severity], ...] = (
     ("All events", Severity.INFO), ("Warnings and severe", Severity.WARNING), ("Severe only", Severity.SEVERE))
 COLUMNS = ("Time", "Severity", "What", "Summary")
+MAX_ROWS = 2000  # the oldest rows leave the view beyond this (the watchdog keeps as many)
 EMPTY_TEXT = ("No events. The watchdog reads the server's log, its loaded models, slots and counters, and the GPU, "
               "and lists here what the server does without saying so.")
 PANEL_STYLE = """
 #EventsPanel QTreeWidget { background: #1e1f24; border: 1px solid #30323b; border-radius: 8px; font-size: 11pt; }
 #EventsPanel QTreeWidget::item { padding: 4px 2px; }
-#EventsPanel QTreeWidget::item:selected { background: #2d3a52; }
 #EventsPanel QTextBrowser { background: #1e1f24; border: 1px solid #30323b; border-radius: 8px; font-size: 11pt;
                             padding: 6px; }
 """
@@ -146,6 +146,11 @@ class EventsPanel(QWidget):
             self.tree.insertTopLevelItem(0, item)
             item.setHidden(event.severity < self.min_severity)
             added = True
+        while len(self._events) > MAX_ROWS:
+            oldest = self._events.pop(0)
+            row = self._items.pop(id(oldest), None)
+            if row is not None:
+                self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(row))
         if added:
             self._show_empty()
             self.count_changed.emit(len(self._events))
@@ -213,8 +218,8 @@ def details_html(e: WatchEvent) -> str:
     """An event for people: what happened, when and to what, the evidence as read, and what to do."""
     colour = SEVERITY_COLOURS[e.severity]
     parts = [f"<p style='margin:0 0 6px 0'><b style='color:{colour}'>{e.severity.label.upper()}</b> "
-             f"<b style='font-size:13pt'>{html.escape(e.kind.label)}</b> · {e.clock}"
-             + (f" · {html.escape(e.subject)}" if e.subject else "") + "</p>",
+             f"<b style='font-size:13pt'>{html.escape(e.kind.label)}</b> · {e.clock}</p>"
+             + (f"<p style='margin:0 0 6px 0; color:#a3a7b3'>{html.escape(e.subject)}</p>" if e.subject else ""),
              f"<p style='margin:0 0 8px 0'>{html.escape(e.summary)}</p>"]
     for ev in e.evidence:
         figures = ", ".join(f"{html.escape(k)} {v:g}" for k, v in ev.figures.items())

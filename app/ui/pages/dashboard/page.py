@@ -275,9 +275,10 @@ class DashboardPage(QWidget):
     def _draw_marks(self, now: float) -> None:
         """The events the list shows (its filter too), marked on the time plots on screen."""
         floor = self.events.min_severity
-        events = [e for e in self.events.events if e.severity >= floor]
+        since = now - self._window_s
+        events = [e for e in self.events.events if e.severity >= floor and e.mono is not None and e.mono >= since]
         for marks in self.marks:
-            if events or marks.marks:
+            if (events or marks.marks) and on_screen(marks.plot.widget):
                 marks.show(events, now, self._window_s)
 
     def _redraw_if_changed(self) -> None:

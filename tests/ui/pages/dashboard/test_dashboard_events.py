@@ -149,3 +149,18 @@ def test_the_events_tab_fits_a_small_screen(qtbot, page):
     assert sum(header.sectionSize(i) for i in range(3)) < p.events.tree.width() * 0.6  # the summary has room
     assert p.events.clear_button.isVisible() and p.events.clear_button.rect().width() >= \
         p.events.clear_button.sizeHint().width()
+
+
+def test_a_long_history_keeps_the_newest_rows_and_a_burst_is_one_marker(qtbot, page):
+    from app.ui.pages.dashboard.events_panel import MAX_ROWS
+
+    p, _watchdog = page
+    dog = Watchdog()
+    dog.feed_signal(EngineExited(CRASH))
+    crash = dog.events()[0]
+    p.events.add([type(crash)(crash.kind, crash.severity, crash.at + i, crash.summary, crash.advice,
+                                           crash.evidence, crash.subject, crash.mono) for i in range(MAX_ROWS + 5)])
+    assert len(p.events.events) == MAX_ROWS and p.events.tree.topLevelItemCount() == MAX_ROWS
+    assert p.events.events[0].at == crash.at + 5
+    p.redraw_now()
+    assert all(len(m.marks) == 1 and len(m.marks[0].events) == MAX_ROWS for m in p.marks if m.plot.widget.isVisible())
