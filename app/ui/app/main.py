@@ -414,6 +414,9 @@ class DeckApp:
         self.dashboard.shutdown()
         if self._tray is not None:
             self._tray.hide()
+        if self.notifier.toast is not None:
+            self.notifier.toast.deleteLater()  # a successor in this window makes its own
+        self.notifier.deleteLater()
         self.sampler.stop()
         self.telemetry.close()
         self.console_page.shutdown()
