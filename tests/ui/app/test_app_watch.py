@@ -42,3 +42,26 @@ def test_turning_notifications_off_is_remembered(qtbot, tmp_path, deck_factory):
     deck.close()
     again = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
     assert not again.notifier.enabled and not again.dashboard.events.notify_check.isChecked()
+
+
+def test_the_events_tab_fits_a_1280x720_window_without_sideways_scrolling(qtbot, tmp_path, deck_factory):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QScrollArea
+
+    from app.core.watch.signals import EngineExited
+
+    deck = deck_factory(_args(tmp_path, url="http://127.0.0.1:9"))
+    deck.window.resize(1280, 720)
+    deck.watchdog.feed_signal(EngineExited('level=ERROR msg="llama runner terminated" error="exit status 2"'))
+    qtbot.waitUntil(lambda: bool(deck.dashboard.events.events), timeout=5000)
+    deck.window.show_page("dashboard")
+    deck.dashboard.show_event(deck.dashboard.events.events[0])
+    holder = deck.window.stack.currentWidget()
+    qtbot.waitUntil(lambda: deck.dashboard.events.tree.isVisible(), timeout=5000)
+    assert isinstance(holder, QScrollArea)
+    if holder.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff:
+        assert holder.widget().minimumSizeHint().width() <= holder.viewport().width()
+    else:
+        assert holder.horizontalScrollBar().maximum() == 0
+    clear = deck.dashboard.events.clear_button
+    assert clear.mapTo(deck.window, clear.rect().topRight()).x() <= deck.window.width()
