@@ -4,7 +4,7 @@ bundled llama-server serving SmolLM2), applies parallel 1, sends a burst of conc
 server crashed) and started again with a second burst. Everything on the picture was read from that server,
 its process and this machine; nothing is scripted.
 
-    python docs/make_events_screenshot.py docs/screenshot-dashboard-events.png --size 1600x1000
+    python docs/make_events_screenshot.py docs/screenshot-dashboard-events.png --page-only --size 1600x1000
     python docs/make_events_screenshot.py OUT.png --events OUT-events.png --scale 1.5 --size 1280x720
     DISPLAY=:9 python docs/make_events_screenshot.py OUT.png --hold 15   # stays open for a screen grab
 
@@ -33,6 +33,8 @@ def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="the PNG of the plots with the events marked")
     p.add_argument("--events", default="", help="also the PNG of the Events tab, the crash selected")
+    p.add_argument("--page-only", action="store_true", help="the dashboard page whole (as the README shows pages), "
+                                                             "not the window")
     p.add_argument("--scale", type=float, default=None)
     p.add_argument("--size", default="1280x720", help="the screen, WIDTHxHEIGHT pixels")
     p.add_argument("--hold", type=float, default=0.0, help="seconds to stay open after the picture")
@@ -164,6 +166,8 @@ def main() -> int:
         if not pump(app, lambda: EventKind.SERVER_CRASHED in kinds(), 30):
             print("no crash event", file=sys.stderr)
             return 1
+        if ARGS.hold > 0:  # the severe event's notification (a toast without a system tray) is on screen now
+            Path(ARGS.out + ".toast.ready").write_text("ready\n")
         pump(app, lambda: False, 4)
         c.start()
         pump(app, running, 180)
@@ -175,20 +179,22 @@ def main() -> int:
         dash = deck.dashboard
         window.banner.clear()  # the embedded engine's note: the events are the picture
         dash.set_window_s(300)
-        scroll_to_plots(dash)
+        if not ARGS.page_only:
+            scroll_to_plots(dash)
         dash.redraw_now()
         pump(app, lambda: False, 0.5)
         if ARGS.hold > 0:
             point_at_crash(dash, ARGS.out + ".mark")
         for e in deck.watchdog.events():
             print(e.line())
-        if not picture(app, window, ARGS.out):
+        shown: QWidget = dash if ARGS.page_only else window
+        if not picture(app, shown, ARGS.out):
             return 1
         if ARGS.events:
             crash = next(e for e in dash.events.events if e.kind is EventKind.SERVER_CRASHED)
             dash.show_event(crash)
             pump(app, lambda: False, 0.5)
-            if not picture(app, window, ARGS.events):
+            if not picture(app, shown, ARGS.events):
                 return 1
         return 0
     finally:

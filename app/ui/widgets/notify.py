@@ -16,6 +16,7 @@ from app.core.watch.events import EventKind, Severity, WatchEvent
 PER_KIND_S = 60.0  # one notification per kind of event per this many seconds
 SHOW_MS = 10_000  # how long a notification or toast stays
 TOAST_WIDTH_PX = 440
+BODY_CHARS = 220  # a longer summary is cut at a word: the dashboard's Events tab has it whole
 
 
 class Tray(Protocol):
@@ -31,6 +32,8 @@ def notification_text(event: WatchEvent) -> tuple[str, str]:
     """The title and body of an event's notification."""
     title = f"ollama-deck: {event.kind.label}"
     body = event.summary
+    if len(body) > BODY_CHARS:
+        body = body[:BODY_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
     if event.subject:
         body += f"\n({event.subject})"
     return title, body
@@ -65,8 +68,11 @@ class Toast(QFrame):
         top.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.body = QLabel()
         self.body.setWordWrap(True)
+        hint = QLabel("Click for the evidence and what to do.")
+        hint.setStyleSheet("color: #c3c6cf;")
         lay.addLayout(top)
         lay.addWidget(self.body)
+        lay.addWidget(hint)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self.hide)
@@ -97,7 +103,9 @@ class Toast(QFrame):
         if parent is None:
             return
         margin = 18
-        self.setFixedHeight(self.sizeHint().height())
+        layout = self.layout()
+        height = layout.totalHeightForWidth(self.width()) if layout is not None else self.sizeHint().height()
+        self.setFixedHeight(max(height, self.sizeHint().height()))
         self.move(max(0, parent.width() - self.width() - margin), max(0, parent.height() - self.height() - margin))
 
 

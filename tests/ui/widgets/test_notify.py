@@ -86,3 +86,21 @@ def test_without_a_tray_a_toast_shows_in_the_window(qtbot):
     assert window.rect().contains(geometry) and geometry.right() > 1280 - 40 and geometry.bottom() > 720 - 40
     toast.mousePressEvent(None)
     assert not toast.isVisible()
+
+
+def test_a_long_summary_is_cut_at_a_word_and_the_toast_holds_all_its_text(qtbot):
+    from app.core.watch.events import EventKind, Evidence, Severity, Source, WatchEvent
+    from app.ui.widgets.notify import BODY_CHARS, notification_text
+
+    long = WatchEvent(EventKind.SERVER_CRASHED, Severity.SEVERE, 0.0, "The server ended. " + "word " * 200, "",
+                      (Evidence(Source.STATUS, "x"),))
+    _title, body = notification_text(long)
+    assert len(body) <= BODY_CHARS + 2 and body.endswith(" …")
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.resize(1280, 720)
+    window.show()
+    toast = Toast(window)
+    toast.show_message(*notification_text(long))
+    assert toast.body.geometry().bottom() <= toast.height() and toast.height() < 720
+    assert toast.body.height() >= toast.body.heightForWidth(toast.body.width())
