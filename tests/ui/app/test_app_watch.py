@@ -65,3 +65,25 @@ def test_the_events_tab_fits_a_1280x720_window_without_sideways_scrolling(qtbot,
         assert holder.horizontalScrollBar().maximum() == 0
     clear = deck.dashboard.events.clear_button
     assert clear.mapTo(deck.window, clear.rect().topRight()).x() <= deck.window.width()
+
+
+def test_a_window_taken_over_for_the_embedded_engine_keeps_its_events(qtbot, tmp_path, deck_factory, monkeypatch):
+    from app.core.watch.signals import EngineExited
+    from app.ui.app import embedded
+    from tests.ui.app.test_embedded_engine import _offer_shown, _ready_engine
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    monkeypatch.setattr(embedded, "engine_status", _ready_engine)
+    deck = deck_factory(argparse.Namespace(**{**vars(_args(tmp_path, url="http://127.0.0.1:9")), "backend": None,
+                                              "demo": False}))
+    _offer_shown(qtbot, deck)
+    deck.watchdog.feed_signal(EngineExited('level=ERROR msg="llama runner terminated" error="exit status 2"'))
+    qtbot.waitUntil(lambda: len(deck.dashboard.events.events) == 1, timeout=5000)
+    deck.window.banner.action_button.click()
+    new = deck.successor
+    assert new is not None and new.watchdog is deck.watchdog and new.dashboard is not deck.dashboard
+    assert [e.kind for e in new.dashboard.events.events] == [EventKind.SERVER_CRASHED]
+    assert new.watchdog.subject == new.controller.settings.base_url != "http://127.0.0.1:9"
+    new.watchdog.feed_signal(EngineExited("another one"))  # only the page on show takes it
+    qtbot.waitUntil(lambda: len(new.dashboard.events.events) == 2, timeout=5000)
+    assert len(deck.dashboard.events.events) == 1
