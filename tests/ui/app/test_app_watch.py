@@ -87,3 +87,27 @@ def test_a_window_taken_over_for_the_embedded_engine_keeps_its_events(qtbot, tmp
     new.watchdog.feed_signal(EngineExited("another one"))  # only the page on show takes it
     qtbot.waitUntil(lambda: len(new.dashboard.events.events) == 2, timeout=5000)
     assert len(deck.dashboard.events.events) == 1
+
+
+def test_the_loaded_models_poll_feeds_it_a_model_leaving_memory_is_an_event(qtbot, tmp_path, fake_ollama,
+                                                                            deck_factory):
+    from app.backends.ollama.client import OllamaClient
+
+    deck = deck_factory(_args(tmp_path, url=fake_ollama.url))
+    qtbot.waitUntil(lambda: deck.controller.status.state is ServerState.RUNNING_ATTACHED, timeout=10_000)
+
+    async def load() -> None:
+        async with OllamaClient(fake_ollama.url) as client:
+            await client.load("qwen3:14b")
+
+    async def unload() -> None:
+        async with OllamaClient(fake_ollama.url) as client:
+            await client.unload("qwen3:14b")
+
+    deck.loop.run(load(), timeout=10)
+    qtbot.waitUntil(lambda: "qwen3:14b" in deck.window.header.models_label.text(), timeout=10_000)
+    deck.loop.run(unload(), timeout=10)
+    qtbot.waitUntil(lambda: any(e.kind is EventKind.MODEL_UNLOADED for e in deck.dashboard.events.events),
+                    timeout=15_000)
+    event = next(e for e in deck.dashboard.events.events if e.kind is EventKind.MODEL_UNLOADED)
+    assert event.subject == "qwen3:14b" and event.evidence[0].figures["size_bytes"] > 0
