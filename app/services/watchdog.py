@@ -75,8 +75,13 @@ class Watchdog:
         self._lock = threading.Lock()
         self._events: deque[WatchEvent] = deque(maxlen=self._limits.keep)
         self._listeners: list[Listener] = []
-        self._asked: Asked | None = None
         self._gpu_present: bool | None = None
+        self._others_base_mib: float | None = None
+        self._start_over()
+
+    def _start_over(self) -> None:
+        """Forget what was read of the server followed (not the events, the listeners or the GPU)."""
+        self._asked: Asked | None = None
         self._active: dict[tuple[EventKind, str], object] = {}  # lasting conditions now on -> their key value
         self._quiet: dict[tuple[EventKind, str], int] = {}  # readings without the condition, per active key
         self._last_emit: dict[tuple[EventKind, str], float] = {}
@@ -87,7 +92,6 @@ class Watchdog:
         self._listening = 0
         self._status: ServerStatus | None = None
         self._server_prev: ServerSample | None = None
-        self._others_base_mib: float | None = None
         self._had_attached = False  # an attached server was seen running (its return is a restart)
         self._dated: float | None = None  # while reading a backlog line: the time the log gives it
         self._log_cuts: deque[float] = deque(maxlen=256)  # when the log told of cuts no reply has matched yet
@@ -97,6 +101,14 @@ class Watchdog:
     def subject(self) -> str:
         """What this watchdog follows (a server address)."""
         return self._subject
+
+    def follow(self, subject: str, log_reader: LogSignalReader | None) -> None:
+        """Follow another server (or the same address started again by the app): what was read of the one
+        before is forgotten, so its starting over is no event; the events seen so far stay, for one history."""
+        with self._lock:
+            self._subject = subject
+            self._reader = log_reader
+            self._start_over()
 
     def expect(self, asked: Asked | None) -> None:
         """What the settings in force asked for (None: nothing to hold the server to)."""

@@ -41,6 +41,7 @@ class UiState:
     geometry: bytes | None = None  # QWidget.saveGeometry(): screen, position, size, maximised
     markdown: bool = True
     recent_files: tuple[str, ...] = ()  # model files served lately, newest first (the file fields' Recent menu)
+    notify_severe: bool = True  # a desktop notification for each severe event the watchdog raises
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -71,7 +72,9 @@ class UiState:
         recent = tuple(dict.fromkeys(
             p for p in (stored_recent if isinstance(stored_recent, list) else [])
             if isinstance(p, str) and 0 < len(p) <= MAX_PATH_CHARS and "\0" not in p))[:MAX_RECENT_FILES]
-        return cls(page, geometry, markdown, recent)
+        stored_notify = data.get("notify_severe")
+        notify = stored_notify if isinstance(stored_notify, bool) else True
+        return cls(page, geometry, markdown, recent, notify)
 
 
 def with_recent(recent: tuple[str, ...], path: str) -> tuple[str, ...]:

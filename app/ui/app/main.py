@@ -41,12 +41,17 @@ from app.core.server.url import settings_for_url
 from app.core.server.state import ServerStatus
 from app.core.ports.server import ServerControl
 from app.core.telemetry import GpuBackend, GpuInfo, Sample
+from app.core.watch.events import WatchEvent
 from app.core.units import MIB
+from app.services.watchdog import Watchdog
 from app.core.throughput import TokenMeter
 from app.ui.pages.bench.page import BenchPage
 from app.ui.pages.context import PageContext
 from app.ui.pages.prompt.page import ConsolePage
 from app.ui.server.controller import ServerController
+from app.ui.server.watch import ServerWatch
+from app.ui.widgets.notify import SevereNotifier, Toast, system_tray
+from app.ui.widgets.watch_bridge import WatchBridge
 from app.ui.app.telemetry_poller import ServerTelemetryPoller
 from app.ui.app.qt_platform import screenshot_platform
 from app.ui.pages.dashboard.page import DashboardPage
@@ -93,15 +98,17 @@ def page_context(deck: DeckApp, config_dir: Path | None) -> PageContext:
         samples=deck.sampler.buffers, server_ring=telemetry.ring if telemetry.enabled else None, meter=deck.meter,
         presets=PresetStore(deck.store.config_dir),
         history=BenchHistory(config_dir / HISTORY_FILE_NAME if config_dir else None),
-        host_memory=host_memory_reader(deck.controller.server_pids), contention=contention_probes(deck.gpu))
+        host_memory=host_memory_reader(deck.controller.server_pids), contention=contention_probes(deck.gpu),
+        watchdog=deck.watchdog)
 
 
 class DeckApp:
     """Everything the running GUI owns, so that it can be built and torn down in one place."""
 
-    def __init__(self, args: argparse.Namespace, window: MainWindow | None = None) -> None:
+    def __init__(self, args: argparse.Namespace, window: MainWindow | None = None,
+                 watchdog: Watchdog | None = None) -> None:
         """Build everything for args; with window, take over that window (its pages are replaced) instead
-        of opening a new one."""
+        of opening a new one; with watchdog, go on with that one's events (one history for the window)."""
         self._closed = False
         self._args = args
         # The DeckApp that took over this one's window (switch_to_embedded), if any.
@@ -127,19 +134,33 @@ class DeckApp:
         self.controller = self._server_controller(settings, args.config_dir or None)
         self.supervisor = self.controller.supervisor
         self.gpu_watch = GpuLossWatch(self.gpu)
+        # What the server does without saying so: fed on the threads that read it, never the GUI thread.
+        self.watchdog = watchdog if watchdog is not None else Watchdog()
+        self.watch = ServerWatch(self.watchdog, self.backend.log_signals, lambda: self.controller.settings,
+                                 gpu_available=self.gpu.available)
+        self.controller.tap(on_log=self.watch.on_log, on_status=self.watch.on_status,
+                            on_loaded=self.watch.on_loaded)
+        self.controller.settings_applied.connect(self.watch.settings_applied)
+
+        def on_sample(sample: Sample) -> None:
+            self.gpu_watch.on_sample(sample)
+            self.watch.on_sample(sample)
+
         self.sampler = Sampler(
             self.gpu, HostProbe(), server_pids=self.controller.server_pids, token_meter=self.meter,
-            on_sample=self.gpu_watch.on_sample)
+            on_sample=on_sample)
         self._own_window = window is None
         self.window = self._take_window(window)
         # The server's own report (slots, queue, counters), polled only where the backend has one.
         self.telemetry = ServerTelemetryPoller(self.loop, self.backend, lambda: self.controller.settings.base_url)
+        self.telemetry.tap(self.watch.on_server_sample)
         self.controller.status_changed.connect(self.telemetry.on_status)
         self._add_pages(page_context(self, config_dir))
         self.gpu_watch.lost.connect(self._on_gpu_lost)
         self.store_report = self._report_store_problems(loaded.problems)
         self.embedded_offer = self._offer_embedded(args)
         self._restore_ui_state(args)
+        self.notifier = self._notify_severe_events()
         self._loaded_vram = 0
         self.controller.running_models_changed.connect(
             lambda models: setattr(self, "_loaded_vram", sum(m.size_vram_bytes or 0 for m in models)))
@@ -196,7 +217,8 @@ class DeckApp:
             self.server_page.show_slots(slots_view)
         self.window.add_page("dashboard", "Dashboard", self.dashboard)
         self.window.add_page("server", "Server", self.server_page)
-        # The fit panel's price of the settings being edited is the dashboard's dashed estimate line.
+        # The fit panel's price of the settings being edited is the dashboard's dashed estimate line, and what
+        # the watchdog holds a server started with those settings to.
         self.server_page.fit_panel.estimate_changed.connect(self._show_estimate)
         self._show_estimate(self.server_page.fit_panel.estimate)
         self.console_page = ConsolePage(context)
@@ -287,8 +309,39 @@ class DeckApp:
         self.server_page.fit_panel.set_gpu(total, others)
 
     def _show_estimate(self, estimate: VramEstimate | None) -> None:
-        """The predicted server memory at load (MiB) on the dashboard's VRAM plot, or no line."""
+        """The predicted server memory at load (MiB) on the dashboard's VRAM plot, or no line; the watchdog
+        learns the price (planned context, fits on the GPU) for when those settings start."""
         self.dashboard.set_estimate_mib(estimate.total_gpu_bytes / MIB if estimate is not None else None)
+        self.watch.set_price(self.server_page.fit_panel.priced_settings, estimate)
+
+    def _notify_severe_events(self) -> SevereNotifier:
+        """Severe events as desktop notifications (a toast in the window without a system tray), at most one
+        per kind a minute, unless turned off on the dashboard's Events tab (remembered with the window)."""
+        tray = None if self._screenshot else system_tray(self.window)
+        notifier = SevereNotifier(tray=tray, toast=None if tray is not None else Toast(self.window),
+                                  enabled=self.ui_state.notify_severe, parent=self.window)
+        self._tray = tray
+        self._notify_bridge = WatchBridge(self.watchdog, notifier)
+        self._notify_bridge.event_seen.connect(notifier.on_event)
+        check = self.dashboard.events.notify_check
+        check.setChecked(notifier.enabled)
+        check.toggled.connect(notifier.set_enabled)
+        # A click on the notification brings the event forward on the dashboard.
+        shown: list[WatchEvent] = []
+        notifier.notified.connect(shown.append)
+
+        def bring_forward() -> None:
+            self.window.show_page("dashboard")
+            self.window.raise_()
+            self.window.activateWindow()
+            if shown:
+                self.dashboard.show_event(shown[-1])
+
+        if tray is not None:
+            tray.messageClicked.connect(bring_forward)
+        elif notifier.toast is not None:
+            notifier.toast.clicked.connect(bring_forward)
+        return notifier
 
     def _price_models_on_chosen_card(self) -> None:
         gib = int(self.server_page.fit_panel.card_combo.currentData())
@@ -331,7 +384,7 @@ class DeckApp:
         args = argparse.Namespace(**{**vars(self._args), "demo": True, "backend": None, "url": None,
                                      "screenshot": None, "page": page})
         self.close()
-        successor = DeckApp(args, window=self.window)
+        successor = DeckApp(args, window=self.window, watchdog=self.watchdog)
         self.successor = successor
         successor.window.show_page(successor.first_page)
         successor.start()
@@ -354,8 +407,16 @@ class DeckApp:
             self.ui_store.save(UiState(page=self.window.current_page_name(),
                                        geometry=bytes(self.window.saveGeometry().data()),
                                        markdown=self.console_page.markdown_check.isChecked(),
-                                       recent_files=self._recent_files))
+                                       recent_files=self._recent_files,
+                                       notify_severe=self.notifier.enabled))
         self._gpu_feed.stop()
+        self._notify_bridge.close()
+        self.dashboard.shutdown()
+        if self._tray is not None:
+            self._tray.hide()
+        if self.notifier.toast is not None:
+            self.notifier.toast.deleteLater()  # a successor in this window makes its own
+        self.notifier.deleteLater()
         self.sampler.stop()
         self.telemetry.close()
         self.console_page.shutdown()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import time
 from collections.abc import Callable
 
@@ -16,6 +17,8 @@ from app.core.errors import DeckError
 from app.core.ports.backend import BackendSpec
 from app.core.server.state import ServerStatus
 from app.core.server_telemetry import ServerSample, ServerTelemetryRing
+
+log = logging.getLogger(__name__)
 
 POLL_INTERVAL_S = 1.0
 UNAVAILABLE_PREFIX = "server metrics unavailable: "
@@ -57,9 +60,14 @@ class ServerTelemetryPoller(QObject):
         self._notice = ""  # written on the loop thread only
         self.notice = ""  # the last notice seen on the GUI thread
         self.latest: ServerSample | None = None
+        self._taps: list[Callable[[ServerSample], None]] = []
         self._closed = False
         self.notice_changed.connect(self._remember_notice)
         self.sample_ready.connect(self._remember_sample)
+
+    def tap(self, tap: Callable[[ServerSample], None]) -> None:
+        """Also hand every sample to `tap`, on the loop thread as it is read; it must not block."""
+        self._taps.append(tap)
 
     @property
     def polling(self) -> bool:
@@ -119,6 +127,11 @@ class ServerTelemetryPoller(QObject):
                     self.ring.append(sample)
                     self._say(notice_for(sample))
                     self.sample_ready.emit(sample)
+                    for tap in self._taps:
+                        try:
+                            tap(sample)
+                        except Exception:  # noqa: BLE001 - a tap must not stop the polling
+                            log.exception("a server telemetry tap failed")
                 deadline += self.interval_s
                 now = loop.time()
                 if deadline < now:  # a slow answer: skip the missed ticks rather than run them back to back

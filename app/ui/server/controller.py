@@ -9,12 +9,13 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 from collections.abc import Callable
+from typing import TypeVar
 
 from PySide6.QtCore import QObject, SignalInstance
 
 from app.core.ports.tasks import CoroutineRunner
 from app.core.memory.estimator import VramEstimate
-from app.core.models import LocalModel
+from app.core.models import LocalModel, RunningModel
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.server import ServerControl
 from app.core.server.applied import SettingsKeeping
@@ -27,11 +28,20 @@ from app.ui.server.model_lookups import ModelLookups
 from app.ui.server.status_poller import PS_POLL_S, StatusPoller
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Makes the server's supervisor reporting to (on_status, on_log), both called on the loop thread.
 ServerMaker = Callable[[Callable[[ServerStatus], None], Callable[[str], None]], ServerControl]
 
 __all__ = ["PS_POLL_S", "ServerController", "ServerMaker"]
+
+
+def _tapped(tap: Callable[[T], None], value: T) -> None:
+    """One tap's call: a failing tap is logged and never reaches the supervisor."""
+    try:
+        tap(value)
+    except Exception:  # noqa: BLE001 - what a tap does must not take the server's callbacks down
+        log.exception("a server tap failed")
 
 
 class ServerController(QObject):
@@ -67,6 +77,8 @@ class ServerController(QObject):
         self.keeping = keeping
         self._loop = loop
         self._supervisor = supervisor
+        self._log_taps: list[Callable[[str], None]] = []
+        self._status_taps: list[Callable[[ServerStatus], None]] = []
         self._gate = LoopGate(loop, lambda: self._supervisor)
         self.lifecycle = ServerLifecycle(self._gate, save_settings, applier, last_good, self)
         self.poller = StatusPoller(self._gate, client_factory, self)
@@ -102,14 +114,30 @@ class ServerController(QObject):
         if applier is not None:
             self.lifecycle.applier = applier
 
+    def tap(self, *, on_log: Callable[[str], None] | None = None,
+            on_status: Callable[[ServerStatus], None] | None = None,
+            on_loaded: Callable[[list[RunningModel]], None] | None = None) -> None:
+        """Also hand every log line, every status and every successful read of the loaded models to these, on
+        the thread they arrive on (the loop thread), before the GUI thread sees them; they must not block."""
+        if on_log is not None:
+            self._log_taps.append(on_log)
+        if on_status is not None:
+            self._status_taps.append(on_status)
+        if on_loaded is not None:
+            self.poller.tap_loaded(on_loaded)
+
     # --- supervisor callbacks (loop thread) ---------------------------------------------------
     def on_status(self, status: ServerStatus) -> None:
         """Supervisor callback (loop thread): re-emitted as a queued signal."""
+        for tap in self._status_taps:
+            _tapped(tap, status)
         self.poller.on_status(status)
 
     def on_log(self, line: str) -> None:
         """Supervisor callback (loop thread): buffered, flushed on the GUI thread."""
         self.poller.on_log(line)
+        for tap in self._log_taps:
+            _tapped(tap, line)
 
     # --- state ------------------------------------------------------------------------------
     @property

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import logging
 import threading
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -14,6 +16,8 @@ from app.core.models import RunningModel
 from app.core.ports.catalog import CatalogFactory
 from app.core.server.state import ServerState, ServerStatus
 from app.ui.server.loop_gate import LoopGate
+
+log = logging.getLogger(__name__)
 
 PS_POLL_S = 2.0
 LOG_FLUSH_MS = 100  # log lines reach the page at most ten times a second, however fast they come
@@ -38,6 +42,7 @@ class StatusPoller(QObject):
         self._lines_lock = threading.Lock()
         self._ps_future: concurrent.futures.Future[None] | None = None
         self._last_models: list[RunningModel] = []
+        self._loaded_taps: list[Callable[[list[RunningModel]], None]] = []
         self._log_timer = QTimer(self)
         self._log_timer.setInterval(LOG_FLUSH_MS)
         self._log_timer.timeout.connect(self._flush_log)
@@ -52,6 +57,10 @@ class StatusPoller(QObject):
     def reset(self, status: ServerStatus) -> None:
         """Start from this status (a supervisor was attached)."""
         self._status = status
+
+    def tap_loaded(self, tap: Callable[[list[RunningModel]], None]) -> None:
+        """Also hand every successful read of the loaded models to `tap`, on the loop thread."""
+        self._loaded_taps.append(tap)
 
     # --- callbacks from the loop thread -------------------------------------------------
     def on_status(self, status: ServerStatus) -> None:
@@ -95,6 +104,12 @@ class StatusPoller(QObject):
                     models = await client.ps()
                 except DeckError:
                     models = []
+                else:
+                    for tap in self._loaded_taps:
+                        try:
+                            tap(models)
+                        except Exception:  # noqa: BLE001 - a tap must not stop the polling
+                            log.exception("a loaded-models tap failed")
                 if models != self._last_models:
                     self._last_models = models
                     self.running_models_changed.emit(models)

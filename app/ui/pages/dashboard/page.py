@@ -16,15 +16,20 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from app.core.telemetry_buffers import Channel
+from app.core.watch.events import WatchEvent
 from app.ui.pages.context import PageContext
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.plots import TimePlot, WindowRows, build_gpu_plots, build_host_plots, estimate_line, on_screen
+from app.ui.pages.dashboard.event_marks import EventMarks
+from app.ui.pages.dashboard.events_panel import EventsPanel
 from app.ui.pages.dashboard.server_section import ServerSection
+from app.ui.widgets.watch_bridge import WatchBridge
 from app.core.units import MIB_PER_GIB
 from app.ui.pages.dashboard.tiles import (
     NO_DATA,
@@ -60,7 +65,7 @@ class DashboardPage(QWidget):
         self._buffers = buffers
         self._gpu_info = gpu_info
         self._window_s = DEFAULT_WINDOW_S
-        self._drawn: tuple[int, int, int] | None = None  # (buffers version, window, server version) last drawn
+        self._drawn: tuple[int, ...] | None = None  # what was last drawn (see _state)
         self.server = ServerSection(context.backend, server_ring, server_ring.capacity if server_ring is not None else 2)
         self._estimate_mib: float | None = None
         self._x = np.empty(buffers.capacity)
@@ -117,11 +122,34 @@ class DashboardPage(QWidget):
         if "vram" in self.time_plots:
             self._estimate_line = estimate_line()
             self.time_plots["vram"].item.addItem(self._estimate_line, ignoreBounds=True)
-        root.addLayout(self._build_plot_grid(), stretch=1)
+        # The plots and the watchdog's events share the page's lower part as two tabs.
+        plot_area = QWidget()
+        plot_area.setObjectName("DashPlots")
+        plot_grid = self._build_plot_grid()
+        plot_grid.setContentsMargins(0, 8, 0, 0)
+        plot_area.setLayout(plot_grid)
+        self.events = EventsPanel()
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("DashTabs")
+        self.tabs.addTab(plot_area, "Plots")
+        self.tabs.addTab(self.events, "Events")
+        root.addWidget(self.tabs, stretch=1)
         for p in self.time_plots.values():
             p.set_window(self._window_s)
         self.server.set_window(self._window_s)
         self._show_empty_tiles()
+
+        # The watchdog's events: listed, and marked on every time plot at the time they were seen.
+        self.marks = [EventMarks(p, on_click=self.show_event) for p in [*self.time_plots.values(), *self.server.plots]]
+        self._events_version = 0
+        self.events.count_changed.connect(self._on_event_count)
+        self.events.filter_combo.currentIndexChanged.connect(lambda _i: self._events_changed())
+        self._on_event_count(0)
+        self.bridge: WatchBridge | None = None
+        if context.watchdog is not None:
+            self.events.add(context.watchdog.events())
+            self.bridge = WatchBridge(context.watchdog, self)
+            self.bridge.event_seen.connect(self.add_event)
 
         self.redraw_timer = QTimer(self)
         self.redraw_timer.setInterval(REDRAW_INTERVAL_MS)
@@ -129,6 +157,20 @@ class DashboardPage(QWidget):
         self.redraw_timer.start()
 
     # --- public API -----------------------------------------------------------------------
+    def add_event(self, event: WatchEvent) -> None:
+        """A new event from the watchdog (GUI thread): listed, and marked on the plots."""
+        self.events.add([event])
+
+    def show_event(self, event: WatchEvent) -> None:
+        """Bring the Events tab forward with `event` selected (its evidence shown)."""
+        self.tabs.setCurrentWidget(self.events)
+        self.events.select(event)
+
+    def shutdown(self) -> None:
+        """Stop taking the watchdog's events (the page is going away)."""
+        if self.bridge is not None:
+            self.bridge.close()
+
     @property
     def window_s(self) -> int:
         """Seconds of history on the x axes."""
@@ -188,6 +230,7 @@ class DashboardPage(QWidget):
             self._show_empty_tiles()
             if server_now is not None:  # the server reports before the first host sample
                 self.server.redraw(server_now, self._window_s, state)
+                self._draw_marks(server_now)
                 self.server.update_tiles(self.tiles["tokens"])
             return
         now, row = last
@@ -203,6 +246,7 @@ class DashboardPage(QWidget):
                 p.update(data)
                 p.drawn = state
         self.server.redraw(now, self._window_s, state)
+        self._draw_marks(now)
         self._update_tiles(row)
         self.server.update_tiles(self.tiles["tokens"])
 
@@ -216,9 +260,26 @@ class DashboardPage(QWidget):
         self._reflow_tiles(event.size().width())
 
     # --- internals ------------------------------------------------------------------------
-    def _state(self) -> tuple[int, int, int]:
-        """What a frame draws from: (buffers version, window, server version)."""
-        return (self._buffers.version, self._window_s, self.server.version)
+    def _state(self) -> tuple[int, int, int, int]:
+        """What a frame draws from: (buffers version, window, server version, events version)."""
+        return (self._buffers.version, self._window_s, self.server.version, self._events_version)
+
+    def _on_event_count(self, count: int) -> None:
+        self.tabs.setTabText(self.tabs.indexOf(self.events), f"Events ({count})")
+        self._events_changed()
+
+    def _events_changed(self) -> None:
+        self._events_version += 1
+        self._redraw_if_changed()
+
+    def _draw_marks(self, now: float) -> None:
+        """The events the list shows (its filter too), marked on the time plots on screen."""
+        floor = self.events.min_severity
+        since = now - self._window_s
+        events = [e for e in self.events.events if e.severity >= floor and e.mono is not None and e.mono >= since]
+        for marks in self.marks:
+            if (events or marks.marks) and on_screen(marks.plot.widget):
+                marks.show(events, now, self._window_s)
 
     def _redraw_if_changed(self) -> None:
         if not self.isVisible():

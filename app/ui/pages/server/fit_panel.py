@@ -236,6 +236,11 @@ class FitPanel(QFrame):
         return self._estimate
 
     @property
+    def priced_settings(self) -> ServerSettings:
+        """The settings the estimate prices (the form's, as last given)."""
+        return self._settings
+
+    @property
     def model_name(self) -> str:
         return self.model_combo.currentText()
 
