@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QSystemTrayIcon, QVBo
 from app.core.watch.events import EventKind, Severity, WatchEvent
 
 PER_KIND_S = 60.0  # one notification per kind of event per this many seconds
+STALE_S = 60.0  # an event that happened longer ago than this (wall-clock seconds) is not notified
 SHOW_MS = 10_000  # how long a notification or toast stays
 TOAST_WIDTH_PX = 440
 BODY_CHARS = 220  # a longer summary is cut at a word: the dashboard's Events tab has it whole
@@ -117,12 +118,13 @@ class SevereNotifier(QObject):
 
     def __init__(self, *, tray: Tray | None, toast: Toast | None, enabled: bool = True,
                  clock: Callable[[], float] = time.monotonic, per_kind_s: float = PER_KIND_S,
-                 parent: QObject | None = None) -> None:
+                 wall: Callable[[], float] = time.time, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.tray = tray
         self.toast = toast
         self.enabled = enabled
         self._clock = clock
+        self._wall = wall
         self._per_kind_s = per_kind_s
         self._last: dict[EventKind, float] = {}
 
@@ -131,11 +133,13 @@ class SevereNotifier(QObject):
         self.enabled = enabled
 
     def on_event(self, event: WatchEvent) -> None:
-        """A new event (GUI thread): said when it is severe, notifications are on and its kind was not said
-        in the last minute."""
+        """A new event (GUI thread): said when it is severe, recent, notifications are on and its kind was not
+        said in the last minute."""
         if event.severity < Severity.SEVERE or not self.enabled:
             return
         now = self._clock()
+        if self._wall() - event.at > STALE_S:
+            return  # read from a log's backlog: it happened before anyone was watching, the list has it
         last = self._last.get(event.kind)
         if last is not None and now - last < self._per_kind_s:
             return

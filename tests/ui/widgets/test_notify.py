@@ -4,6 +4,7 @@ a minute (an injected clock), none for milder events or while turned off."""
 from __future__ import annotations
 
 import threading
+import time
 
 from PySide6.QtWidgets import QSystemTrayIcon, QWidget
 
@@ -59,6 +60,18 @@ def test_one_per_kind_a_minute_and_none_for_milder_events(qtbot):
     qtbot.waitUntil(lambda: len(said) == 3, timeout=5000)
     assert [m[0] for m in tray.messages] == ["ollama-deck: server crashed", "ollama-deck: prompt cut short",
                                              "ollama-deck: server crashed"]
+
+
+def test_an_event_from_a_logs_backlog_is_listed_but_not_notified(qtbot):
+    tray = FakeTray()
+    watchdog, notifier, _clock, _bridge = wired(qtbot, tray)
+    seen = []
+    _bridge.event_seen.connect(seen.append)
+    an_hour_ago = time.time() - 3600
+    watchdog.feed_signal(EngineExited(CRASH, "exit status 2", logged_at=an_hour_ago))  # a followed log's last lines
+    watchdog.feed_signal(PromptCut("prompt truncated", 5000, 514))  # now
+    qtbot.waitUntil(lambda: len(seen) == 2, timeout=5000)
+    assert [m[0] for m in tray.messages] == ["ollama-deck: prompt cut short"]
 
 
 def test_turned_off_it_says_nothing(qtbot):
