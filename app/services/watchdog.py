@@ -244,6 +244,8 @@ class Watchdog:
                                 "loads the model again.", ev)]
         if isinstance(signal, ServerListening):
             self._listening += 1
+            if self._status is not None and self._status.state is ServerState.STARTING:
+                return []  # the app's own (re)start, not one behind its back
             if self._listening > 1:
                 return [self._event(EventKind.SERVER_RESTARTED, Severity.WARNING, self._subject,
                                     "The server started again: models, caches and counters start over.",
@@ -433,6 +435,8 @@ class Watchdog:
 
     def _on_status(self, st: ServerStatus) -> list[WatchEvent]:
         prev, self._status = self._status, st
+        if st.state in (ServerState.STARTING, ServerState.STOPPING):
+            self._server_prev = None  # the app (re)starts it: its counters starting over say nothing
         if prev is None:
             return []
         lines = "\n".join(st.last_log_lines[-3:])

@@ -269,8 +269,9 @@ class NvmlBackend:
         """Why the clocks are where they are (NVML's bitmask); None where the driver does not say."""
         while self._reason_functions:
             fn = getattr(pynvml, self._reason_functions[0], None)
-            value = self._query(fn, handle, default=None, no_function=_NO_FUNCTION) if fn is not None \
-                else _NO_FUNCTION
+            value: Any = _NO_FUNCTION
+            if fn is not None:
+                value = self._query(fn, handle, default=None, no_function=_NO_FUNCTION)
             if value is _NO_FUNCTION:
                 self._reason_functions.pop(0)  # this driver or binding knows only the older name
                 continue
