@@ -198,7 +198,8 @@ def test_a_full_slot_shifts_its_context_and_a_longer_prompt_is_refused(watched) 
     assert shift.evidence[0].source is Source.LOG and "slot context shift" in shift.evidence[0].text
     assert shift.evidence[0].figures["dropped_tokens"] > 0
     full = w.wait_event(EventKind.KV_CACHE_FULL)
-    assert full.evidence[0].source is Source.METRICS and full.evidence[0].figures["kv_cache_fill"] >= 0.95
+    assert full.evidence[0].source is Source.SLOTS and full.evidence[0].figures["kv_cache_fill"] >= 0.95
+    assert "of 256 tokens" in full.evidence[0].text
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{w.port}/metrics", timeout=10).read().decode()
     assert "kv_cache_usage_ratio" not in metrics  # this version's fill is read from /slots
 
