@@ -277,3 +277,16 @@ def until_answered(port: int) -> tuple[int, Any]:
         return 0, None
     finally:
         timer.cancel()
+
+
+@pytest.mark.engine
+def test_a_context_past_the_models_training_context_is_capped_and_said(watched) -> None:
+    """SmolLM2 was trained on 8192 tokens: asked for 16384 per slot, llama-server gives each slot 8192."""
+    w = watched(asked=Asked.of(1, 16384), num_parallel=1, context_length=16384)
+    w.start()
+
+    smaller = w.wait_event(EventKind.SMALLER_CONTEXT)
+
+    assert smaller.evidence[0].source is Source.LOG and "n_ctx_slot = 8192" in smaller.evidence[0].text
+    assert smaller.evidence[0].figures == {"context_per_slot": 8192, "context_per_slot_asked": 16384}
+    assert [e.kind for e in w.dog.events()].count(EventKind.SMALLER_CONTEXT) == 1  # /slots agrees: one event
