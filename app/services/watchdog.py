@@ -27,7 +27,7 @@ from app.core.bench.outcome import is_truncated
 from app.core.models import RunningModel
 from app.core.ports.log_signals import LogSignalReader
 from app.core.server.state import ServerState, ServerStatus
-from app.core.server_telemetry import ServerSample
+from app.core.server_telemetry import ServerSample, kv_fill_from_slots
 from app.core.telemetry import GpuSample, GpuSlowdown
 from app.core.watch.events import EventKind, Evidence, Severity, Source, WatchEvent, between
 from app.core.watch.signals import (
@@ -244,6 +244,8 @@ class Watchdog:
                                 "loads the model again.", ev)]
         if isinstance(signal, ServerListening):
             self._listening += 1
+            if self._status is not None and self._status.state is ServerState.STARTING:
+                return []  # the app's own (re)start, not one behind its back
             if self._listening > 1:
                 return [self._event(EventKind.SERVER_RESTARTED, Severity.WARNING, self._subject,
                                     "The server started again: models, caches and counters start over.",
@@ -384,7 +386,7 @@ class Watchdog:
                                  Severity.WARNING, f"The KV cache is {fill * 100:.0f} % full: new requests wait for "
                                  "room, or the server shifts contexts to make it.",
                                  "Lower parallel or the context, or quantize the KV cache (q8_0) to give it room.",
-                                 Evidence(Source.METRICS, f"KV-cache usage {fill:.2f}", {"kv_cache_fill": fill}))
+                                 _fill_evidence(s, fill))
         deferred = s.requests_deferred
         if deferred is not None:
             out += self._lasting(EventKind.REQUESTS_DEFERRED, deferred > 0, deferred == 0, Severity.INFO,
@@ -433,6 +435,8 @@ class Watchdog:
 
     def _on_status(self, st: ServerStatus) -> list[WatchEvent]:
         prev, self._status = self._status, st
+        if st.state in (ServerState.STARTING, ServerState.STOPPING):
+            self._server_prev = None  # the app (re)starts it: its counters starting over say nothing
         if prev is None:
             return []
         lines = "\n".join(st.last_log_lines[-3:])
@@ -566,6 +570,16 @@ def _sizes(m: RunningModel) -> dict[str, float]:
     if m.size_vram_bytes is not None:
         figures["size_vram_bytes"] = float(m.size_vram_bytes)
     return figures
+
+
+def _fill_evidence(s: ServerSample, fill: float) -> Evidence:
+    """Where a KV-cache fill was read: the server's own ratio, or its slots' tokens over their context."""
+    if s.slots and kv_fill_from_slots(s.slots) == fill:
+        held = ", ".join(f"slot {slot.id} {slot.prompt_tokens} of {slot.n_ctx}" for slot in s.slots
+                         if slot.busy and slot.prompt_tokens)
+        return Evidence(Source.SLOTS, f"slots fill {fill:.2f}" + (f" ({held} tokens)" if held else ""),
+                        {"kv_cache_fill": fill})
+    return Evidence(Source.METRICS, f"KV-cache usage {fill:.2f}", {"kv_cache_fill": fill})
 
 
 def _gpu_figures(g: GpuSample) -> dict[str, float]:

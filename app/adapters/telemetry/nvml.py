@@ -14,7 +14,7 @@ import threading
 from typing import Any
 from collections.abc import Callable, Sequence
 
-from app.core.telemetry import GpuBackend, GpuInfo, GpuProcessUse, GpuSample
+from app.core.telemetry import GpuBackend, GpuInfo, GpuProcessUse, GpuSample, GpuSlowdown
 from app.core.units import MIB
 
 try:  # the package is a hard dependency, but a broken install must not take the app down
@@ -26,6 +26,25 @@ log = logging.getLogger(__name__)
 
 NAN = math.nan
 _NO_ANSWER = object()  # _query's "no special answer for NotFound"
+_NO_FUNCTION = object()  # _query's answer where the driver lacks the function (FunctionNotFound)
+
+# NVML's clock-event reasons (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*: the same bits).
+# Idle (0x1), the user's application clocks (0x2), sync boost (0x10) and display clocks (0x100) are the
+# card doing as told, not slowdowns.
+_SLOWDOWN_BITS: tuple[tuple[int, GpuSlowdown], ...] = (
+    (0x0000000000000004, GpuSlowdown.POWER_CAP),  # SwPowerCap
+    (0x0000000000000008, GpuSlowdown.HW_SLOWDOWN),  # HwSlowdown
+    (0x0000000000000020, GpuSlowdown.THERMAL),  # SwThermalSlowdown
+    (0x0000000000000040, GpuSlowdown.THERMAL),  # HwThermalSlowdown
+    (0x0000000000000080, GpuSlowdown.POWER_BRAKE),  # HwPowerBrakeSlowdown
+)
+# The newer name first; drivers before it (and older bindings) know only the "throttle" one.
+_REASON_FUNCTIONS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+
+
+def slowdowns_of(mask: int) -> frozenset[GpuSlowdown]:
+    """The slowdowns a clock-event reasons bitmask names."""
+    return frozenset(kind for bit, kind in _SLOWDOWN_BITS if mask & bit)
 
 _EVERYTHING_ELSE_WORKS = " — GPU graphs are off; everything else works."
 REASON_NO_PACKAGE = (
@@ -111,6 +130,7 @@ class NvmlBackend:
         self._reason = ""
         self._lost = False
         self._warned: set[str] = set()
+        self._reason_functions = list(_REASON_FUNCTIONS)
 
     # --- GpuBackend -----------------------------------------------------------------------
     @property
@@ -132,8 +152,10 @@ class NvmlBackend:
 
     def sample(self, t: float, server_pids: Sequence[int]) -> GpuSample | None:
         """One reading at time t (seconds); memory in MiB, power in W, temperature in °C."""
+        if not self.available:  # first: it opens NVML on the first call
+            return None
         info = self._info
-        if not self.available or info is None:
+        if info is None:
             return None
         h = self._handle
         # Memory info v1: used = total - free, reserved driver memory included, because what
@@ -145,6 +167,8 @@ class NvmlBackend:
         power_mw = self._query(pynvml.nvmlDeviceGetPowerUsage, h)
         temp_c = self._query(pynvml.nvmlDeviceGetTemperature, h, pynvml.NVML_TEMPERATURE_GPU)
         server = self._server_memory_mib(server_pids)
+        reasons = self._clock_reasons(h)
+        sm_mhz = self._query(pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)
         if self._lost:
             return None
         return GpuSample(
@@ -155,6 +179,8 @@ class NvmlBackend:
             utilization_pct=float(util.gpu) if util is not None else NAN,
             power_w=float(power_mw) / 1000.0,
             temperature_c=float(temp_c),
+            slowdowns=slowdowns_of(reasons) if reasons is not None else frozenset(),
+            sm_clock_mhz=float(sm_mhz),
         )
 
     def process_use(self, since_s: float) -> Sequence[GpuProcessUse] | None:
@@ -200,9 +226,11 @@ class NvmlBackend:
                 self._reason = "GPU readings were closed" + _EVERYTHING_ELSE_WORKS
 
     # --- the choke point ------------------------------------------------------------------
-    def _query(self, fn: Callable[..., Any], *args: Any, default: Any = NAN, not_found: Any = _NO_ANSWER) -> Any:
+    def _query(self, fn: Callable[..., Any], *args: Any, default: Any = NAN, not_found: Any = _NO_ANSWER,
+               no_function: Any = _NO_ANSWER) -> Any:
         """Call one NVML function; N/A-style errors give `default` (NotFound gives `not_found` where
-        given: for some calls it means "nothing", not "not supported"), a lost GPU marks us lost."""
+        given: for some calls it means "nothing", not "not supported"; FunctionNotFound gives `no_function`
+        where given), a lost GPU marks us lost."""
         if self._lost:
             return default
         try:
@@ -219,6 +247,8 @@ class NvmlBackend:
         except pynvml.NVMLError as err:
             if not_found is not _NO_ANSWER and isinstance(err, _error_classes("NVMLError_NotFound")):
                 return not_found
+            if no_function is not _NO_ANSWER and isinstance(err, _error_classes("NVMLError_FunctionNotFound")):
+                return no_function
             # NotSupported (GeForce cards lack some counters), NoPermission, FunctionNotFound
             # (older drivers), Timeout, Unknown: this field is N/A, the rest still read.
             name = getattr(fn, "__name__", repr(fn))
@@ -235,6 +265,19 @@ class NvmlBackend:
             log.warning("NVIDIA GPU %d lost: %s", self.index, detail)
 
     # --- internals ------------------------------------------------------------------------
+    def _clock_reasons(self, handle: Any) -> int | None:
+        """Why the clocks are where they are (NVML's bitmask); None where the driver does not say."""
+        while self._reason_functions:
+            fn = getattr(pynvml, self._reason_functions[0], None)
+            value: Any = _NO_FUNCTION
+            if fn is not None:
+                value = self._query(fn, handle, default=None, no_function=_NO_FUNCTION)
+            if value is _NO_FUNCTION:
+                self._reason_functions.pop(0)  # this driver or binding knows only the older name
+                continue
+            return None if value is None else int(value)
+        return None
+
     def _ensure_init(self) -> None:
         if self._initialised:
             return

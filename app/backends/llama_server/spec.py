@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.backends.llama_server.log_signals import log_signal_reader
 from app.backends.llama_server.metrics import server_telemetry
 from app.backends.llama_server.planner import LLAMA_SERVER_PLANNER
 from app.backends.llama_server.probe import LLAMA_SERVER_PROCESS
@@ -117,6 +118,7 @@ LLAMA_SERVER = BackendSpec(
     planner=LLAMA_SERVER_PLANNER,  # the settings as given, the model's context when none is set
     server_telemetry=server_telemetry,  # /metrics and /slots, read once a second while it runs
     binder=_bind,  # the catalog lists the settings' models folder beside the served file
+    log_signals=log_signal_reader,  # its own log: slots and context per slot, layers placed, shifts, a full cache
     reply_words=ReplyWords(
         output_count="predicted_n", count_header="predicted\ntokens", decode_source="timings.predicted_per_second",
         total_source="prompt_ms + predicted_ms", stop_field="finish_reason",

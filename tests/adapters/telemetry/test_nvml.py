@@ -43,6 +43,8 @@ class FakeNvml:
         self.util = 3
         self.power_mw = 24_500
         self.temp = 38
+        self.reasons = 0x1  # clock-event reasons bitmask (GpuIdle)
+        self.sm_clock = 210
         self.compute: list = []
         self.graphics: list = []
         self.process_samples: list = []  # c_nvmlProcessUtilizationSample_t, as the driver keeps them
@@ -56,6 +58,8 @@ class FakeNvml:
             "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetPowerUsage",
             "nvmlDeviceGetTemperature", "nvmlDeviceGetComputeRunningProcesses",
             "nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetProcessUtilization",
+            "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons",
+            "nvmlDeviceGetClockInfo",
         ):
             monkeypatch.setattr(pynvml, name, self._wrap(name))
 
@@ -120,6 +124,16 @@ class FakeNvml:
 
     def _nvmlDeviceGetGraphicsRunningProcesses(self, handle):
         return list(self.graphics)
+
+    def _nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        return self.reasons
+
+    def _nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+        return self.reasons
+
+    def _nvmlDeviceGetClockInfo(self, handle, clock):
+        assert clock == pynvml.NVML_CLOCK_SM
+        return self.sm_clock
 
     def _nvmlDeviceGetProcessUtilization(self, handle, last_seen_us):
         newer = [x for x in self.process_samples if x.timeStamp > last_seen_us]
