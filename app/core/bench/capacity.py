@@ -362,8 +362,9 @@ class CapacityStep:
             "arrival_rps": _finite(self.arrival_rps), "achieved_rps": _finite(self.achieved_rps), "met": self.met,
             "misses": [m.to_json() for m in self.misses], "order": self.order,
             "vram_peak_mib": self.vram_peak_mib, "gpu_util_pct": self.gpu_util_pct, "failure": self.failure,
-            "stats": self.stats.flat(), "classes": [c.to_json() for c in self.classes],
-            "events": [e.to_json() for e in self.events]}
+            "stats": self.stats.flat(), "classes": [c.to_json() for c in self.classes]}
+        if self.events:
+            out["events"] = [e.to_json() for e in self.events]
         if with_records:
             out["records"] = [r.to_json() for r in self.records]
         return out

@@ -197,13 +197,17 @@ def run_to_json(run: SweepRun, saved: SavedFormat, with_records: bool = False) -
 
 
 def result_to_json(r: PointResult) -> dict[str, Any]:
-    """A point result with its request records (no derived statistics: those are recomputed)."""
-    return {"point": r.point.to_json(), "status": r.status, "reason": r.reason,
+    """A point result with its request records (no derived statistics: those are recomputed) and, where it saw
+    any, its events."""
+    data = {"point": r.point.to_json(), "status": r.status, "reason": r.reason,
             "records": [rec.to_json() for rec in r.records], "measured": r.stats is not None,
             "gpu": r.gpu.to_json(), "server": r.server.to_json(), "estimate_verdict": r.estimate_verdict,
             "estimate_peak_mib": r.estimate_peak_mib, "loaded_size_mib": r.loaded_size_mib,
             "loaded_vram_mib": r.loaded_vram_mib, "context_length": r.context_length, "elapsed_s": r.elapsed_s,
-            "detail": r.detail, "contention": r.contention.to_json(), "events": [e.to_json() for e in r.events]}
+            "detail": r.detail, "contention": r.contention.to_json()}
+    if r.events:
+        data["events"] = [e.to_json() for e in r.events]
+    return data
 
 
 def result_from_json(data: dict[str, Any], targets: LatencyTargets, saved: SavedFormat) -> PointResult:
