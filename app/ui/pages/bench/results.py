@@ -120,6 +120,27 @@ def events_cell(r: PointResult) -> str:
     return f"⚠ {mark}" if mark and r.spoiled else mark
 
 
+TOOLTIP_WIDTH_PX = 460  # a tooltip of sentences wraps at this width, not at Qt's narrow default
+
+
+def events_tooltip(r: PointResult, limit: int = 8) -> str:
+    """The Events cell's tooltip: whether they make the point not stable, then each event (its time, severity,
+    kind and what happened) with what it was read from, dimmed; rich text that wraps at TOOLTIP_WIDTH_PX."""
+    if not r.events:
+        return ""
+    lines = tooltip_text(r, limit).splitlines()
+    body = [f"<p><b>{html.escape(lines[0])}</b></p>"]
+    for e in r.events[:limit]:
+        evidence = "".join(f"<br><span style='color:{theme.DIM}'>{html.escape(ev.source.label)}: "
+                           f"{html.escape(ev.text)}</span>" for ev in e.evidence[:1])
+        colour = SEVERITY_COLOURS.get(e.severity, theme.TEXT)
+        body.append(f"<p><span style='color:{colour}'>{e.clock} {e.severity.label}</span> — "
+                    f"<b>{html.escape(e.kind.label)}</b>: {html.escape(e.summary)}{evidence}</p>")
+    if len(r.events) > limit:
+        body.append(f"<p>… and {len(r.events) - limit} more</p>")
+    return f"<qt><table width='{TOOLTIP_WIDTH_PX}'><tr><td>{''.join(body)}</td></tr></table></qt>"
+
+
 def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, server: bool = False,
               gpu: bool = True, events: bool = False) -> list[str]:
     """The text of one row."""
@@ -188,7 +209,7 @@ class ResultsTable(QTableWidget):
                     severity = worst(r.events)
                     item.setForeground(QBrush(QColor(SEVERITY_COLOURS.get(severity, theme.TEXT)
                                                      if severity is not None else theme.TEXT)))
-                    item.setToolTip("<qt>" + html.escape(tooltip_text(r)).replace("\n", "<br>") + "</qt>")
+                    item.setToolTip(events_tooltip(r))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter | (
                     Qt.AlignmentFlag.AlignLeft if last else Qt.AlignmentFlag.AlignRight))
                 if last:
