@@ -51,7 +51,10 @@ class ServerFeed:
         with self._lock:
             listeners = list(self._log)
         for listener in listeners:
-            listener(line)
+            try:
+                listener(line)
+            except Exception:  # noqa: BLE001 - a follower must never break the supervisor's log reading
+                pass
 
     def on_log_lines(self, lines: Sequence[str]) -> None:
         """Lines of the server's log, oldest first."""
@@ -63,7 +66,10 @@ class ServerFeed:
         with self._lock:
             listeners = list(self._status)
         for listener in listeners:
-            listener(status)
+            try:
+                listener(status)
+            except Exception:  # noqa: BLE001 - a follower must never break the supervisor's publishing
+                pass
 
     def subscribe(self, on_log: LogListener, on_status: StatusListener = _ignore_status) -> Callable[[], None]:
         """Follow the lines and statuses from now on; returns the function that stops following."""
