@@ -30,6 +30,11 @@ from app.core.bench.sweep import PointResult
 from app.core.bench.outcome import RunStatus, saved_run_status
 from app.core.bench.run import SweepRun, result_to_json, run_from_json, run_to_json
 from app.core.bench.run_summary import RunSummary
+from app.core.watch.events import EventKind
+
+# The stored names of the event kinds (all, and those that spoil a measurement), as SQL lists.
+KNOWN_KINDS = ", ".join(f"'{k.value}'" for k in EventKind)
+SPOILING_KINDS = ", ".join(f"'{k.value}'" for k in EventKind if k.spoils_measurement)
 
 HISTORY_FILE_NAME = "benchmarks.sqlite3"
 # 2: runs name the server that measured them (backend_kind, server_version); format 1's runs are Ollama's.
@@ -396,12 +401,21 @@ class BenchHistory:
         self._ensure_schema()  # it tells whether the file has the format-2 columns
         kind, version = ("'ollama'", "r.ollama_version") if self._legacy_columns else ("r.backend_kind",
                                                                                          "r.server_version")
+        # Each run's events and its points that saw one spoiling a measurement, from the points' events column (a
+        # damaged cell counts none; a format-2 file's points saw none).
+        kind_of = "CASE WHEN e.type = 'object' THEN json_extract(e.value, '$.kind') END"
+        valid = "json_valid(p.events) AND json_type(p.events) = 'array'"
+        events = (f"(SELECT COUNT(*) FROM points p, json_each(CASE WHEN {valid} THEN p.events ELSE '[]' END) e "
+                  f"WHERE p.run_id = r.id AND {kind_of} IN ({KNOWN_KINDS})), "
+                  f"(SELECT COUNT(*) FROM points p WHERE p.run_id = r.id AND EXISTS (SELECT 1 FROM "
+                  f"json_each(CASE WHEN {valid} THEN p.events ELSE '[]' END) e WHERE {kind_of} IN ({SPOILING_KINDS})))"
+                  ) if self._events_column else "0, 0"
         with self._connect() as conn:
             rows = conn.execute(
                 "SELECT r.id, r.title, r.started_at, r.finished_at, r.status, r.model, r.gpu_name, r.ollama_version, "
                 "r.points_planned, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), "
                 "COALESCE(r.best_tokens_per_s, (SELECT MAX(output_tokens_per_s) FROM points p WHERE p.run_id = r.id)), "
-                f"r.recommended, r.owner_pid, r.owner_started, {kind}, {version} "
+                f"r.recommended, r.owner_pid, r.owner_started, {kind}, {version}, {events} "
                 "FROM runs r ORDER BY r.id DESC").fetchall()
         return [self._summary(row) for row in rows]
 
@@ -413,8 +427,9 @@ class BenchHistory:
             return RunSummary(row[0], "unreadable run", "", "", RunStatus.UNREADABLE, "", "", 0, row[9], None, "",
                               SAVED_FORMAT.default_backend)
         # row[7] (the ollama_version column) holds what row[15] (the server's version) does in every format
+        counts = [n if isinstance(n, int) else 0 for n in (row[16], row[17])]
         return RunSummary(row[0], row[1], row[2], row[3], self._status(row[4], row[12], row[13]), row[5], row[6],
-                          row[8], row[9], row[10], row[11], row[14], row[15])
+                          row[8], row[9], row[10], row[11], row[14], row[15], *counts)
 
     def load(self, run_id: int) -> SweepRun:
         """One run with every point and request; HistoryError when there is no such run or it is damaged."""

@@ -33,6 +33,8 @@ def test_a_points_events_come_back_from_the_history(tmp_path: Path) -> None:
     assert [r.events for r in loaded.results] == [(UNLOADED,), (SPILL, CUT)]
     assert loaded.results[1].failure is FailureKind.SPOILED and loaded.results[1].status is PointStatus.UNSTABLE
     assert loaded.recommendation == run.recommendation and loaded.recommendation.spoiled == (1,)
+    [summary] = BenchHistory(path).list_runs()
+    assert (summary.events, summary.spoiled_points) == (3, 1)  # the list says so without loading the run
     assert _columns(path) == (SCHEMA_VERSION, {"run_id", "idx", "status", "output_tokens_per_s", "doc", "events"})
     with sqlite3.connect(path) as db:
         kinds = [row[0] for row in db.execute("SELECT json_extract(e.value, '$.kind') FROM points, "
@@ -54,6 +56,7 @@ def test_a_format_2_file_is_read_as_it_is_and_converted_by_its_first_write(tmp_p
 
     new_id = history.save(make_run((), (SPILL,)))
     assert _columns(path)[0] == SCHEMA_VERSION == 3 and "events" in _columns(path)[1]
+    assert [(s.events, s.spoiled_points) for s in history.list_runs()] == [(1, 1), (0, 0), (0, 0)]
     again = BenchHistory(path)
     assert again.problems == [] and [s.run_id for s in again.list_runs()] == [new_id, 2, 1]
     assert [r.events for r in again.load(new_id).results] == [(), (SPILL,)]
@@ -68,11 +71,13 @@ def test_a_damaged_events_cell_costs_that_point_its_events_only(tmp_path: Path) 
     run_id = BenchHistory(path).save(make_run((SPILL,), (CUT,)))
     with sqlite3.connect(path) as db:
         db.execute("UPDATE points SET events = '[{\"kind\": \"prompt_trunc' WHERE idx = 0")
-        db.execute("UPDATE points SET events = json_insert(events, '$[#]', json('{\"kind\": \"later\"}')) "
-                   "WHERE idx = 1")
+        db.execute("UPDATE points SET events = json_insert(events, '$[#]', json('{\"kind\": \"later\"}'), "
+                   "'$[#]', 'not an event') WHERE idx = 1")
     db.close()
     loaded = BenchHistory(path).load(run_id)
     assert [r.events for r in loaded.results] == [(), (CUT,)]
+    [summary] = BenchHistory(path).list_runs()  # the list still reads, and counts what the run shows
+    assert (summary.events, summary.spoiled_points) == (1, 1)
     assert [len(r.records) for r in loaded.results] == [4, 4]
 
 

@@ -115,9 +115,9 @@ def compact_stable(r: PointResult) -> str:
 
 
 def events_cell(r: PointResult) -> str:
-    """The Events cell: "" without events, else a mark, the count and the worst severity ("⚠ 2 · severe")."""
-    mark = point_mark(r)
-    return f"⚠ {mark}" if mark and r.spoiled else mark
+    """The Events cell: "" without events, else the count and the worst severity ("2 · severe"), coloured by it
+    (whether they make the point not stable is Stable?'s to say, beside it)."""
+    return point_mark(r)
 
 
 TOOLTIP_WIDTH_PX = 460  # a tooltip of sentences wraps at this width, not at Qt's narrow default
