@@ -43,6 +43,7 @@ from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int
 from app.core.bench.run import (SweepRun, chart_title, closed_loop, run_to_csv, run_to_json, run_to_markdown, table_header,
                                 table_rows)
 from app.core.bench.waiting import waits_lines
+from app.core.bench.run_events import point_event_lines, summary_lines
 from app.core.bench.compare import to_csv as comparison_csv, to_markdown as comparison_markdown, with_server_defaults
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
@@ -462,6 +463,10 @@ def render_table(run: SweepRun) -> str:
     out += [f"✖ {r.point.label(run.varying)}: {r.detail}" for r in run.results if r.failure in PROMPT_CUT_FAILURES]
     waits = waits_lines(run.results, run.varying, closed_loop(run))
     out += ["", *waits] if waits else []
+    watched = point_event_lines(run)  # what the server did without saying so, point by point
+    out += ["", "What the server did without saying so, point by point:", *watched] if watched else []
+    summary = summary_lines(run)
+    out += ["", *summary] if summary else []
     if run.recommendation:
         out += ["", run.recommendation.text]
     out += [f"note: {n}" for n in run.notes]
@@ -556,16 +561,18 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
     from app.backends import registry
     from app.services.bench.recording import QueuedRecorder
     from app.services.bench.sweep_runner import SweepRunner
+    from app.services.bench.sweep_watch import ServerFeed
     from app.core.server.state import ServerState
 
     backend = registry.get(chosen_backend(args)).bound(lambda: spec.base)
     gpu = make_gpu_backend()
     supervisor: ServerControl | None = None
+    feed = ServerFeed()  # the managed server's log lines and statuses, for the sweep's watchdog
     try:
         if spec.managed:
             from app.adapters.storage.paths import runtime_dir
 
-            supervisor = backend.server(spec.base, on_status=lambda _s: None, on_log=lambda _line: None,
+            supervisor = backend.server(spec.base, on_status=feed.on_status, on_log=feed.on_log,
                                         runtime_dir=runtime_dir(args.config_dir or None))
             status = await supervisor.probe()
             if status.orphan and not args.stop_orphan:
@@ -593,7 +600,8 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                              app_version=__version__, server_telemetry=backend.server_telemetry,
                              host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])),
                              contention=contention_probes(gpu), planner=backend.planner,
-                             prompt_counter=backend.prompt_counter)
+                             prompt_counter=backend.prompt_counter, log_signals=backend.log_signals,
+                             server_feed=feed)
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         recorder = QueuedRecorder(history) if history is not None else None
         run: SweepRun | None = None

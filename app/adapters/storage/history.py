@@ -30,10 +30,17 @@ from app.core.bench.sweep import PointResult
 from app.core.bench.outcome import RunStatus, saved_run_status
 from app.core.bench.run import SweepRun, result_to_json, run_from_json, run_to_json
 from app.core.bench.run_summary import RunSummary
+from app.core.watch.events import EventKind
+
+# The stored names of the event kinds (all, and those that spoil a measurement), as SQL lists.
+KNOWN_KINDS = ", ".join(f"'{k.value}'" for k in EventKind)
+SPOILING_KINDS = ", ".join(f"'{k.value}'" for k in EventKind if k.spoils_measurement)
 
 HISTORY_FILE_NAME = "benchmarks.sqlite3"
 # 2: runs name the server that measured them (backend_kind, server_version); format 1's runs are Ollama's.
-SCHEMA_VERSION = 2
+# 3: each point keeps what the server did without saying so while it ran (points.events, a JSON list); a
+# format-2 file is read as it is (its points saw no events) and brought to format 3 by its first write.
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -59,6 +66,7 @@ CREATE TABLE IF NOT EXISTS points (
     status TEXT NOT NULL,
     output_tokens_per_s REAL,
     doc BLOB NOT NULL,
+    events TEXT NOT NULL DEFAULT '[]',
     PRIMARY KEY (run_id, idx)
 );
 """
@@ -73,6 +81,13 @@ ALTER TABLE runs ADD COLUMN backend_kind TEXT NOT NULL DEFAULT 'ollama';
 ALTER TABLE runs ADD COLUMN server_version TEXT NOT NULL DEFAULT '';
 UPDATE runs SET server_version = ollama_version;
 PRAGMA user_version = 2;
+COMMIT;
+"""
+# Format 2 to 3, in one transaction: the points stored so far saw no events (none were watched then).
+_MIGRATE_2_TO_3 = """
+BEGIN;
+ALTER TABLE points ADD COLUMN events TEXT NOT NULL DEFAULT '[]';
+PRAGMA user_version = 3;
 COMMIT;
 """
 
@@ -107,6 +122,17 @@ def _unpack(blob: bytes) -> dict[str, Any]:
     return data
 
 
+def _events(text: object) -> list[Any]:
+    """A point's stored events as a JSON list; a damaged cell is no events (that point's figures stay readable)."""
+    if not isinstance(text, str):
+        return []
+    try:
+        items = json.loads(text)
+    except ValueError:
+        return []
+    return items if isinstance(items, list) else []
+
+
 class BenchHistory:
     """The sweep history in one SQLite file.
 
@@ -124,6 +150,7 @@ class BenchHistory:
         self.read_only = False
         self._immutable = False
         self._legacy_columns = False  # a format-1 file opened read-only: no backend_kind/server_version
+        self._events_column = True  # points.events exists (False: a format-2 file until its first write)
         self._pid = os.getpid()
         self._pid_started = _process_start(self._pid)
         self._ready = False
@@ -143,6 +170,8 @@ class BenchHistory:
             raise HistoryError(f"The benchmark history {self.path} is read-only; this run is not saved to it.",
                                hint="The results on screen can still be exported; fix the file's permissions, "
                                     "or choose another history file, to keep new runs.")
+        if write and not self._events_column:
+            self._add_events_column()
         try:
             conn = self._open()
         except SQLITE_ERRORS as exc:
@@ -215,6 +244,7 @@ class BenchHistory:
     def _use_read_only(self, opened: Opened) -> None:
         self.read_only = True
         self._legacy_columns = "backend_kind" not in opened.tables.get("runs", {"backend_kind"})
+        self._events_column = "events" in opened.tables.get("points", {"events"})
         self.problems.append(f"The benchmark history {self.path} is read-only; showing its runs, new results "
                              "will not be saved to it.")
 
@@ -225,19 +255,46 @@ class BenchHistory:
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")
             runs = opened.tables.get("runs")
-            if runs is not None and "backend_kind" not in runs:
+            converted = runs is not None and "backend_kind" not in runs
+            if converted:
                 try:
                     self._migrate(conn, opened.version)
                 except SQLITE_ERRORS as exc:
                     if is_busy(exc) or is_read_only(exc):
                         raise
                     raise _ConversionFailed(exc) from exc
-            if not opened.tables or opened.version != SCHEMA_VERSION:
+            # A format-2 file is left as it is until something is written to it (see _add_events_column); a
+            # converted one, a new one or one of no known format is brought to this format now.
+            if not opened.tables or converted or opened.version not in (2, SCHEMA_VERSION):
+                if "events" not in opened.tables.get("points", {"events"}):
+                    conn.executescript(_MIGRATE_2_TO_3)
                 with conn:
                     conn.executescript(_SCHEMA)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._events_column = "events" in {row[1] for row in conn.execute("PRAGMA table_info(points)")}
         finally:
             conn.close()
+
+    def _add_events_column(self) -> None:
+        """Bring a format-2 file to format 3 before its first write (one transaction: on failure nothing
+        changed, and the write is not made)."""
+        with self._opening:
+            if self._events_column:
+                return
+            try:
+                conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
+            except SQLITE_ERRORS as exc:
+                raise self._error("Cannot open", exc) from exc
+            try:
+                if "events" not in {row[1] for row in conn.execute("PRAGMA table_info(points)")}:
+                    conn.executescript(_MIGRATE_2_TO_3)
+            except SQLITE_ERRORS as exc:
+                if conn.in_transaction:
+                    conn.rollback()
+                raise self._error("Cannot convert", exc) from exc
+            finally:
+                conn.close()
+            self._events_column = True
 
     def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
         """Bring a format-1 history to format 2; on any failure nothing changes (one transaction)."""
@@ -319,10 +376,12 @@ class BenchHistory:
 
     @staticmethod
     def _insert_point(conn: sqlite3.Connection, run_id: int, result: PointResult) -> None:
-        conn.execute("INSERT OR REPLACE INTO points (run_id, idx, status, output_tokens_per_s, doc) "
-                     "VALUES (?, ?, ?, ?, ?)",
-                     (run_id, result.point.index, result.status, result.output_tokens_per_s,
-                      _pack(result_to_json(result))))
+        doc = result_to_json(result)
+        events = doc.pop("events", [])  # in their own column: readable without unpacking the point
+        conn.execute("INSERT OR REPLACE INTO points (run_id, idx, status, output_tokens_per_s, doc, events) "
+                     "VALUES (?, ?, ?, ?, ?, ?)",
+                     (run_id, result.point.index, result.status, result.output_tokens_per_s, _pack(doc),
+                      json.dumps(events, ensure_ascii=False)))
 
     def delete(self, run_id: int) -> None:
         """Remove a run and its points."""
@@ -342,12 +401,21 @@ class BenchHistory:
         self._ensure_schema()  # it tells whether the file has the format-2 columns
         kind, version = ("'ollama'", "r.ollama_version") if self._legacy_columns else ("r.backend_kind",
                                                                                          "r.server_version")
+        # Each run's events and its points that saw one spoiling a measurement, from the points' events column (a
+        # damaged cell counts none; a format-2 file's points saw none).
+        kind_of = "CASE WHEN e.type = 'object' THEN json_extract(e.value, '$.kind') END"
+        valid = "json_valid(p.events) AND json_type(p.events) = 'array'"
+        events = (f"(SELECT COUNT(*) FROM points p, json_each(CASE WHEN {valid} THEN p.events ELSE '[]' END) e "
+                  f"WHERE p.run_id = r.id AND {kind_of} IN ({KNOWN_KINDS})), "
+                  f"(SELECT COUNT(*) FROM points p WHERE p.run_id = r.id AND EXISTS (SELECT 1 FROM "
+                  f"json_each(CASE WHEN {valid} THEN p.events ELSE '[]' END) e WHERE {kind_of} IN ({SPOILING_KINDS})))"
+                  ) if self._events_column else "0, 0"
         with self._connect() as conn:
             rows = conn.execute(
                 "SELECT r.id, r.title, r.started_at, r.finished_at, r.status, r.model, r.gpu_name, r.ollama_version, "
                 "r.points_planned, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), "
                 "COALESCE(r.best_tokens_per_s, (SELECT MAX(output_tokens_per_s) FROM points p WHERE p.run_id = r.id)), "
-                f"r.recommended, r.owner_pid, r.owner_started, {kind}, {version} "
+                f"r.recommended, r.owner_pid, r.owner_started, {kind}, {version}, {events} "
                 "FROM runs r ORDER BY r.id DESC").fetchall()
         return [self._summary(row) for row in rows]
 
@@ -359,8 +427,9 @@ class BenchHistory:
             return RunSummary(row[0], "unreadable run", "", "", RunStatus.UNREADABLE, "", "", 0, row[9], None, "",
                               SAVED_FORMAT.default_backend)
         # row[7] (the ollama_version column) holds what row[15] (the server's version) does in every format
+        counts = [n if isinstance(n, int) else 0 for n in (row[16], row[17])]
         return RunSummary(row[0], row[1], row[2], row[3], self._status(row[4], row[12], row[13]), row[5], row[6],
-                          row[8], row[9], row[10], row[11], row[14], row[15])
+                          row[8], row[9], row[10], row[11], row[14], row[15], *counts)
 
     def load(self, run_id: int) -> SweepRun:
         """One run with every point and request; HistoryError when there is no such run or it is damaged."""
@@ -369,11 +438,13 @@ class BenchHistory:
                                (run_id,)).fetchone()
             if row is None:
                 raise HistoryError(f"There is no run {run_id} in the benchmark history.", hint="It may have been deleted.")
-            points = conn.execute("SELECT doc FROM points WHERE run_id = ? ORDER BY idx", (run_id,)).fetchall()
+            events = "events" if self._events_column else "'[]'"  # a format-2 file's points saw none
+            points = conn.execute(f"SELECT doc, {events} FROM points WHERE run_id = ? ORDER BY idx",
+                                  (run_id,)).fetchall()
         try:
             doc = json.loads(row[0])
             doc["status"] = self._status(row[1], row[2], row[3])
-            doc["results"] = [_unpack(p[0]) for p in points]
+            doc["results"] = [{**_unpack(p[0]), "events": _events(p[1])} for p in points]
             return run_from_json(doc, SAVED_FORMAT, run_id)
         except Exception as exc:  # noqa: BLE001 - damaged cells fail in any way; one run must not break the rest
             raise HistoryError(f"Run {run_id} in the benchmark history {self.path} is damaged and cannot be shown "

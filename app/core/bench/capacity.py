@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from app.core.watch.events import WatchEvent, events_from_json
 from app.core.bench.scenario import MAX_RATE_RPS, Scenario, parse_scenario_data
 from app.core.bench.stats import (ClassStats, ClassTargets, LatencyTargets, PointStats, RequestRecord, class_stats,
                                   summarize)
@@ -347,6 +348,7 @@ class CapacityStep:
     gpu_util_pct: float | None = None
     records: tuple[RequestRecord, ...] = ()
     failure: str = ""  # why the step could not run as asked (the server failed, …), '' when it ran
+    events: tuple[WatchEvent, ...] = ()  # what the server did without saying so while the step ran
 
     @property
     def met(self) -> bool:
@@ -361,6 +363,8 @@ class CapacityStep:
             "misses": [m.to_json() for m in self.misses], "order": self.order,
             "vram_peak_mib": self.vram_peak_mib, "gpu_util_pct": self.gpu_util_pct, "failure": self.failure,
             "stats": self.stats.flat(), "classes": [c.to_json() for c in self.classes]}
+        if self.events:
+            out["events"] = [e.to_json() for e in self.events]
         if with_records:
             out["records"] = [r.to_json() for r in self.records]
         return out
@@ -380,7 +384,8 @@ class CapacityStep:
             stats=summarize(records, targets), classes=class_stats(records, names, dict(class_targets)),
             misses=tuple(Miss.from_json(m) for m in data.get("misses") or () if isinstance(m, dict)),
             order=int(data.get("order") or 0), vram_peak_mib=_number(data.get("vram_peak_mib")),
-            gpu_util_pct=_number(data.get("gpu_util_pct")), records=records, failure=str(data.get("failure", "")))
+            gpu_util_pct=_number(data.get("gpu_util_pct")), records=records, failure=str(data.get("failure", "")),
+            events=events_from_json(data.get("events")))
 
 
 def _open_records(records: Sequence[RequestRecord], scenario: Scenario) -> list[RequestRecord]:

@@ -45,6 +45,7 @@ class SideState(StrEnum):
     TRUNCATED = "truncated"  # the server cut (or refused) prompts
     FAILURES = "failures"  # requests failed
     CONTENDED = "contended"  # other programs used the device meanwhile: not the setting's own numbers
+    SPOILED = "spoiled"  # the server did something meanwhile that skews the figures (PointResult.spoiled_by)
     NOT_MEASURED = "not_measured"
 
 
@@ -273,6 +274,8 @@ def _state(r: PointResult) -> SideState:
         return SideState.TRUNCATED
     if r.stats.requests_failed or r.status not in (PointStatus.OK, PointStatus.UNSTABLE):
         return SideState.FAILURES
+    if r.spoiled:
+        return SideState.SPOILED
     if r.contention.contended:
         return SideState.CONTENDED
     return SideState.CLEAN
@@ -335,7 +338,8 @@ def with_server_defaults(spec: SweepSpec, defaults: ServerDefaults) -> SweepSpec
 # ---- renderers ------------------------------------------------------------------------------------------------
 STATE_WORDS = {SideState.CLEAN: "all requests succeeded", SideState.TRUNCATED: "prompts cut by the server",
                SideState.FAILURES: "requests failed", SideState.CONTENDED: "measured while other programs used the "
-               "device", SideState.NOT_MEASURED: "not measured"}
+               "device", SideState.SPOILED: "measured while the server did something that skews the figures",
+               SideState.NOT_MEASURED: "not measured"}
 
 
 def _ms(x: float | None) -> str:

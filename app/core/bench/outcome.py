@@ -64,6 +64,9 @@ class FailureKind(StrEnum):
     TRUNCATED = "truncated"
     PROMPT_TOO_LONG = "prompt_too_long"
     CONTENDED = "contended"  # unstable: other programs competed for the device while it was measured
+    # unstable: the server did something meanwhile that skews the figures (layers on the CPU, a cold load, a
+    # restart, the GPU slowing down: see PointResult.spoiled_by for which)
+    SPOILED = "spoiled"
     CANCELLED = "cancelled"
 
 
@@ -102,6 +105,7 @@ FAILURE_WORDS: Mapping[FailureKind, FailureWords] = {
     FailureKind.TRUNCATED: FailureWords("truncated", "truncated"),
     FailureKind.PROMPT_TOO_LONG: FailureWords("prompt too long", "too long"),
     FailureKind.CONTENDED: FailureWords("contended", "contended"),
+    FailureKind.SPOILED: FailureWords("server event", "event"),
     FailureKind.CANCELLED: FailureWords("cancelled", "cancelled"),
 }
 
@@ -162,6 +166,7 @@ CRASHED_AT_LOAD = "server crashed at load"
 CRASHED_DURING_RUN = "server crashed during the run"
 EVERY_REQUEST_FAILED = "every request failed"  # then the first error class's words in brackets
 PROMPTS_CUT = "prompts cut by the server"  # then how many of how many requests, in brackets
+SPOILED_BY = "not stable"  # then ": " and the events' kinds in words ("not stable: layers on the CPU")
 # Beginnings of reasons with numbers after them.
 REASON_STARTS: tuple[tuple[str, FailureKind], ...] = (
     ("predicted to spill to CPU", FailureKind.PREDICTED_SPILL),
@@ -191,6 +196,8 @@ def failure_of_saved(status: PointStatus, reason: str, errors: Mapping[str, int]
     if status is PointStatus.UNSTABLE:
         if contended_text and reason == contended_text:
             return FailureKind.CONTENDED
+        if reason.startswith(SPOILED_BY):
+            return FailureKind.SPOILED
         return request_failure(errors or {}, most_common=True)
     known = next((kind for kind, words in REASONS.items() if reason == words), None)
     if known is not None:
@@ -227,7 +234,7 @@ def saved_run_status(value: object) -> RunStatus:
 
 
 __all__ = ["CRASHED_AT_LOAD", "CRASHED_DURING_RUN", "ERROR_WORDS", "EVERY_REQUEST_FAILED", "FAILURE_WORDS", "FailureKind", "FailureWords",
-           "PROMPTS_CUT", "PROMPT_CUT_ERRORS", "PointStatus", "REASONS", "REASON_STARTS", "REQUEST_FAILURES",
+           "PROMPTS_CUT", "PROMPT_CUT_ERRORS", "SPOILED_BY", "PointStatus", "REASONS", "REASON_STARTS", "REQUEST_FAILURES",
            "RunStatus", "TRUNCATION_TOLERANCE_SHARE", "TRUNCATION_TOLERANCE_TOKENS", "failure_of_saved",
            "is_truncated", "request_failure", "saved_point_status", "saved_run_status", "too_long_words",
            "truncated_words"]

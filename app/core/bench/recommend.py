@@ -1,8 +1,9 @@
 """Pick the setting to apply from a finished sweep, and say why in one paragraph with the numbers.
 
-Points measured while something else competed for the device (PointResult.contention) are left
-out: their numbers are not their setting's. When every measured point was contended there is no
-recommendation, and the text says what competed.
+Points measured while something else competed for the device (PointResult.contention), and points
+during which the server did something that skews the figures (PointResult.spoiled_by: layers on the
+CPU, a cold load, a restart, the GPU slowing down, ...), are left out: their numbers are not their
+setting's. When every measured point was left out there is no recommendation, and the text says why.
 
 Rule: among the points that ran and met the targets (TTFT p95 and TPOT p95 within them, at
 least `min_success` of requests succeeded), the highest aggregate output tokens/s wins; a tie
@@ -37,10 +38,14 @@ class Recommendation:
     edge: str = ""  # "upper", "lower" or ""
     output_tokens_per_s: float | None = None
     contended: tuple[int, ...] = ()  # points left out because something else competed for the device
+    spoiled: tuple[int, ...] = ()  # points left out because the server did something that skews their figures
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """Plain dict ("spoiled" only where a point was left out for its events, as documents before it was)."""
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        if not self.spoiled:
+            del data["spoiled"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Recommendation | None:
@@ -49,6 +54,7 @@ class Recommendation:
             return None
         values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         values["contended"] = tuple(values.get("contended") or ())
+        values["spoiled"] = tuple(values.get("spoiled") or ())
         return cls(**values)
 
 
@@ -135,20 +141,31 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
               varying: Sequence[str] = ("parallel",)) -> Recommendation:
     """The best point under the targets, with flags and a one-paragraph explanation."""
     measured = measured_points(results)
-    contended = [m.result for m in measured if m.result.contention.contended]
+    spoiled = [m.result for m in measured if m.result.spoiled]
+    contended = [m.result for m in measured if m.result.contention.contended and not m.result.spoiled]
     excluded = tuple(r.point.index for r in contended)
-    ran = [m for m in measured if not m.result.contention.contended]
+    spoiled_ids = tuple(r.point.index for r in spoiled)
+    ran = [m for m in measured if not m.result.contention.contended and not m.result.spoiled]
     cut = _cut_words(results, varying)
     if not measured:
         reasons = "; ".join(f"{_name(r, varying)}: {r.stable_text()}" for r in results) or "no points"
         text = f"No point produced a measurement, so there is nothing to recommend ({reasons})."
         return Recommendation(None, f"{text} {cut}" if cut else text)
-    if not ran:
+    if not ran and not spoiled:
         return Recommendation(None, "Every measured point shared its device with other programs, so their numbers "
                               f"are not the settings' own and nothing is recommended ({_contended_words(contended, varying)}). "
                               "Close what competes and run the sweep again.", contended=excluded)
-    left_out = (f"Left out, measured while other programs competed for the device: "
-                f"{_contended_words(contended, varying)}.") if contended else ""
+    if not ran:
+        others = f"; other programs shared the device at {_contended_words(contended, varying)}" if contended else ""
+        return Recommendation(None, "No measured point's numbers are its settings' own, so nothing is recommended "
+                              f"(the server did something that skews the figures at {_spoiled_words(spoiled, varying)}"
+                              f"{others}). Deal with what the server's events say and run the sweep again.",
+                              contended=excluded, spoiled=spoiled_ids)
+    left_out = " ".join(x for x in (
+        f"Left out, measured while other programs competed for the device: {_contended_words(contended, varying)}."
+        if contended else "",
+        f"Left out, not stable because of what the server did meanwhile: {_spoiled_words(spoiled, varying)}."
+        if spoiled else "") if x)
     qualifying = [m for m in ran if meets_targets(m.stats, targets)]
     if not qualifying:
         fastest = max(ran, key=lambda m: m.stats.output_tokens_per_s)
@@ -157,7 +174,8 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
                 f"reached {fastest.stats.output_tokens_per_s:.1f} tokens/s but {_misses(fastest, targets)}; "
                 f"the lowest TTFT p95 was {quickest.stats.ttft_ms.p95:.0f} ms at {_name(quickest.result, varying)}. "
                 "Relax the targets, shorten the output, or lower parallel requests and context.")
-        return Recommendation(None, " ".join(x for x in (text, left_out) if x), contended=excluded)
+        return Recommendation(None, " ".join(x for x in (text, left_out) if x), contended=excluded,
+                              spoiled=spoiled_ids)
 
     best = max(qualifying, key=lambda m: (m.stats.output_tokens_per_s, tuple(-c for c in _cost(m.result))))
     best_tps = best.stats.output_tokens_per_s
@@ -197,7 +215,8 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
     if edge_text:
         sentences.append(edge_text)
     return Recommendation(best.result.point.index, " ".join(sentences), True, plateau is not None,
-                          plateau.result.point.index if plateau is not None else None, edge, best_tps, excluded)
+                          plateau.result.point.index if plateau is not None else None, edge, best_tps, excluded,
+                          spoiled_ids)
 
 
 def _cut_words(results: Sequence[PointResult], varying: Sequence[str]) -> str:
@@ -207,6 +226,11 @@ def _cut_words(results: Sequence[PointResult], varying: Sequence[str]) -> str:
     if not cut:
         return ""
     return f"At {_name(cut[0], varying)}: {cut[0].detail}"
+
+
+def _spoiled_words(points: Sequence[PointResult], varying: Sequence[str]) -> str:
+    """"parallel 4 (layers on the CPU, cold load)" for each point."""
+    return "; ".join(f"{_name(r, varying)} ({', '.join(k.label for k in r.spoiled_by)})" for r in points)
 
 
 def _contended_words(points: Sequence[PointResult], varying: Sequence[str]) -> str:
@@ -223,8 +247,9 @@ def _contended_words(points: Sequence[PointResult], varying: Sequence[str]) -> s
 def pareto_front(results: Sequence[PointResult]) -> list[int]:
     """Point indexes on the throughput/latency Pareto front: no other measured point has both more
     output tokens/s and a lower TTFT p95. Ordered by throughput, lowest first. Points measured while
-    others competed for the device are not on it: their figures are not their settings'."""
-    ran = [m for m in measured_points(results) if not m.result.contention.contended]
+    others competed for the device, or while the server did something that skews the figures, are not on
+    it: their figures are not their settings'."""
+    ran = [m for m in measured_points(results) if not m.result.contention.contended and not m.result.spoiled]
     ran.sort(key=lambda m: (-m.stats.output_tokens_per_s, m.stats.ttft_ms.p95))
     front: list[int] = []
     best_ttft = float("inf")

@@ -22,6 +22,7 @@ from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFi
 from app.core.bench.recommend import Recommendation, recommend
 from app.core.saved_format import SavedFormat
 from app.core.server.settings import FIELD_LABELS
+from app.core.watch.events import events_from_json, events_markdown, worst
 
 
 
@@ -156,6 +157,10 @@ def point_row(r: PointResult) -> dict[str, Any]:
     })
     if r.stats:
         row.update(wait_split(r.stats, r.server.requests_deferred_max).to_json())
+    # What the server did without saying so while the point ran; spoiled_by: the kinds that make it not stable.
+    severity = worst(r.events)
+    row.update({"event_count": len(r.events), "events_worst": severity.label if severity is not None else None,
+                "spoiled_by": [k.value for k in r.spoiled_by], "events": [e.to_json() for e in r.events]})
     if r.point.default:  # the server's own default setting (only then: other rows stay as they were)
         row["default"] = True
     if not r.stats:
@@ -192,13 +197,17 @@ def run_to_json(run: SweepRun, saved: SavedFormat, with_records: bool = False) -
 
 
 def result_to_json(r: PointResult) -> dict[str, Any]:
-    """A point result with its request records (no derived statistics: those are recomputed)."""
-    return {"point": r.point.to_json(), "status": r.status, "reason": r.reason,
+    """A point result with its request records (no derived statistics: those are recomputed) and, where it saw
+    any, its events."""
+    data = {"point": r.point.to_json(), "status": r.status, "reason": r.reason,
             "records": [rec.to_json() for rec in r.records], "measured": r.stats is not None,
             "gpu": r.gpu.to_json(), "server": r.server.to_json(), "estimate_verdict": r.estimate_verdict,
             "estimate_peak_mib": r.estimate_peak_mib, "loaded_size_mib": r.loaded_size_mib,
             "loaded_vram_mib": r.loaded_vram_mib, "context_length": r.context_length, "elapsed_s": r.elapsed_s,
             "detail": r.detail, "contention": r.contention.to_json()}
+    if r.events:
+        data["events"] = [e.to_json() for e in r.events]
+    return data
 
 
 def result_from_json(data: dict[str, Any], targets: LatencyTargets, saved: SavedFormat) -> PointResult:
@@ -218,6 +227,8 @@ def result_from_json(data: dict[str, Any], targets: LatencyTargets, saved: Saved
                        detail=str(data.get("detail", "")),
                        # Absent in points stored before it was measured: they read as not measured.
                        contention=contention,
+                       # Absent in points stored before they were watched; an entry it cannot read is skipped.
+                       events=events_from_json(data.get("events")),
                        # Not saved: read back from what the point holds.
                        failure=failure_of_saved(status, reason, stats.errors if stats else None,
                                                 contention.short_text()))
@@ -258,7 +269,9 @@ CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_len
                # TTFT's parts and where requests waited (the client queue is queue_ms)
                "queue_ms_mean", "queue_ms_p95", "server_wait_ms_mean", "server_wait_ms_p95", "prefill_ms_mean",
                "prefill_ms_p95", "first_token_rest_ms_mean", "prefill_tokens_per_s_mean", "cache_hit_share",
-               "waited_most", "waited_for_slot")
+               "waited_most", "waited_for_slot",
+               # what the server did without saying so while the point ran (see the JSON's events)
+               "event_count", "events_worst", "spoiled_by")
 
 
 def run_to_csv(run: SweepRun) -> str:
@@ -268,6 +281,7 @@ def run_to_csv(run: SweepRun) -> str:
     writer.writeheader()
     for r in run.results:
         row = point_row(r)
+        row["spoiled_by"] = " ".join(row["spoiled_by"])
         writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in CSV_COLUMNS})
     return out.getvalue()
 
@@ -356,6 +370,13 @@ def run_to_markdown(run: SweepRun, labels: Mapping[str, str]) -> str:
     if contended:
         lines += ["", "## Contended points", ""] + [f"- {r.point.label(run.varying)}: {r.contention.text()}"
                                                      for r in contended]
+    watched = [r for r in run.results if r.events]
+    if watched:
+        lines += ["", "## Server events", "", "What the server did without saying so while each point ran; a point "
+                  "with a prompt cut short, layers on the CPU, a cold load, a restart or a GPU slowdown is not stable "
+                  "and is not recommended."]
+        for r in watched:
+            lines += ["", f"### {r.point.label(run.varying)}", "", *events_markdown(r.events)]
     if run.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in run.notes]
     if run.comparison is not None:

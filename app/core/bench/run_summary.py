@@ -24,3 +24,5 @@ class RunSummary:
     recommended: str
     backend_kind: str = ""  # the server kind that measured it
     server_version: str = ""
+    events: int = 0  # the server events its points saw (see PointResult.events)
+    spoiled_points: int = 0  # its points that saw one that spoils a measurement

@@ -14,12 +14,13 @@ from typing import Any
 from collections.abc import Mapping, Sequence
 
 from app.core.bench.contention import Contention
-from app.core.bench.outcome import FailureKind, PointStatus
+from app.core.bench.outcome import SPOILED_BY, FailureKind, PointStatus
 from app.core.memory.verdict import Verdict
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
 from app.core.saved_format import SavedFormat
 from app.core.server.settings import ServerSettings, validate
+from app.core.watch.events import EventKind, WatchEvent
 
 SERVER_AXES = ("parallel", "kv_cache_types", "context_lengths", "flash_attention")
 MAX_POINTS = 200
@@ -290,6 +291,20 @@ class PointResult:
     elapsed_s: float = 0.0
     detail: str = ""  # the server's own words behind the reason, for a tooltip or the report
     failure: FailureKind | None = None
+    # What the server did without saying so while the point ran (from its start to its end), oldest first.
+    events: tuple[WatchEvent, ...] = ()
+
+    @property
+    def spoiled_by(self) -> tuple[EventKind, ...]:
+        """The kinds of the point's events that make its figures not its setting's own (a prompt cut short,
+        layers on the CPU, a cold load, ...), each once, in the order first seen; () when none did."""
+        return tuple(dict.fromkeys(e.kind for e in self.events if e.spoils_measurement))
+
+    @property
+    def spoiled(self) -> bool:
+        """True when an event seen while the point ran spoils its measurement: it is not "stable", whatever
+        its status, and is never recommended."""
+        return bool(self.spoiled_by)
 
     @property
     def output_tokens_per_s(self) -> float | None:
@@ -316,6 +331,8 @@ class PointResult:
 
     def stable_text(self) -> str:
         """The "stable?" column: ✓, or why not."""
+        if self.status is PointStatus.OK and self.spoiled:  # judged before its events were read
+            return f"⚠ {spoiled_reason(self.spoiled_by)}"
         if self.status is PointStatus.OK:
             return f"✓ {self.reason}" if self.reason else "✓"  # e.g. measured on the CPU of a server without a GPU
         reason = self.reason.replace("out of memory", "OOM")
@@ -329,6 +346,11 @@ class PointResult:
         if self.status is PointStatus.CANCELLED:
             return "cancelled"
         return f"✖ {reason}" if reason else "✖ failed"
+
+
+def spoiled_reason(kinds: Sequence[EventKind]) -> str:
+    """A spoiled point's reason: "not stable: layers on the CPU, cold load"."""
+    return f"{SPOILED_BY}: " + ", ".join(k.label for k in kinds)
 
 
 @dataclass(frozen=True)
@@ -419,4 +441,4 @@ class SweepSpec:
 
 __all__ = ["Fingerprint", "GpuFigures", "PointResult",
            "SweepAxes", "SweepPlan", "SweepPlanError", "SweepPoint", "SweepSpec",
-           "parse_int_list", "plan_sweep", "server_label", "server_text"]
+           "parse_int_list", "plan_sweep", "server_label", "server_text", "spoiled_reason"]

@@ -94,11 +94,16 @@ class CapacitySweep:
             step = judge_step(factor, result.records, scenario, run.spec.targets, self._ladder, order=order,
                               failure=result.reason if failed else "", failure_detail=result.detail if failed else "",
                               vram_peak_mib=result.gpu.vram_peak_mib, gpu_util_pct=result.gpu.util_mean_pct)
+            step = replace(step, events=result.events)
             capacity = capacity.with_step(step)
             if result.contention.contended:
                 capacity = replace(capacity, notes=(*capacity.notes, f"The step at {offered:.3g} req/s shared the "
                                                     f"device with other programs ({result.contention.short_text()}): "
                                                     "its figures are not the setting's alone."))
+            if result.spoiled:
+                capacity = replace(capacity, notes=(*capacity.notes, f"The step at {offered:.3g} req/s saw the server "
+                                                    f"do something that skews its figures ("
+                                                    f"{', '.join(k.label for k in result.spoiled_by)})."))
             self._on_step(capacity, step)
             order += 1
         return replace(run, capacity=capacity)

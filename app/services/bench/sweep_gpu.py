@@ -104,8 +104,9 @@ class GpuWindow(PollingWindow[GpuSample]):
     so a slow driver never stalls the streams' clock)."""
 
     def __init__(self, gpu: GpuBackend | None, server_pids: Callable[[], Sequence[int]],
-                 interval_s: float = 0.25, clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(interval_s)
+                 interval_s: float = 0.25, clock: Callable[[], float] = time.monotonic,
+                 on_sample: Callable[[GpuSample], None] | None = None) -> None:
+        super().__init__(interval_s, on_sample)
         self._gpu = gpu
         self._server_pids = server_pids
         self._clock = clock

@@ -22,6 +22,7 @@ from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, computes_on_
                                           gpu_memory_now, runs_without_gpu, spill_words)
 from app.services.bench.sweep_contention import ContentionWindow
 from app.services.bench.sweep_server import ServerWindow
+from app.services.bench.sweep_watch import RunWatch, ServerFeed, reply_facts
 from app.services.bench.sweep_words import load_failure, skip_reason
 from app.core.bench.stats import RequestRecord, summarize
 from app.core.bench.truncation import context_needed, cut_reason, cut_records, fix_words
@@ -31,18 +32,20 @@ from app.core.memory.host import HostMemory
 from app.core.model_shape import ModelShape
 from app.core.models import LocalModel, RunningModel
 from app.core.memory.launch_plan import SettingsPlanner
-from app.core.memory.pricing import price
+from app.core.memory.launch_plan import LaunchPlan
+from app.core.memory.pricing import plan_for, price, price_plan
 from app.core.memory.verdict import Verdict, verdict_label
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
 from app.core.bench.outcome import (CRASHED_DURING_RUN, ERROR_WORDS, EVERY_REQUEST_FAILED, REASONS, FailureKind,
                                     PointStatus, RunStatus, request_failure)
-from app.core.bench.sweep import Fingerprint, PointResult, SweepPoint, SweepSpec
+from app.core.bench.sweep import Fingerprint, PointResult, SweepPoint, SweepSpec, spoiled_reason
 from app.core.bench.prompt_maker import CorpusPromptMaker
 from app.core.bench.recommend import recommend
 from app.core.bench.run import SweepRun
 from app.core.bench.workload import LoadPlan
+from app.core.ports.log_signals import LogSignalReaderFactory
 from app.core.ports.inference import PromptCounterFactory, PromptTokenCounter, StreamingClientFactory
 from app.core.ports.catalog import CatalogFactory, ModelCatalog
 from app.core.ports.clock import Clock
@@ -53,6 +56,8 @@ from app.core.ports.server import ServerControl
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.telemetry import GpuBackend
 from app.core.throughput import TokenMeter
+from app.core.watch.events import WatchEvent
+from app.core.watch.signals import Asked
 
 # Predictions that make a point pointless on this GPU: it would not load, or would run partly on the
 # CPU (slow to load, many times slower to decode, and failed by the loaded-model check anyway).
@@ -129,7 +134,8 @@ class SweepRunner:
                  app_version: str = "", server_telemetry: ServerTelemetryFactory | None = None,
                  host_memory: Callable[[], HostMemory | None] = lambda: None,
                  contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None,
-                 prompt_maker: PromptMaker | None = None, prompt_counter: PromptCounterFactory | None = None) -> None:
+                 prompt_maker: PromptMaker | None = None, prompt_counter: PromptCounterFactory | None = None,
+                 log_signals: LogSignalReaderFactory | None = None, server_feed: ServerFeed | None = None) -> None:
         self._supervisor = supervisor
         self._client_factory = client_factory
         self._load_client = load_client
@@ -151,6 +157,11 @@ class SweepRunner:
         self._makers: dict[str, PromptMaker] = {}  # per model, for this run
         # counts prompts in the server's tokens, so a prompt the server cut is told (None: only its own sign)
         self._prompt_counter = prompt_counter
+        # What the server does without saying so, per point: its log read by the backend's reader (None: the log
+        # is not read), the lines and statuses of the server from `server_feed` (None: only what the sweep reads).
+        self._log_signals = log_signals
+        self._server_feed = server_feed
+        self._watch = RunWatch("", log_signals)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._point_task: asyncio.Task[PointResult] | None = None
         self._cancelled = False
@@ -188,6 +199,22 @@ class SweepRunner:
         self._loop = asyncio.get_running_loop()
         self._cancelled = False
         self._makers = {}
+        self._watch = watch = RunWatch(self.base_url, self._log_signals)
+        follow = self._server_feed.subscribe(watch.log, watch.status) if self._server_feed is not None else None
+        try:
+            return await self._run(spec, on_progress, on_point, on_start, after)
+        finally:
+            if follow is not None:
+                follow()
+
+    @property
+    def watch(self) -> RunWatch:
+        """The watchdogs of the run now (or the last one) and their events."""
+        return self._watch
+
+    async def _run(self, spec: SweepSpec, on_progress: Callable[[SweepProgress], None] | None,
+                   on_point: Callable[[SweepRun, PointResult], None] | None,
+                   on_start: Callable[[SweepRun], None] | None, after: AfterSweep | None) -> SweepRun:
         progress = on_progress or (lambda _p: None)
         plan = spec.plan()
         problems = sorted({problem for point in plan.points
@@ -344,6 +371,18 @@ class SweepRunner:
     async def _run_point(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint, shape: ModelShape | None,
                          version: str, progress: Callable[[SweepProgress], None], durations: list[float],
                          n_points: int, varying: Sequence[str], restart: bool = True) -> PointResult:
+        """The point's outcome with the events seen from its start to its end: a point that ran fine but saw one
+        that spoils a measurement is not stable (a failed one keeps its failure: the event rides along)."""
+        start = self._watch.now()
+        result = await self._point(client, spec, point, shape, version, progress, durations, n_points, varying,
+                                   restart)
+        if self._supervisor is not None and spec.managed:
+            self._watch.status(self._supervisor.status)
+        return watched(result, self._watch.between(start, self._watch.now()))
+
+    async def _point(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint, shape: ModelShape | None,
+                     version: str, progress: Callable[[SweepProgress], None], durations: list[float],
+                     n_points: int, varying: Sequence[str], restart: bool) -> PointResult:
         label = point.label(varying)
         begun = self._clock()
 
@@ -354,16 +393,18 @@ class SweepRunner:
                                    sum(durations) + elapsed, classes))
 
         estimate = None
+        launch: LaunchPlan | None = None
         if spec.managed and shape is not None:
             report("pricing")
             gpu = await self._gpu_memory(client)
             if gpu is not None:
                 try:
-                    estimate = price(point.settings, shape, gpu, version, await asyncio.to_thread(self._host_memory),
-                                     planner=self._planner)
+                    launch = plan_for(self._planner, point.settings, shape, gpu, version)
+                    estimate = price_plan(launch, shape, gpu, await asyncio.to_thread(self._host_memory))
                 except EstimateError as exc:
                     return PointResult(point, PointStatus.SKIPPED, REASONS[FailureKind.INVALID_SETTINGS],
                                        detail=exc.message, failure=FailureKind.INVALID_SETTINGS)
+        asked = asked_of(spec, point, launch, estimate.verdict if estimate is not None else None)
         # What is known so far rides along on every outcome; each return sets status and reason.
         priced = PointResult(point, PointStatus.OK, estimate_verdict=estimate.verdict if estimate else None,
                              estimate_peak_mib=estimate.peak_gpu_bytes / MIB if estimate else None)
@@ -372,10 +413,16 @@ class SweepRunner:
                           "not run; tick Force (--force) to run it anyway.")
         if spec.managed and self._supervisor is not None and restart:
             report("restarting", f"parallel {point.settings.num_parallel}", 0.02)
+            # The sweep's own restart: a fresh watchdog follows the new server (its first status is where it starts
+            # from), held to this point's settings.
+            self._watch.restarting(asked)
             status = await self._supervisor.restart(point.settings)
+            self._watch.status(status)
             if status.state is not ServerState.RUNNING_MANAGED:
                 return _ended(priced, PointStatus.FAILED, FailureKind.NO_START, REASONS[FailureKind.NO_START],
                               status.message)
+        else:
+            self._watch.expect(asked)
         report("loading", spec.workload.model, 0.05)
         try:
             await client.load(spec.workload.model)
@@ -410,13 +457,20 @@ class SweepRunner:
         return await self._measure(client, spec, point, report, facts, runs_without_gpu(self._gpu, loaded),
                                    computes_on_gpu(self._gpu, loaded), price_context)
 
+    def _reply(self, record: RequestRecord, model: str, counted: bool, context_per_slot: int | None) -> None:
+        """A measured request to the watchdog (warm-ups prepare the point: what they meet is not measured)."""
+        if record.warmup:
+            return
+        self._watch.reply(reply_facts(record, model=model, at=self._watch.now(), counted=counted,
+                                      context_per_slot=context_per_slot))
+
     async def _measure(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint,
                        report: Callable[..., None], facts: PointResult,
                        on_cpu: bool = False, on_gpu: bool = False,
                        price_context: Callable[[int], Awaitable[str]] | None = None) -> PointResult:
         plan = spec.workload.for_point(point.concurrency)
-        window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock)
-        server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s)
+        window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock, self._watch.gpu)
+        server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s, self._watch.server)
         baseline = await window.read()
         done = 0
         scenario = plan.scenario
@@ -434,8 +488,12 @@ class SweepRunner:
                 contention_window.start()
             report(stage, "", SETUP_SHARE / 2 if stage == "warm-up" else SETUP_SHARE)
 
+        counted = self._prompt_counter is not None
+        context_per_slot = facts.context_length or point.settings.context_length
+
         def on_request(record: RequestRecord) -> None:
             nonlocal done
+            self._reply(record, plan.model, counted, context_per_slot)
             if record.warmup:
                 return
             done += 1
@@ -534,9 +592,12 @@ class SweepRunner:
         self._makers[plan.model] = made
         return made
 
-    @staticmethod
-    async def _loaded(client: ModelCatalog, model: str) -> RunningModel | None:
-        return next((m for m in await client.ps() if _name_matches(model, m.name)), None)
+    async def _loaded(self, client: ModelCatalog, model: str) -> RunningModel | None:
+        """The model as the server lists it loaded (the list goes to the watchdog: layers on the CPU, a model
+        that left memory)."""
+        models = await client.ps()
+        self._watch.loaded(models)
+        return next((m for m in models if _name_matches(model, m.name)), None)
 
     def _crash_reason(self) -> str:
         sup = self._supervisor
@@ -585,4 +646,31 @@ class SweepRunner:
             raise asyncio.CancelledError
 
 
-__all__ = ["ClassProgress", "SweepProgress", "SweepRunner", "now_iso"]
+def asked_of(spec: SweepSpec, point: SweepPoint, launch: LaunchPlan | None, verdict: Verdict | None) -> Asked:
+    """What the server is held to at a point: on a server the sweep manages, the point's parallel and context
+    (else the planned launch's) and whether it was priced to fit on the GPU; on an attached one only the model
+    (its settings are its own)."""
+    if not spec.managed:
+        return Asked(model=spec.workload.model)
+    fits = None if verdict is None or verdict not in (Verdict.FITS, Verdict.TIGHT, Verdict.SPILLS,
+                                                      Verdict.WONT_LOAD) \
+        else verdict in (Verdict.FITS, Verdict.TIGHT)
+    return Asked.of(point.settings.num_parallel, point.settings.context_length,
+                    planned_parallel=launch.parallel if launch is not None else None,
+                    planned_context=launch.num_ctx if launch is not None else None, fits_on_gpu=fits,
+                    model=spec.workload.model)
+
+
+def watched(result: PointResult, events: Sequence[WatchEvent]) -> PointResult:
+    """A point's outcome with its events; one that ran fine but saw an event that spoils a measurement is
+    unstable, for that (FailureKind.SPOILED, the kinds in PointResult.spoiled_by); any other outcome stays."""
+    result = replace(result, events=tuple(events))
+    if result.status is not PointStatus.OK or not result.spoiled:
+        return result
+    first = next(e for e in result.events if e.spoils_measurement)
+    detail = " ".join(x for x in (f"{first.kind.label}: {first.summary}", result.detail) if x)
+    return replace(result, status=PointStatus.UNSTABLE, failure=FailureKind.SPOILED,
+                   reason=spoiled_reason(result.spoiled_by), detail=detail)
+
+
+__all__ = ["ClassProgress", "SweepProgress", "SweepRunner", "asked_of", "now_iso", "watched"]

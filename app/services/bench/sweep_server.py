@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from app.core.bench.sweep import ServerFigures
 from app.core.errors import DeckError
@@ -61,8 +61,9 @@ class ServerWindow(PollingWindow[ServerSample]):
     """Polls the server's own telemetry every interval_s seconds while a workload runs; a failed
     reading is a gap, never a failed benchmark."""
 
-    def __init__(self, factory: ServerTelemetryFactory | None, base_url: str, interval_s: float = 0.25) -> None:
-        super().__init__(interval_s)
+    def __init__(self, factory: ServerTelemetryFactory | None, base_url: str, interval_s: float = 0.25,
+                 on_sample: Callable[[ServerSample], None] | None = None) -> None:
+        super().__init__(interval_s, on_sample)
         self._factory = factory
         self._base_url = base_url
         self._reader: ServerTelemetry | None = None
@@ -100,7 +101,7 @@ class ServerWindow(PollingWindow[ServerSample]):
             await asyncio.sleep(SETTLE_INTERVAL_S)
             last = await self.read()
             if last is not None:
-                self.samples.append(last)
+                self.keep(last)
         if self._reader is not None:
             await self._reader.aclose()
             self._reader = None

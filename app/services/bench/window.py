@@ -4,6 +4,7 @@ answered, and take a last reading when it ends. A failed reading is a gap, never
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -12,10 +13,20 @@ T = TypeVar("T")
 class PollingWindow(Generic[T]):
     """Readings every interval_s seconds between start() and finish(); subclasses say how to read."""
 
-    def __init__(self, interval_s: float) -> None:
+    def __init__(self, interval_s: float, on_sample: Callable[[T], None] | None = None) -> None:
         self._interval_s = interval_s
         self.samples: list[T] = []
         self._task: asyncio.Task[None] | None = None
+        self._on_sample = on_sample  # told each reading kept (a watchdog), on the loop thread
+
+    def keep(self, sample: T) -> None:
+        """Keep one reading (and hand it on)."""
+        self.samples.append(sample)
+        if self._on_sample is not None:
+            try:
+                self._on_sample(sample)
+            except Exception:  # noqa: BLE001 - whoever follows the readings must not end the window
+                pass
 
     @property
     def enabled(self) -> bool:
@@ -48,13 +59,13 @@ class PollingWindow(Generic[T]):
         self._task = None
         last = await self.read()
         if last is not None:
-            self.samples.append(last)
+            self.keep(last)
 
     async def _run(self) -> None:
         while True:
             sample = await self.read()
             if sample is not None:
-                self.samples.append(sample)
+                self.keep(sample)
             await asyncio.sleep(self._interval_s)
 
 

@@ -24,7 +24,7 @@ from app.ui.widgets.forms import InlineMessage, left_aligned
 
 # Runs the list shows whole at the least (the window's height permitting more).
 VISIBLE_ROWS = 4
-COLUMNS = ("Started", "Model", "GPU", "Server", "Points", "Best tokens/s", "Recommended", "Status")
+COLUMNS = ("Started", "Model", "GPU", "Server", "Points", "Best tokens/s", "Recommended", "Events", "Status")
 STATUS_COLOURS = {RunStatus.FINISHED: theme.OK, RunStatus.CANCELLED: theme.WARNING, RunStatus.INTERRUPTED: theme.ERROR,
                   RunStatus.RUNNING: theme.ACCENT, RunStatus.UNREADABLE: theme.ERROR}
 
@@ -41,6 +41,14 @@ def table_height(table: QTableWidget, rows: int) -> int:
     header = table.horizontalHeader().sizeHint().height()
     scrollbar = table.horizontalScrollBar().sizeHint().height()
     return header + rows * table.verticalHeader().defaultSectionSize() + scrollbar + 2 * table.frameWidth()
+
+
+def events_words(s: RunSummary) -> str:
+    """The Events cell of a run: "—" without events, else how many, marked when they made a point not stable
+    (the tooltip says how many points)."""
+    if not s.events:
+        return "—"
+    return f"⚠ {s.events}" if s.spoiled_points else str(s.events)
 
 
 class HistoryView(QWidget):
@@ -209,7 +217,7 @@ class HistoryView(QWidget):
             best = "—" if s.best_tokens_per_s is None else f"{s.best_tokens_per_s:.1f}"
             cells = (s.started_at[:16].replace("T", " "), s.model, s.gpu_name or "no GPU readings",
                      server_text(s.backend_kind, s.server_version, self._labels),
-                     f"{s.points_done}/{s.points_planned}", best, s.recommended or "—", s.status)
+                     f"{s.points_done}/{s.points_planned}", best, s.recommended or "—", events_words(s), s.status)
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if col == len(cells) - 1:
@@ -220,6 +228,13 @@ class HistoryView(QWidget):
                         item.setToolTip("This run's row in the history file is damaged; the other runs are fine.")
                 if col in (4, 5):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if col == COLUMNS.index("Events") and s.events:
+                    item.setForeground(QBrush(QColor(theme.WARNING if s.spoiled_points else theme.DIM)))
+                    item.setToolTip(f"The server did {s.events} thing{'s' if s.events != 1 else ''} without saying "
+                                    "so while this run's points ran" + (
+                                        f"; {s.spoiled_points} point{'s' if s.spoiled_points != 1 else ''} not stable "
+                                        "for it (left out of the recommendation)" if s.spoiled_points else "")
+                                    + ". Open the run for the list.")
                 self.table.setItem(row, col, item)
         self._update_buttons()
 

@@ -32,6 +32,7 @@ from app.services.bench.capacity import CapacityProgress
 from app.ui.pages.bench.notice import ExportNotice
 from app.ui.pages.bench.results import RunView
 from app.services.bench.sweep_runner import ClassProgress
+from app.services.bench.sweep_watch import ServerFeed
 from app.ui.pages.bench.worker import Background, SweepController, SweepProgress
 from app.ui.pages.bench.history_view import HistoryView
 from app.ui.widgets.forms import InlineMessage, guard_form
@@ -174,11 +175,16 @@ class BenchPage(QWidget):
         self.history = context.history
         self.background = Background(context.loop, self)
         self.backend = backend = context.backend
+        # The server's log lines and statuses as the page gets them, for a running sweep's watchdog.
+        self.server_feed = ServerFeed()
+        controller.log_lines.connect(self.server_feed.on_log_lines)
+        controller.status_changed.connect(self.server_feed.on_status)
         self.sweeps = SweepController(context.loop, controller.supervisor, backend.catalog, backend.load_client,
                                       gpu=context.gpu, server_pids=controller.server_pids, meter=context.meter,
                                       history=self.history, server_telemetry=backend.server_telemetry,
                                       host_memory=context.host_memory, contention=context.contention,
-                                      planner=backend.planner, prompt_counter=backend.prompt_counter, parent=self)
+                                      planner=backend.planner, prompt_counter=backend.prompt_counter,
+                                      log_signals=backend.log_signals, server_feed=self.server_feed, parent=self)
         self.current: SweepRun | None = None
         self._managed = True
         self._applying: ServerSettings | None = None  # what this page's Apply asked for, until it is checked

@@ -16,7 +16,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayo
                                QLabel, QMenu, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget)
 
-from app.core.bench.outcome import FAILURE_WORDS, PointStatus, RunStatus
+from app.core.bench.outcome import FAILURE_WORDS, FailureKind, PointStatus, RunStatus
+from app.core.bench.run_events import point_mark, tooltip_text
+from app.core.watch.events import Severity, worst
 from app.core.bench.truncation import length_words
 from app.core.bench.sweep import PointResult
 from app.core.bench.scenario_run import scenario_json
@@ -35,6 +37,7 @@ from app.ui.widgets.compare_chart import comparison_image
 from app.ui.widgets.load_chart import load_chart_image
 
 RECOMMENDED_BACKGROUND = "#1d3b52"
+SEVERITY_COLOURS = {Severity.INFO: theme.DIM, Severity.WARNING: theme.WARNING, Severity.SEVERE: theme.ERROR}
 STATUS_COLOURS = {PointStatus.OK: theme.OK, PointStatus.UNSTABLE: theme.WARNING, PointStatus.FAILED: theme.ERROR,
                   PointStatus.SKIPPED: theme.DIM, PointStatus.CANCELLED: theme.DIM}
 EXPORT_KINDS = {"csv": "CSV (*.csv)", "json": "JSON (*.json)", "md": "Markdown (*.md)", "png": "PNG image (*.png)"}
@@ -58,6 +61,9 @@ SERVER_COLUMN_TIPS = {
     "Waiting": "The most requests seen waiting for a free slot (the server's requests-deferred counter).",
     "Server\ntok/s": "The server's own generated-tokens counter over the measured window, per second — other "
                      "clients of the server count too.",
+    "Events": "What the server did without saying so while the point ran (a prompt cut short, layers on the CPU, "
+              "a cold load, the GPU slowing down…): how many, and the worst. A point that saw one that skews its "
+              "figures is not stable and is never recommended. Hover a cell for the list.",
 }
 
 
@@ -67,9 +73,16 @@ def shows_gpu(results: Sequence[PointResult]) -> bool:
     return not results or any(r.gpu.vram_peak_mib is not None or r.tokens_per_joule is not None for r in results)
 
 
-def columns_for(varying: Sequence[str], clients: bool = True, server: bool = False, gpu: bool = True) -> list[str]:
+def shows_events(results: Sequence[PointResult]) -> bool:
+    """True when a point saw events: then an Events column says how many and the worst."""
+    return any(r.events for r in results)
+
+
+def columns_for(varying: Sequence[str], clients: bool = True, server: bool = False, gpu: bool = True,
+                events: bool = False) -> list[str]:
     """Table columns: the articles' ones, with the other varied settings after Parallel (and Clients), and
-    the server's own slots busy, requests waiting and tokens/s before "Stable?" when it reported them."""
+    the server's own slots busy, requests waiting and tokens/s before "Stable?" when it reported them (and
+    the server's events when a point saw any)."""
     cols = ["Parallel"] + (["Clients"] if clients else [])
     cols += [name for axis, name in (("kv_cache_types", "KV cache"), ("context_lengths", "Context"),
                                      ("flash_attention", "Flash attn")) if axis in varying]
@@ -78,11 +91,16 @@ def columns_for(varying: Sequence[str], clients: bool = True, server: bool = Fal
         cols += ["Peak VRAM\n(GiB)", "Tokens/J"]
     if server:
         cols += ["Slots\nbusy", "Waiting", "Server\ntok/s"]
+    if events:
+        cols += ["Events"]
     return cols + ["Stable?"]
 
 
 def compact_stable(r: PointResult) -> str:
     """The "Stable?" cell in a few characters (the full reason is the cell's tooltip)."""
+    if r.spoiled and (r.status is PointStatus.OK or r.failure is FailureKind.SPOILED):
+        kinds = r.spoiled_by
+        return f"⚠ {kinds[0].label}" + (f" +{len(kinds) - 1}" if len(kinds) > 1 else "")
     if r.status is PointStatus.OK:
         return "✓"
     if r.status is PointStatus.UNSTABLE and r.stats is not None:
@@ -96,8 +114,35 @@ def compact_stable(r: PointResult) -> str:
     return f"✖ {FAILURE_WORDS[r.failure].cell if r.failure is not None else 'failed'}"
 
 
+def events_cell(r: PointResult) -> str:
+    """The Events cell: "" without events, else the count and the worst severity ("2 · severe"), coloured by it
+    (whether they make the point not stable is Stable?'s to say, beside it)."""
+    return point_mark(r)
+
+
+TOOLTIP_WIDTH_PX = 460  # a tooltip of sentences wraps at this width, not at Qt's narrow default
+
+
+def events_tooltip(r: PointResult, limit: int = 8) -> str:
+    """The Events cell's tooltip: whether they make the point not stable, then each event (its time, severity,
+    kind and what happened) with what it was read from, dimmed; rich text that wraps at TOOLTIP_WIDTH_PX."""
+    if not r.events:
+        return ""
+    lines = tooltip_text(r, limit).splitlines()
+    body = [f"<p><b>{html.escape(lines[0])}</b></p>"]
+    for e in r.events[:limit]:
+        evidence = "".join(f"<br><span style='color:{theme.DIM}'>{html.escape(ev.source.label)}: "
+                           f"{html.escape(ev.text)}</span>" for ev in e.evidence[:1])
+        colour = SEVERITY_COLOURS.get(e.severity, theme.TEXT)
+        body.append(f"<p><span style='color:{colour}'>{e.clock} {e.severity.label}</span> — "
+                    f"<b>{html.escape(e.kind.label)}</b>: {html.escape(e.summary)}{evidence}</p>")
+    if len(r.events) > limit:
+        body.append(f"<p>… and {len(r.events) - limit} more</p>")
+    return f"<qt><table width='{TOOLTIP_WIDTH_PX}'><tr><td>{''.join(body)}</td></tr></table></qt>"
+
+
 def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, server: bool = False,
-              gpu: bool = True) -> list[str]:
+              gpu: bool = True, events: bool = False) -> list[str]:
     """The text of one row."""
     s = r.stats if r.ran else None
     setting = r.point.settings
@@ -117,6 +162,8 @@ def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, serv
         cells += [_fmt(None if vram is None else vram / 1024, ".1f"), _fmt(r.tokens_per_joule, ".2f")]
     if server:
         cells += server_cells(r)
+    if events:
+        cells.append(events_cell(r))
     return cells + [compact_stable(r)]
 
 
@@ -141,8 +188,8 @@ class ResultsTable(QTableWidget):
     def set_results(self, results: Sequence[PointResult], varying: Sequence[str], recommended: int | None) -> None:
         """Fill the table."""
         clients = shows_clients(results)
-        server, gpu = reports_server(results), shows_gpu(results)
-        columns = columns_for(varying, clients, server, gpu)
+        server, gpu, events = reports_server(results), shows_gpu(results), shows_events(results)
+        columns = columns_for(varying, clients, server, gpu, events)
         self.setColumnCount(len(columns))
         self.setHorizontalHeaderLabels(columns)
         for col, name in enumerate(columns):
@@ -155,9 +202,14 @@ class ResultsTable(QTableWidget):
         bold.setBold(True)
         for row, r in enumerate(results):
             best = r.point.index == recommended
-            for col, text in enumerate(cells_for(r, varying, clients, server, gpu)):
+            for col, text in enumerate(cells_for(r, varying, clients, server, gpu, events)):
                 item = QTableWidgetItem(("★ " + text) if best and col == 0 else text)
                 last = col == len(columns) - 1
+                if columns[col] == "Events" and r.events:
+                    severity = worst(r.events)
+                    item.setForeground(QBrush(QColor(SEVERITY_COLOURS.get(severity, theme.TEXT)
+                                                     if severity is not None else theme.TEXT)))
+                    item.setToolTip(events_tooltip(r))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter | (
                     Qt.AlignmentFlag.AlignLeft if last else Qt.AlignmentFlag.AlignRight))
                 if last:

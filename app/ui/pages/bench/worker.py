@@ -17,6 +17,7 @@ from app.core.ports.tasks import CoroutineRunner
 from app.services.bench.capacity import CapacitySweep
 from app.services.bench.recording import QueuedRecorder
 from app.services.bench.sweep_runner import SweepProgress, SweepRunner
+from app.services.bench.sweep_watch import ServerFeed
 from app.core.errors import DeckError
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
@@ -25,6 +26,7 @@ from app.core.ports.contention import ContentionProbeFactory
 from app.core.ports.planner import LoadPlanner
 from app.core.ports.catalog import CatalogFactory
 from app.core.ports.inference import PromptCounterFactory, StreamingClientFactory
+from app.core.ports.log_signals import LogSignalReaderFactory
 from app.core.ports.server import ServerControl
 from app.core.ports.stores import SweepRecorder
 from app.core.memory.host import HostMemory
@@ -61,7 +63,9 @@ class SweepController(QObject):
                  server_telemetry: ServerTelemetryFactory | None = None,
                  host_memory: Callable[[], HostMemory | None] = lambda: None,
                  contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None,
-                 prompt_counter: PromptCounterFactory | None = None, parent: QObject | None = None) -> None:
+                 prompt_counter: PromptCounterFactory | None = None,
+                 log_signals: LogSignalReaderFactory | None = None, server_feed: ServerFeed | None = None,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._supervisor = supervisor
@@ -77,6 +81,10 @@ class SweepController(QObject):
         self._contention = contention  # what else used the device over each point's window
         self._planner = planner  # the launch the server makes for a point's settings (priced before it runs)
         self._prompt_counter = prompt_counter  # counts prompts in the server's tokens (truncation shows)
+        # The server's log read into signals (None: the backend reads nothing there), and its lines and statuses as
+        # they come: each point's events.
+        self._log_signals = log_signals
+        self._server_feed = server_feed
         self._runner: SweepRunner | None = None
         self._future: concurrent.futures.Future[SweepRun] | None = None
         # Closes a finished sweep's recorder (it waits on the disk) off the loop thread.
@@ -97,7 +105,8 @@ class SweepController(QObject):
                                    meter=self._meter, app_version=self._app_version,
                                    server_telemetry=self._server_telemetry, host_memory=self._host_memory,
                                    contention=self._contention, planner=self._planner,
-                                   prompt_counter=self._prompt_counter)
+                                   prompt_counter=self._prompt_counter, log_signals=self._log_signals,
+                                   server_feed=self._server_feed)
         # This sweep's history writer (its own thread, in order: begin, each point, finish).
         history = self._history
         recorder = QueuedRecorder(history, on_problem=self.history_problem.emit) if history is not None else None

@@ -68,7 +68,7 @@ def test_a_damaged_run_is_listed_as_unreadable_and_the_others_open(qtbot, tmp_pa
     qtbot.waitUntil(lambda: view.table.rowCount() == 3, timeout=WAIT_MS)
     statuses = {s.run_id: s.status for s in view.summaries}
     assert statuses == {bad_point: "finished", bad_row: RunStatus.UNREADABLE, good: "finished"}
-    assert view.table.item(1, 7).text() == RunStatus.UNREADABLE and "damaged" in view.table.item(1, 7).toolTip()
+    assert view.table.item(1, 8).text() == RunStatus.UNREADABLE and "damaged" in view.table.item(1, 8).toolTip()
     view.open_run(bad_point)
     qtbot.waitUntil(lambda: view.message.severity == "error", timeout=WAIT_MS)
     assert f"Run {bad_point} in the benchmark history {path} is damaged" in view.message.message
