@@ -1,7 +1,8 @@
 """Render the dashboard with the watchdog's events from a real server: the app runs its embedded engine (the
 bundled llama-server serving SmolLM2), applies parallel 1, sends a burst of concurrent prompts (the server's
 /metrics show requests waiting), then the llama-server process it started is killed with SIGKILL (the
-server crashed) and started again with a second burst. Everything on the picture was read from that server,
+server crashed) and started again with a second burst; last, a context of 256 tokens per slot that a long
+answer outgrows (the server shifts it, its cache full). Everything on the picture was read from that server,
 its process and this machine; nothing is scripted.
 
     python docs/make_events_screenshot.py docs/screenshot-dashboard-events.png --page-only --size 1600x1000
@@ -21,6 +22,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from shot_support import offscreen_platform  # noqa: E402 - the scripts' folder is on sys.path
@@ -56,13 +58,16 @@ from PySide6.QtWidgets import QApplication, QScrollArea, QWidget  # noqa: E402
 from app.core.server.state import ServerState  # noqa: E402
 from app.core.watch.events import EventKind  # noqa: E402
 from app.ui.app.main import DeckApp  # noqa: E402
-from app.ui.pages.dashboard.page import DashboardPage  # noqa: E402
+from app.ui.pages.dashboard.page import WINDOW_CHOICES_S, DashboardPage  # noqa: E402
 from app.ui.widgets.theme import app_icon_path, apply_theme  # noqa: E402
 from shot_support import pump  # noqa: E402
 
 PROMPT = {"messages": [{"role": "user", "content": "Tell a long story about a lighthouse keeper and the sea."}],
           "max_tokens": 24, "temperature": 0}
 BURST = 4  # concurrent prompts on one slot: three wait
+SHORT_CONTEXT = 256  # a slot context a long answer outgrows: the server shifts it (and its cache is full)
+LONG_ANSWER = {"messages": PROMPT["messages"], "max_tokens": 2 * SHORT_CONTEXT, "temperature": 0,
+               "ignore_eos": True}
 
 
 def burst(base_url: str) -> list[threading.Thread]:
@@ -176,9 +181,25 @@ def main() -> int:
         pump(app, lambda: kinds().count(EventKind.REQUESTS_DEFERRED) >= 2, 60)
         pump(app, lambda: not any(t.is_alive() for t in threads), 120)
         pump(app, lambda: False, 4)
+        # A context of 256 tokens per slot, shifted when full: a long answer fills the cache and is shifted.
+        c.apply(c.settings.replace(context_length=SHORT_CONTEXT, extra_settings="--context-shift"))
+        pump(app, lambda: c.status.state is not ServerState.RUNNING_MANAGED, 20)
+        if not pump(app, running, 180):
+            print("the server did not come back with a short context:", c.status.message, file=sys.stderr)
+            return 1
+        pump(app, lambda: False, 3)
+        long_answer = threading.Thread(target=lambda: httpx.post(
+            f"{c.settings.base_url}/v1/chat/completions", json=LONG_ANSWER, timeout=300, trust_env=False),
+            daemon=True)
+        long_answer.start()
+        pump(app, lambda: EventKind.CONTEXT_SHIFT in kinds(), 120)
+        pump(app, lambda: not long_answer.is_alive(), 180)
+        pump(app, lambda: False, 3)
         dash = deck.dashboard
         window.banner.clear()  # the embedded engine's note: the events are the picture
-        dash.set_window_s(300)
+        first = min(e.mono for e in deck.watchdog.events() if e.mono is not None)
+        span = time.monotonic() - first + 10  # the first event and a little before it
+        dash.set_window_s(next((w for w in WINDOW_CHOICES_S if w >= span), WINDOW_CHOICES_S[-1]))
         if not ARGS.page_only:
             scroll_to_plots(dash)
         dash.redraw_now()

@@ -84,6 +84,7 @@ class Watchdog:
         self._asked: Asked | None = None
         self._active: dict[tuple[EventKind, str], object] = {}  # lasting conditions now on -> their key value
         self._quiet: dict[tuple[EventKind, str], int] = {}  # readings without the condition, per active key
+        self._cleared: dict[tuple[EventKind, str], tuple[float, object]] = {}  # when an episode ended, its value
         self._last_emit: dict[tuple[EventKind, str], float] = {}
         self._last_reply: dict[str, float] = {}  # model -> wall time of its last reply
         self._loaded: dict[str, RunningModel] = {}
@@ -390,7 +391,7 @@ class Watchdog:
         deferred = s.requests_deferred
         if deferred is not None:
             out += self._lasting(EventKind.REQUESTS_DEFERRED, deferred > 0, deferred == 0, Severity.INFO,
-                                 f"{deferred} request{'s' if deferred != 1 else ''} wait in the server's queue for a "
+                                 f"{deferred} request{'s wait' if deferred != 1 else ' waits'} in the server's queue for a "
                                  "free slot.", "More parallel slots serve them at once, if the VRAM price fits; "
                                  "otherwise this is the queue doing its job.",
                                  Evidence(Source.METRICS, f"requests deferred {deferred}",
@@ -530,18 +531,22 @@ class Watchdog:
     def _lasting(self, kind: EventKind, on: bool, off: bool, severity: Severity, summary: str, advice: str,
                  evidence: Evidence | None, *, value: object = True) -> list[WatchEvent]:
         """A condition read sample by sample: an event when it starts (or its value changes); over after
-        clear_samples readings that say it is off."""
+        clear_samples readings that say it is off. One that comes back as it was within repeat_s of clearing
+        (a cache emptied by a shift and filled again) is the same episode."""
         key = (kind, self._subject)
         if on and evidence is not None:
             self._quiet.pop(key, None)
             if self._active.get(key) == value:
                 return []
             self._active[key] = value
+            cleared = self._cleared.pop(key, None)
+            if cleared is not None and cleared[1] == value and self._clock() - cleared[0] < self._limits.repeat_s:
+                return []
             return [self._event(kind, severity, self._subject, summary, advice, evidence)]
         if off and key in self._active:
             quiet = self._quiet.get(key, 0) + 1
             if quiet >= self._limits.clear_samples:
-                self._active.pop(key, None)
+                self._cleared[key] = (self._clock(), self._active.pop(key))
                 self._quiet.pop(key, None)
             else:
                 self._quiet[key] = quiet

@@ -52,11 +52,15 @@ def test_a_full_prompt_raises_nothing() -> None:
 
 
 def test_a_lasting_condition_is_one_event_until_it_clears() -> None:
-    dog, _ = _dog()
+    dog, clock = _dog()
     full = [dog.feed_server(_server(kv_cache_fill=0.97)) for _ in range(5)]
     assert [len(x) for x in full] == [1, 0, 0, 0, 0] and full[0][0].kind is EventKind.KV_CACHE_FULL
     for _ in range(3):
         assert dog.feed_server(_server(kv_cache_fill=0.1)) == []
+    assert dog.feed_server(_server(kv_cache_fill=0.99)) == []  # full again at once (a shift emptied it): one episode
+    for _ in range(3):
+        assert dog.feed_server(_server(kv_cache_fill=0.1)) == []
+    clock.t += 31  # WatchLimits.repeat_s after it cleared: a new episode
     assert [e.kind for e in dog.feed_server(_server(kv_cache_fill=0.99))] == [EventKind.KV_CACHE_FULL]
 
 
