@@ -47,6 +47,8 @@ class UiState:
         data = asdict(self)
         data["recent_files"] = list(self.recent_files)
         data["geometry"] = base64.b64encode(self.geometry).decode("ascii") if self.geometry else None
+        if self.notify_severe:  # the default is not written: a file of an earlier release is saved unchanged
+            del data["notify_severe"]
         return {"version": FORMAT_VERSION, **data}
 
     @classmethod
