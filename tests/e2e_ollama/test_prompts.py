@@ -21,6 +21,9 @@ from tests.ollama_real_fixtures import MODEL_NAME
 pytestmark = pytest.mark.ollama_real
 ROOT = Path(__file__).resolve().parents[2]
 NUM_PREDICT = 12
+# Asks for far more than NUM_PREDICT tokens, so the reply ends at the cap ("length") whatever the model's build
+# ("Say hello." ended on its own after 6 tokens with one build of the engine).
+LONG_ANSWER = "Count from 1 to 100 in words, separated by commas."
 
 
 def test_prompt_reports_the_figures_of_the_servers_final_record(make_real_ollama, tmp_path):
@@ -28,14 +31,15 @@ def test_prompt_reports_the_figures_of_the_servers_final_record(make_real_ollama
     tap = WireTap(server.port)
     try:
         done = subprocess.run([sys.executable, "-m", "app", "prompt", "--url", tap.url, "--model", MODEL_NAME,
-                               "--no-think", "--num-predict", str(NUM_PREDICT), "--seed", "1", "--json", "Say hello.",
+                               "--no-think", "--num-predict", str(NUM_PREDICT), "--seed", "1", "--json", LONG_ANSWER,
                                "--config-dir", str(tmp_path / "cfg")],
                               capture_output=True, text=True, cwd=ROOT, timeout=180)
     finally:
         tap.close()
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
-    final = [line for line in tap.json_lines() if line.get("done") is True][-1]
+    # the streamed reply's final record (counting the prompt after it gets one-object replies of its own)
+    final = [line for line in tap.json_lines(streamed_only=True) if line.get("done") is True][-1]
 
     assert figures["done_reason"] == final["done_reason"] == "length"
     assert figures["eval_count"] == final["eval_count"] == NUM_PREDICT

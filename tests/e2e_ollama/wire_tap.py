@@ -62,16 +62,17 @@ class WireTap:
         """Stop accepting (relayed connections end when either side closes)."""
         self._listener.close()
 
-    def json_lines(self) -> list[dict[str, Any]]:
-        """Every JSON object the server sent, in order, over all connections (HTTP chunking undone)."""
+    def json_lines(self, *, streamed_only: bool = False) -> list[dict[str, Any]]:
+        """Every JSON object the server sent, in order, over all connections (HTTP chunking undone);
+        streamed_only: only those of streamed replies (bodies of more than one object)."""
         with self._lock:
             replies = [bytes(r) for r in self.replies]
         found = []
         for reply in replies:
             for body in _bodies(reply):
-                for line in body.splitlines():
-                    if line.strip().startswith(b"{"):
-                        found.append(json.loads(line))
+                objects = [json.loads(line) for line in body.splitlines() if line.strip().startswith(b"{")]
+                if not streamed_only or len(objects) > 1:
+                    found.extend(objects)
         return found
 
 
