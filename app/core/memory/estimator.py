@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from app.core.errors import EstimateError
+from app.core.memory.allowance import DEFAULT_ALLOWANCE, DEFAULT_RUNTIME_OVERHEAD_BYTES, RuntimeAllowance
 from app.core.memory.host import (CPU_RUNTIME_OVERHEAD_BYTES, HostMemory, cpu_only_text, cpu_weights_bytes,
                                   host_verdict, out_of_memory_text, output_buffer_bytes)
 from app.core.memory.llama_cpp import (
@@ -27,12 +28,8 @@ from app.core.memory.llama_cpp import (
 )
 from app.core.memory.verdict import Verdict, explain, processor_string, verdict_for
 from app.core.model_shape import ModelShape
-from app.core.units import GIB, MIB
+from app.core.units import GIB
 
-# CUDA context, cuBLAS handles and loaded kernels of one llama.cpp process on a consumer card
-# (an RTX 4090 on a desktop). An H200 with driver 580 measured about 590 MiB; see
-# benchmarks/vram/README.md. Pass GpuMemory.runtime_overhead_bytes for another card.
-DEFAULT_RUNTIME_OVERHEAD_BYTES = 450 * MIB
 # Memory llama.cpp's --fit keeps free on each GPU (its default LLAMA_ARG_FIT_TARGET).
 FIT_TARGET_MARGIN_BYTES = GIB
 
@@ -113,11 +110,19 @@ class GpuMemory:
     total_bytes: int
     used_by_others_bytes: int = 0  # desktop, browser, other models
     runtime_overhead_bytes: int = DEFAULT_RUNTIME_OVERHEAD_BYTES
+    reserved_bytes: int = 0  # what the driver reserves and no process can have (NVML's "reserved")
+    allowance: RuntimeAllowance = DEFAULT_ALLOWANCE  # where runtime_overhead_bytes comes from
+
+    @classmethod
+    def with_allowance(cls, total_bytes: int, used_by_others_bytes: int = 0, reserved_bytes: int = 0,
+                       allowance: RuntimeAllowance = DEFAULT_ALLOWANCE) -> GpuMemory:
+        """A GPU priced with `allowance` as its runtime figure."""
+        return cls(total_bytes, used_by_others_bytes, allowance.size_bytes, reserved_bytes, allowance)
 
     @property
     def free_bytes(self) -> int:
-        """Memory free for the server before it starts."""
-        return self.total_bytes - self.used_by_others_bytes
+        """Memory free for the server before it starts: total less other processes and the driver's reserve."""
+        return self.total_bytes - self.used_by_others_bytes - self.reserved_bytes
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,8 @@ class VramEstimate:
     host_bytes: int = 0  # host RAM the load needs: CPU-side weights, KV, compute and output buffers, runtime
     host_available_bytes: int | None = None  # the host's available RAM (None: not known)
     host_verdict: Verdict | None = None  # fits | tight | wont_load for host memory alone (None when not known)
+    allowance: RuntimeAllowance = DEFAULT_ALLOWANCE  # the runtime figure priced and where it came from
+    reserved_bytes: int = 0  # the driver's reserve, left out of free_bytes
 
     @property
     def host_headroom_bytes(self) -> int | None:
@@ -277,6 +284,7 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
         legacy=legacy, notes=tuple(notes), full_offload_gpu_bytes=full,
         forced_layers=settings.num_gpu is not None, host_bytes=host_need,
         host_available_bytes=host.available_bytes if host else None, host_verdict=on_host,
+        allowance=gpu.allowance, reserved_bytes=gpu.reserved_bytes,
     )
     if host is not None and on_host is Verdict.WONT_LOAD and verdict is not Verdict.WONT_LOAD:
         on_gpu = f"{n_gpu} of {layers_total} layers go on the GPU and "
