@@ -33,7 +33,7 @@ from app.core.model_shape import ModelShape
 from app.core.models import LocalModel, RunningModel
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.launch_plan import LaunchPlan
-from app.core.memory.pricing import plan_for, price, price_plan
+from app.core.memory.pricing import price, price_load
 from app.core.memory.verdict import Verdict, verdict_label
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
@@ -399,8 +399,9 @@ class SweepRunner:
             gpu = await self._gpu_memory(client)
             if gpu is not None:
                 try:
-                    launch = plan_for(self._planner, point.settings, shape, gpu, version)
-                    estimate = price_plan(launch, shape, gpu, await asyncio.to_thread(self._host_memory))
+                    price_now = price_load(self._planner, point.settings, shape, gpu, version,
+                                           await asyncio.to_thread(self._host_memory))
+                    launch, estimate = price_now.plan, price_now.estimate
                 except EstimateError as exc:
                     return PointResult(point, PointStatus.SKIPPED, REASONS[FailureKind.INVALID_SETTINGS],
                                        detail=exc.message, failure=FailureKind.INVALID_SETTINGS)

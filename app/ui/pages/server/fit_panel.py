@@ -21,7 +21,7 @@ from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.memory.host import HostMemory
 from app.core.memory.launch_plan import LaunchPlan, SettingsPlanner
 from app.core.model_shape import ModelShape
-from app.core.memory.pricing import fit_grid, plan_for, price_plan
+from app.core.memory.pricing import fit_grid, price_load
 from app.core.ports.planner import LoadPlanner
 from app.core.memory.verdict import VERDICTS, Verdict, verdict_label
 from app.core.server.mapping import NeutralTuning, TuningMapping
@@ -49,6 +49,7 @@ class FitPanel(QFrame):
     title_changed = Signal(str)  # "VRAM price" or "RAM price": what the panel prices now
     estimate_changed = Signal(object)  # VramEstimate | None
     grid_cell_chosen = Signal(int, int)  # parallel, context: the user clicked the heat-map
+    gpu_changed = Signal(object)  # GpuMemory | None: the GPU as the panel prices it now (gpu_memory())
 
     def __init__(self, parent: QWidget | None = None, *, mapping: TuningMapping | None = None,
                  planner: LoadPlanner | None = None) -> None:
@@ -229,6 +230,7 @@ class FitPanel(QFrame):
             self._gpu_others = 0
         self._show_gpu_line()
         self._timer.start()
+        self.gpu_changed.emit(self.gpu_memory())
 
     # --- outputs --------------------------------------------------------------------------
     @property
@@ -245,7 +247,8 @@ class FitPanel(QFrame):
         return self.model_combo.currentText()
 
     def gpu_memory(self) -> GpuMemory | None:
-        """The GPU priced against; None when the chosen card is "No GPU" (the server runs on the CPU)."""
+        """The GPU priced against; None when the chosen card is "No GPU" (the server runs on the CPU). The one
+        place the panel builds it: the heat-map, the price and the Models page's verdicts (gpu_changed) use it."""
         if self._gpu_total <= 0:
             return None
         return GpuMemory(total_bytes=self._gpu_total, used_by_others_bytes=self._gpu_others)
@@ -261,12 +264,12 @@ class FitPanel(QFrame):
         else:
             gpu = self.gpu_memory()
             try:
-                plan = plan_for(self._planner, self._settings, self._shape, gpu, self._version)
-                est = price_plan(plan, self._shape, gpu, self._host)
+                priced = price_load(self._planner, self._settings, self._shape, gpu, self._version, self._host)
             except EstimateError as exc:
                 self._show_empty(exc.user_text())
             else:
-                self._show_estimate(est, self._shape, plan)
+                est = priced.estimate
+                self._show_estimate(est, self._shape, priced.plan)
         if est is not self._estimate:
             self._estimate = est
             self.estimate_changed.emit(est)
