@@ -18,6 +18,7 @@ import app.services.bench.sweep_runner as sweep_runner
 from app.backends.llama_server.spec import LLAMA_SERVER
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING
 from app.backends.ollama.client import OllamaClient, load_client
+from app.backends.ollama.show import facts_from_show
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.tuning import OLLAMA_TUNING
 from app.core.bench.stats import LatencyTargets
@@ -185,3 +186,27 @@ def test_llama_server_estimate_fit_panel_and_sweep_price_the_same_bytes(
         assert swept.plan.num_ctx == shape.context_length  # the training context, in each slot
     elif fields["context_length"] is None:
         assert 4096 <= swept.plan.num_ctx < shape.context_length and "--fit" in out["plan"]["context_source"]
+
+
+def test_a_models_own_num_ctx_and_num_batch_are_priced_alike_by_estimate_and_the_fit_panel(qtbot,
+                                                                                          tmp_path: Path) -> None:
+    show = json.loads((ROOT / "tests/data/show_qwen3_14b.json").read_text())
+    show["parameters"] = "num_ctx 8192\nnum_batch 1024"
+    path = tmp_path / "show.json"
+    path.write_text(json.dumps(show))
+    size = 9_000_210_784
+    out = cli(["--show", str(path), "--model-size", str(size), "--ollama-version", "0.32.15", "--parallel", "2",
+               "--gpu-total-mib", "24564", "--gpu-used-mib", "600"])
+    assert (out["plan"]["num_ctx"], out["plan"]["num_batch"]) == (8192, 1024)
+    assert (out["plan"]["context_source"], out["plan"]["batch_source"]) == ("the model's num_ctx", "the model's num_batch")
+    facts = facts_from_show(show)
+    panel = FitPanel(mapping=OLLAMA_TUNING, planner=OLLAMA_PLANNER)
+    qtbot.addWidget(panel)
+    panel.set_version("0.32.15")
+    panel.set_gpu(24564 * MIB, 600 * MIB)
+    panel.set_settings(ServerSettings(num_parallel=2))
+    panel.set_models(["m"])
+    panel.set_model_params("m", facts.own_context, facts.own_batch)
+    panel.set_model_shape("m", facts.shape(size))
+    qtbot.waitUntil(lambda: panel.estimate is not None, timeout=WAIT_MS)
+    assert from_json(out) == by_key(panel.estimate) and panel.estimate.n_ctx_total == 2 * 8192

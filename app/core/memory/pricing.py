@@ -72,8 +72,10 @@ class FitCell:
 def fit_grid(settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None, version: str | None,
              parallels: tuple[int, ...] = GRID_PARALLEL,
              contexts: tuple[int, ...] = GRID_CONTEXT, host: HostMemory | None = None, *,
-             planner: LoadPlanner) -> list[list[FitCell]]:
-    """Verdicts for parallel x context (rows x columns) with the other settings as given."""
+             planner: LoadPlanner, model_num_batch: int | None = None) -> list[list[FitCell]]:
+    """Verdicts for parallel x context (rows x columns) with the other settings as given, each priced by
+    price_load (a cell's context is the request's own, so the model's num_ctx does not replace it; its
+    num_batch does, where it sets one)."""
     rows = []
     for p in parallels:
         row = []
@@ -84,7 +86,7 @@ def fit_grid(settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None,
                 continue
             try:
                 est = price_load(planner, settings.replace(num_parallel=p, context_length=c), shape, gpu, version,
-                                 host).estimate
+                                 host, model_num_batch=model_num_batch).estimate
             except EstimateError as exc:
                 row.append(FitCell(p, c, Verdict.INVALID, reason=exc.message))
                 continue

@@ -63,6 +63,7 @@ class FitPanel(QFrame):
         self._settings = ServerSettings()
         self._shape: ModelShape | None = None
         self._shape_error = ""
+        self._own: tuple[int | None, int | None] = (None, None)  # the picked model's own num_ctx, num_batch
         self._version: str | None = None
         self.price_title = ""  # "VRAM price" or "RAM price", the tab's name for the panel
         self._gpu_total = 0  # no GPU known: the computer's RAM until a GPU is read or a card chosen
@@ -201,6 +202,12 @@ class FitPanel(QFrame):
         if self.model_combo.currentText() != current or (names and self._shape is None):
             self._model_changed(self.model_combo.currentText())
 
+    def set_model_params(self, name: str, own_context: int | None, own_batch: int | None) -> None:
+        """The picked model's own num_ctx and num_batch (None where it sets none), which the server loads it
+        with; its shape follows (set_model_shape), which prices."""
+        if name == self.model_combo.currentText():
+            self._own = (own_context, own_batch)
+
     def set_model_shape(self, name: str, shape: ModelShape | None, error: str = "") -> None:
         """Metadata of the picked model arrived (or could not be read: error says why)."""
         if name != self.model_combo.currentText():
@@ -264,7 +271,8 @@ class FitPanel(QFrame):
         else:
             gpu = self.gpu_memory()
             try:
-                priced = price_load(self._planner, self._settings, self._shape, gpu, self._version, self._host)
+                priced = price_load(self._planner, self._settings, self._shape, gpu, self._version, self._host,
+                                    model_num_ctx=self._own[0], model_num_batch=self._own[1])
             except EstimateError as exc:
                 self._show_empty(exc.user_text())
             else:
@@ -344,7 +352,8 @@ class FitPanel(QFrame):
         # the star: the context the backend's server picks by itself on this GPU, where it has such a rule
         default_ctx = self._mapping.default_context_length(self._version, self._gpu_total or None,
                                                            self._settings.gpu_overhead_mib * MIB)
-        grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host, planner=self._planner)
+        grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host, planner=self._planner,
+                        model_num_batch=self._own[1])
         self.heat_title.setText("What fits: parallel requests × context per request "
                                 + ("(GiB of RAM, no GPU)" if est.cpu_only else "(GiB on the GPU)"))
         self.heatmap.set_grid(grid, (plan.parallel, plan.num_ctx), default_ctx,
@@ -371,6 +380,7 @@ class FitPanel(QFrame):
     # --- internals ------------------------------------------------------------------------
     def _model_changed(self, name: str) -> None:
         self._shape = None
+        self._own = (None, None)
         self._shape_error = f"Reading {name}…" if name else ""
         self.recompute()
         if name:
