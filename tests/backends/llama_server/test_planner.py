@@ -61,3 +61,15 @@ def test_a_context_given_is_never_cut_and_a_layer_count_given_is_priced():
     priced = price_load(LLAMA_SERVER_PLANNER, settings, QWEN, card, None)
     assert priced.plan.num_ctx == 32768 and priced.plan.num_gpu == 20
     assert priced.estimate.layers_on_gpu == 20 and priced.estimate.forced_layers
+
+
+def test_with_a_unified_cache_or_fit_off_the_slots_share_the_training_context():
+    unified = ServerSettings(backend="llama_server", num_parallel=4, extra_settings="--kv-unified")
+    plan = LLAMA_SERVER_PLANNER.plan(unified, QWEN, None, H200)
+    assert (plan.num_ctx, plan.ctx_total) == (10240, 40960) and "--kv-unified" in plan.context_source
+    fit_off = ServerSettings(backend="llama_server", num_parallel=3, extra_settings="--fit off")
+    plan = LLAMA_SERVER_PLANNER.plan(fit_off, QWEN, None, H200)
+    assert plan.num_ctx == 13824 and "--fit off" in plan.context_source  # 40960 / 3, rounded up to 256
+    # a context given is the context, whatever the flags
+    given = LLAMA_SERVER_PLANNER.plan(unified.replace(context_length=2048), QWEN, None, H200)
+    assert given.num_ctx == 2048
