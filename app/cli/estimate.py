@@ -1,7 +1,10 @@
 """Price a load setting in GPU memory: weights, KV cache, compute buffers, runtime, verdict.
 
 Reads the model from a saved show reply (`ollama show --verbose` JSON; --show, --model-size) or from a running server
-(--model, --url). Exit status 0 on any verdict, 2 when the input is unusable.
+(--model, --url). What is priced is the launch the server really makes (the backend's planner, through the same
+pricing.price_load as the Server page and the sweep): a knob left out is the server's own choice (its default
+context, its automatic batch), a knob given is passed as a setting. Exit status 0 on any verdict, 2 when the
+input is unusable.
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ from app.backends.ollama.show import facts_from_saved_show
 from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, read_text_file, server_url
 from app.core.errors import DeckError, EstimateError, ModelNotFound
-from app.core.memory.estimator import (DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadRules, LoadSettings,
-                                VramEstimate, estimate)
+from app.core.memory.allowance import DEFAULT_ALLOWANCE, AllowanceSource, RuntimeAllowance
+from app.core.memory.estimator import DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadRules, VramEstimate
+from app.core.memory.launch_plan import LaunchPlan
 from app.core.memory.llama_cpp import KV_TYPES
+from app.core.memory.pricing import Priced, price_load
+from app.core.server.settings import ServerSettings
 from app.core.memory.verdict import verdict_label
 from app.core.units import GIB, MIB
 from app.core.model_facts import ModelFacts
@@ -51,19 +57,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--url", help=f"server for --model (default {DEFAULT_URL})")
     add_backend_argument(src)
     s = parser.add_argument_group("settings")
-    s.add_argument("--ctx", type=int, required=True, help="context tokens per request (num_ctx)")
+    s.add_argument("--ctx", type=int, help="context tokens per request (num_ctx; default: the server's own "
+                                           "default context for this model, version and GPU)")
     s.add_argument("--parallel", type=int, default=1, help="parallel request slots (the 'batch size')")
     s.add_argument("--kv-cache", choices=KV_TYPES, default="f16", help="KV cache type")
-    s.add_argument("--flash-attention", choices=("on", "off"), default="on")
-    s.add_argument("--batch", type=int, default=512, help="num_batch (default 512)")
-    s.add_argument("--ubatch", type=int, help="micro-batch (default: equal to --batch, as Ollama passes it)")
+    s.add_argument("--flash-attention", choices=("on", "off", "auto"),
+                   help="default: auto, the server decides (priced as on)")
+    s.add_argument("--batch", type=int, help="num_batch (default: the server's own; Ollama >= 0.30 picks "
+                                             "-b 512/1024/2048 by context and free VRAM)")
+    s.add_argument("--ubatch", type=int, help="micro-batch (default: the server's own)")
     s.add_argument("--num-gpu", type=int, help="force this many layers onto the GPU")
     s.add_argument("--gpu-overhead-mib", type=float, default=0.0, help="GPU memory the server leaves free, in MiB")
     g = parser.add_argument_group("GPU")
     g.add_argument("--gpu-total-mib", type=float, default=RTX_4090_MIB, help=f"GPU memory (default {RTX_4090_MIB}, an RTX 4090)")
     g.add_argument("--gpu-used-mib", type=float, default=0.0, help="memory used by other processes")
-    g.add_argument("--runtime-overhead-mib", type=float, default=DEFAULT_RUNTIME_OVERHEAD_BYTES / MIB,
-                   help="CUDA context/runtime per process (default %(default).0f; an H200 measured ~590)")
+    g.add_argument("--runtime-overhead-mib", type=float,
+                   help=f"CUDA context/runtime per process (default {DEFAULT_RUNTIME_OVERHEAD_BYTES / MIB:.0f}; "
+                        "an H200 measured ~590)")
     parser.add_argument("--server-version", "--ollama-version", dest="server_version",
                         help="e.g. 0.11.10 (default: the server's with --model, else current)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -100,38 +110,80 @@ def _load_show(path: str) -> dict[str, Any]:
     return data
 
 
-def _inputs(args: argparse.Namespace) -> tuple[ModelShape, str | None]:
+def _inputs(args: argparse.Namespace) -> tuple[ModelFacts, int, str | None]:
+    """(the model's facts, its size on disk, the server version) from --show or --model."""
     if args.model and args.show:
         raise EstimateError("give either --show or --model, not both")
     url = server_url("--url", args.url or DEFAULT_URL).base_url
     if args.model:
         facts, size, version = asyncio.run(_fetch(url, args.model, chosen_backend(args)))
-        return facts.shape(size), args.server_version or version
+        return facts, size, args.server_version or version
     if not args.show:
         raise EstimateError("no model given", "Pass --show SHOW.json --model-size BYTES, or --model NAME.")
     if args.model_size is None:
         raise EstimateError("--show needs --model-size BYTES", "Use the model's `size` in bytes from the server's model list.")
     # A saved show reply is Ollama's JSON: its parser is the Ollama backend's.
-    return facts_from_saved_show(_load_show(args.show)).shape(args.model_size), args.server_version
+    return facts_from_saved_show(_load_show(args.show)), args.model_size, args.server_version
+
+
+def _settings(args: argparse.Namespace, backend: str) -> ServerSettings:
+    """The knobs given, as the server settings the planner reads; those left out are the server's to choose."""
+    settings = ServerSettings(num_parallel=args.parallel, context_length=args.ctx, kv_cache_type=args.kv_cache,
+                              flash_attention=args.flash_attention or "auto", batch_size=args.batch,
+                              micro_batch_size=args.ubatch, backend=backend)
+    # the servers' setting is whole MiB (OLLAMA_GPU_OVERHEAD is read as such by the planner and the form)
+    return settings.with_options(gpu_overhead_mib=round(args.gpu_overhead_mib) or None)
+
+
+def _gpu(args: argparse.Namespace) -> GpuMemory:
+    """The GPU priced against, from the flags: its size, what others use, the runtime allowance."""
+    allowance = DEFAULT_ALLOWANCE
+    if args.runtime_overhead_mib is not None:
+        allowance = RuntimeAllowance(int(args.runtime_overhead_mib * MIB), AllowanceSource.GIVEN)
+    return GpuMemory.with_allowance(int(args.gpu_total_mib * MIB), int(args.gpu_used_mib * MIB),
+                                    allowance=allowance)
+
+
+def _price(args: argparse.Namespace, backend: str) -> tuple[ModelShape, Priced]:
+    """The model and its one price (pricing.price_load) for the flags."""
+    facts, size, version = _inputs(args)
+    shape = facts.shape(size)
+    if args.ctx is not None and shape.context_length and args.ctx > shape.context_length:
+        # the server would clamp it; asked for explicitly, it is a mistake to name
+        raise EstimateError(f"context {args.ctx} is above the model's training context {shape.context_length}")
+    from app.backends import registry
+
+    planner = registry.get(backend).planner
+    # the model's own num_ctx/num_batch where it sets them and the flag does not (a flag is the request's own)
+    priced = price_load(planner, _settings(args, backend), shape, _gpu(args), version, size_bytes=size,
+                        model_num_ctx=None if args.ctx is not None else facts.own_context,
+                        model_num_batch=None if args.batch is not None else facts.own_batch,
+                        model_num_gpu=args.num_gpu, context_setting="--ctx")
+    return shape, priced
 
 
 def _mib(n: int) -> tuple[str, str]:
     return f"{n / MIB:10.1f}", f"{n / GIB:7.2f}"
 
 
-def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate, rules: LoadRules = LoadRules(),
-                 backend: str = "ollama") -> str:
-    """Readable, aligned text report; `rules` are how the `backend`'s server places layers."""
-    fa = "on" if settings.flash_attention else "off"
+def render_table(shape: ModelShape, plan: LaunchPlan, est: VramEstimate, backend: str = "ollama") -> str:
+    """Readable, aligned text report of the launch `backend`'s server makes and its price."""
+    rules = plan.rules
+    load = plan.load_settings()
+    fa = {"auto": "auto (priced as on)"}.get(plan.flash_attention, plan.flash_attention)
     lines = [
         f"model      {shape.architecture}, {shape.n_layer} layers, {shape.quantization}"
         f" ({'tensor list' if shape.weights.from_tensors else 'split from file size'})",
-        f"setting    ctx {settings.num_ctx} x {settings.parallel} slot(s), KV {est.kv_cache_type},"
-        f" flash attention {fa}, batch {settings.num_batch}/{settings.ubatch}",
+        f"setting    ctx {plan.num_ctx} x {plan.parallel} slot(s), KV {est.kv_cache_type},"
+        f" flash attention {fa}, batch {load.num_batch}/{load.ubatch}",
+        f"context    {plan.num_ctx} per slot: {plan.context_source}",
+        f"batch      {plan.num_batch}: {plan.batch_source}",
         f"{backend:10} {rules.description}",
-        "",
-        f"{'':22}{'MiB':>10} {'GiB':>7}",
+        f"runtime    {est.allowance.describe()}",
     ]
+    if plan.launch_lines:
+        lines += ["launch     " + plan.launch_lines[0], *("           " + line for line in plan.launch_lines[1:])]
+    lines += ["", f"{'':22}{'MiB':>10} {'GiB':>7}"]
     rows = [("weights on GPU", est.weights_gpu_bytes), ("weights in RAM", est.weights_cpu_bytes),
             ("KV cache on GPU", est.kv_gpu_bytes), ("compute buffers", est.compute_bytes),
             ("runtime (CUDA)", est.overhead_bytes), ("total at load", est.total_gpu_bytes),
@@ -147,14 +199,28 @@ def render_table(shape: ModelShape, settings: LoadSettings, est: VramEstimate, r
         lines.append(f"{'Ollama own estimate':22}{est.legacy.total_bytes / MIB:10.1f} MiB total,"
                      f" {est.legacy.vram_bytes / MIB:.1f} MiB on GPU, {est.legacy.layers}/{est.legacy.layers_model} layers")
     lines += [f"{'verdict':22}{verdict_label(est.verdict)}", "", est.explanation]
-    lines += [f"note: {n}" for n in est.notes]
+    lines += [f"note: {n}" for n in (*plan.notes, *est.notes)]
     return "\n".join(lines)
 
 
-def to_json(est: VramEstimate, rules: LoadRules = LoadRules()) -> dict[str, Any]:
-    """The estimate as a JSON-ready dict; "era" is the label of the server's placement rules."""
+def plan_json(plan: LaunchPlan) -> dict[str, Any]:
+    """The launch priced, JSON-ready: per-slot context and batch with where each comes from, the command."""
+    load = plan.load_settings()
+    return {"num_ctx": plan.num_ctx, "context_source": plan.context_source, "parallel": plan.parallel,
+            "ctx_total": plan.ctx_total, "num_batch": plan.num_batch, "num_ubatch": load.ubatch,
+            "batch_source": plan.batch_source, "flash_attention": plan.flash_attention,
+            "kv_cache_type": plan.kv_cache_type, "num_gpu": plan.num_gpu,
+            "gpu_overhead_bytes": plan.gpu_overhead_bytes, "launch_lines": list(plan.launch_lines),
+            "notes": list(plan.notes)}
+
+
+def to_json(est: VramEstimate, rules: LoadRules = LoadRules(), plan: LaunchPlan | None = None) -> dict[str, Any]:
+    """The estimate as a JSON-ready dict; "era" is the label of the server's placement rules, "plan" the
+    launch priced (when given)."""
     data = {"era": rules.label, **asdict(est)}
     data["notes"] = list(est.notes)
+    if plan is not None:
+        data["plan"] = plan_json(plan)
     return data
 
 
@@ -164,18 +230,8 @@ def run(args: argparse.Namespace) -> int:
         check_ranges(args, RANGES)
         check_text("--model", args.model, empty_ok=False)
         check_text("--show", args.show, empty_ok=False)
-        shape, version = _inputs(args)
-        from app.backends import registry
-
         backend = chosen_backend(args)
-        rules = registry.get(backend).planner.rules(version)
-        settings = LoadSettings(
-            num_ctx=args.ctx, parallel=args.parallel, kv_cache_type=args.kv_cache,
-            flash_attention=args.flash_attention == "on", num_batch=args.batch, num_ubatch=args.ubatch,
-            num_gpu=args.num_gpu, gpu_overhead_bytes=int(args.gpu_overhead_mib * MIB))
-        gpu = GpuMemory(total_bytes=int(args.gpu_total_mib * MIB), used_by_others_bytes=int(args.gpu_used_mib * MIB),
-                        runtime_overhead_bytes=int(args.runtime_overhead_mib * MIB))
-        est = estimate(shape, settings, gpu, rules)
+        shape, priced = _price(args, backend)
     except ArgProblem as exc:
         print(f"ollama-deck estimate: {one_line(str(exc))}", file=sys.stderr)
         return 2
@@ -183,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ollama-deck estimate: {one_line(exc.user_text())}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(to_json(est, rules), indent=1))
+        print(json.dumps(to_json(priced.estimate, priced.plan.rules, priced.plan), indent=1))
     else:
-        print(render_table(shape, settings, est, rules, backend))
+        print(render_table(shape, priced.plan, priced.estimate, backend))
     return 0

@@ -136,6 +136,7 @@ class ModelShape:
     weights: WeightLayout
     n_expert: int = 0  # mixture of experts: experts per layer (0: dense)
     n_expert_used: int = 0  # experts per token
+    file_bytes: int = 0  # the model's size on disk (0: not known), which some servers' own predictions start from
 
     @property
     def n_embd_k_gqa(self) -> int:
@@ -328,5 +329,5 @@ def shape_from_gguf(metadata: Mapping[str, Any], tensors: Sequence[Any] | None, 
         architecture=arch, n_layer=n_layer, n_embd=n_embd, n_ff=n_ff, n_head=n_head, n_head_kv=n_head_kv,
         key_length=key_length, value_length=value_length, n_vocab=n_vocab, context_length=context_length,
         sliding_window=window, swa_layers=swa_layers, tied_embeddings=tied, quantization=quant, weights=layout,
-        n_expert=n_expert, n_expert_used=n_expert_used,
+        n_expert=n_expert, n_expert_used=n_expert_used, file_bytes=model_size_bytes,
     )

@@ -117,3 +117,37 @@ def test_unknown_model_on_a_live_server(fake_ollama, capsys: pytest.CaptureFixtu
 def test_server_down(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["estimate", "--model", "qwen3:14b", "--url", "http://127.0.0.1:9", "--ctx", "4096"]) == 2
     assert "127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_without_ctx_and_batch_the_servers_own_launch_is_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    # Ollama 0.32.15 on an H200: its VRAM default context (clamped to 40960) and its automatic -b/-ub 2048;
+    # llama.cpp logged a 728 MiB compute buffer for this load (a batch of 512 priced 182 MiB)
+    assert main([*BASE, "--ollama-version", "0.32.15", "--gpu-total-mib", "143771", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    plan = out["plan"]
+    assert (plan["num_ctx"], plan["num_batch"], plan["num_ubatch"]) == (40960, 2048, 2048)
+    assert plan["context_source"].startswith("Ollama's default") and plan["batch_source"].startswith("Ollama's automatic")
+    assert any("-b 2048 -ub 2048" in line for line in plan["launch_lines"])
+    assert round(out["compute_bytes"] / 2**20) == 728
+    # given, they are priced as given
+    assert main([*BASE, "--ollama-version", "0.32.15", "--gpu-total-mib", "143771", "--ctx", "8192", "--batch", "512",
+                 "--json"]) == 0
+    given = json.loads(capsys.readouterr().out)["plan"]
+    assert (given["num_ctx"], given["num_batch"], given["context_source"], given["batch_source"]) == (
+        8192, 512, "--ctx", "the batch setting")
+
+
+def test_the_table_says_which_launch_it_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*BASE, "--ollama-version", "0.32.15", "--parallel", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "context    32768 per slot: Ollama's default" in out  # a 24 GiB card: 32768
+    assert "batch      " in out and "Ollama's automatic batch" in out
+    assert "launch     # llama-server as Ollama will start it" in out and "-np 2" in out
+    assert "runtime    450 MiB, the default" in out
+
+
+def test_llama_server_without_ctx_prices_the_training_context_in_each_slot(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*BASE, "--backend", "llama_server", "--parallel", "4", "--gpu-total-mib", "143771", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert (plan["num_ctx"], plan["ctx_total"], plan["num_batch"], plan["num_ubatch"]) == (40960, 163840, 2048, 512)
+    assert plan["context_source"] == "llama-server's default, the model's training context in each slot"

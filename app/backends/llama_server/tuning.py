@@ -98,7 +98,8 @@ TEXTS = MappingTexts(
     server_name="llama-server",
     context_default="Default (the model's own)",
     context_hint=("Tokens per request slot, e.g. 8192 or 32k. llama-server's -c is the total for all slots, "
-                  "so it gets this × parallel. Default: the model's training context, shared by the slots."),
+                  "so it gets this × parallel. Default: the model's training context in each slot (llama-server's --fit "
+                  "cuts it where the GPU cannot hold it, to 4096 a slot at least)."),
     flash_auto="Auto — llama-server decides",
     extra_label="Extra flags",
     extra_hint=("llama-server flags the form does not cover, e.g. --no-warmup, written as on a shell's command "
@@ -111,11 +112,12 @@ TEXTS = MappingTexts(
 MODEL_MISSING = "Choose a GGUF model file to serve."
 
 # llama-server's own tuning when given no flags: -np auto is 4 slots with a unified KV cache (one buffer the slots
-# share), which an explicit -np turns off unless --kv-unified is given too; -c 0 takes the model's training context.
+# share), which an explicit -np turns off unless --kv-unified is given too; without -c its --fit sizes the cache for
+# the model's training context in each slot (one unified cache: the training context in all), cut to fit the GPU.
 SERVER_DEFAULTS = ServerDefaults(
     num_parallel=4, context_length=None, kv_cache_type="f16", flash_attention="auto", extra_lines=("--kv-unified",),
     words=("-np auto (llama-server's default): 4 slots sharing one unified KV cache (-kvu)",
-           "-c 0: the model's own training context, shared by the slots",
+           "-c unset: the model's training context, in one cache the 4 slots share (cut by --fit to fit the GPU)",
            "-ctk/-ctv f16", "-fa auto", "-b/-ub: llama-server's own"))
 
 
@@ -434,7 +436,8 @@ class LlamaServerTuning:
 
     def default_context_length(self, version: str | None, gpu_total_bytes: int | None,
                                gpu_overhead_bytes: int = 0) -> int | None:
-        """None: without -c llama-server takes the model's training context, whatever the GPU."""
+        """None: without -c each llama-server slot gets the model's training context, cut by --fit only where the
+        GPU cannot hold it (a rule of the model, not a fixed number by GPU size)."""
         return None
 
 

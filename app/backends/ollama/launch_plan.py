@@ -240,7 +240,7 @@ def plan_launch(settings: ServerSettings, shape: ModelShape, gpus: OllamaGpus, v
     if model_num_batch:
         batch, batch_source = model_num_batch, "the model's num_batch"
     else:
-        size = file_bytes if file_bytes is not None else shape.weights.total_file_weights
+        size = file_bytes if file_bytes is not None else shape.file_bytes or shape.weights.total_file_weights
         predicted = predicted_vram_bytes(size, shape, ctx * parallel)
         batch = automatic_batch(ctx * parallel, predicted, gpus, flash)
         batch_source = "Ollama's automatic batch" + (" (by context and free VRAM)" if gpus.present else " (by context)")

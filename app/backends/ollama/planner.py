@@ -51,28 +51,37 @@ class OllamaPlanner:
 
     def plan(self, settings: ServerSettings, shape: ModelShape, size_bytes: int | None = None,
              gpu: GpuMemory | None = None, *, server_version: str | None = None, model_num_ctx: int | None = None,
-             model_num_batch: int | None = None, context_setting: str = "the context setting") -> LaunchPlan:
+             model_num_batch: int | None = None, model_num_gpu: int | None = None,
+             context_setting: str = "the context setting") -> LaunchPlan:
         """From 0.30 the launch Ollama plans for llama-server, shown as its command line; before, the
-        settings with Ollama's default context and a batch of 512."""
+        settings with Ollama's default context and a batch of 512. A batch or micro-batch in the settings
+        (Ollama has no server setting for them: a request's num_batch) is priced as given."""
         era = era_for_version(server_version)
         overhead = settings.gpu_overhead_mib * MIB
+        asked_batch = None if model_num_batch else settings.batch_size
+        ubatch = settings.micro_batch_size
         if era is OllamaEra.C:
             launch = plan_launch(settings, shape, _gpus(gpu), server_version, file_bytes=size_bytes,
-                                 model_num_ctx=model_num_ctx, model_num_batch=model_num_batch,
-                                 context_setting=context_setting)
+                                 model_num_ctx=model_num_ctx, model_num_batch=model_num_batch or asked_batch,
+                                 model_num_gpu=model_num_gpu, context_setting=context_setting)
+            notes = launch.notes + ((f"Ollama passes -ub {launch.num_batch} (equal to -b); the micro-batch "
+                                     f"priced is the {ubatch} asked for",) if ubatch else ())
             return LaunchPlan(num_ctx=launch.num_ctx, context_source=launch.context_source, parallel=launch.parallel,
-                              num_batch=launch.num_batch, batch_source=launch.batch_source,
+                              num_batch=launch.num_batch,
+                              batch_source="the batch setting" if asked_batch else launch.batch_source,
                               flash_attention=launch.flash_attention, kv_cache_type=settings.kv_cache_type,
-                              rules=ERA_RULES[era], num_gpu=launch.num_gpu, gpu_overhead_bytes=overhead,
-                              launch_lines=tuple(predicted_lines(launch)), notes=launch.notes)
+                              rules=ERA_RULES[era], num_ubatch=ubatch, num_gpu=launch.num_gpu,
+                              gpu_overhead_bytes=overhead, launch_lines=tuple(predicted_lines(launch)), notes=notes)
         ctx, source = context_for(settings, model_num_ctx, server_version, gpu.total_bytes if gpu else None,
                                   shape.context_length, context_setting=context_setting)
-        batch = model_num_batch or LEGACY_BATCH
+        batch = model_num_batch or asked_batch or LEGACY_BATCH
+        batch_source = ("the model's num_batch" if model_num_batch else "the batch setting" if asked_batch
+                        else "Ollama's default")
         # before 0.30 Ollama ran its own runner, not llama-server: there is no such command to show
         return LaunchPlan(num_ctx=ctx, context_source=source, parallel=max(1, settings.num_parallel), num_batch=batch,
-                          batch_source="the model's num_batch" if model_num_batch else "Ollama's default",
-                          flash_attention=settings.flash_attention, kv_cache_type=settings.kv_cache_type,
-                          rules=ERA_RULES[era], gpu_overhead_bytes=overhead)
+                          batch_source=batch_source, flash_attention=settings.flash_attention,
+                          kv_cache_type=settings.kv_cache_type, rules=ERA_RULES[era], num_ubatch=ubatch,
+                          num_gpu=model_num_gpu, gpu_overhead_bytes=overhead)
 
 
 OLLAMA_PLANNER = OllamaPlanner()

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.core.errors import EstimateError
-from app.core.memory.estimator import GpuMemory, VramEstimate, estimate
+from app.core.memory.estimator import GpuMemory, VramEstimate
+from app.core.memory.pricing import price_load
 from app.core.memory.verdict import Verdict, verdict_label
 from app.core.model_facts import ModelFacts
 from app.core.ports.planner import LoadPlanner
@@ -31,33 +32,29 @@ class FitVerdict:
 
 
 def fit_verdict(facts: ModelFacts, size_bytes: int, settings: ServerSettings, version: str | None,
-                gpu_total_bytes: int | None, gpu_unknown_reason: str = "", *, planner: LoadPlanner,
+                gpu: GpuMemory | None, gpu_unknown_reason: str = "", *, planner: LoadPlanner,
                 context_setting: str = "the context setting") -> FitVerdict:
     """Price a model (its facts, with the model's own context and batch when it sets them, and size on disk)
-    on this GPU under these settings. Without a known GPU the verdict is "unknown" and says why.
-    """
+    on this GPU (its size, what others hold and the runtime allowance, as every surface prices it) under
+    these settings, through the one price (pricing.price_load). Without a known GPU the verdict is
+    "unknown" and says why."""
     try:
         shape = facts.shape(size_bytes)
+        if gpu is None:
+            plan = planner.plan(settings, shape, size_bytes, None, server_version=version,
+                                model_num_ctx=facts.own_context, model_num_batch=facts.own_batch,
+                                context_setting=context_setting)
+            why = gpu_unknown_reason or "no GPU was detected"
+            return FitVerdict(Verdict.UNKNOWN, plan.num_ctx, plan.context_source,
+                              f"GPU unknown ({why}), so there is no verdict; it would load with num_ctx "
+                              f"{plan.num_ctx} × {plan.parallel} parallel ({plan.context_source}).")
+        priced = price_load(planner, settings, shape, gpu, version, size_bytes=size_bytes,
+                            model_num_ctx=facts.own_context, model_num_batch=facts.own_batch,
+                            context_setting=context_setting)
     except EstimateError as exc:
         return FitVerdict(Verdict.UNKNOWN, None, "", f"Cannot estimate this model: {exc.user_text()}")
-    gpu = None if gpu_total_bytes is None else GpuMemory(total_bytes=gpu_total_bytes)
-    try:
-        plan = planner.plan(settings, shape, size_bytes, gpu, server_version=version,
-                            model_num_ctx=facts.own_context,
-                            model_num_batch=facts.own_batch, context_setting=context_setting)
-    except EstimateError as exc:
-        return FitVerdict(Verdict.UNKNOWN, None, "", f"Cannot estimate this model: {exc.user_text()}")
-    num_ctx, source = plan.num_ctx, plan.context_source
-    if gpu is None:
-        why = gpu_unknown_reason or "no GPU was detected"
-        return FitVerdict(Verdict.UNKNOWN, num_ctx, source,
-                          f"GPU unknown ({why}), so there is no verdict; it would load with num_ctx "
-                          f"{num_ctx} × {settings.num_parallel} parallel ({source}).")
-    try:
-        est = estimate(shape, plan.load_settings(), gpu, plan.rules)
-    except EstimateError as exc:
-        return FitVerdict(Verdict.UNKNOWN, num_ctx, source, f"Cannot estimate this model: {exc.user_text()}")
-    return FitVerdict(est.verdict, num_ctx, source, est.explanation, est)
+    est = priced.estimate
+    return FitVerdict(est.verdict, priced.plan.num_ctx, priced.plan.context_source, est.explanation, est)
 
 
 __all__ = ["FitVerdict", "fit_verdict"]

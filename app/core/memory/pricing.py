@@ -24,23 +24,38 @@ GRID_PARALLEL = (1, 2, 3, 4, 6, 8, 12, 16)
 GRID_CONTEXT = (2048, 4096, 8192, 16384, 24576, 32768, 40960, 65536, 131072)
 
 
+@dataclass(frozen=True)
+class Priced:
+    """One setting priced: the launch the server makes for it and what that launch holds (bytes)."""
+
+    plan: LaunchPlan
+    estimate: VramEstimate
+
+
+def price_load(planner: LoadPlanner, settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None,
+               version: str | None, host: HostMemory | None = None, *, size_bytes: int | None = None,
+               model_num_ctx: int | None = None, model_num_batch: int | None = None,
+               model_num_gpu: int | None = None, context_setting: str = "the context setting") -> Priced:
+    """The one price of a setting, behind every surface that shows one: the launch `planner`'s server at
+    `version` makes for this model on this GPU (None: none) — its context, batch, flash attention, slots and
+    layer rules, the model's own num_ctx/num_batch/num_gpu where it sets them — and that launch's estimate
+    against the GPU and the host. Raises EstimateError for impossible inputs or an unreadable version."""
+    plan = planner.plan(settings, shape, size_bytes, gpu, server_version=version, model_num_ctx=model_num_ctx,
+                        model_num_batch=model_num_batch, model_num_gpu=model_num_gpu,
+                        context_setting=context_setting)
+    return Priced(plan, estimate(shape, plan.load_settings(), gpu, plan.rules, host))
+
+
 def plan_for(planner: LoadPlanner, settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None,
              version: str | None) -> LaunchPlan:
     """The launch the server at `version` makes for this model with these settings on this GPU (None: none)."""
     return planner.plan(settings, shape, None, gpu, server_version=version)
 
 
-def price_plan(plan: LaunchPlan, shape: ModelShape, gpu: GpuMemory | None,
-               host: HostMemory | None = None) -> VramEstimate:
-    """The estimate of a planned launch (raises EstimateError for impossible inputs)."""
-    return estimate(shape, plan.load_settings(), gpu, plan.rules, host)
-
-
 def price(settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None, version: str | None,
           host: HostMemory | None = None, *, planner: LoadPlanner) -> VramEstimate:
-    """The estimate for these settings on this GPU (None: no GPU) and host, as `planner`'s server loads
-    them (raises EstimateError for impossible inputs)."""
-    return price_plan(plan_for(planner, settings, shape, gpu, version), shape, gpu, host)
+    """price_load's estimate alone (raises EstimateError for impossible inputs)."""
+    return price_load(planner, settings, shape, gpu, version, host).estimate
 
 
 @dataclass(frozen=True)
@@ -57,8 +72,10 @@ class FitCell:
 def fit_grid(settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None, version: str | None,
              parallels: tuple[int, ...] = GRID_PARALLEL,
              contexts: tuple[int, ...] = GRID_CONTEXT, host: HostMemory | None = None, *,
-             planner: LoadPlanner) -> list[list[FitCell]]:
-    """Verdicts for parallel x context (rows x columns) with the other settings as given."""
+             planner: LoadPlanner, model_num_batch: int | None = None) -> list[list[FitCell]]:
+    """Verdicts for parallel x context (rows x columns) with the other settings as given, each priced by
+    price_load (a cell's context is the request's own, so the model's num_ctx does not replace it; its
+    num_batch does, where it sets one)."""
     rows = []
     for p in parallels:
         row = []
@@ -67,9 +84,9 @@ def fit_grid(settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None,
                 row.append(FitCell(p, c, Verdict.INVALID, reason=f"above the model's training context "
                                                                  f"({shape.context_length:,} tokens)"))
                 continue
-            plan = plan_for(planner, settings.replace(num_parallel=p, context_length=c), shape, gpu, version)
             try:
-                est = price_plan(plan, shape, gpu, host)
+                est = price_load(planner, settings.replace(num_parallel=p, context_length=c), shape, gpu, version,
+                                 host, model_num_batch=model_num_batch).estimate
             except EstimateError as exc:
                 row.append(FitCell(p, c, Verdict.INVALID, reason=exc.message))
                 continue

@@ -26,10 +26,11 @@ class LoadPlanner(Protocol):
 
     def plan(self, settings: ServerSettings, shape: ModelShape, size_bytes: int | None = None,
              gpu: GpuMemory | None = None, *, server_version: str | None = None, model_num_ctx: int | None = None,
-             model_num_batch: int | None = None, context_setting: str = "the context setting") -> LaunchPlan:
-        """The launch for these settings (`gpu` None: no GPU; `size_bytes` None: the shape's weights;
-        the model's own num_ctx/num_batch where it sets them; `context_setting`: what the words call the
-        context setting). Raises EstimateError for a version it cannot read."""
+             model_num_batch: int | None = None, model_num_gpu: int | None = None,
+             context_setting: str = "the context setting") -> LaunchPlan:
+        """The launch for these settings (`gpu` None: no GPU; `size_bytes` None: the shape's file size;
+        the model's (or the request's) own num_ctx/num_batch/num_gpu where it sets them; `context_setting`:
+        what the words call the context setting). Raises EstimateError for a version it cannot read."""
         ...
 
 

@@ -33,7 +33,7 @@ from app.core.model_shape import ModelShape
 from app.core.models import LocalModel, RunningModel
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.launch_plan import LaunchPlan
-from app.core.memory.pricing import plan_for, price, price_plan
+from app.core.memory.pricing import price, price_load
 from app.core.memory.verdict import Verdict, verdict_label
 from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
@@ -151,6 +151,7 @@ class SweepRunner:
         self._contention = contention  # what else used the device over each point's window (None: not measured)
         # the launch the server makes for a point's settings, as its backend plans it: what is priced
         self._planner: LoadPlanner = planner if planner is not None else SettingsPlanner()
+        self._model_own: tuple[int | None, int | None] = (None, None)  # the model's own num_ctx and num_batch
         # the prompt texts of scenario workloads (None: cut from the bundled corpus), calibrated per model on the
         # server in use before a scenario is measured, where the server can count tokens
         self._prompt_maker = prompt_maker
@@ -340,9 +341,11 @@ class SweepRunner:
                                 hint="Pull it first, or pick one from the model list.")
         notes: list[str] = []
         shape = None
+        self._model_own = (None, None)
         try:
             details = await client.show(model_name, verbose=True)
             shape = details.facts.shape(entry.size_bytes)
+            self._model_own = (details.facts.own_context, details.facts.own_batch)  # the server loads it with them
         except (EstimateError, ServerError) as exc:
             notes.append(f"Points were not priced before running: {getattr(exc, 'message', exc)}.")
         # The first NVML call may initialise the library: a worker thread waits for the driver, not the loop.
@@ -399,8 +402,10 @@ class SweepRunner:
             gpu = await self._gpu_memory(client)
             if gpu is not None:
                 try:
-                    launch = plan_for(self._planner, point.settings, shape, gpu, version)
-                    estimate = price_plan(launch, shape, gpu, await asyncio.to_thread(self._host_memory))
+                    price_now = price_load(self._planner, point.settings, shape, gpu, version,
+                                           await asyncio.to_thread(self._host_memory), model_num_ctx=self._model_own[0],
+                                           model_num_batch=self._model_own[1])
+                    launch, estimate = price_now.plan, price_now.estimate
                 except EstimateError as exc:
                     return PointResult(point, PointStatus.SKIPPED, REASONS[FailureKind.INVALID_SETTINGS],
                                        detail=exc.message, failure=FailureKind.INVALID_SETTINGS)

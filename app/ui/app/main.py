@@ -223,6 +223,9 @@ class DeckApp:
         self._show_estimate(self.server_page.fit_panel.estimate)
         self.console_page = ConsolePage(context)
         self.models_page = ModelsPage(context)
+        # The Models page's verdicts price the same GPU as the fit panel: what others hold, the runtime allowance.
+        self.server_page.fit_panel.gpu_changed.connect(self.models_page.set_gpu_memory)
+        self.models_page.set_gpu_memory(self.server_page.fit_panel.gpu_memory())
         if self.gpu.info() is None:
             # No NVIDIA GPU here: price the Models page on the card chosen in the Server page's fit panel.
             card = self.server_page.fit_panel.card_combo

@@ -60,6 +60,7 @@ class ServerController(QObject):
     held_changed: SignalInstance  # why start/stop/apply are reserved; "" when free
     models_listed: SignalInstance  # list[LocalModel]
     model_shape_ready: SignalInstance  # name, ModelShape | None, error text
+    model_params_ready: SignalInstance  # name, the model's own num_ctx | None, num_batch | None
 
     def __init__(
         self,
@@ -89,7 +90,7 @@ class ServerController(QObject):
                                            "version_changed")),
                             (self.lifecycle, ("busy_changed", "error", "settings_applied", "apply_checked",
                                               "held_changed")),
-                            (self.lookups, ("models_listed", "model_shape_ready"))):
+                            (self.lookups, ("models_listed", "model_shape_ready", "model_params_ready"))):
             for name in names:
                 setattr(self, name, getattr(part, name))
 

@@ -17,6 +17,8 @@ class ModelLookups(QObject):
 
     models_listed = Signal(list)  # list[LocalModel]
     model_shape_ready = Signal(str, object, str)  # name, ModelShape | None, error text
+    # name, the model's own num_ctx and num_batch (None where it sets none): sent just before its shape
+    model_params_ready = Signal(str, object, object)
 
     def __init__(self, gate: LoopGate, catalog: CatalogFactory, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -48,6 +50,7 @@ class ModelLookups(QObject):
             except DeckError as exc:
                 self.model_shape_ready.emit(name, None, f"Cannot price {name}: {exc.user_text()}")
             else:
+                self.model_params_ready.emit(name, details.facts.own_context, details.facts.own_batch)
                 self.model_shape_ready.emit(name, shape, "")
 
         return self._gate.submit(work())

@@ -193,7 +193,7 @@ def test_the_estimator_prices_the_real_gguf(bundled_model: Path) -> None:
     assert shape.weights.from_tensors and shape.n_layer == 30 and shape.n_vocab == 49152 and shape.tied_embeddings
     est = estimate(shape, LoadSettings(num_ctx=1024, parallel=2), GpuMemory(total_bytes=24 * GIB))
     assert est.kv_bytes == 30 * 2048 * 3 * (64 + 64) * 2 and est.verdict == "fits"  # f16, head_dim 576/9
-    verdict = fit_verdict(info.facts(), info.size_bytes, ServerSettings(), None, 24 * GIB,
+    verdict = fit_verdict(info.facts(), info.size_bytes, ServerSettings(), None, GpuMemory(total_bytes=24 * GIB),
                           planner=LLAMA_SERVER_PLANNER)
     assert verdict.verdict == "fits" and verdict.estimate is not None
 

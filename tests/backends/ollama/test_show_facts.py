@@ -8,6 +8,7 @@ from pathlib import Path
 from app.backends.ollama.show import facts_from_show, shape_from_show
 from app.backends.ollama.wire import parse_show
 from app.backends.ollama.planner import OLLAMA_PLANNER
+from app.core.memory.estimator import GpuMemory
 from app.core.memory.model_fit import fit_verdict
 from app.core.model_facts import ModelCapability
 from app.core.server.settings import ServerSettings
@@ -15,7 +16,7 @@ from app.core.units import MIB
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 QWEN3_14B_Q4_K_M_BYTES = 9_000_210_784
-RTX_4090 = 24564 * MIB
+RTX_4090 = GpuMemory(total_bytes=24564 * MIB)
 
 
 def load(name: str) -> dict:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from app.backends.ollama.planner import OLLAMA_PLANNER
 from app.backends.ollama.show import facts_from_show
+from app.core.memory.estimator import GpuMemory
 from app.core.memory.model_fit import fit_verdict
 from app.core.server.settings import ServerSettings
 from app.core.units import MIB
 
-RTX_4090 = 24564 * MIB
+RTX_4090 = GpuMemory(total_bytes=24564 * MIB)
 QWEN_SHOW = json.loads((Path(__file__).resolve().parents[2] / "data/show_qwen3_14b.json").read_text())
 QWEN = facts_from_show(QWEN_SHOW)
 QWEN_SIZE = 9_276_198_565
@@ -48,7 +49,7 @@ def test_a_model_the_estimator_cannot_read_is_unknown_not_an_error() -> None:
 
 
 def test_from_ollama_0_30_the_verdict_prices_the_batch_ollama_picks() -> None:
-    h200 = 143771 * MIB
+    h200 = GpuMemory(total_bytes=143771 * MIB)
     new = fit_verdict(QWEN, QWEN_SIZE, ServerSettings(), "0.32.15", h200, planner=OLLAMA_PLANNER)
     old = fit_verdict(QWEN, QWEN_SIZE, ServerSettings(), "0.20.0", h200, planner=OLLAMA_PLANNER)
     assert new.num_ctx == old.num_ctx == 40960  # the VRAM default, clamped to the training context

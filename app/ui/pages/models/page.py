@@ -13,6 +13,7 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QPushButton, QScrollArea, QSplitter, QVBoxLayout,
                                QWidget)
 
+from app.core.memory.estimator import GpuMemory
 from app.core.memory.model_fit import FitVerdict
 from app.core.memory.verdict import Verdict
 from app.core.models import LocalModel, ModelDetails, RunningModel
@@ -59,6 +60,7 @@ class ModelsPage(QWidget):
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_to_confirm(self, title, text)
         self._gpu_info = context.gpu.info()
         self._gpu_reason = context.gpu.unavailable_reason
+        self._fit_gpu: GpuMemory | None = None  # the GPU as the fit panel prices it (set_gpu_memory)
         self.local: list[LocalModel] = []
         self.running: list[RunningModel] = []
         self.details: dict[str, ModelDetails] = {}
@@ -241,6 +243,24 @@ class ModelsPage(QWidget):
         self._gpu_info, self._gpu_reason = info, reason
         self._reprice()
 
+    def set_gpu_memory(self, gpu: GpuMemory | None) -> None:
+        """The GPU as the Server page's fit panel prices it (its size, what other processes hold, the runtime
+        allowance), so a verdict here and the panel's price for the same model agree; None: only the size."""
+        if gpu == self._fit_gpu:
+            return
+        self._fit_gpu = gpu
+        self._reprice()
+
+    def gpu_memory(self) -> GpuMemory | None:
+        """The GPU the verdicts are priced on: the fit panel's when it prices this card, else the card's size
+        alone (None: no GPU known)."""
+        total = self.gpu_total_bytes
+        if total is None:
+            return None
+        if self._fit_gpu is not None and self._fit_gpu.total_bytes == total:
+            return self._fit_gpu
+        return GpuMemory(total_bytes=total)
+
     @property
     def gpu_total_bytes(self) -> int | None:
         """Total GPU memory in bytes, None when unknown."""
@@ -310,7 +330,7 @@ class ModelsPage(QWidget):
         entries = {name: (d.facts, sizes[name]) for name, d in self.details.items() if name in sizes}
         if entries:
             self.session.compute_verdicts(entries, self._server.settings, self._server.status.version,
-                                          self.gpu_total_bytes, self._gpu_reason)
+                                          self.gpu_memory(), self._gpu_reason)
 
     def _on_verdicts(self, verdicts: dict[str, FitVerdict]) -> None:
         self.verdicts.update(verdicts)

@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, Signal
 from app.core.ports.tasks import CoroutineRunner
 from app.services.client_pool import ClientPool
 from app.core.errors import DeckError
+from app.core.memory.estimator import GpuMemory
 from app.core.memory.launch_plan import SettingsPlanner
 from app.core.memory.model_fit import FitVerdict, fit_verdict
 from app.core.model_facts import ModelFacts
@@ -79,14 +80,15 @@ class ModelsSession(QObject):
         return self._submit(work())
 
     def compute_verdicts(self, entries: dict[str, tuple[ModelFacts, int]], settings: ServerSettings,
-                         version: str | None, gpu_total_bytes: int | None,
+                         version: str | None, gpu: GpuMemory | None,
                          gpu_reason: str) -> concurrent.futures.Future[None]:
-        """Price every model (name -> (facts, size on disk)) off the GUI thread."""
+        """Price every model (name -> (facts, size on disk)) on `gpu` (None: unknown, `gpu_reason` says why)
+        off the GUI thread."""
 
         async def work() -> None:
             verdicts: dict[str, FitVerdict] = {}
             for name, (facts, size) in entries.items():
-                verdicts[name] = fit_verdict(facts, size, settings, version, gpu_total_bytes, gpu_reason,
+                verdicts[name] = fit_verdict(facts, size, settings, version, gpu, gpu_reason,
                                              planner=self._planner, context_setting=self._context_setting)
             self.verdicts_ready.emit(verdicts)
 

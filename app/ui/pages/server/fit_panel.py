@@ -21,7 +21,7 @@ from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.memory.host import HostMemory
 from app.core.memory.launch_plan import LaunchPlan, SettingsPlanner
 from app.core.model_shape import ModelShape
-from app.core.memory.pricing import fit_grid, plan_for, price_plan
+from app.core.memory.pricing import fit_grid, price_load
 from app.core.ports.planner import LoadPlanner
 from app.core.memory.verdict import VERDICTS, Verdict, verdict_label
 from app.core.server.mapping import NeutralTuning, TuningMapping
@@ -49,6 +49,7 @@ class FitPanel(QFrame):
     title_changed = Signal(str)  # "VRAM price" or "RAM price": what the panel prices now
     estimate_changed = Signal(object)  # VramEstimate | None
     grid_cell_chosen = Signal(int, int)  # parallel, context: the user clicked the heat-map
+    gpu_changed = Signal(object)  # GpuMemory | None: the GPU as the panel prices it now (gpu_memory())
 
     def __init__(self, parent: QWidget | None = None, *, mapping: TuningMapping | None = None,
                  planner: LoadPlanner | None = None) -> None:
@@ -62,6 +63,7 @@ class FitPanel(QFrame):
         self._settings = ServerSettings()
         self._shape: ModelShape | None = None
         self._shape_error = ""
+        self._own: tuple[int | None, int | None] = (None, None)  # the picked model's own num_ctx, num_batch
         self._version: str | None = None
         self.price_title = ""  # "VRAM price" or "RAM price", the tab's name for the panel
         self._gpu_total = 0  # no GPU known: the computer's RAM until a GPU is read or a card chosen
@@ -200,6 +202,12 @@ class FitPanel(QFrame):
         if self.model_combo.currentText() != current or (names and self._shape is None):
             self._model_changed(self.model_combo.currentText())
 
+    def set_model_params(self, name: str, own_context: int | None, own_batch: int | None) -> None:
+        """The picked model's own num_ctx and num_batch (None where it sets none), which the server loads it
+        with; its shape follows (set_model_shape), which prices."""
+        if name == self.model_combo.currentText():
+            self._own = (own_context, own_batch)
+
     def set_model_shape(self, name: str, shape: ModelShape | None, error: str = "") -> None:
         """Metadata of the picked model arrived (or could not be read: error says why)."""
         if name != self.model_combo.currentText():
@@ -229,6 +237,7 @@ class FitPanel(QFrame):
             self._gpu_others = 0
         self._show_gpu_line()
         self._timer.start()
+        self.gpu_changed.emit(self.gpu_memory())
 
     # --- outputs --------------------------------------------------------------------------
     @property
@@ -245,7 +254,8 @@ class FitPanel(QFrame):
         return self.model_combo.currentText()
 
     def gpu_memory(self) -> GpuMemory | None:
-        """The GPU priced against; None when the chosen card is "No GPU" (the server runs on the CPU)."""
+        """The GPU priced against; None when the chosen card is "No GPU" (the server runs on the CPU). The one
+        place the panel builds it: the heat-map, the price and the Models page's verdicts (gpu_changed) use it."""
         if self._gpu_total <= 0:
             return None
         return GpuMemory(total_bytes=self._gpu_total, used_by_others_bytes=self._gpu_others)
@@ -261,12 +271,13 @@ class FitPanel(QFrame):
         else:
             gpu = self.gpu_memory()
             try:
-                plan = plan_for(self._planner, self._settings, self._shape, gpu, self._version)
-                est = price_plan(plan, self._shape, gpu, self._host)
+                priced = price_load(self._planner, self._settings, self._shape, gpu, self._version, self._host,
+                                    model_num_ctx=self._own[0], model_num_batch=self._own[1])
             except EstimateError as exc:
                 self._show_empty(exc.user_text())
             else:
-                self._show_estimate(est, self._shape, plan)
+                est = priced.estimate
+                self._show_estimate(est, self._shape, priced.plan)
         if est is not self._estimate:
             self._estimate = est
             self.estimate_changed.emit(est)
@@ -341,7 +352,8 @@ class FitPanel(QFrame):
         # the star: the context the backend's server picks by itself on this GPU, where it has such a rule
         default_ctx = self._mapping.default_context_length(self._version, self._gpu_total or None,
                                                            self._settings.gpu_overhead_mib * MIB)
-        grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host, planner=self._planner)
+        grid = fit_grid(self._settings, shape, gpu, self._version, host=self._host, planner=self._planner,
+                        model_num_batch=self._own[1])
         self.heat_title.setText("What fits: parallel requests × context per request "
                                 + ("(GiB of RAM, no GPU)" if est.cpu_only else "(GiB on the GPU)"))
         self.heatmap.set_grid(grid, (plan.parallel, plan.num_ctx), default_ctx,
@@ -368,6 +380,7 @@ class FitPanel(QFrame):
     # --- internals ------------------------------------------------------------------------
     def _model_changed(self, name: str) -> None:
         self._shape = None
+        self._own = (None, None)
         self._shape_error = f"Reading {name}…" if name else ""
         self.recompute()
         if name:

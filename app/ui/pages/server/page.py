@@ -300,6 +300,7 @@ class ServerPage(QWidget):
         self.form.edited.connect(self.fit_panel.set_settings)
         self.fit_panel.model_selected.connect(controller.fetch_model_shape)
         self.fit_panel.grid_cell_chosen.connect(self._use_grid_cell)
+        controller.model_params_ready.connect(self.fit_panel.set_model_params)
         controller.model_shape_ready.connect(self.fit_panel.set_model_shape)
         controller.models_listed.connect(lambda models: self.fit_panel.set_models([m.name for m in models]))
         controller.version_changed.connect(self.fit_panel.set_version)

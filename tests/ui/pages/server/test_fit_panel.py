@@ -89,9 +89,9 @@ def test_an_ollama_before_0_30_gets_no_llama_server_command(qtbot, panel):
     assert "not known here" in panel.host_label.text()
 
 
-def test_a_llama_server_without_a_context_is_priced_with_the_models_own_shared_by_the_slots(qtbot):
-    # llama-server without -c takes the model's training context for all slots together; Ollama's default
-    # by VRAM (262144 on this card, clamped to 40960 per slot) is not its rule
+def test_a_llama_server_without_a_context_is_priced_with_the_models_own_in_each_slot(qtbot):
+    # llama-server without -c gives each slot the model's training context (--fit sizes the cache for it);
+    # Ollama's default by VRAM (262144 on this card, clamped to 40960 per slot) is not its rule
     p = FitPanel(mapping=LLAMA_SERVER_TUNING, planner=LLAMA_SERVER_PLANNER)
     qtbot.addWidget(p)
     p.set_version("b6123-abc1234")
@@ -99,8 +99,8 @@ def test_a_llama_server_without_a_context_is_priced_with_the_models_own_shared_b
     p.set_settings(ServerSettings(num_parallel=2, backend="llama_server"))
     _pick(p, "qwen3", QWEN)
     qtbot.waitUntil(lambda: p.estimate is not None, timeout=WAIT_MS)
-    assert p.estimate.n_ctx_total == 40960
-    assert p.heatmap._current == (2, 20480)
+    assert p.estimate.n_ctx_total == 81920
+    assert p.heatmap._current == (2, 40960)
     assert not p.command_label.isVisibleTo(p) and p.command_label.text() == ""  # its command is the form's
 
 

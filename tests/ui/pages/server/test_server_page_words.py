@@ -11,6 +11,7 @@ import pytest
 from app.adapters.aio import LoopThread
 from app.backends.llama_server.client import LlamaServerClient
 from app.backends.llama_server.spec import LLAMA_SERVER
+from app.backends.llama_server.tuning import llama_server_settings
 from app.backends.ollama.show import shape_from_show
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB
@@ -39,7 +40,9 @@ def test_the_spill_question_names_the_backends_own_server(qtbot, llama_page):
     page.fit_panel.set_gpu(12 * GIB)
     page.fit_panel.set_models(["qwen3-14b-Q4_K_M.gguf"])
     page.fit_panel.set_model_shape("qwen3-14b-Q4_K_M.gguf", QWEN)
-    page.fit_panel.set_settings(ServerSettings(num_parallel=4, context_length=16384))
+    # -ngl 20: llama-server keeps every layer on the GPU unless told a count (-ngl all would not load at all)
+    page.fit_panel.set_settings(llama_server_settings(ServerSettings(num_parallel=4, context_length=16384),
+                                                      n_gpu_layers=20))
     qtbot.waitUntil(lambda: page.fit_panel.estimate is not None and page.fit_panel.estimate.verdict == "spills",
                     timeout=WAIT_MS)
     page._confirm_risky(page.form.settings(), page.fit_panel.estimate)
