@@ -70,6 +70,8 @@ def load_rows() -> list[dict]:
     """Measured rows from every results file, in one shape (MiB), each tagged with its model shape."""
     rows = []
     for path in sorted(HERE.glob("h200_*.json")):
+        if path.name.startswith("h200_spill"):  # Ollama loads, compared by ollama_fit_accuracy.py
+            continue
         data = json.loads(path.read_text())
         for r in data["rows"]:
             if "cuda_model_buffer_mib" in r:  # the reference file's field names
