@@ -198,6 +198,10 @@ def _gpu_checks(gpu: GpuMemory) -> list[tuple[bool, str]]:
         (gpu.used_by_others_bytes <= gpu.total_bytes,
          f"memory used by others ({gpu.used_by_others_bytes}) exceeds the GPU's {gpu.total_bytes}"),
         (gpu.runtime_overhead_bytes >= 0, f"runtime overhead must not be negative, got {gpu.runtime_overhead_bytes}"),
+        (gpu.reserved_bytes >= 0, f"the driver's reserve must not be negative, got {gpu.reserved_bytes}"),
+        (gpu.used_by_others_bytes + gpu.reserved_bytes <= gpu.total_bytes,
+         f"memory used by others ({gpu.used_by_others_bytes}) and the driver's reserve ({gpu.reserved_bytes}) "
+         f"exceed the GPU's {gpu.total_bytes}"),
     ]
 
 
