@@ -45,6 +45,7 @@ def test_the_layer_count_is_the_servers_own(row: dict) -> None:
     assert est.verdict == "spills"
     if row["cuda0_compute"] is not None:
         assert est.compute_bytes / MIB == pytest.approx(row["cuda0_compute"], rel=COMPUTE_TOLERANCE)
+        assert f"grows from 0.2 GiB to {row['cuda0_compute'] / 1024:.1f} GiB" in est.explanation
 
 
 def test_the_reported_compute_buffers_are_the_layers_kv_copied_in_beside_the_attention() -> None:
