@@ -11,8 +11,10 @@ server did:
   what the estimator priced before the reserve and the copies were modelled;
 - the recorded CUDA llama-server with 20 of 33 layers on the GPU (tests/data/gpu/: its log and NVML's reading of
   its process), at its forced layer count;
-- every spilled row of h200_spill_*.json (measure.py's row format) where present: at the row's own layer count,
-  and through --fit where the row carries the card's free memory (`gpu_free_mib`, `gpu_reserved_mib`).
+- every Ollama load of h200_spill_*.json (measure_ollama.py's rows: the real Ollama 0.32.15 on an H200, whole or
+  with a 24 GiB card simulated), placed by --fit on the card as NVML's memory info v2 read it before the load
+  (total, used, the driver's reserve) with the runtime allowance learnt from those loads; the compute buffer is
+  compared at the server's own layer count.
 
 Usage: python benchmarks/vram/spill.py
 """
@@ -21,14 +23,16 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy import SHOW_FILES, settings_for, shape_for  # noqa: E402
+from accuracy import SHOW_FILES, shape_for  # noqa: E402
 
 from app.backends.ollama.planner import OLLAMA_PLANNER  # noqa: E402
 from app.backends.ollama.show import shape_from_show  # noqa: E402
@@ -95,29 +99,64 @@ def recorded_log_rows() -> list[str]:
                   (est.total_gpu_bytes / MIB, process))]
 
 
-def measured_rows() -> list[str]:
-    out = []
+def _arg(argv: list[str], flag: str, default: str) -> str:
+    return argv[argv.index(flag) + 1] if flag in argv else default
+
+
+def measured_settings(r: dict) -> LoadSettings:
+    """The load a measured row's llama-server command line asks for (measure_ollama.py rows)."""
+    argv = shlex.split(r["command"])
+    parallel = int(_arg(argv, "-np", "1"))
+    batch = int(_arg(argv, "-b", "2048"))
+    return LoadSettings(num_ctx=int(_arg(argv, "-c", "4096")) // parallel, parallel=parallel,
+                        kv_cache_type=_arg(argv, "--cache-type-k", "f16"),
+                        flash_attention=_arg(argv, "--flash-attn", "on") == "on", num_batch=batch,
+                        num_ubatch=int(_arg(argv, "-ub", str(batch))))
+
+
+def measured_loads() -> list[dict]:
+    """Every Ollama load of h200_spill_*.json whose llama-server logged its layer count (a load that failed after
+    placing its layers has no buffers)."""
+    rows = []
     for path in sorted(HERE.glob("h200_spill_*.json")):
-        for r in json.loads(path.read_text())["rows"]:
-            if r.get("status", "ok") != "ok" or not r.get("layers_offloaded") or not r.get("cuda0_compute"):
-                continue
-            if r["layers_offloaded"] >= r["layers_total"]:
-                continue
-            shape = shape_for(r.get("shape", "qwen3-14b"))
-            s = settings_for(r)
-            name = (f"{r.get('shape', 'qwen3-14b')} np{r['parallel']} {r['kv_cache']} ctx {r['ctx_per_slot']} "
-                    f"ub {r['ubatch']} FA {r['flash_attention']}")
-            forced = estimate(shape, LoadSettings(**{**s.__dict__, "num_gpu": r["layers_offloaded"]}),
-                              GpuMemory(H200_TOTAL_MIB * MIB, 0, H200_RUNTIME_MIB * MIB))
-            layers: tuple[int, int | None] = (forced.layers_on_gpu, r["layers_offloaded"])
-            if "gpu_free_mib" in r:  # the card as the server found it: place by --fit
-                reserved = r.get("gpu_reserved_mib", 0)
-                others = H200_TOTAL_MIB - r["gpu_free_mib"] - reserved
-                fit = estimate(shape, s, GpuMemory(H200_TOTAL_MIB * MIB, int(others * MIB), H200_RUNTIME_MIB * MIB,
-                                                   reserved_bytes=int(reserved * MIB)))
-                layers = (fit.layers_on_gpu, r["layers_offloaded"])
-            out.append(_line(name, layers, None, (forced.compute_bytes / MIB, r["cuda0_compute"]),
-                             (forced.total_gpu_bytes / MIB, r.get("process_mib"))))
+        data = json.loads(path.read_text())
+        for r in data if isinstance(data, list) else data["rows"]:
+            if r.get("mode") == "ollama" and r.get("command") and r.get("offloaded"):
+                rows.append(r)
+    return rows
+
+
+def runtime_allowance_mib(rows: list[dict]) -> float:
+    """The card's runtime allowance as the app learns it: NVML's process memory less llama.cpp's GPU buffers."""
+    spans = sorted(r["process_mib"] - sum(v for k, v in r["buffers"].items() if k.startswith("CUDA0"))
+                   for r in rows if r.get("process_mib") and r.get("buffers", {}).get("CUDA0 compute"))
+    return spans[len(spans) // 2]
+
+
+def card_of(r: dict, runtime_mib: float) -> GpuMemory:
+    """The card as NVML's memory info v2 read it before the load: total, used by others, the driver's reserve."""
+    before = r["before"]
+    return GpuMemory(int(before["total_mib"] * MIB), int(before["used_mib"] * MIB), int(runtime_mib * MIB),
+                     reserved_bytes=int(before["reserved_mib"] * MIB))
+
+
+def measured_rows() -> list[str]:
+    rows = measured_loads()
+    if not rows:
+        return []
+    runtime = runtime_allowance_mib(rows)
+    out = []
+    for r in rows:
+        shape = shape_for(r["shape"])
+        s = measured_settings(r)
+        gpu = card_of(r, runtime)
+        fit = estimate(shape, s, gpu)  # --fit's placement on the card as it was
+        at_real = estimate(shape, replace(s, num_gpu=r["offloaded"]), gpu)  # the buffers at the server's count
+        card = "24 GiB" if r.get("hold_free_mib") else "whole"
+        name = f"{r['shape']} {r['config']} ({card})"
+        out.append(_line(name, (fit.layers_on_gpu, r["offloaded"]), None,
+                         (at_real.compute_bytes / MIB, r.get("buffers", {}).get("CUDA0 compute")),
+                         (fit.total_gpu_bytes / MIB, r.get("process_mib") or None)))
     return out
 
 
