@@ -25,7 +25,7 @@ from app.core.memory.llama_cpp import (
     kv_layer_bytes,
     peak_extra_bytes,
     plan_context,
-    spill_compute_bytes,
+    spill_compute_table,
 )
 from app.core.memory.verdict import Verdict, explain, processor_string, verdict_for
 from app.core.model_shape import ModelShape
@@ -247,12 +247,11 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
         notes.append(f"{settings.kv_cache_type} KV cache needs flash attention; {rules.server_name} uses f16 instead")
     plan = plan_context(shape, settings.num_ctx, settings.parallel, settings.ubatch)
     kv = kv_layer_bytes(shape, plan, kv_type)
-    compute = compute_bytes(shape, plan, kv_type, settings.flash_attention)
+    # the GPU compute buffer by the number of blocks left in host memory (0: the full-offload graph)
+    spilled = spill_compute_table(shape, plan, kv_type, settings.flash_attention, kv)
 
     def compute_with(cpu_blocks: int) -> int:
-        if cpu_blocks <= 0:
-            return compute
-        return spill_compute_bytes(shape, plan, kv_type, settings.flash_attention, cpu_blocks, kv)
+        return spilled[max(0, min(cpu_blocks, shape.n_layer))]
 
     compute_on = compute_bytes(shape, plan, settings.kv_cache_type, True)
     compute_off = compute_bytes(shape, plan, "f16", False)

@@ -136,15 +136,20 @@ def spill_compute_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flas
     the full-offload graph; a host layer's attention with its whole K and V copied in (plus, for a quantized
     cache, the f16 copies the flash-attention kernel makes); a host layer's FFN with its largest weight copied
     in. Below OP_OFFLOAD_MIN_BATCH tokens nothing is offloaded and the buffer is the full-offload one."""
+    return spill_compute_table(shape, plan, kv_type, flash_attention, kv)[max(0, min(cpu_blocks, shape.n_layer))]
+
+
+def spill_compute_table(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_attention: bool,
+                        kv: list[int]) -> list[int]:
+    """spill_compute_bytes for 0..n_layer blocks in host memory, in one pass (a placement loop asks for many)."""
     full = compute_bytes(shape, plan, kv_type, flash_attention)
-    blocks = max(0, min(cpu_blocks, shape.n_layer))
-    if blocks == 0 or max(plan.n_ubatch, plan.n_stream) < OP_OFFLOAD_MIN_BATCH:
-        return full
+    if max(plan.n_ubatch, plan.n_stream) < OP_OFFLOAD_MIN_BATCH:
+        return [full] * (shape.n_layer + 1)
     t = plan.n_ubatch
     mask = _mask_bytes(shape, plan, flash_attention)
     row = 4 * t * shape.n_embd  # one f32 hidden-state row per batch token
-    attn = 0
-    for il in range(blocks):
+    table = [full]
+    for il in range(shape.n_layer):
         copies = kv[il]  # K and V of every cell of every slot, in the cache's own type
         cells = plan.swa_cells_per_stream * plan.n_stream if shape.swa_layers[il] else plan.n_ctx_total
         if flash_attention:
@@ -153,9 +158,10 @@ def spill_compute_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flas
                 live += 2 * cells * shape.n_head_kv[il] * (shape.key_length + shape.value_length)
         else:
             live = 4 * t * shape.n_head * plan.n_ctx_seq + NO_FA_LIVE_EMBD_ROWS * row
-        attn = max(attn, copies + live + mask)
-    ffn = max(_largest_weight_bytes(shape, il) for il in range(blocks)) + 2 * (4 * t * shape.n_ff) + 2 * row + mask
-    return max(full, attn, ffn)
+        attn = copies + live + mask
+        ffn = _largest_weight_bytes(shape, il) + 2 * (4 * t * shape.n_ff) + 2 * row + mask
+        table.append(max(table[-1], attn, ffn))
+    return table
 
 
 def _largest_weight_bytes(shape: ModelShape, il: int) -> int:
