@@ -44,6 +44,7 @@ RANGES = (
     Range("--gpu-overhead-mib", 0, _TIB_MIB, "MiB", "memory the server keeps free, at most a GPU's size"),
     Range("--gpu-total-mib", 0, _TIB_MIB, "MiB", "the GPU's memory; no GPU has more than 1 TiB", above=True),
     Range("--gpu-used-mib", 0, _TIB_MIB, "MiB", "memory other processes use on the GPU"),
+    Range("--gpu-reserved-mib", 0, _TIB_MIB, "MiB", "memory the driver reserves on the GPU"),
     Range("--runtime-overhead-mib", 0, 65536, "MiB", "the CUDA context per process, about 300-600 MiB"),
 )
 
@@ -71,6 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("GPU")
     g.add_argument("--gpu-total-mib", type=float, default=RTX_4090_MIB, help=f"GPU memory (default {RTX_4090_MIB}, an RTX 4090)")
     g.add_argument("--gpu-used-mib", type=float, default=0.0, help="memory used by other processes")
+    g.add_argument("--gpu-reserved-mib", type=float, default=0.0,
+                   help="memory the driver reserves, which no process can have (default 0). nvidia-smi's "
+                        "\"used\" leaves it out: NVML's memory info v2 reports it as \"reserved\" (about 614 MiB "
+                        "on an H200), so with --gpu-used-mib read from nvidia-smi pass it here, or the layers on "
+                        "the GPU come out one too many")
     g.add_argument("--runtime-overhead-mib", type=float,
                    help=f"CUDA context/runtime per process (default {DEFAULT_RUNTIME_OVERHEAD_BYTES / MIB:.0f}; "
                         "an H200 measured ~590)")
@@ -136,12 +142,13 @@ def _settings(args: argparse.Namespace, backend: str) -> ServerSettings:
 
 
 def _gpu(args: argparse.Namespace) -> GpuMemory:
-    """The GPU priced against, from the flags: its size, what others use, the runtime allowance."""
+    """The GPU priced against, from the flags: its size, what others use, the driver's reserve, the runtime
+    allowance."""
     allowance = DEFAULT_ALLOWANCE
     if args.runtime_overhead_mib is not None:
         allowance = RuntimeAllowance(int(args.runtime_overhead_mib * MIB), AllowanceSource.GIVEN)
     return GpuMemory.with_allowance(int(args.gpu_total_mib * MIB), int(args.gpu_used_mib * MIB),
-                                    allowance=allowance)
+                                    reserved_bytes=int(args.gpu_reserved_mib * MIB), allowance=allowance)
 
 
 def _price(args: argparse.Namespace, backend: str) -> tuple[ModelShape, Priced]:

@@ -22,11 +22,12 @@ def host_budget(host: HostSample) -> HostMemory:
     return HostMemory(_stepped(ram.available_bytes), ram.total_bytes)
 
 
-def gpu_budget(gpu: GpuSample, server_running: bool, loaded_vram_bytes: int) -> tuple[int, int]:
-    """(the GPU's size, what processes other than the server hold on it, in 64 MiB steps), both in bytes,
-    from one GPU reading; `loaded_vram_bytes` is what the server says its loaded models hold."""
+def gpu_budget(gpu: GpuSample, server_running: bool, loaded_vram_bytes: int) -> tuple[int, int, int]:
+    """(the GPU's size, what processes other than the server hold on it in 64 MiB steps, the driver's reserve),
+    all in bytes, from one GPU reading; `loaded_vram_bytes` is what the server says its loaded models hold.
+    The reserve is 0 where the driver does not report it apart: then "others" holds it."""
     others = others_bytes(gpu.memory_used_mib, gpu.server_memory_mib, server_running, loaded_vram_bytes)
-    return int(gpu.memory_total_mib * MIB), _stepped(others)
+    return int(gpu.memory_total_mib * MIB), _stepped(others), int(gpu.reserved_known_mib * MIB)
 
 
 __all__ = ["FEED_STEP_BYTES", "gpu_budget", "host_budget"]

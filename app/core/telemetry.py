@@ -34,10 +34,15 @@ class GpuSlowdown(enum.Enum):
 
 @dataclass(frozen=True)
 class GpuSample:
-    """One GPU reading; NaN where the driver reports N/A."""
+    """One GPU reading; NaN where the driver reports N/A.
+
+    Memory follows the driver's own split: total = used + reserved + free, where `reserved` is what the driver
+    keeps for itself and no process can have. `memory_used_mib` is the "used" figure nvidia-smi shows, which
+    leaves the reserve out; where the driver does not report its reserve (`memory_reserved_mib` NaN) used is
+    total - free and holds the reserve. Either way `memory_free_mib` is what a new load can still have."""
 
     t: float  # time.monotonic() seconds
-    memory_used_mib: float
+    memory_used_mib: float  # in use by processes (nvidia-smi's "used"); the reserve too where it is not reported
     memory_total_mib: float
     server_memory_mib: float  # used by the server's process tree; NaN when NVML cannot attribute it
     utilization_pct: float
@@ -45,6 +50,17 @@ class GpuSample:
     temperature_c: float
     slowdowns: frozenset[GpuSlowdown] = frozenset()  # why the clocks are down now (empty: they are not)
     sm_clock_mhz: float = NAN  # the SM clock now
+    memory_reserved_mib: float = NAN  # the driver's reserve, outside memory_used_mib; NaN where not reported
+
+    @property
+    def reserved_known_mib(self) -> float:
+        """The driver's reserve where reported separately from used, else 0 (then used already holds it)."""
+        return 0.0 if math.isnan(self.memory_reserved_mib) else self.memory_reserved_mib
+
+    @property
+    def memory_free_mib(self) -> float:
+        """Memory no process holds and the driver does not keep: total - used - reserved (NaN when not read)."""
+        return self.memory_total_mib - self.memory_used_mib - self.reserved_known_mib
 
 
 @dataclass(frozen=True)

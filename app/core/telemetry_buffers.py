@@ -28,6 +28,7 @@ class Channel:
     SERVER_RSS_MIB = 9
     TOKENS_PER_S = 10
     IN_FLIGHT = 11
+    GPU_MEM_RESERVED_MIB = 12  # the driver's reserve, outside "used" (NaN where the driver does not report it)
 
     NAMES = (
         "gpu_mem_used_mib",
@@ -42,6 +43,7 @@ class Channel:
         "server_rss_mib",
         "tokens_per_s",
         "in_flight",
+        "gpu_mem_reserved_mib",
     )
     COUNT = len(NAMES)
 
@@ -80,6 +82,7 @@ class TelemetryBuffers:
             row[Channel.GPU_UTIL_PCT] = g.utilization_pct
             row[Channel.GPU_POWER_W] = g.power_w
             row[Channel.GPU_TEMP_C] = g.temperature_c
+            row[Channel.GPU_MEM_RESERVED_MIB] = g.memory_reserved_mib
         h = sample.host
         row[Channel.RAM_USED_MIB] = h.ram_used_mib
         row[Channel.RAM_TOTAL_MIB] = h.ram_total_mib

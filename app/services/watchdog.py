@@ -418,7 +418,7 @@ class Watchdog:
             if self._others_base_mib is None:
                 self._others_base_mib = others
             self._others_base_mib = min(self._others_base_mib, others)
-            free = total - used
+            free = g.memory_free_mib  # the driver's reserve is neither others' nor free
             rise = others - self._others_base_mib
             on = rise >= self._limits.vram_rise_mib and free < total * self._limits.vram_free_share
             severe = free < total * self._limits.vram_free_severe_share
@@ -431,7 +431,8 @@ class Watchdog:
                                  "the settings again with what is free now.",
                                  Evidence(Source.GPU, f"used {used:.0f} MiB, by the server {server:.0f} MiB, free "
                                           f"{free:.0f} MiB", {"others_mib": others, "others_rise_mib": rise,
-                                                              "free_mib": free, "total_mib": total}))
+                                                              "free_mib": free, "total_mib": total,
+                                                              "reserved_mib": g.memory_reserved_mib}))
         return out
 
     def _on_status(self, st: ServerStatus) -> list[WatchEvent]:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.adapters.aio import LoopThread  # noqa: E402
 from app.backends.llama_server.spec import LLAMA_SERVER  # noqa: E402
-from app.core.telemetry_buffers import TelemetryBuffers  # noqa: E402
+from app.core.telemetry_buffers import Channel, TelemetryBuffers  # noqa: E402
 from app.core.memory.estimator import GpuMemory, LoadSettings, estimate  # noqa: E402
 from app.backends.ollama.show import shape_from_show  # noqa: E402
 from app.core.telemetry import GpuInfo  # noqa: E402
@@ -57,10 +57,12 @@ def main() -> int:
     app = QApplication.instance() or QApplication([])
     apply_theme(app)
     buffers = TelemetryBuffers(history_s=900, interval_s=rec["interval_s"])
+    # by channel name: a recording made before a channel existed reads NaN (not recorded) there
+    columns = [rec["channels"].index(name) if name in rec["channels"] else None for name in Channel.NAMES]
     for t, row in zip(rec["t"], rec["rows"]):
         if args.until is not None and t > args.until:
             break
-        buffers.append_row(t, [math.nan if v is None else v for v in row])
+        buffers.append_row(t, [math.nan if c is None or row[c] is None else row[c] for c in columns])
     g = rec["gpu"]
     loop = LoopThread()
     context = page_context_on(loop, backend=LLAMA_SERVER, samples=buffers,

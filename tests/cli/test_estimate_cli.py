@@ -151,3 +151,29 @@ def test_llama_server_without_ctx_prices_the_training_context_in_each_slot(capsy
     plan = json.loads(capsys.readouterr().out)["plan"]
     assert (plan["num_ctx"], plan["ctx_total"], plan["num_batch"], plan["num_ubatch"]) == (40960, 163840, 2048, 512)
     assert plan["context_source"] == "llama-server's default, the model's training context in each slot"
+
+
+def test_the_drivers_reserve_is_left_out_of_free_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    # a 24 GiB card simulated on an H200: nvidia-smi shows 118,593 MiB used and 24,564 MiB free, because its
+    # "used" leaves out the driver's ~614 MiB reserve
+    card = ["--gpu-total-mib", "143771", "--gpu-used-mib", "118593", "--ctx", "40960", "--parallel", "8",
+            "--kv-cache", "q8_0", "--runtime-overhead-mib", "592", "--json"]
+    assert main([*BASE, *card]) == 0
+    without = json.loads(capsys.readouterr().out)
+    assert main([*BASE, *card, "--gpu-reserved-mib", "614"]) == 0
+    with_reserve = json.loads(capsys.readouterr().out)
+    assert with_reserve["reserved_bytes"] == 614 * 2**20
+    assert with_reserve["free_bytes"] == 24_564 * 2**20 == without["free_bytes"] - 614 * 2**20
+    # the H200 placed 24 of 41 layers there (Ollama 0.32.15, -b 512); without the reserve 25 are priced
+    assert (with_reserve["layers_on_gpu"], without["layers_on_gpu"]) == (24, 25)
+
+
+def test_the_reserve_flag_is_explained_and_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    assert "nvidia-smi's" in capsys.readouterr().out
+    assert main([*BASE, "--ctx", "4096", "--gpu-reserved-mib", "-1"]) == 2
+    assert "--gpu-reserved-mib must not be negative" in capsys.readouterr().err
+    assert main([*BASE, "--ctx", "4096", "--gpu-total-mib", "1000", "--gpu-used-mib", "900",
+                 "--gpu-reserved-mib", "200"]) == 2
+    assert "the driver's reserve (209715200) exceed the GPU's" in capsys.readouterr().err

@@ -34,6 +34,7 @@ class GpuReading:
     power_w: float
     temperature_c: float
     server_memory_mib: float = NAN  # memory of the server's pids, as the process list shows it
+    memory_reserved_mib: float = NAN  # the driver's reserve, outside memory_used_mib (NaN: not reported apart)
 
 
 Script = Callable[[float, Sequence[int]], GpuReading] | Sequence[GpuReading]
@@ -95,8 +96,10 @@ class ScriptedGpuBackend:
             return None
         r = self._next(t, server_pids)
         total = self._info.memory_total_mib
-        if r.memory_used_mib > total:
-            raise ValueError(f"scripted reading uses {r.memory_used_mib} MiB of a {total} MiB card")
+        reserved = 0.0 if math.isnan(r.memory_reserved_mib) else r.memory_reserved_mib
+        if r.memory_used_mib + reserved > total:
+            raise ValueError(f"scripted reading uses {r.memory_used_mib} MiB and reserves {reserved} MiB "
+                             f"of a {total} MiB card")
         return GpuSample(
             t=t,
             memory_used_mib=r.memory_used_mib,
@@ -105,6 +108,7 @@ class ScriptedGpuBackend:
             utilization_pct=r.utilization_pct,
             power_w=r.power_w,
             temperature_c=r.temperature_c,
+            memory_reserved_mib=r.memory_reserved_mib,
         )
 
     def process_use(self, since_s: float) -> Sequence[GpuProcessUse] | None:
@@ -180,7 +184,7 @@ def fill_demo_history(
         g = gpu.sample(script_t, [4242, 4243])
         if g is not None:
             g = GpuSample(t, g.memory_used_mib, g.memory_total_mib, g.server_memory_mib,
-                          g.utilization_pct, g.power_w, g.temperature_c)
+                          g.utilization_pct, g.power_w, g.temperature_c, memory_reserved_mib=g.memory_reserved_mib)
         wobble = math.sin(script_t * 0.9)
         host = HostSample(
             t=t,

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 NAN = math.nan
 _NO_ANSWER = object()  # _query's "no special answer for NotFound"
 _NO_FUNCTION = object()  # _query's answer where the driver lacks the function (FunctionNotFound)
+_FAILED = object()  # a call that gave no answer
 
 # NVML's clock-event reasons (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*: the same bits).
 # Idle (0x1), the user's application clocks (0x2), sync boost (0x10) and display clocks (0x100) are the
@@ -131,6 +132,7 @@ class NvmlBackend:
         self._lost = False
         self._warned: set[str] = set()
         self._reason_functions = list(_REASON_FUNCTIONS)
+        self._memory_v2: int | None = _memory_v2_version()
 
     # --- GpuBackend -----------------------------------------------------------------------
     @property
@@ -158,11 +160,7 @@ class NvmlBackend:
         if info is None:
             return None
         h = self._handle
-        # Memory info v1: used = total - free, reserved driver memory included, because what
-        # matters for fitting a model is what can no longer be allocated.
-        mem = self._query(pynvml.nvmlDeviceGetMemoryInfo, h, default=None)
-        used = mem.used / MIB if mem is not None else NAN
-        total = mem.total / MIB if mem is not None else info.memory_total_mib
+        total, used, reserved = self._memory(h, info.memory_total_mib)
         util = self._query(pynvml.nvmlDeviceGetUtilizationRates, h, default=None)
         power_mw = self._query(pynvml.nvmlDeviceGetPowerUsage, h)
         temp_c = self._query(pynvml.nvmlDeviceGetTemperature, h, pynvml.NVML_TEMPERATURE_GPU)
@@ -181,6 +179,7 @@ class NvmlBackend:
             temperature_c=float(temp_c),
             slowdowns=slowdowns_of(reasons) if reasons is not None else frozenset(),
             sm_clock_mhz=float(sm_mhz),
+            memory_reserved_mib=reserved,
         )
 
     def process_use(self, since_s: float) -> Sequence[GpuProcessUse] | None:
@@ -265,6 +264,28 @@ class NvmlBackend:
             log.warning("NVIDIA GPU %d lost: %s", self.index, detail)
 
     # --- internals ------------------------------------------------------------------------
+    def _memory(self, handle: Any, known_total_mib: float) -> tuple[float, float, float]:
+        """(total, used, reserved) MiB. Memory info v2 splits the driver's reserve out of "used" (nvidia-smi's
+        figures); where the driver or the bindings lack v2, v1's used = total - free holds the reserve and the
+        reserve is NaN (not known apart). A lost GPU gives NaN used."""
+        if self._memory_v2 is not None:
+            try:
+                mem = self._query(pynvml.nvmlDeviceGetMemoryInfo, handle, self._memory_v2, default=_FAILED,
+                                  no_function=_FAILED)
+            except TypeError:  # bindings whose call takes no version argument
+                mem = _FAILED
+            if mem is not _FAILED:
+                return mem.total / MIB, mem.used / MIB, mem.reserved / MIB
+            if self._lost:
+                return known_total_mib, NAN, NAN
+            # the driver lacks the v2 call (or refuses it): v1 from now on
+            log.info("NVML memory info v2 unavailable on GPU %d: the driver's reserve is counted as used", self.index)
+            self._memory_v2 = None
+        mem = self._query(pynvml.nvmlDeviceGetMemoryInfo, handle, default=None)
+        if mem is None:
+            return known_total_mib, NAN, NAN
+        return mem.total / MIB, mem.used / MIB, NAN  # v1: used = total - free
+
     def _clock_reasons(self, handle: Any) -> int | None:
         """Why the clocks are where they are (NVML's bitmask); None where the driver does not say."""
         while self._reason_functions:
@@ -357,6 +378,12 @@ class NvmlBackend:
             known = [v for v in values if not math.isnan(v)]
             total += max(known) if known else NAN
         return total
+
+
+def _memory_v2_version() -> int | None:
+    """The struct version for nvmlDeviceGetMemoryInfo_v2 where the installed bindings know it, else None."""
+    version = getattr(pynvml, "nvmlMemory_v2", None) if pynvml is not None else None
+    return version if isinstance(version, int) else None
 
 
 def _pid_visible(pid: int) -> bool:

@@ -25,6 +25,7 @@ from app.core.memory.llama_cpp import (
     kv_layer_bytes,
     peak_extra_bytes,
     plan_context,
+    spill_compute_table,
 )
 from app.core.memory.verdict import Verdict, explain, processor_string, verdict_for
 from app.core.model_shape import ModelShape
@@ -198,6 +199,10 @@ def _gpu_checks(gpu: GpuMemory) -> list[tuple[bool, str]]:
         (gpu.used_by_others_bytes <= gpu.total_bytes,
          f"memory used by others ({gpu.used_by_others_bytes}) exceeds the GPU's {gpu.total_bytes}"),
         (gpu.runtime_overhead_bytes >= 0, f"runtime overhead must not be negative, got {gpu.runtime_overhead_bytes}"),
+        (gpu.reserved_bytes >= 0, f"the driver's reserve must not be negative, got {gpu.reserved_bytes}"),
+        (gpu.used_by_others_bytes + gpu.reserved_bytes <= gpu.total_bytes,
+         f"memory used by others ({gpu.used_by_others_bytes}) and the driver's reserve ({gpu.reserved_bytes}) "
+         f"exceed the GPU's {gpu.total_bytes}"),
     ]
 
 
@@ -214,8 +219,9 @@ class _Placement:
         return self.weights_gpu + self.kv_gpu + self.compute_gpu + self.overhead
 
 
-def _place(shape: ModelShape, n_gpu: int, kv: list[int], compute: int, overhead: int) -> _Placement:
-    """Memory split when llama.cpp offloads n_gpu layers (output head first, then the last blocks)."""
+def _place(shape: ModelShape, n_gpu: int, kv: list[int], compute: Callable[[int], int], overhead: int) -> _Placement:
+    """Memory split when llama.cpp offloads n_gpu layers (output head first, then the last blocks);
+    `compute(k)` is the GPU compute buffer with the first k blocks left in host memory."""
     w = shape.weights
     if n_gpu <= 0:
         return _Placement(0, w.token_embd_bytes + sum(w.layer_bytes) + w.output_bytes + w.projector_bytes, 0, 0, 0)
@@ -224,9 +230,9 @@ def _place(shape: ModelShape, n_gpu: int, kv: list[int], compute: int, overhead:
     weights_gpu = w.output_bytes + w.projector_bytes + sum(w.layer_bytes[first:])
     weights_cpu = w.token_embd_bytes + sum(w.layer_bytes[:first])
     kv_gpu = sum(kv[first:])
-    # with layers left on the CPU, big prompt batches still run on the GPU and copy those weights
-    staging = max(w.layer_bytes[:first]) if first > 0 else 0
-    return _Placement(weights_gpu, weights_cpu, kv_gpu, compute + staging, overhead)
+    # with blocks left on the CPU, big prompt batches still run them on the GPU: their weights and KV cache
+    # are copied into the compute buffer (spill_compute_bytes)
+    return _Placement(weights_gpu, weights_cpu, kv_gpu, compute(first), overhead)
 
 
 def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
@@ -241,7 +247,12 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
         notes.append(f"{settings.kv_cache_type} KV cache needs flash attention; {rules.server_name} uses f16 instead")
     plan = plan_context(shape, settings.num_ctx, settings.parallel, settings.ubatch)
     kv = kv_layer_bytes(shape, plan, kv_type)
-    compute = compute_bytes(shape, plan, kv_type, settings.flash_attention)
+    # the GPU compute buffer by the number of blocks left in host memory (0: the full-offload graph)
+    spilled = spill_compute_table(shape, plan, kv_type, settings.flash_attention, kv)
+
+    def compute_with(cpu_blocks: int) -> int:
+        return spilled[max(0, min(cpu_blocks, shape.n_layer))]
+
     compute_on = compute_bytes(shape, plan, settings.kv_cache_type, True)
     compute_off = compute_bytes(shape, plan, "f16", False)
     extra = peak_extra_bytes(shape, plan, kv_type, settings.flash_attention)
@@ -257,11 +268,11 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
         margin = rules.fit_margin_bytes
         n_gpu = 0
         for n in range(layers_total, 0, -1):
-            if _place(shape, n, kv, compute, gpu.runtime_overhead_bytes).total_gpu + margin <= available:
+            if _place(shape, n, kv, compute_with, gpu.runtime_overhead_bytes).total_gpu + margin <= available:
                 n_gpu = n
                 break
-    placed = _place(shape, n_gpu, kv, compute, gpu.runtime_overhead_bytes)
-    full = _place(shape, layers_total, kv, compute, gpu.runtime_overhead_bytes).total_gpu
+    placed = _place(shape, n_gpu, kv, compute_with, gpu.runtime_overhead_bytes)
+    full = _place(shape, layers_total, kv, compute_with, gpu.runtime_overhead_bytes).total_gpu
     peak = placed.total_gpu + (extra if n_gpu > 0 else 0)
     kv_cpu = sum(kv) - placed.kv_gpu
     host_compute = host_compute_bytes(shape, plan, settings.flash_attention)

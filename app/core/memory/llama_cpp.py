@@ -27,10 +27,16 @@ FFN_LIVE_EMBD_ROWS = 4
 # (fitted on one row, then exact on all 10 measured flash-off rows).
 NO_FA_LIVE_FF_ROWS = 1
 NO_FA_LIVE_EMBD_ROWS = 2
-# A quantized KV cache with flash attention keeps one layer's K (or V) of every cell of every slot
-# as 4 bytes per value, beside five hidden-state rows per batch token (fitted on 14 rows).
+# A quantized KV cache with flash attention: the CUDA kernel for big batches reads f16, so the attention
+# output's allocation carries f16 copies of one layer's K and V of every cell of every slot (2 + 2 bytes
+# per value: ggml-cuda's flash_attn_ext alloc size), beside five hidden-state rows per batch token alive
+# while a layer's attention runs (fitted on 14 rows).
 QUANT_KV_BYTES_PER_VALUE = 4
 QUANT_KV_LIVE_EMBD_ROWS = 5
+ATTN_LIVE_EMBD_ROWS = QUANT_KV_LIVE_EMBD_ROWS  # the hidden-state rows alive during a layer's attention
+# ggml's CUDA backend runs an op whose weights sit in host memory on the GPU once its batch reaches this
+# many tokens (GGML_OP_OFFLOAD_MIN_BATCH, default 32).
+OP_OFFLOAD_MIN_BATCH = 32
 # The CUDA memory pool grows on the first prompts: a fixed part plus quantized activations per
 # batch token (fitted: 14-40 MiB on the H200 rows).
 POOL_BASE_BYTES = int(14.5 * MIB)
@@ -112,6 +118,63 @@ def compute_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_atte
         width = max(shape.n_embd_k_gqa, shape.n_embd_v_gqa)
         live = max(live, QUANT_KV_BYTES_PER_VALUE * cells * width + 4 * t * QUANT_KV_LIVE_EMBD_ROWS * shape.n_embd)
     return live + _moe_live_bytes(shape, t) + _mask_bytes(shape, plan, flash_attention)
+
+
+def spill_compute_bytes(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_attention: bool,
+                        cpu_blocks: int, kv: list[int]) -> int:
+    """GPU compute buffer when the first `cpu_blocks` repeating layers stay in host memory (`kv`: each layer's
+    KV bytes, as kv_layer_bytes gives them).
+
+    With op offload (llama.cpp's default), the scheduler runs a big batch's matrix products on the GPU even
+    for a layer whose weights are in host memory, and the ops around them follow (ggml_backend_sched: an op
+    whose weight is in host memory goes to the GPU when its batch reaches OP_OFFLOAD_MIN_BATCH tokens; the
+    unassigned ops next to it take the same backend). Only what is pre-allocated in host memory stays there:
+    the writes into that layer's KV cache. Every input the GPU side needs from host memory is copied into the
+    GPU compute buffer at the start of its split and freed after its last use: each weight matrix of the layer
+    (one split per weight), and, for attention, the views of that layer's K and V over every cell of every
+    slot. The buffer is sized for the largest moment of the worst-case batch, so it grows to the largest of:
+    the full-offload graph; a host layer's attention with its whole K and V copied in (plus, for a quantized
+    cache, the f16 copies the flash-attention kernel makes); a host layer's FFN with its largest weight copied
+    in. Below OP_OFFLOAD_MIN_BATCH tokens nothing is offloaded and the buffer is the full-offload one."""
+    return spill_compute_table(shape, plan, kv_type, flash_attention, kv)[max(0, min(cpu_blocks, shape.n_layer))]
+
+
+def spill_compute_table(shape: ModelShape, plan: ContextPlan, kv_type: str, flash_attention: bool,
+                        kv: list[int]) -> list[int]:
+    """spill_compute_bytes for 0..n_layer blocks in host memory, in one pass (a placement loop asks for many)."""
+    full = compute_bytes(shape, plan, kv_type, flash_attention)
+    if max(plan.n_ubatch, plan.n_stream) < OP_OFFLOAD_MIN_BATCH:
+        return [full] * (shape.n_layer + 1)
+    t = plan.n_ubatch
+    mask = _mask_bytes(shape, plan, flash_attention)
+    row = 4 * t * shape.n_embd  # one f32 hidden-state row per batch token
+    table = [full]
+    for il in range(shape.n_layer):
+        copies = kv[il]  # K and V of every cell of every slot, in the cache's own type
+        cells = plan.swa_cells_per_stream * plan.n_stream if shape.swa_layers[il] else plan.n_ctx_total
+        if flash_attention:
+            live = ATTN_LIVE_EMBD_ROWS * row
+            if kv_type != "f16":
+                live += 2 * cells * shape.n_head_kv[il] * (shape.key_length + shape.value_length)
+        else:
+            live = 4 * t * shape.n_head * plan.n_ctx_seq + NO_FA_LIVE_EMBD_ROWS * row
+        attn = copies + live + mask
+        ffn = _largest_weight_bytes(shape, il) + 2 * (4 * t * shape.n_ff) + 2 * row + mask
+        table.append(max(table[-1], attn, ffn))
+    return table
+
+
+def _largest_weight_bytes(shape: ModelShape, il: int) -> int:
+    """The largest weight matrix of repeating layer `il`, from the layer's bytes split by parameter count: an FFN
+    matrix (n_embd x n_ff; all experts of one for a mixture of experts), at the layer's mean bits per weight."""
+    q = shape.n_embd * shape.n_head * shape.key_length
+    kv = 2 * shape.n_embd * shape.n_head_kv[il] * shape.key_length
+    o = shape.n_head * shape.value_length * shape.n_embd
+    # a mixture of experts' n_ff is the width its used experts take together; one matrix holds every expert
+    per_expert = shape.n_ff // max(1, shape.n_expert_used) if shape.n_expert else shape.n_ff
+    ffn_matrix = shape.n_embd * per_expert * max(1, shape.n_expert)
+    params = q + kv + o + 3 * ffn_matrix
+    return int(shape.weights.layer_bytes[il] * ffn_matrix / params) if params else 0
 
 
 def _moe_live_bytes(shape: ModelShape, tokens: int) -> int:

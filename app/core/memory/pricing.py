@@ -98,6 +98,9 @@ def fit_grid(settings: ServerSettings, shape: ModelShape, gpu: GpuMemory | None,
 def others_bytes(gpu_used_mib: float, server_mib: float, server_running: bool, loaded_vram_bytes: int) -> int:
     """GPU memory (bytes) used by processes other than the server, from one NVML reading.
 
+    `gpu_used_mib` is the reading's used memory as nvidia-smi shows it: where the driver reports its reserve
+    apart (GpuSample.memory_reserved_mib), used leaves it out and the caller prices it as
+    GpuMemory.reserved_bytes; where it does not, used holds it and it is counted here, once either way.
     With the server running, its share is NVML's per-process figure when known, else what
     the server says its loaded models hold."""
     if math.isnan(gpu_used_mib):

@@ -111,9 +111,13 @@ def explain(est: VramEstimate, num_ctx: int, flash_attention: bool) -> str:
             return (f"Spills: {est.legacy.estimate_name} ({_g(est.legacy.total_bytes)}) does not fit in {free} free, "
                     f"so it offloads only {est.layers_on_gpu} of {est.layers_total} layers although all of them would "
                     f"need {_g(est.full_offload_gpu_bytes)}; {slower}. {est.legacy.advice}".rstrip())
+        full_compute = est.compute_flash_on_bytes if flash_attention else est.compute_flash_off_bytes
+        grown = (f" With layers on the CPU the GPU compute buffer grows from {_g(full_compute)} to "
+                 f"{_g(est.compute_bytes)}: each prompt batch runs a CPU layer on the GPU and copies its weights "
+                 f"and KV cache there." if est.compute_bytes - full_compute >= GIB // 10 else "")
         return (f"Spills: only {est.layers_on_gpu} of {est.layers_total} layers fit in {free} free (all on the "
-                f"GPU needs {_g(est.full_offload_gpu_bytes)}); {slower}. Lower the context or parallel requests, "
-                f"or quantize the KV cache.")
+                f"GPU needs {_g(est.full_offload_gpu_bytes)}); {slower}.{grown} Lower the context or parallel "
+                f"requests, or quantize the KV cache.")
     if est.verdict is Verdict.TIGHT and est.total_gpu_bytes <= est.available_bytes < est.peak_gpu_bytes:
         why = "without flash attention" if not flash_attention else "while it is processed"
         return (f"Tight: loads in {_g(est.total_gpu_bytes)} of {free} free ({parts}), but a prompt filling "

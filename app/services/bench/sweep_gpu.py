@@ -85,9 +85,11 @@ def spill_words(gpu: GpuBackend | None, loaded: RunningModel | None) -> str:
 
 
 async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running: bool) -> GpuMemory | None:
-    """Total GPU bytes and what other processes use, as the estimator prices against (None without a reading).
+    """Total GPU bytes, what other processes use and the driver's reserve, as the estimator prices against
+    (None without a reading).
 
-    What the server's loaded models hold is not "others": the server's list of loaded models says how much to leave out."""
+    What the server's loaded models hold is not "others": the server's list of loaded models says how much to leave out.
+    The reserve is its own part where the driver reports it apart from "used" (else "used" holds it)."""
     sample = await window.read()
     if sample is None:
         return None
@@ -96,7 +98,8 @@ async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running
     except ServerError:
         loaded = 0
     used_by_others = others_bytes(sample.memory_used_mib, sample.server_memory_mib, server_running, loaded)
-    return GpuMemory(int(sample.memory_total_mib * MIB), used_by_others)
+    return GpuMemory(int(sample.memory_total_mib * MIB), used_by_others,
+                     reserved_bytes=int(sample.reserved_known_mib * MIB))
 
 
 class GpuWindow(PollingWindow[GpuSample]):

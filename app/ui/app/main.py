@@ -308,8 +308,8 @@ class DeckApp:
             if self.gpu.info() is None:
                 self.server_page.fit_panel.set_gpu(None)
             return
-        total, others = gpu_budget(gpu, self.controller.status.state.is_running, self._loaded_vram)
-        self.server_page.fit_panel.set_gpu(total, others)
+        total, others, reserved = gpu_budget(gpu, self.controller.status.state.is_running, self._loaded_vram)
+        self.server_page.fit_panel.set_gpu(total, others, reserved)
 
     def _show_estimate(self, estimate: VramEstimate | None) -> None:
         """The predicted server memory at load (MiB) on the dashboard's VRAM plot, or no line; the watchdog

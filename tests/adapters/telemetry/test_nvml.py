@@ -39,7 +39,9 @@ class FakeNvml:
         self.name: str | bytes = "NVIDIA GeForce RTX 4090"
         self.driver: str | bytes = "570.133.07"
         self.total = 24564 * MIB
-        self.used = 620 * MIB
+        self.used = 620 * MIB  # as memory info v1 says it: total - free, the driver's reserve included
+        self.reserved: int | None = None  # the driver's reserve, as v2 says it; None: a driver without v2
+        self.v2_error: int | None = None  # an NVML error code memory info v2 alone raises (v1 still answers)
         self.util = 3
         self.power_mw = 24_500
         self.temp = 38
@@ -106,8 +108,18 @@ class FakeNvml:
     def _nvmlDeviceGetUUID(self, handle):
         return "GPU-5c3e1d7a-4090-0000-0000-000000000000"
 
-    def _nvmlDeviceGetMemoryInfo(self, handle):
-        return pynvml.c_nvmlMemory_t(total=self.total, free=self.total - self.used, used=self.used)
+    def _nvmlDeviceGetMemoryInfo(self, handle, version=None):
+        free = self.total - self.used
+        if not version:
+            return pynvml.c_nvmlMemory_t(total=self.total, free=free, used=self.used)
+        if self.reserved is None:  # what the bindings raise where the driver has no nvmlDeviceGetMemoryInfo_v2
+            raise nvml_error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+        if self.v2_error is not None:
+            raise nvml_error(self.v2_error)
+        if version != pynvml.nvmlMemory_v2:
+            raise nvml_error(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        return pynvml.c_nvmlMemory_v2_t(version=version, total=self.total, reserved=self.reserved, free=free,
+                                        used=self.used - self.reserved)
 
     def _nvmlDeviceGetUtilizationRates(self, handle):
         return pynvml.c_nvmlUtilization_t(gpu=self.util, memory=1)

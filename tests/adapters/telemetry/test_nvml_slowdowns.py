@@ -27,9 +27,18 @@ def recording(name: str) -> dict[str, Any]:
     return json.loads((DATA / name).read_text())
 
 
-def play(fake: FakeNvml, sample: dict[str, Any]) -> None:
-    """Set the scripted driver to one recorded reading."""
+def idle_reserve(name: str = "nvml_load.json") -> int:
+    """The driver's reserve on the recorded H200, in bytes: memory info v1's "used" on the idle card before any
+    process started (v1 counts the reserve as used; nvidia-smi's used, v2's, read 0 there). Recordings made
+    since memory info v2 was recorded carry the reserve itself ("memory_v2")."""
+    return int(recording(name)["samples"][0]["memory"]["used"])
+
+
+def play(fake: FakeNvml, sample: dict[str, Any], reserved: int | None = None) -> None:
+    """Set the scripted driver to one recorded reading; `reserved` (bytes) answers memory info v2 where the
+    reading has no v2 answer of its own (None: a driver without v2)."""
     fake.total, fake.used = sample["memory"]["total"], sample["memory"]["used"]
+    fake.reserved = sample["memory_v2"]["reserved"] if "reserved" in sample.get("memory_v2", {}) else reserved
     fake.util = sample["utilization"]["gpu"]
     fake.power_mw, fake.temp = sample["power_mw"], sample["temperature_c"]
     fake.reasons, fake.sm_clock = sample["clocks_event_reasons"], sample["sm_clock_mhz"]
@@ -37,15 +46,17 @@ def play(fake: FakeNvml, sample: dict[str, Any]) -> None:
     fake.graphics = [proc(p["pid"], p["usedGpuMemory"]) for p in sample["graphics_processes"]]
 
 
-def replay(fake: FakeNvml, name: str, server_pid: int | None = None) -> tuple[list[GpuSample], Watchdog]:
-    """Every reading of a recording through the backend and into a watchdog on the recording's clock."""
+def replay(fake: FakeNvml, name: str, server_pid: int | None = None,
+           reserved: int | None = None) -> tuple[list[GpuSample], Watchdog]:
+    """Every reading of a recording through the backend and into a watchdog on the recording's clock
+    (`reserved`: the reserve memory info v2 answers with, None: v1 only)."""
     rec = recording(name)
     now = [rec["samples"][0]["wall"]]
     dog = Watchdog(subject="h200", clock=lambda: now[0])
     backend = NvmlBackend()
     samples = []
     for i, raw in enumerate(rec["samples"]):
-        play(fake, raw)
+        play(fake, raw, reserved)
         now[0] = raw["wall"]
         pid = server_pid if server_pid is not None else raw["roles"].get("server")
         sample = backend.sample(float(i), [pid] if pid else [])

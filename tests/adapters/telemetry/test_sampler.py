@@ -79,7 +79,7 @@ def test_interval_is_clamped(asked, used):
 def test_buffers_are_sized_for_the_history():
     buffers = TelemetryBuffers(history_s=900, interval_s=0.25)
     assert buffers.capacity == 3601
-    assert len(Channel.NAMES) == Channel.COUNT == 12
+    assert len(Channel.NAMES) == Channel.COUNT == 13
     assert Channel.NAMES[Channel.TOKENS_PER_S] == "tokens_per_s"
 
 
@@ -90,7 +90,7 @@ def test_tick_records_every_channel():
     meter.begin()
     meter.begin()
     meter.add(130, 49.5)
-    gpu = ScriptedGpuBackend(script=[GpuReading(15_000.0, 97.0, 351.0, 66.0, 14_350.0)])
+    gpu = ScriptedGpuBackend(script=[GpuReading(15_000.0, 97.0, 351.0, 66.0, 14_350.0, memory_reserved_mib=412.0)])
     seen = []
     sampler = make_sampler(gpu, clock, token_meter=meter, server_pids=lambda: [os.getpid()], on_sample=seen.append)
     sample = sampler.tick()
@@ -102,6 +102,7 @@ def test_tick_records_every_channel():
     assert row[Channel.GPU_MEM_USED_MIB] == 15_000.0
     assert row[Channel.GPU_MEM_TOTAL_MIB] == 24564.0
     assert row[Channel.GPU_MEM_SERVER_MIB] == 14_350.0
+    assert row[Channel.GPU_MEM_RESERVED_MIB] == 412.0
     assert (row[Channel.GPU_UTIL_PCT], row[Channel.GPU_POWER_W], row[Channel.GPU_TEMP_C]) == (97.0, 351.0, 66.0)
     assert row[Channel.RAM_TOTAL_MIB] > row[Channel.RAM_USED_MIB] > 0
     assert row[Channel.SERVER_RSS_MIB] > 0

@@ -50,6 +50,8 @@ MOE = shape_from_show(json.loads((ROOT / "tests/data/show_qwen3_30b_a3b.json").r
 def measured_rows(heldout: bool = False, moe: bool = False) -> list[dict]:
     rows = []
     for path in sorted((ROOT / "benchmarks/vram").glob("h200_*.json")):
+        if path.name.startswith("h200_spill"):  # Ollama's loads (tests/core/memory/test_spill_compute.py)
+            continue
         for r in json.loads(path.read_text())["rows"]:
             if "cuda_model_buffer_mib" in r:
                 r = dict(r, cuda0_model=r["cuda_model_buffer_mib"], cuda0_kv=r["cuda_kv_buffer_mib"],

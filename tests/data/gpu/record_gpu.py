@@ -1,6 +1,6 @@
 """Record NVML readings on a machine with an NVIDIA GPU, as the app's NVML backend reads them.
 
-Each sample holds the raw answers of the NVML calls app.adapters.telemetry.nvml makes (memory info,
+Each sample holds the raw answers of the NVML calls app.adapters.telemetry.nvml makes (memory info v1 and v2,
 utilisation, power, temperature, the clock-event reasons bitmask, the SM clock, the compute processes with
 their memory), so a scripted pynvml can replay them exactly. Needs nvidia-ml-py and, for `load` and
 `others`, torch with CUDA. Changes none of the card's settings.
@@ -42,12 +42,15 @@ def one(h, rname, rfn, roles):
         except pynvml.NVMLError as err:
             return {"nvml_error": str(err)}
     mem = q(pynvml.nvmlDeviceGetMemoryInfo, h)
+    mem2 = q(pynvml.nvmlDeviceGetMemoryInfo, h, pynvml.nvmlMemory_v2)  # the driver's reserve apart from used
     util = q(pynvml.nvmlDeviceGetUtilizationRates, h)
     procs = q(pynvml.nvmlDeviceGetComputeRunningProcesses, h)
     gprocs = q(pynvml.nvmlDeviceGetGraphicsRunningProcesses, h)
     return {
         "wall": time.time(),
         "memory": {"total": mem.total, "free": mem.free, "used": mem.used} if not isinstance(mem, dict) else mem,
+        "memory_v2": {"total": mem2.total, "reserved": mem2.reserved, "free": mem2.free, "used": mem2.used}
+        if not isinstance(mem2, dict) else mem2,
         "utilization": {"gpu": util.gpu, "memory": util.memory} if not isinstance(util, dict) else util,
         "power_mw": q(pynvml.nvmlDeviceGetPowerUsage, h),
         "power_limit_mw": q(pynvml.nvmlDeviceGetEnforcedPowerLimit, h),

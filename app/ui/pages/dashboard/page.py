@@ -411,7 +411,9 @@ class DashboardPage(QWidget):
             else:
                 share = "no reading from the GPU"
             self.tiles["vram"].set_text(fmt_used_of_total_gib(used, total), share)
-            free = f"{gib(total - used):.1f} GiB free" if finite(used) and finite(total) else ""
+            reserved = row[c.GPU_MEM_RESERVED_MIB]  # outside "used" where the driver reports it apart
+            reserved = reserved if finite(reserved) else 0.0
+            free = f"{gib(total - used - reserved):.1f} GiB free" if finite(used) and finite(total) else ""
             util = row[c.GPU_UTIL_PCT]
             self.tiles["util"].set_text(fmt_number(util, "%"), free)
             self.tiles["power"].set_text(fmt_number(row[c.GPU_POWER_W], "W"), "board power draw")

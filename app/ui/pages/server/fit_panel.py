@@ -68,6 +68,7 @@ class FitPanel(QFrame):
         self.price_title = ""  # "VRAM price" or "RAM price", the tab's name for the panel
         self._gpu_total = 0  # no GPU known: the computer's RAM until a GPU is read or a card chosen
         self._gpu_others = 0
+        self._gpu_reserved = 0  # the driver's reserve: no process can have it
         self._gpu_measured = False
         self._host: HostMemory | None = None
         self._estimate: VramEstimate | None = None
@@ -223,18 +224,21 @@ class FitPanel(QFrame):
         self._host = host
         self._timer.start()
 
-    def set_gpu(self, total_bytes: int | None, used_by_others_bytes: int = 0) -> None:
-        """The GPU's real size and what other processes use; None: no GPU readable here."""
+    def set_gpu(self, total_bytes: int | None, used_by_others_bytes: int = 0, reserved_bytes: int = 0) -> None:
+        """The GPU's real size, what other processes use and what the driver reserves; None: no GPU readable here."""
         self._gpu_measured = total_bytes is not None
         self.card_combo.setVisible(not self._gpu_measured)
         if total_bytes is not None:
-            if (total_bytes, used_by_others_bytes) == (self._gpu_total, self._gpu_others):
+            if (total_bytes, used_by_others_bytes, reserved_bytes) == (self._gpu_total, self._gpu_others,
+                                                                       self._gpu_reserved):
                 return
             self._gpu_total = total_bytes
             self._gpu_others = max(0, used_by_others_bytes)
+            self._gpu_reserved = max(0, reserved_bytes)
         else:
             self._gpu_total = int(self.card_combo.currentData()) * GIB
             self._gpu_others = 0
+            self._gpu_reserved = 0
         self._show_gpu_line()
         self._timer.start()
         self.gpu_changed.emit(self.gpu_memory())
@@ -258,7 +262,8 @@ class FitPanel(QFrame):
         place the panel builds it: the heat-map, the price and the Models page's verdicts (gpu_changed) use it."""
         if self._gpu_total <= 0:
             return None
-        return GpuMemory(total_bytes=self._gpu_total, used_by_others_bytes=self._gpu_others)
+        return GpuMemory(total_bytes=self._gpu_total, used_by_others_bytes=self._gpu_others,
+                         reserved_bytes=self._gpu_reserved)
 
     def recompute(self) -> None:
         """Price the current settings and refresh bar, verdict and heat-map (GUI thread, ~ms)."""
@@ -311,7 +316,7 @@ class FitPanel(QFrame):
     def _show_empty(self, text: str) -> None:
         self.host_label.setText("")
         self.command_label.setVisible(False)
-        self.bar.set_parts(self._gpu_total, [("others", self._gpu_others)], None)
+        self.bar.set_parts(self._gpu_total, [("others", self._gpu_others), ("reserved", self._gpu_reserved)], None)
         for v in self.legend_values.values():
             v.setText("—")
         self.verdict_label.setText("—")
@@ -326,10 +331,11 @@ class FitPanel(QFrame):
             self._show_cpu_bar(est)
         else:
             kv_gpu = est.kv_gpu_bytes
-            used = est.weights_gpu_bytes + kv_gpu + est.compute_bytes + est.overhead_bytes + self._gpu_others
+            outside = self._gpu_others + self._gpu_reserved
+            used = est.weights_gpu_bytes + kv_gpu + est.compute_bytes + est.overhead_bytes + outside
             parts = [("weights", est.weights_gpu_bytes), ("kv", kv_gpu), ("compute", est.compute_bytes),
-                     ("overhead", est.overhead_bytes), ("others", self._gpu_others)]
-            self.bar.set_parts(self._gpu_total, parts, est.peak_gpu_bytes + self._gpu_others)
+                     ("overhead", est.overhead_bytes), ("others", self._gpu_others), ("reserved", self._gpu_reserved)]
+            self.bar.set_parts(self._gpu_total, parts, est.peak_gpu_bytes + outside)
             values = dict(parts, free=max(0, self._gpu_total - used))
             for key, label in self.legend_values.items():
                 label.setText(_gib(values[key]))
@@ -369,7 +375,7 @@ class FitPanel(QFrame):
         total = host.total_bytes if host and host.total_bytes else max(est.host_bytes, 1)
         others = max(0, total - host.available_bytes) if host else 0
         parts = [("weights", est.weights_cpu_bytes), ("kv", est.kv_bytes), ("compute", est.host_compute_bytes),
-                 ("overhead", 0), ("others", others)]
+                 ("overhead", 0), ("others", others), ("reserved", 0)]
         self.bar.set_parts(total, parts, est.host_bytes + others)
         known = host is not None and bool(host.total_bytes)
         values = dict(parts, free=max(0, total - others - est.host_bytes))
@@ -403,9 +409,10 @@ class FitPanel(QFrame):
             self.gpu_label.setText("No NVIDIA GPU can be read here: pricing a server that runs on the CPU, against "
                                    "this computer's RAM. Choose a card on the right to price for one instead.")
         elif self._gpu_measured:
+            reserve = (f" and the driver reserves {_gib(self._gpu_reserved)}" if self._gpu_reserved else "")
             self.gpu_label.setText(
                 f"Priced against this GPU: {_gib(self._gpu_total)}, of which other processes use "
-                f"{_gib(self._gpu_others)}.")
+                f"{_gib(self._gpu_others)}{reserve}.")
         else:
             self.gpu_label.setText(
                 "No NVIDIA GPU can be read here: pricing for the card chosen on the right.")

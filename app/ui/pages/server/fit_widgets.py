@@ -18,11 +18,12 @@ SEGMENT_COLOURS = {
     "compute": "#ff9f43",
     "overhead": "#8b8e99",
     "others": "#5c5f6b",
+    "reserved": "#44464f",
     "free": "#20232b",
 }
 SEGMENT_LABELS = {
     "weights": "weights", "kv": "KV cache", "compute": "compute", "overhead": "CUDA runtime",
-    "others": "other processes", "free": "free",
+    "others": "other processes", "reserved": "driver reserve", "free": "free",
 }
 VERDICT_COLOURS = {
     Verdict.FITS: "#2f8f5b",

@@ -164,3 +164,17 @@ def test_without_a_gpu_free_ram_is_unknown_until_this_computers_memory_is_read(q
     p.set_host(HostMemory(16 * GIB, 32 * GIB))
     qtbot.waitUntil(lambda: p.legend_values["free"].text() != "—", timeout=WAIT_MS)
     assert p.legend_values["others"].text() == "16.0 GiB"  # 32 GiB total, 16 available
+
+
+def test_the_drivers_reserve_is_its_own_part_of_the_breakdown(qtbot, panel):
+    panel.set_gpu(143771 * MIB, 118_593 * MIB, 614 * MIB)  # an H200 with all but a 24 GiB card's worth taken
+    panel.set_host(HostMemory(100 * GIB, 128 * GIB))
+    panel.set_settings(ServerSettings(num_parallel=4))
+    _pick(panel, "qwen3:14b", QWEN)
+    qtbot.waitUntil(lambda: panel.estimate is not None and not panel.estimate.cpu_only, timeout=WAIT_MS)
+    gpu = panel.gpu_memory()
+    assert gpu is not None and gpu.reserved_bytes == 614 * MIB and gpu.free_bytes == 24_564 * MIB
+    assert panel.estimate.reserved_bytes == 614 * MIB and panel.estimate.free_bytes == 24_564 * MIB
+    assert panel.legend_values["reserved"].text() == "0.6 GiB"
+    assert panel.legend_values["others"].text() == "115.8 GiB"
+    assert "the driver reserves 0.6 GiB" in panel.gpu_label.text()
