@@ -168,7 +168,7 @@ def failures_tooltip(r: PointResult, prompts: Sequence[FailedPrompt], limit: int
     rows = [f"<p><b>Failed prompts ({len(failed)})</b></p>"]
     for p, f in failed[:limit]:
         everywhere = " — <b>at every point</b>" if p.every_point else ""
-        rows.append(f"<p>{html.escape(p.key)} {html.escape(quoted(p.preview))}<br>"
+        rows.append(f"<p>request {f.request}: {html.escape(p.key)} {html.escape(quoted(p.preview))}<br>"
                     f"<span style='color:{theme.DIM}'>{html.escape(f.error or p.kind_words())} · {f.tokens} tokens "
                     f"received · failed at {html.escape(p.points_words())}{everywhere}</span></p>")
     if len(failed) > limit:
