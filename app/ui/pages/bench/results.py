@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayo
                                QLabel, QMenu, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget)
 
-from app.core.bench.outcome import FAILURE_WORDS, FailureKind, PointStatus, RunStatus
+from app.core.bench.outcome import ERROR_WORDS, FAILURE_WORDS, FailureKind, PointStatus, RunStatus
 from app.core.bench.run_events import point_mark, tooltip_text
 from app.core.watch.events import Severity, worst
 from app.core.bench.truncation import length_words
@@ -128,6 +128,7 @@ def events_cell(r: PointResult) -> str:
 
 
 TOOLTIP_WIDTH_PX = 460  # a tooltip of sentences wraps at this width, not at Qt's narrow default
+VRAM_TOOLTIP_WIDTH_PX = 380
 
 
 def events_tooltip(r: PointResult, limit: int = 8) -> str:
@@ -150,13 +151,15 @@ def events_tooltip(r: PointResult, limit: int = 8) -> str:
 
 def vram_tooltip(r: PointResult) -> str:
     """The Peak VRAM cell's tooltip: the server's own peak against the estimate, and the card's."""
-    lines = [error_words(r)]
+    words = error_words(r)
+    lines = [words[:1].upper() + words[1:]]
     if r.gpu.server_peak_mib is None and r.gpu.server_unknown is not None:
         lines.append(f"The server's own memory is not known here: {r.gpu.server_unknown.words}.")
     if r.gpu.card_peak_mib is not None:
         lines.append(f"The whole card peaked at {r.gpu.card_peak_mib / 1024:.1f} GiB, other programs included.")
     shown = [x for x in lines if x]
-    return "<qt>" + "<br>".join(html.escape(x) for x in shown) + "</qt>" if shown else ""
+    text = "<br>".join(html.escape(x, quote=False) for x in shown)
+    return f"<qt><table width='{VRAM_TOOLTIP_WIDTH_PX}'><tr><td>{text}</td></tr></table></qt>" if shown else ""
 
 
 def failures_tooltip(r: PointResult, prompts: Sequence[FailedPrompt], limit: int = 8) -> str:
@@ -168,9 +171,9 @@ def failures_tooltip(r: PointResult, prompts: Sequence[FailedPrompt], limit: int
     rows = [f"<p><b>Failed prompts ({len(failed)})</b></p>"]
     for p, f in failed[:limit]:
         everywhere = " — <b>at every point</b>" if p.every_point else ""
-        rows.append(f"<p>request {f.request}: {html.escape(p.key)} {html.escape(quoted(p.preview))}<br>"
-                    f"<span style='color:{theme.DIM}'>{html.escape(f.error or p.kind_words())} · {f.tokens} tokens "
-                    f"received · failed at {html.escape(p.points_words())}{everywhere}</span></p>")
+        rows.append(f"<p>request {f.request}: {html.escape(p.key)} {html.escape(quoted(p.preview), quote=False)}<br>"
+                    f"<span style='color:{theme.DIM}'>{html.escape(ERROR_WORDS.get(f.kind, f.kind), quote=False)}, "
+                    f"after {f.tokens} tokens · failed at {p.points_words()}{everywhere}</span></p>")
     if len(failed) > limit:
         rows.append(f"<p>… and {len(failed) - limit} more</p>")
     return "".join(rows)
@@ -499,7 +502,12 @@ class RunView(QWidget):
             flags.append(("plateau", theme.WARNING))
         if rec.edge == "upper":
             flags.append(("edge of range", theme.WARNING))
+        findings = [f for p in failed_prompts(run.results, run.spec.workload) if (f := p.finding())]
+        if findings:
+            n = len(findings)
+            flags.append((f"{n} prompt{'s' if n != 1 else ''} failed at every point", theme.WARNING))
         self.card.set_text(rec.text, flags)
+        self.card.flags.setToolTip("<qt>" + "<br>".join(html.escape(f) for f in findings) + "</qt>" if findings else "")
         best = run.result_for(rec.index)
         can_apply = self._show_apply and best is not None and run.fingerprint.managed
         self.card.apply_button.setEnabled(can_apply)
