@@ -124,8 +124,9 @@ def test_an_attached_servers_own_memory_is_not_known_and_the_card_does_not_stand
     assert code == 0, printed
     row = next(line for line in printed.splitlines() if line.lstrip(" *").startswith("— "))
     assert "  n/a  " in row and "  116.6  " in row  # not the card's figure under Peak VRAM
-    assert ("Peak VRAM is the server's own memory; it is n/a where it could not be read (the server's processes "
-            "are not on this machine). Card VRAM is the whole card, other programs included.") in printed
+    assert ("Peak VRAM is the server's own memory; it is n/a where it could not be read (the server was attached or "
+            "runs elsewhere: its processes are not known here). Card VRAM is the whole card, other programs "
+            "included.") in printed
     [point] = json.loads(out.read_text())["points"]
     assert point["vram_peak_mib"] is None and point["vram_peak_unknown"] == "not_here"
     assert point["card_vram_peak_mib"] == OTHERS_MIB + SERVER_MIB and point["estimate_error_mib"] is None
