@@ -43,6 +43,8 @@ from app.core.bench.sweep import SweepAxes, SweepPlanError, SweepSpec, parse_int
 from app.core.bench.run import (SweepRun, chart_title, closed_loop, run_to_csv, run_to_json, run_to_markdown, table_header,
                                 table_rows)
 from app.core.bench.waiting import waits_lines
+from app.core.bench.failed_prompts import failed_prompt_lines, failed_prompts
+from app.core.bench.vram import estimate_lines, unknown_note
 from app.core.bench.run_events import point_event_lines, summary_lines
 from app.core.bench.compare import to_csv as comparison_csv, to_markdown as comparison_markdown, with_server_defaults
 from app.core.ports.server import ServerControl
@@ -461,6 +463,13 @@ def render_table(run: SweepRun) -> str:
     lengths = [(r, length_words(r.stats)) for r in run.results if r.stats is not None]
     out += [f"{r.point.label(run.varying)}: {words}" for r, words in lengths if words]
     out += [f"✖ {r.point.label(run.varying)}: {r.detail}" for r in run.results if r.failure in PROMPT_CUT_FAILURES]
+    note = unknown_note(run.results)
+    out += [note] if note else []
+    estimates = estimate_lines(run.results, run.varying)
+    if estimates:
+        out += ["", "VRAM, the estimate against the server's own peak:", *[f"  {e}" for e in estimates]]
+    failed = failed_prompt_lines(failed_prompts(run.results, run.spec.workload))
+    out += ["", *failed] if failed else []
     waits = waits_lines(run.results, run.varying, closed_loop(run))
     out += ["", *waits] if waits else []
     watched = point_event_lines(run)  # what the server did without saying so, point by point

@@ -106,6 +106,15 @@ class StreamDropped(StreamError):
     hint = "The connection closed mid-reply; the server may have crashed or been stopped. See its log."
 
 
+class ReplyUnfinished(StreamError):
+    """The server ended its reply properly (the HTTP response was complete, nothing was lost on the way) but without
+    the final record that closes a reply: the server stopped there by itself. Not a dropped connection (see
+    StreamDropped): that is a response cut off mid-body."""
+
+    hint = ("The server ended the reply early without saying why; the connection was fine. Its log may say more; "
+            "a reply without its final record has no figures and is counted as failed.")
+
+
 class StreamOutOfMemory(StreamError, OutOfMemory):
     """An in-band error line that reports running out of memory."""
 

@@ -26,7 +26,7 @@ from app.adapters.storage.saved_format import SAVED_FORMAT
 from app.adapters.storage.sqlite_file import (BUSY_TIMEOUT_S, HistoryError, HistoryLocationError, Opened,
                                               check_shape, is_busy, is_damage, is_read_only, locked_error,
                                               open_file, read_only_uri, set_aside, SQLITE_ERRORS)
-from app.core.bench.sweep import PointResult
+from app.core.bench.sweep import GpuFigures, PointResult
 from app.core.bench.outcome import RunStatus, saved_run_status
 from app.core.bench.run import SweepRun, result_to_json, run_from_json, run_to_json
 from app.core.bench.run_summary import RunSummary
@@ -40,7 +40,11 @@ HISTORY_FILE_NAME = "benchmarks.sqlite3"
 # 2: runs name the server that measured them (backend_kind, server_version); format 1's runs are Ollama's.
 # 3: each point keeps what the server did without saying so while it ran (points.events, a JSON list); a
 # format-2 file is read as it is (its points saw no events) and brought to format 3 by its first write.
-SCHEMA_VERSION = 3
+# 4: each point keeps the server's own peak VRAM (its processes' memory) and the whole card's in columns of their
+# own (points.server_peak_mib, points.card_peak_mib); formats 2 and 3 kept only the card's, as the point's
+# "vram_peak_mib". A format-2 or -3 file is read as it is (the card's figure as the card's, the server's as not
+# recorded) and brought to format 4 by its first write, which fills the columns from each point as it was kept.
+SCHEMA_VERSION = 4
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -67,6 +71,8 @@ CREATE TABLE IF NOT EXISTS points (
     output_tokens_per_s REAL,
     doc BLOB NOT NULL,
     events TEXT NOT NULL DEFAULT '[]',
+    server_peak_mib REAL,
+    card_peak_mib REAL,
     PRIMARY KEY (run_id, idx)
 );
 """
@@ -90,6 +96,11 @@ ALTER TABLE points ADD COLUMN events TEXT NOT NULL DEFAULT '[]';
 PRAGMA user_version = 3;
 COMMIT;
 """
+
+# Format 3 to 4 (with the columns filled from each point's own figures, in the same transaction: _add_peaks_columns).
+_MIGRATE_3_TO_4 = ("ALTER TABLE points ADD COLUMN server_peak_mib REAL",
+                   "ALTER TABLE points ADD COLUMN card_peak_mib REAL")
+_PEAK_COLUMNS = ("server_peak_mib", "card_peak_mib")
 
 
 def default_history_path() -> Path:
@@ -151,6 +162,7 @@ class BenchHistory:
         self._immutable = False
         self._legacy_columns = False  # a format-1 file opened read-only: no backend_kind/server_version
         self._events_column = True  # points.events exists (False: a format-2 file until its first write)
+        self._peaks_columns = True  # points' peak columns exist (False: a format-2 or -3 file until its first write)
         self._pid = os.getpid()
         self._pid_started = _process_start(self._pid)
         self._ready = False
@@ -172,6 +184,8 @@ class BenchHistory:
                                     "or choose another history file, to keep new runs.")
         if write and not self._events_column:
             self._add_events_column()
+        if write and not self._peaks_columns:
+            self._add_peaks_columns()
         try:
             conn = self._open()
         except SQLITE_ERRORS as exc:
@@ -245,6 +259,7 @@ class BenchHistory:
         self.read_only = True
         self._legacy_columns = "backend_kind" not in opened.tables.get("runs", {"backend_kind"})
         self._events_column = "events" in opened.tables.get("points", {"events"})
+        self._peaks_columns = set(_PEAK_COLUMNS) <= set(opened.tables.get("points", _PEAK_COLUMNS))
         self.problems.append(f"The benchmark history {self.path} is read-only; showing its runs, new results "
                              "will not be saved to it.")
 
@@ -263,15 +278,19 @@ class BenchHistory:
                     if is_busy(exc) or is_read_only(exc):
                         raise
                     raise _ConversionFailed(exc) from exc
-            # A format-2 file is left as it is until something is written to it (see _add_events_column); a
-            # converted one, a new one or one of no known format is brought to this format now.
-            if not opened.tables or converted or opened.version not in (2, SCHEMA_VERSION):
+            # A format-2 or -3 file is left as it is until something is written to it (see _add_events_column and
+            # _add_peaks_columns); a converted one, a new one or one of no known format is brought to this format now.
+            if not opened.tables or converted or opened.version not in (2, 3, SCHEMA_VERSION):
                 if "events" not in opened.tables.get("points", {"events"}):
                     conn.executescript(_MIGRATE_2_TO_3)
+                if not set(_PEAK_COLUMNS) <= set(opened.tables.get("points", _PEAK_COLUMNS)):
+                    _fill_peaks(conn)
                 with conn:
                     conn.executescript(_SCHEMA)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            self._events_column = "events" in {row[1] for row in conn.execute("PRAGMA table_info(points)")}
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(points)")}
+            self._events_column = "events" in columns
+            self._peaks_columns = set(_PEAK_COLUMNS) <= columns
         finally:
             conn.close()
 
@@ -295,6 +314,27 @@ class BenchHistory:
             finally:
                 conn.close()
             self._events_column = True
+
+    def _add_peaks_columns(self) -> None:
+        """Bring a format-3 file to format 4 before its first write: the peak columns, filled from each point as it
+        was kept (one transaction: on failure nothing changed, and the write is not made)."""
+        with self._opening:
+            if self._peaks_columns:
+                return
+            try:
+                conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
+            except SQLITE_ERRORS as exc:
+                raise self._error("Cannot open", exc) from exc
+            try:
+                if not set(_PEAK_COLUMNS) <= {row[1] for row in conn.execute("PRAGMA table_info(points)")}:
+                    _fill_peaks(conn)
+            except SQLITE_ERRORS as exc:
+                if conn.in_transaction:
+                    conn.rollback()
+                raise self._error("Cannot convert", exc) from exc
+            finally:
+                conn.close()
+            self._peaks_columns = True
 
     def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
         """Bring a format-1 history to format 2; on any failure nothing changes (one transaction)."""
@@ -348,6 +388,7 @@ class BenchHistory:
     def _doc(run: SweepRun) -> str:
         doc = run_to_json(run, SAVED_FORMAT)
         doc.pop("points", None)  # the points live in their own rows
+        doc.pop("failed_prompts", None)  # read from the points' requests
         if run.capacity is not None:  # a rate sweep's steps have no rows of their own: their requests go here
             doc["capacity"] = run.capacity.to_json(with_records=True)
         if run.default_capacity is not None:
@@ -378,10 +419,12 @@ class BenchHistory:
     def _insert_point(conn: sqlite3.Connection, run_id: int, result: PointResult) -> None:
         doc = result_to_json(result)
         events = doc.pop("events", [])  # in their own column: readable without unpacking the point
-        conn.execute("INSERT OR REPLACE INTO points (run_id, idx, status, output_tokens_per_s, doc, events) "
-                     "VALUES (?, ?, ?, ?, ?, ?)",
+        gpu = doc.get("gpu") or {}
+        peaks = [gpu.pop(name, None) for name in _PEAK_COLUMNS]  # so are the peaks
+        conn.execute("INSERT OR REPLACE INTO points (run_id, idx, status, output_tokens_per_s, doc, events, "
+                     "server_peak_mib, card_peak_mib) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                      (run_id, result.point.index, result.status, result.output_tokens_per_s, _pack(doc),
-                      json.dumps(events, ensure_ascii=False)))
+                      json.dumps(events, ensure_ascii=False), *peaks))
 
     def delete(self, run_id: int) -> None:
         """Remove a run and its points."""
@@ -439,16 +482,53 @@ class BenchHistory:
             if row is None:
                 raise HistoryError(f"There is no run {run_id} in the benchmark history.", hint="It may have been deleted.")
             events = "events" if self._events_column else "'[]'"  # a format-2 file's points saw none
-            points = conn.execute(f"SELECT doc, {events} FROM points WHERE run_id = ? ORDER BY idx",
+            # a format-2 or -3 file's points hold the card's peak in their own figures
+            peaks = ", ".join(_PEAK_COLUMNS) if self._peaks_columns else "NULL, NULL"
+            points = conn.execute(f"SELECT doc, {events}, {peaks} FROM points WHERE run_id = ? ORDER BY idx",
                                   (run_id,)).fetchall()
         try:
             doc = json.loads(row[0])
             doc["status"] = self._status(row[1], row[2], row[3])
-            doc["results"] = [{**_unpack(p[0]), "events": _events(p[1])} for p in points]
+            doc["results"] = [_with_peaks({**_unpack(p[0]), "events": _events(p[1])}, p[2:], self._peaks_columns)
+                              for p in points]
             return run_from_json(doc, SAVED_FORMAT, run_id)
         except Exception as exc:  # noqa: BLE001 - damaged cells fail in any way; one run must not break the rest
             raise HistoryError(f"Run {run_id} in the benchmark history {self.path} is damaged and cannot be shown "
                                f"({type(exc).__name__}: {exc}).", hint="The other runs are not affected.") from exc
+
+
+def _with_peaks(point: dict[str, Any], peaks: tuple[Any, ...], columns: bool) -> dict[str, Any]:
+    """A stored point with its peaks from their columns (format 4; a point kept before them, whose figures hold
+    the card's peak under its earlier name, keeps reading them from there when the columns are empty)."""
+    if not columns:
+        return point
+    gpu = dict(point.get("gpu") or {})
+    for name, value in zip(_PEAK_COLUMNS, peaks):
+        if value is not None or name not in gpu:
+            gpu[name] = value if isinstance(value, (int, float)) else None
+    return {**point, "gpu": gpu}
+
+
+def _fill_peaks(conn: sqlite3.Connection) -> None:
+    """Add the peak columns and fill them from each point as it was kept (the card's peak under its earlier name
+    "vram_peak_mib"; the server's where it was kept), then mark the file format 4; one transaction. A point whose
+    cell cannot be read keeps empty columns (its figures read as before)."""
+    conn.execute("BEGIN")
+    try:
+        for statement in _MIGRATE_3_TO_4:
+            conn.execute(statement)
+        for run_id, idx, blob in conn.execute("SELECT run_id, idx, doc FROM points").fetchall():
+            try:
+                gpu = GpuFigures.from_json((_unpack(blob).get("gpu") or {}) if isinstance(blob, bytes) else {})
+            except (ValueError, TypeError, AttributeError, zlib.error):
+                continue
+            conn.execute("UPDATE points SET server_peak_mib = ?, card_peak_mib = ? WHERE run_id = ? AND idx = ?",
+                         (gpu.server_peak_mib, gpu.card_peak_mib, run_id, idx))
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
 
 
 class _ConversionFailed(Exception):

@@ -10,8 +10,8 @@ Whatever way a request to llama-server fails, its error is made in this module:
 Choices: `exceed_context_size_error` (400: "request (N tokens) exceeds the available context size
 (M tokens)") is BadRequest whose hint names both numbers; 503 `unavailable_error` "Loading model"
 is ServerFault telling the user to wait for /health; a refused connection is ServerUnreachable
-naming the URL; a connection that closes mid-reply, or a stream without its `data: [DONE]`, is
-StreamDropped, as for Ollama.
+naming the URL; a connection that closes mid-reply is StreamDropped, and a reply that ends properly without its
+`data: [DONE]` is ReplyUnfinished, as for Ollama.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from app.adapters.http import translate
 from app.core.errors import (BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, ServerError,
-                             OutOfMemory, QueueFull, ServerFault, StreamDropped, StreamError,
+                             OutOfMemory, QueueFull, ReplyUnfinished, ServerFault, StreamError,
                              StreamOutOfMemory, TransportWords, is_oom_message)
 
 SERVER = "llama-server"
@@ -42,9 +42,9 @@ read_timed_out = _WORDS.read_timed_out
 dropped = _WORDS.dropped
 
 
-def missing_done(url: str) -> StreamDropped:
-    """A stream that ended without llama-server's `data: [DONE]`."""
-    return StreamDropped(f"{SERVER} at {url} ended the reply without its final `data: [DONE]` event", status=200)
+def missing_done(url: str) -> ReplyUnfinished:
+    """A stream whose HTTP response ended properly but without llama-server's final `data: [DONE]` event."""
+    return ReplyUnfinished(f"{SERVER} at {url} ended the reply without its final record (`data: [DONE]`)", status=200)
 
 
 def malformed(message: str, status: int | None = None) -> MalformedResponse:

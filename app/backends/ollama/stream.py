@@ -8,8 +8,9 @@ Whatever way a request to Ollama fails, its error is made in this module:
 
 Choices: a refused connection is ServerUnreachable naming the URL; connect and read timeouts are
 ServerTimeout; a connection that closes before a reply is complete (the server crashed or was
-stopped mid-stream), or a stream without its final line, is StreamDropped, a StreamError, so
-callers that handle mid-reply failures get both the in-band and the dropped kind.
+stopped mid-stream) is StreamDropped; a reply Ollama ended properly (the chunked body's terminator came) without
+its final `done: true` record is ReplyUnfinished. Both are StreamErrors, so callers that handle mid-reply
+failures get the in-band, the dropped and the unfinished kind.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import httpx
 
 from app.adapters.http import translate
 from app.backends.ollama.wire import malformed
-from app.core.errors import (ServerError, StreamDropped, TransportWords,
+from app.core.errors import (ReplyUnfinished, ServerError, StreamDropped, TransportWords,
                              error_for_status, error_for_stream_line)
 
 # Headers every streamed request to Ollama carries.
@@ -37,9 +38,9 @@ read_timed_out = _WORDS.read_timed_out
 dropped = _WORDS.dropped
 
 
-def missing_final_line(url: str) -> StreamDropped:
-    """A stream that ended cleanly but without Ollama's `done: true` line."""
-    return StreamDropped(f"Ollama at {url} ended the reply without its final line", status=200)
+def missing_final_line(url: str) -> ReplyUnfinished:
+    """A stream whose HTTP response ended properly but without Ollama's final `done: true` record."""
+    return ReplyUnfinished(f"Ollama at {url} ended the reply without its final record (`done: true`)", status=200)
 
 
 

@@ -344,11 +344,12 @@ class CapacityStep:
     classes: tuple[ClassStats, ...]
     misses: tuple[Miss, ...]
     order: int = 0  # its place in the order the steps ran, from 0
-    vram_peak_mib: float | None = None
+    vram_peak_mib: float | None = None  # the server's own peak (its processes' memory), None where not known
     gpu_util_pct: float | None = None
     records: tuple[RequestRecord, ...] = ()
     failure: str = ""  # why the step could not run as asked (the server failed, …), '' when it ran
     events: tuple[WatchEvent, ...] = ()  # what the server did without saying so while the step ran
+    card_peak_mib: float | None = None  # the whole card's peak use, other programs included
 
     @property
     def met(self) -> bool:
@@ -361,7 +362,8 @@ class CapacityStep:
             "factor": self.factor, "offered_rps": self.offered_rps, "offered_per_class": dict(self.offered_per_class),
             "arrival_rps": _finite(self.arrival_rps), "achieved_rps": _finite(self.achieved_rps), "met": self.met,
             "misses": [m.to_json() for m in self.misses], "order": self.order,
-            "vram_peak_mib": self.vram_peak_mib, "gpu_util_pct": self.gpu_util_pct, "failure": self.failure,
+            "vram_peak_mib": self.vram_peak_mib, "card_peak_mib": self.card_peak_mib,
+            "gpu_util_pct": self.gpu_util_pct, "failure": self.failure,
             "stats": self.stats.flat(), "classes": [c.to_json() for c in self.classes]}
         if self.events:
             out["events"] = [e.to_json() for e in self.events]
@@ -376,6 +378,10 @@ class CapacityStep:
         judgement as saved."""
         records = tuple(RequestRecord.from_json(r) for r in data.get("records") or () if isinstance(r, dict))
         per_class = data.get("offered_per_class")
+        # A step saved before the card's and the server's peaks were told apart holds the card's as "vram_peak_mib".
+        server, card = _number(data.get("vram_peak_mib")), _number(data.get("card_peak_mib"))
+        if "card_peak_mib" not in data:
+            server, card = None, server
         return cls(
             factor=_number(data.get("factor")) or 0.0, offered_rps=_number(data.get("offered_rps")) or 0.0,
             offered_per_class={str(k): float(v) for k, v in per_class.items() if _number(v) is not None}
@@ -383,9 +389,9 @@ class CapacityStep:
             arrival_rps=_number(data.get("arrival_rps")), achieved_rps=_number(data.get("achieved_rps")),
             stats=summarize(records, targets), classes=class_stats(records, names, dict(class_targets)),
             misses=tuple(Miss.from_json(m) for m in data.get("misses") or () if isinstance(m, dict)),
-            order=int(data.get("order") or 0), vram_peak_mib=_number(data.get("vram_peak_mib")),
+            order=int(data.get("order") or 0), vram_peak_mib=server,
             gpu_util_pct=_number(data.get("gpu_util_pct")), records=records, failure=str(data.get("failure", "")),
-            events=events_from_json(data.get("events")))
+            events=events_from_json(data.get("events")), card_peak_mib=card)
 
 
 def _open_records(records: Sequence[RequestRecord], scenario: Scenario) -> list[RequestRecord]:
@@ -412,7 +418,8 @@ def arrival_and_served(records: Sequence[RequestRecord], scenario: Scenario) -> 
 
 def judge_step(factor: float, records: Sequence[RequestRecord], scenario: Scenario, targets: LatencyTargets,
                ladder: RateLadder = RateLadder(), *, order: int = 0, failure: str = "", failure_detail: str = "",
-               vram_peak_mib: float | None = None, gpu_util_pct: float | None = None) -> CapacityStep:
+               vram_peak_mib: float | None = None, gpu_util_pct: float | None = None,
+               card_peak_mib: float | None = None) -> CapacityStep:
     """A step measured at `factor` of `scenario` (the unscaled one), judged: every miss as data. `failure`:
     why the step's point did not run cleanly (its records still count where there are some)."""
     names = [c.name for c in scenario.classes]
@@ -464,7 +471,7 @@ def judge_step(factor: float, records: Sequence[RequestRecord], scenario: Scenar
             f": {failure_detail}" if failure_detail else "")))
     rates = class_rates(scenario, factor)
     return CapacityStep(factor, sum(rates.values()), rates, arrival, served, stats, classes, tuple(misses), order,
-                        vram_peak_mib, gpu_util_pct, tuple(records), failure)
+                        vram_peak_mib, gpu_util_pct, tuple(records), failure, card_peak_mib=card_peak_mib)
 
 
 # ---- the whole sweep ----------------------------------------------------------------------------------
@@ -624,7 +631,7 @@ def day_words(rate: float) -> str:
 
 CSV_COLUMNS = ("setting", "factor", "offered_rps", "arrival_rps", "achieved_rps", "requests", "requests_ok", "success_rate",
                "ttft_ms_mean", "ttft_ms_p95", "e2e_ms_mean", "e2e_ms_p95", "tpot_ms_p95", "output_tokens_per_s",
-               "vram_peak_mib", "gpu_util_pct", "met", "missed")
+               "vram_peak_mib", "card_peak_mib", "gpu_util_pct", "met", "missed")
 
 
 def capacity_rows(capacity: Capacity) -> list[dict[str, Any]]:
@@ -640,7 +647,8 @@ def capacity_rows(capacity: Capacity) -> list[dict[str, Any]]:
                      **{k: None if flat[k] is None else round(flat[k], 1) for k in
                         ("ttft_ms_mean", "ttft_ms_p95", "e2e_ms_mean", "e2e_ms_p95", "tpot_ms_p95")},
                      "output_tokens_per_s": round(s.stats.output_tokens_per_s, 2),
-                     "vram_peak_mib": s.vram_peak_mib, "gpu_util_pct": s.gpu_util_pct, "met": s.met,
+                     "vram_peak_mib": s.vram_peak_mib, "card_peak_mib": s.card_peak_mib,
+                     "gpu_util_pct": s.gpu_util_pct, "met": s.met,
                      "missed": "; ".join(m.words() for m in s.misses)})
     return rows
 

@@ -117,7 +117,7 @@ class Side:
     state: SideState = SideState.NOT_MEASURED
     context_loaded: int | None = None  # what the server reported as loaded
     gpu_util_mean_pct: float | None = None
-    vram_peak_mib: float | None = None
+    vram_peak_mib: float | None = None  # the server's own peak (its processes' memory), None where not known
     requests_per_day: float | None = None  # a measured capacity, where one is known
     detail: str = ""  # the point's own words behind its status (for cut prompts: the context it needs)
 
@@ -284,7 +284,7 @@ def _state(r: PointResult) -> SideState:
 def _side(r: PointResult, varying: Sequence[str]) -> Side:
     return Side(r.point.index, r.point.label(varying), setting_words(r), r.stable_text(),
                 _state(r) if r.stats is not None else SideState.NOT_MEASURED, r.context_length,
-                _f(r.gpu.util_mean_pct), _f(r.gpu.vram_peak_mib), detail=r.detail)
+                _f(r.gpu.util_mean_pct), _f(r.gpu.server_peak_mib), detail=r.detail)
 
 
 def _rows(default: PointResult, recommended: PointResult | None,
@@ -460,7 +460,9 @@ def to_markdown(c: BeforeAfter, title: str = "") -> str:
         lines.append(f"| {name} | {before} | {after} | {change} |" if rec is not None else f"| {name} | {before} |")
     notes = []
     if c.default.vram_peak_mib is None and (rec is None or rec.vram_peak_mib is None):
-        notes.append("Peak VRAM and GPU utilisation: — where no GPU could be read (no NVIDIA GPU or NVML).")
+        notes.append("Peak VRAM is the server's own (its processes' memory); it and GPU utilisation are — where no "
+                     "GPU could be read (no NVIDIA GPU or NVML), and Peak VRAM also where the driver does not say "
+                     "what each process holds or the server runs elsewhere.")
     if c.default.requests_per_day is None and (rec is None or rec.requests_per_day is None):
         notes.append("Requests/day: — because this run measured no capacity (bench --rate-sweep measures the "
                      "sustainable rate at the recommended point).")

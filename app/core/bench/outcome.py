@@ -53,7 +53,8 @@ class FailureKind(StrEnum):
     SERVER_BUSY = "server_busy"
     TIMEOUT = "timeout"
     UNREACHABLE = "unreachable"
-    DROPPED = "dropped"
+    DROPPED = "dropped"  # the connection closed mid-reply
+    UNFINISHED = "unfinished"  # the server ended replies properly but without their final record
     SERVER_ERROR = "server_error"
     BAD_REQUEST = "bad_request"
     MODEL_NOT_FOUND = "model_not_found"
@@ -97,6 +98,7 @@ FAILURE_WORDS: Mapping[FailureKind, FailureWords] = {
     FailureKind.TIMEOUT: _FAILED,
     FailureKind.UNREACHABLE: _FAILED,
     FailureKind.DROPPED: _FAILED,
+    FailureKind.UNFINISHED: FailureWords("replies cut", "cut"),
     FailureKind.SERVER_ERROR: _FAILED,
     FailureKind.BAD_REQUEST: _FAILED,
     FailureKind.MODEL_NOT_FOUND: _FAILED,
@@ -113,18 +115,28 @@ FAILURE_WORDS: Mapping[FailureKind, FailureWords] = {
 # and its words in a point's reason ("every request failed (timed out)").
 REQUEST_FAILURES: Mapping[str, FailureKind] = {
     "oom": FailureKind.OUT_OF_MEMORY, "queue_full": FailureKind.SERVER_BUSY, "timeout": FailureKind.TIMEOUT,
-    "connect": FailureKind.UNREACHABLE, "dropped": FailureKind.DROPPED, "server": FailureKind.SERVER_ERROR,
+    "connect": FailureKind.UNREACHABLE, "dropped": FailureKind.DROPPED, "unfinished": FailureKind.UNFINISHED,
+    "server": FailureKind.SERVER_ERROR,
     "bad_request": FailureKind.BAD_REQUEST, "not_found": FailureKind.MODEL_NOT_FOUND,
     "malformed": FailureKind.MALFORMED_REPLY, "other": FailureKind.REQUEST_ERROR,
     "truncated": FailureKind.TRUNCATED, "too_long": FailureKind.PROMPT_TOO_LONG}
 ERROR_WORDS: Mapping[str, str] = {
     "oom": "out of memory", "queue_full": "server busy (queue full)", "timeout": "timed out",
-    "connect": "connection refused", "dropped": "connection dropped", "server": "server error",
+    "connect": "connection refused", "dropped": "connection dropped",
+    "unfinished": "reply ended without its final record", "server": "server error",
     "bad_request": "refused as bad request", "not_found": "model not found", "malformed": "malformed reply",
     "other": "other error", "truncated": "prompt truncated by the server",
     "too_long": "prompt longer than the context per slot"}
 # The request classes that say the prompt did not reach the model whole: a point with any of them fails.
 PROMPT_CUT_ERRORS = ("truncated", "too_long")
+
+
+def unfinished_words(tokens: int) -> str:
+    """A reply the server ended properly without its final record: "the server ended the reply without its final
+    record, after 37 tokens"."""
+    return f"the server ended the reply without its final record, after {tokens} token{'s' if tokens != 1 else ''}"
+
+
 # How many prompt tokens the server may count fewer than expected before a request counts as truncated:
 # chat templates and tokenizers differ by a few tokens (a begin-of-text token, a default system prompt).
 TRUNCATION_TOLERANCE_TOKENS = 16
@@ -237,4 +249,4 @@ __all__ = ["CRASHED_AT_LOAD", "CRASHED_DURING_RUN", "ERROR_WORDS", "EVERY_REQUES
            "PROMPTS_CUT", "PROMPT_CUT_ERRORS", "SPOILED_BY", "PointStatus", "REASONS", "REASON_STARTS", "REQUEST_FAILURES",
            "RunStatus", "TRUNCATION_TOLERANCE_SHARE", "TRUNCATION_TOLERANCE_TOKENS", "failure_of_saved",
            "is_truncated", "request_failure", "saved_point_status", "saved_run_status", "too_long_words",
-           "truncated_words"]
+           "truncated_words", "unfinished_words"]

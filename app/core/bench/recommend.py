@@ -59,12 +59,26 @@ class Recommendation:
 
 
 def _cost(r: PointResult) -> tuple[int, float, int]:
-    vram = r.gpu.vram_peak_mib if r.gpu.vram_peak_mib is not None else 0.0
-    return (r.point.parallel or 0, vram, r.point.concurrency)
+    # The server's own memory ranks points; where it is not known, the card's does (the same other programs
+    # hold the same memory at every point of a run).
+    vram = r.gpu.server_peak_mib if r.gpu.server_peak_mib is not None else r.gpu.card_peak_mib
+    return (r.point.parallel or 0, vram if vram is not None else 0.0, r.point.concurrency)
 
 
 def _gib(mib: float | None) -> str:
     return "n/a" if mib is None else f"{mib / 1024:.1f} GiB"
+
+
+def _vram_saved(cheaper: PointResult, best: PointResult) -> str:
+    """"1.2 GiB less VRAM" by the server's own peaks (by the card's where neither server's is known: the same other
+    programs count in both), "" where they cannot be compared."""
+    low, high = cheaper.gpu, best.gpu
+    if low.server_peak_mib is not None and high.server_peak_mib is not None:
+        return f"{_gib(high.server_peak_mib - low.server_peak_mib)} less VRAM"
+    if low.server_peak_mib is None and high.server_peak_mib is None and low.card_peak_mib is not None \
+            and high.card_peak_mib is not None:
+        return f"{_gib(high.card_peak_mib - low.card_peak_mib)} less VRAM on the card"
+    return ""
 
 
 def _name(r: PointResult, varying: Sequence[str]) -> str:
@@ -91,8 +105,11 @@ def _figures(m: MeasuredPoint) -> str:
     if s.tpot_ms.n:
         parts.append(f"TPOT p95 {s.tpot_ms.p95:.1f} ms")
     parts.append(f"{s.requests_ok} of {s.requests} requests succeeded")
-    if r.gpu.vram_peak_mib is not None:
-        parts.append(f"peak VRAM {_gib(r.gpu.vram_peak_mib)}")
+    if r.gpu.server_peak_mib is not None:
+        parts.append(f"peak VRAM {_gib(r.gpu.server_peak_mib)} (the server's own)")
+    elif r.gpu.server_unknown is not None and r.gpu.card_peak_mib is not None:
+        parts.append(f"the server's own VRAM not known ({r.gpu.server_unknown.words}; the card's peak "
+                     f"{_gib(r.gpu.card_peak_mib)} counts other programs too)")
     return ", ".join(parts)
 
 
@@ -205,8 +222,9 @@ def recommend(results: Sequence[PointResult], targets: LatencyTargets,
     if plateau is not None:
         share = plateau.stats.output_tokens_per_s / best_tps
         extra = ""
-        if plateau.result.gpu.vram_peak_mib is not None and best.result.gpu.vram_peak_mib is not None:
-            extra = f" with {_gib(best.result.gpu.vram_peak_mib - plateau.result.gpu.vram_peak_mib)} less VRAM and"
+        saved = _vram_saved(plateau.result, best.result)
+        if saved:
+            extra = f" with {saved} and"
         sentences.append(f"Plateau: {_name(plateau.result, varying)} reaches {share * 100:.0f} % of that "
                          f"({plateau.stats.output_tokens_per_s:.1f} tokens/s){extra} a TTFT p95 of "
                          f"{plateau.stats.ttft_ms.p95:.0f} ms, so the last step gains under "

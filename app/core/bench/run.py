@@ -20,6 +20,8 @@ from app.core.bench.waiting import wait_split, waits_markdown
 from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec,
                                   server_label, server_text)
 from app.core.bench.recommend import Recommendation, recommend
+from app.core.bench.failed_prompts import failed_prompts, failed_prompts_json, failed_prompts_markdown
+from app.core.bench.vram import card_cell, estimate_lines, peak_cell, unknown_note
 from app.core.saved_format import SavedFormat
 from app.core.server.settings import FIELD_LABELS
 from app.core.watch.events import events_from_json, events_markdown, worst
@@ -138,7 +140,12 @@ def point_row(r: PointResult) -> dict[str, Any]:
     row.update({"requests_ok": stats.get("requests_ok", 0), "requests_failed": stats.get("requests_failed", 0)})
     row.update({k: v for k, v in stats.items() if k not in row})
     row.update({
-        "vram_peak_mib": _num(r.gpu.vram_peak_mib), "vram_baseline_mib": _num(r.gpu.vram_baseline_mib),
+        # Peak VRAM is the server's own (its processes' memory, what the estimate prices); the card's counts every
+        # program on it. vram_peak_unknown says why the server's is null where the card was read.
+        "vram_peak_mib": _num(r.gpu.server_peak_mib),
+        "vram_peak_unknown": r.gpu.server_unknown.value if r.gpu.server_unknown is not None else None,
+        "card_vram_peak_mib": _num(r.gpu.card_peak_mib), "card_vram_baseline_mib": _num(r.gpu.card_baseline_mib),
+        "estimate_error_mib": _num(r.estimate_error_mib), "estimate_error_pct": _num(r.estimate_error_pct),
         "gpu_util_mean_pct": _num(r.gpu.util_mean_pct), "power_mean_w": _num(r.gpu.power_mean_w),
         "energy_j": _num(r.gpu.energy_j), "tokens_per_joule": _num(r.tokens_per_joule, 3),
         "estimate_verdict": r.estimate_verdict, "estimate_peak_mib": _num(r.estimate_peak_mib),
@@ -182,6 +189,8 @@ def run_to_json(run: SweepRun, saved: SavedFormat, with_records: bool = False) -
         "recommendation": None if rec is None else {
             **rec.to_json(), "point": point_row(best) if (best := run.result_for(rec.index)) is not None else None},
         "planned_points": [p.to_json() for p in run.points],
+        # every measured request that failed, by what it sent: where, how, after how many tokens
+        "failed_prompts": failed_prompts_json(failed_prompts(run.results, run.spec.workload)),
     }
     if run.ran_with is not None:
         data["ran_with_targets"] = run.ran_with.to_json()
@@ -214,7 +223,7 @@ def result_from_json(data: dict[str, Any], targets: LatencyTargets, saved: Saved
     """Inverse of result_to_json; statistics are recomputed from the records (`saved`: see SweepPoint.from_json)."""
     records = tuple(RequestRecord.from_json(x) for x in data.get("records") or [])
     stats: PointStats | None = summarize(records, targets) if data.get("measured") else None
-    gpu = GpuFigures(**{k: v for k, v in (data.get("gpu") or {}).items() if k in GpuFigures.__dataclass_fields__})
+    gpu = GpuFigures.from_json(data.get("gpu"))
     status = saved_point_status(data.get("status", "failed"))
     reason = str(data.get("reason", ""))
     contention = Contention.from_json(data.get("contention"))
@@ -271,7 +280,10 @@ CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_len
                "prefill_ms_p95", "first_token_rest_ms_mean", "prefill_tokens_per_s_mean", "cache_hit_share",
                "waited_most", "waited_for_slot",
                # what the server did without saying so while the point ran (see the JSON's events)
-               "event_count", "events_worst", "spoiled_by")
+               "event_count", "events_worst", "spoiled_by",
+               # the server's own peak beside the estimate and the whole card's (vram_peak_mib is the server's)
+               "vram_peak_unknown", "card_vram_peak_mib", "estimate_peak_mib", "estimate_error_mib",
+               "estimate_error_pct")
 
 
 def run_to_csv(run: SweepRun) -> str:
@@ -318,25 +330,25 @@ def table_header(results: Sequence[PointResult]) -> tuple[str, ...]:
 
 
 def table_rows(results: Sequence[PointResult]) -> list[list[str]]:
-    """The articles' table as text cells: setting, tokens/s, TTFT avg/p95, TPOT p95, VRAM, tokens/J, stable?
+    """The articles' table as text cells: setting, tokens/s, TTFT avg/p95, TPOT p95, the server's peak VRAM and the
+    card's, tokens/J, stable?
     (with the server's slots busy, requests waiting and its own tokens/s before "stable?" when it reported them)."""
     rows = []
     server = reports_server(results)
     for r in results:
         s = r.stats if r.ran else None
-        vram = r.gpu.vram_peak_mib
         rows.append([
             ("—" if r.point.parallel is None else str(r.point.parallel)) + (" (default)" if r.point.default else ""),
             str(r.point.concurrency),
             _cell(s.output_tokens_per_s if s else None, ".1f"), _cell(s.ttft_ms.mean if s else None, ".0f"),
             _cell(s.ttft_ms.p95 if s else None, ".0f"), _cell(s.tpot_ms.p95 if s else None, ".1f"),
-            _cell(None if vram is None else vram / 1024, ".1f"), _cell(r.tokens_per_joule, ".2f"),
+            peak_cell(r), card_cell(r), _cell(r.tokens_per_joule, ".2f"),
             *(server_cells(r) if server else []), r.stable_text()])
     return rows
 
 
 TABLE_HEADER = ("Parallel", "Clients", "Tokens/s", "TTFT avg (ms)", "TTFT p95 (ms)", "TPOT p95 (ms)",
-                "Peak VRAM (GiB)", "Tokens/J", "Stable?")
+                "Peak VRAM (GiB)", "Card VRAM (GiB)", "Tokens/J", "Stable?")
 # The server's own view, where it reports one: the most slots busy at once (of all), the most requests
 # waiting for a free slot, and its generated-tokens counter over the measured window per second.
 SERVER_HEADER = ("Slots busy", "Waiting", "Server tok/s")
@@ -363,7 +375,14 @@ def run_to_markdown(run: SweepRun, labels: Mapping[str, str]) -> str:
         if r.point.index == rec_index:
             cells = [f"**{c}**" for c in cells]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    note = unknown_note(run.results)
+    lines += ["", note] if note else []
     lines += waits_markdown(run.results, run.varying, closed_loop(run))
+    estimates = estimate_lines(run.results, run.varying)
+    if estimates:
+        lines += ["", "## VRAM: the estimate against the server's own peak", "",
+                  *[f"- {line}" for line in estimates]]
+    lines += failed_prompts_markdown(failed_prompts(run.results, run.spec.workload))
     if run.recommendation:
         lines += ["", "## Recommendation", "", run.recommendation.text]
     contended = [r for r in run.results if r.contention.contended]

@@ -67,7 +67,8 @@ class RequestRecord:
     total_s: float | None = None
     done_reason: str | None = None
     error: str = ""
-    # oom | queue_full | timeout | connect | dropped | server | bad_request | not_found | malformed | other
+    # oom | queue_full | timeout | connect | dropped (the connection closed mid-reply) | unfinished (the reply ended
+    # properly without its final record) | server | bad_request | not_found | malformed | other
     # | truncated (the server used fewer prompt tokens than expected) | too_long (refused: longer than a slot)
     error_kind: str = ""
     warmup: bool = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 from collections.abc import Mapping, Sequence
 
@@ -221,20 +222,77 @@ def parse_int_list(text: str, what: str = "", low: int = 1, high: int | None = N
     return tuple(_unique(values))
 
 
+class ServerPeakUnknown(StrEnum):
+    """Why a point's server peak is not known while the card was read: the card's figure is then no stand-in for
+    it (other programs count in it), and the tables say so rather than showing it as the server's."""
+
+    NOT_HERE = "not_here"  # the server's processes are not known here (an attached server, or a remote one)
+    NOT_ATTRIBUTED = "not_attributed"  # the driver does not report each process's memory (some drivers, containers)
+    NOT_RECORDED = "not_recorded"  # kept by an earlier release, which did not record the server's own
+
+    @property
+    def words(self) -> str:
+        """Why, for people."""
+        return _UNKNOWN_WORDS[self]
+
+
+_UNKNOWN_WORDS = {
+    ServerPeakUnknown.NOT_HERE: "the server was attached or runs elsewhere: its processes are not known here",
+    ServerPeakUnknown.NOT_ATTRIBUTED: "the driver does not report each process's memory",
+    ServerPeakUnknown.NOT_RECORDED: "not recorded with this run",
+}
+
+
 @dataclass(frozen=True)
 class GpuFigures:
-    """GPU readings over a point's measured window; None where there were none (no NVML)."""
+    """GPU readings over a point's measured window; None where there were none (no NVML).
 
-    vram_peak_mib: float | None = None
-    vram_baseline_mib: float | None = None  # just before the workload
+    The server's peak is its process tree's own memory as NVML attributes it (what the estimate prices, and what
+    the tables call Peak VRAM); the card's is everything on the card, other programs included (nvidia-smi's
+    "used"). Where the card was read but the server's own could not be, `server_unknown` says why."""
+
+    card_peak_mib: float | None = None
+    card_baseline_mib: float | None = None  # the card's use just before the workload
     util_mean_pct: float | None = None
     power_mean_w: float | None = None
     energy_j: float | None = None
-    server_peak_mib: float | None = None  # the server's own share, where NVML attributes it
+    server_peak_mib: float | None = None
+    server_unknown: ServerPeakUnknown | None = None
+
+    @property
+    def read(self) -> bool:
+        """True when the GPU was read at all over the window."""
+        return self.card_peak_mib is not None or self.server_peak_mib is not None
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """Plain dict (the reason as its stored name)."""
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        data["server_unknown"] = None if self.server_unknown is None else self.server_unknown.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> GpuFigures:
+        """Inverse of to_json; figures saved before the card's and the server's were told apart hold the card's
+        as "vram_peak_mib" (and its baseline as "vram_baseline_mib"), and no reason where the server's is missing."""
+        data = dict(data or {})
+        for old, new in (("vram_peak_mib", "card_peak_mib"), ("vram_baseline_mib", "card_baseline_mib")):
+            if old in data and new not in data:
+                data[new] = data.pop(old)
+        values = {k: _finite_or_none(data.get(k)) for k in cls.__dataclass_fields__ if k != "server_unknown"}
+        unknown = None
+        try:
+            unknown = ServerPeakUnknown(data["server_unknown"]) if data.get("server_unknown") else None
+        except ValueError:
+            unknown = ServerPeakUnknown.NOT_RECORDED
+        if unknown is None and values["server_peak_mib"] is None and values["card_peak_mib"] is not None:
+            unknown = ServerPeakUnknown.NOT_RECORDED
+        return cls(**values, server_unknown=unknown)
+
+
+def _finite_or_none(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -305,6 +363,19 @@ class PointResult:
         """True when an event seen while the point ran spoils its measurement: it is not "stable", whatever
         its status, and is never recommended."""
         return bool(self.spoiled_by)
+
+    @property
+    def estimate_error_mib(self) -> float | None:
+        """The estimate less the server's own peak (MiB; positive: priced high), None where either is unknown."""
+        if self.estimate_peak_mib is None or self.gpu.server_peak_mib is None:
+            return None
+        return self.estimate_peak_mib - self.gpu.server_peak_mib
+
+    @property
+    def estimate_error_pct(self) -> float | None:
+        """estimate_error_mib as a share of the server's own peak (%), None where it is unknown or 0."""
+        error, peak = self.estimate_error_mib, self.gpu.server_peak_mib
+        return None if error is None or not peak else error / peak * 100.0
 
     @property
     def output_tokens_per_s(self) -> float | None:
@@ -439,6 +510,6 @@ class SweepSpec:
                    tuple(str(w) for w in data.get("default_words") or ()))
 
 
-__all__ = ["Fingerprint", "GpuFigures", "PointResult",
+__all__ = ["Fingerprint", "GpuFigures", "PointResult", "ServerPeakUnknown",
            "SweepAxes", "SweepPlan", "SweepPlanError", "SweepPoint", "SweepSpec",
            "parse_int_list", "plan_sweep", "server_label", "server_text", "spoiled_reason"]

@@ -93,7 +93,8 @@ class CapacitySweep:
             failed = result.status in (PointStatus.FAILED, PointStatus.SKIPPED)
             step = judge_step(factor, result.records, scenario, run.spec.targets, self._ladder, order=order,
                               failure=result.reason if failed else "", failure_detail=result.detail if failed else "",
-                              vram_peak_mib=result.gpu.vram_peak_mib, gpu_util_pct=result.gpu.util_mean_pct)
+                              vram_peak_mib=result.gpu.server_peak_mib, gpu_util_pct=result.gpu.util_mean_pct,
+                              card_peak_mib=result.gpu.card_peak_mib)
             step = replace(step, events=result.events)
             capacity = capacity.with_step(step)
             if result.contention.contended:

@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-from app.core.bench.outcome import is_truncated, too_long_words, truncated_words
+from app.core.bench.outcome import is_truncated, too_long_words, truncated_words, unfinished_words
 from app.core.bench.stats import RequestRecord
-from app.core.errors import (BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, ServerUnreachable,
-                             ServerError, ServerTimeout, OutOfMemory, QueueFull, ServerFault, StreamDropped,
-                             StreamError)
+from app.core.errors import (BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, ReplyUnfinished,
+                             ServerUnreachable, ServerError, ServerTimeout, OutOfMemory, QueueFull, ServerFault,
+                             StreamDropped, StreamError)
 from app.core.bench.scenario import RequestClass, Scenario, request_rng, request_seed
 from app.core.bench.workload import LoadPlan
 from app.core.ports.inference import PromptTokenCounter, StreamingClientFactory
@@ -45,7 +45,8 @@ def error_kind_of(exc: BaseException) -> str:
     """The short error class recorded per request (oom, queue_full, timeout, …)."""
     for kind, types in (("too_long", ContextExceeded), ("oom", OutOfMemory), ("queue_full", QueueFull),
                         ("timeout", (ServerTimeout, asyncio.TimeoutError, TimeoutError)),
-                        ("connect", ServerUnreachable), ("dropped", StreamDropped), ("not_found", ModelNotFound),
+                        ("connect", ServerUnreachable), ("dropped", StreamDropped), ("unfinished", ReplyUnfinished),
+                        ("not_found", ModelNotFound),
                         ("bad_request", BadRequest), ("malformed", MalformedResponse),
                         ("server", (ServerFault, StreamError))):
         if isinstance(exc, types):
@@ -53,7 +54,10 @@ def error_kind_of(exc: BaseException) -> str:
     return "other"
 
 
-def _error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException, tokens: int) -> str:
+    """A failed request's words; `tokens`: the tokens that arrived before it ended."""
+    if isinstance(exc, ReplyUnfinished):
+        return unfinished_words(tokens)
     if isinstance(exc, ContextExceeded):
         return too_long_words(exc.prompt_tokens, exc.context_tokens)
     message = getattr(exc, "message", "") or str(exc) or type(exc).__name__
@@ -340,7 +344,7 @@ class LoadGenerator:
             eval_s=_seconds(final.decode_ms) if final else None,
             total_s=_seconds(final.total_ms) if final else None,
             done_reason=final.done_reason if final else None,
-            error="" if error is None else _error_text(error),
+            error="" if error is None else _error_text(error, len(times) if output_tokens is None else output_tokens),
             error_kind="" if error is None else error_kind_of(error), warmup=warm,
             cached_prompt_tokens=final.cached_prompt_tokens if final else None,
             server_busy_s=_seconds(final.busy_ms) if final else None)

@@ -1,4 +1,5 @@
-"""GPU readings over a benchmark's measured window: peak VRAM, mean utilisation and power, energy;
+"""GPU readings over a benchmark's measured window: the server's own peak VRAM and the card's, mean utilisation
+and power, energy;
 and whether a loaded model that is not on the GPU spilled there or runs on a machine without one."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
-from app.core.bench.sweep import GpuFigures
+from app.core.bench.sweep import GpuFigures, ServerPeakUnknown
 from app.core.errors import ServerError
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.pricing import others_bytes
@@ -23,9 +24,12 @@ def _finite(values: Sequence[float]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v)]
 
 
-def figures_from(samples: Sequence[GpuSample], baseline: GpuSample | None) -> GpuFigures:
-    """Peak total VRAM (as nvidia-smi shows it), the server's peak share, mean utilisation and power,
-    and energy (trapezoid rule over the power readings, joules); None where there were no readings."""
+def figures_from(samples: Sequence[GpuSample], baseline: GpuSample | None, server_known: bool = True) -> GpuFigures:
+    """The server's own peak (its processes' memory as NVML attributes it), the card's peak and baseline (as
+    nvidia-smi shows them, other programs included), mean utilisation and power, and energy (trapezoid rule over
+    the power readings, joules); None where there were no readings. `server_known`: whether the server's processes
+    were known while sampling (an attached or remote server's are not); where the card was read but the server's
+    own memory was not, the figures say why instead of standing the card's in for it."""
     if not samples:
         return GpuFigures()
     used = _finite([s.memory_used_mib for s in samples])
@@ -35,13 +39,17 @@ def figures_from(samples: Sequence[GpuSample], baseline: GpuSample | None) -> Gp
     energy = None
     if len(power) >= 2:
         energy = sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(power, power[1:]))
+    unknown = None
+    if not server and used:
+        unknown = ServerPeakUnknown.NOT_ATTRIBUTED if server_known else ServerPeakUnknown.NOT_HERE
     return GpuFigures(
-        vram_peak_mib=max(used) if used else None,
-        vram_baseline_mib=baseline.memory_used_mib if baseline and math.isfinite(baseline.memory_used_mib) else None,
+        card_peak_mib=max(used) if used else None,
+        card_baseline_mib=baseline.memory_used_mib if baseline and math.isfinite(baseline.memory_used_mib) else None,
         util_mean_pct=sum(util) / len(util) if util else None,
         power_mean_w=sum(p for _, p in power) / len(power) if power else None,
         energy_j=energy if energy and energy > 0 else None,
         server_peak_mib=max(server) if server else None,
+        server_unknown=unknown,
     )
 
 
@@ -113,6 +121,12 @@ class GpuWindow(PollingWindow[GpuSample]):
         self._gpu = gpu
         self._server_pids = server_pids
         self._clock = clock
+        self.server_known = False  # whether the server's processes were known at any reading
+
+    def _pids(self) -> list[int]:
+        pids = list(self._server_pids())
+        self.server_known = self.server_known or bool(pids)
+        return pids
 
     @property
     def enabled(self) -> bool:
@@ -125,7 +139,7 @@ class GpuWindow(PollingWindow[GpuSample]):
             return None
         assert self._gpu is not None
         try:
-            return await asyncio.to_thread(self._gpu.sample, self._clock(), list(self._server_pids()))
+            return await asyncio.to_thread(self._gpu.sample, self._clock(), self._pids())
         except Exception:  # noqa: BLE001 - a failed reading is a gap, never a failed benchmark
             return None
 

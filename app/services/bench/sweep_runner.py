@@ -352,7 +352,7 @@ class SweepRunner:
         info, why = await asyncio.to_thread(gpu_facts, self._gpu)
         if info is None:
             reason = why.split(" — ")[0]
-            notes.append(f"No GPU readings ({reason.rstrip('.')}): peak VRAM, power and tokens per joule are not "
+            notes.append(f"No GPU readings ({reason.rstrip('.')}): VRAM, power and tokens per joule are not "
                          "measured, and points are not priced before running.")
         if not spec.managed:
             notes.append("Attached server: its settings are its own, so only the client side varied.")
@@ -534,7 +534,8 @@ class SweepRunner:
                 if counter is not None:
                     await counter.aclose()
         stats = summarize(result.records, spec.targets)
-        outcome = replace(facts, stats=stats, records=tuple(result.records), gpu=figures_from(window.samples, baseline),
+        outcome = replace(facts, stats=stats, records=tuple(result.records),
+                          gpu=figures_from(window.samples, baseline, window.server_known),
                           server=server, contention=contention)
         crashed = self._crash_reason()
         if crashed:

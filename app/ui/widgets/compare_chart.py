@@ -1,5 +1,6 @@
 """The before/after report as a picture: per scenario class, the average and P95 end-to-end latency on the
-server's default setting beside the recommended one (with the change in %), and the point-wide peak VRAM and
+server's default setting beside the recommended one (with the change in %), and the point-wide peak VRAM (the
+server's own) and
 mean GPU utilisation. Painted with QPainter onto a QImage, so it renders without a window (Qt offscreen)."""
 
 from __future__ import annotations
@@ -216,7 +217,8 @@ def _resource_panel(p: QPainter, c: BeforeAfter, two: bool, area: QRectF) -> Non
         util.append((rec.gpu_util_mean_pct, RECOMMENDED_COLOR))
     top_vram = _nice_top(max((v for v, _c in vram if v is not None), default=0.0) * 1.1)
     _bars(p, QRectF(area.left() + 30, area.top() + 12, area.width() - 30, half - 40),
-          [("Peak VRAM", vram, "" if any(v is not None for v, _c in vram) else "not measured (no GPU readings)",
+          [("Peak VRAM (the server's own)", vram, "" if any(v is not None for v, _c in vram)
+            else "not known (no GPU readings, or none of the server's own)",
             NOTE_COLOR)], top_vram, "GiB", ".2f")
     _bars(p, QRectF(area.left() + 30, area.top() + half + 40, area.width() - 30, half - 40),
           [("GPU utilisation (mean)", util, "" if any(v is not None for v, _c in util)

@@ -33,7 +33,7 @@ def make_run(points: int = 3, records: int = 4) -> SweepRun:
         recs = tuple(RequestRecord(i, 0.0, 0.0, 1.0 + p.index * 0.1, first_token_s=0.1, output_tokens=20,
                                    output_chunks=20, itl_s=(0.05,) * 19) for i in range(records))
         results.append(PointResult(p, PointStatus.OK, stats=summarize(recs, TARGETS), records=recs,
-                                   gpu=GpuFigures(vram_peak_mib=10_000.0 + p.index)))
+                                   gpu=GpuFigures(server_peak_mib=10_000.0 + p.index)))
     results.append(PointResult(plan.points[-1], PointStatus.FAILED, "out of memory at load", detail="cudaMalloc failed",
                                failure=FailureKind.OUT_OF_MEMORY))
     run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b",

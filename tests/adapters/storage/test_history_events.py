@@ -35,7 +35,8 @@ def test_a_points_events_come_back_from_the_history(tmp_path: Path) -> None:
     assert loaded.recommendation == run.recommendation and loaded.recommendation.spoiled == (1,)
     [summary] = BenchHistory(path).list_runs()
     assert (summary.events, summary.spoiled_points) == (3, 1)  # the list says so without loading the run
-    assert _columns(path) == (SCHEMA_VERSION, {"run_id", "idx", "status", "output_tokens_per_s", "doc", "events"})
+    assert _columns(path) == (SCHEMA_VERSION, {"run_id", "idx", "status", "output_tokens_per_s", "doc", "events",
+                                               "server_peak_mib", "card_peak_mib"})
     with sqlite3.connect(path) as db:
         kinds = [row[0] for row in db.execute("SELECT json_extract(e.value, '$.kind') FROM points, "
                                               "json_each(points.events) e WHERE run_id = ? ORDER BY idx", (run_id,))]
@@ -55,7 +56,7 @@ def test_a_format_2_file_is_read_as_it_is_and_converted_by_its_first_write(tmp_p
     assert path.read_bytes() == before  # reading does not write (an older build can still open it)
 
     new_id = history.save(make_run((), (SPILL,)))
-    assert _columns(path)[0] == SCHEMA_VERSION == 3 and "events" in _columns(path)[1]
+    assert _columns(path)[0] == SCHEMA_VERSION == 4 and "events" in _columns(path)[1]
     assert [(s.events, s.spoiled_points) for s in history.list_runs()] == [(1, 1), (0, 0), (0, 0)]
     again = BenchHistory(path)
     assert again.problems == [] and [s.run_id for s in again.list_runs()] == [new_id, 2, 1]

@@ -57,7 +57,7 @@ def test_every_format_1_run_is_kept_with_its_ollama_version_and_kind(tmp_path: P
                                 f"{SCHEMA_VERSION}: its 2 runs are recorded as measured on Ollama."]
 
     after = sqlite3.connect(path)
-    assert after.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert after.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert after.execute("SELECT run_id, idx, status, output_tokens_per_s, doc FROM points "
                          "ORDER BY run_id, idx").fetchall() == old_points
     after.close()

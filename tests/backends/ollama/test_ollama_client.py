@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from app.backends.ollama.client import OllamaClient, StreamDropped
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
-                             OutOfMemory, QueueFull, ServerFault, StreamError, StreamOutOfMemory)
+from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ReplyUnfinished, ServerUnreachable,
+                             ServerTimeout, OutOfMemory, QueueFull, ServerFault, StreamError, StreamOutOfMemory)
 from app.backends.ollama.wire import parse_chat_line, parse_ps, parse_show
 from app.core.models import RunningModel
 from app.core.replies import StreamChunk
@@ -319,9 +319,9 @@ def with_canned_server(reply: bytes, body: Callable[[OllamaClient], Awaitable[T]
     return run(go)
 
 
-def test_stream_without_final_line_is_dropped() -> None:
+def test_a_whole_reply_without_its_final_record_is_unfinished_not_dropped() -> None:
     line = json.dumps({"model": "m", "message": {"role": "assistant", "content": "a"}, "done": False})
-    with pytest.raises(StreamDropped, match="without its final line"):
+    with pytest.raises(ReplyUnfinished, match="without its final record"):
         with_canned_server(canned_reply((line + "\n").encode()), lambda c: collect(c.chat("m", HI)))
 
 

@@ -10,8 +10,8 @@ from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, Connect
                                       ProtocolViolation, ReadTimeout, TransportError, UnsupportedUrl)
 from app.backends.ollama.stream import (StreamDropped, decode_line, error_for_httpx, error_for_transport,
                                         error_from_body, missing_final_line, require_streamable, translated_errors)
-from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ServerUnreachable, ServerTimeout,
-                             OutOfMemory, QueueFull, ServerFault, StreamError, StreamOutOfMemory)
+from app.core.errors import (BadRequest, MalformedResponse, ModelNotFound, ReplyUnfinished, ServerUnreachable,
+                             ServerTimeout, OutOfMemory, QueueFull, ServerFault, StreamError, StreamOutOfMemory)
 from tests.fakes.ollama.fake_ollama import QUEUE_FULL_MESSAGE
 
 URL = "http://127.0.0.1:11434"
@@ -90,7 +90,9 @@ def test_translated_errors_keeps_the_cause_and_lets_typed_errors_through() -> No
     with pytest.raises(ModelNotFound):
         with translated_errors(URL, 3.0, 300.0):
             raise ModelNotFound("model 'x' not found")
-    assert isinstance(missing_final_line(URL), StreamDropped) and "without its final line" in missing_final_line(URL).message
+    unfinished = missing_final_line(URL)
+    assert isinstance(unfinished, ReplyUnfinished) and not isinstance(unfinished, StreamDropped)
+    assert "without its final record (`done: true`)" in unfinished.message and isinstance(unfinished, StreamError)
     with pytest.raises(ServerUnreachable, match="plain http"):
         require_streamable("https://example.com")
     require_streamable(URL)

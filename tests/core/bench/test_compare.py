@@ -39,7 +39,7 @@ def _result(index: int, parallel: int, e2e: dict[str, list[float]], *, default: 
     point = SweepPoint(index, ServerSettings(num_parallel=parallel), parallel, default=default)
     status = PointStatus.OK if not kind else PointStatus.FAILED
     return PointResult(point, status, stats=stats, records=tuple(records),
-                       gpu=GpuFigures(vram_peak_mib=vram, util_mean_pct=util))
+                       gpu=GpuFigures(server_peak_mib=vram, util_mean_pct=util))
 
 
 def _rec_of(index: int | None) -> Recommendation:

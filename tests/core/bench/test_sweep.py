@@ -108,7 +108,7 @@ def point(index: int, parallel: int, tps: float | None, ttft: float = 300.0, sta
           vram: float | None = None, **kw) -> PointResult:
     p = SweepPoint(index, BASE.replace(num_parallel=parallel), parallel)
     s = stats(tps, ttft, **kw) if tps is not None else None
-    return PointResult(p, status, reason, s, gpu=GpuFigures(vram_peak_mib=vram))
+    return PointResult(p, status, reason, s, gpu=GpuFigures(server_peak_mib=vram))
 
 
 def test_the_fastest_point_within_the_targets_wins_and_the_paragraph_has_the_numbers():
@@ -184,7 +184,7 @@ def make_run() -> SweepRun:
         records = tuple(RequestRecord(i, 0.0, 0.0, end, first_token_s=first, output_tokens=11, output_chunks=11,
                                       itl_s=(0.1,) * 10) for i in range(clients))
         results.append(PointResult(p, PointStatus.OK, stats=summarize(records, TARGETS), records=records,
-                                   gpu=GpuFigures(vram_peak_mib=12000.0, power_mean_w=300.0, energy_j=330.0)))
+                                   gpu=GpuFigures(server_peak_mib=12000.0, power_mean_w=300.0, energy_j=330.0)))
     results.append(PointResult(plan.points[2], PointStatus.FAILED, "out of memory at load", detail="cudaMalloc failed",
                                failure=FailureKind.OUT_OF_MEMORY))
     run = SweepRun(spec, Fingerprint(gpu_name="NVIDIA GeForce RTX 4090", server_version="0.12.6", model="qwen3:14b",

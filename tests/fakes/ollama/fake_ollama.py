@@ -61,12 +61,17 @@ class FakeOllama(HttpMixin, SchedulerMixin):
                  log: Callable[[str], None] | None = None, keep_alive: str | float = "5m",
                  registry: list[FakeModel] | None = None, pull_s: float = 0.0,
                  gpu_memory_bytes: int | None = None, decode_slowdown: float = 0.0,
-                 answer_text: str | None = None, offline: bool = False) -> None:
+                 answer_text: str | None = None, offline: bool = False,
+                 unfinished_prompt: str = "", unfinished_after: int = 3) -> None:
         self.version = version or real_version()
         # No registry to reach: pulls fail as the real server's did with the network closed.
         self.offline = offline
         # A scripted answer, streamed a word (with its leading whitespace) per token; None: filler words.
         self.answer_text = answer_text
+        # A streamed reply to a prompt holding this text ends after `unfinished_after` tokens with a proper end of
+        # the chunked body but without its final `done: true` record, as Ollama 0.32.15 ends some replies ("": none).
+        self.unfinished_prompt = unfinished_prompt
+        self.unfinished_after = max(0, int(unfinished_after))
         # Per-token time grows by this fraction for every other slot decoding at once (0: none).
         self.decode_slowdown = max(0.0, float(decode_slowdown))
         self.tokens_per_s = float(tokens_per_s)

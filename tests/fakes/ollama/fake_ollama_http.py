@@ -32,6 +32,7 @@ FAIL_DEFAULT_TEXT = {
     "midstream_error": "an error was encountered while running the model: unexpected EOF",
     "malformed": "<html><body><h1>502 Bad Gateway</h1></body></html>",
     "drop": "",
+    "unfinished": "",
 }
 ROUTES = {"/": ("GET", "HEAD"), "/api/version": ("GET", "HEAD"), "/api/tags": ("GET", "HEAD"),
           "/api/ps": ("GET",), "/api/show": ("POST",), "/api/chat": ("POST",),

@@ -195,8 +195,13 @@ def _generate(server: FakeOllama, ex: Exchange, model: FakeModel, body: dict[str
     last_token_at = decode_start
     thinking_text, content_text = [], []
     due = decode_start
+    cut_at = server.unfinished_after if stream and server.unfinished_prompt and texts \
+        and server.unfinished_prompt in texts[-1] else None
     for index, (text, is_thinking) in enumerate(pieces):
         if rule is not None and index == rule.after_chunks and _inject(ex, rule, stream):
+            return
+        if index == cut_at:
+            ex.end_stream()  # the reply ends here, properly, without its final record
             return
         # Drift-free pacing: token i is due at start + i/rate, whatever the previous write cost.
         # With decode_slowdown, each step takes longer the more slots decode at once, as a
@@ -240,6 +245,9 @@ def _inject(ex: Exchange, rule: Any, stream: bool) -> bool:
     """Apply a mid-stream failure rule; True when the reply is over."""
     if rule.kind == "drop":
         ex.drop()
+        return True
+    if rule.kind == "unfinished" and stream:
+        ex.end_stream()  # a proper end of the body, without the final record
         return True
     if rule.kind == "malformed":
         if stream:

@@ -49,6 +49,9 @@ FAILURE_VARIABLES: dict[str, str] = {
                                  "parallel + graph) fails with CUDA out of memory (HTTP 500)",
     "FAKE_OLLAMA_GPU_MIB": "GPU memory in MiB: a load needing more is split, the rest on the CPU "
                            "(/api/ps size_vram < size)",
+    "FAKE_OLLAMA_UNFINISHED_PROMPT": "a streamed reply to a prompt holding this text ends properly but without its "
+                                     "final `done: true` record, as Ollama 0.32.15 ends some replies",
+    "FAKE_OLLAMA_UNFINISHED_AFTER": "tokens such a reply sends before it ends (default 3)",
 }
 
 # Pacing of the stand-in's replies (FakeOllama's keyword, and how to read the value).
@@ -234,6 +237,9 @@ def run_serve(env: Mapping[str, str]) -> int:
             extra.update(pacing_from_env(env))
             if env.get("FAKE_OLLAMA_OFFLINE") == "1":
                 extra["offline"] = True
+            if env.get("FAKE_OLLAMA_UNFINISHED_PROMPT"):
+                extra["unfinished_prompt"] = env["FAKE_OLLAMA_UNFINISHED_PROMPT"]
+                extra["unfinished_after"] = int(env.get("FAKE_OLLAMA_UNFINISHED_AFTER") or 3)
             fake = FakeOllama.from_env(env, version=version, **extra)
         except OSError:
             emit(f"Error: listen tcp {host}:{port}: bind: address already in use")

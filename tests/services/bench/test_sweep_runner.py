@@ -21,7 +21,7 @@ from app.core.server.state import ServerState
 from app.core.server.settings import ServerSettings
 from app.core.bench.outcome import FailureKind, PointStatus, RunStatus
 from app.core.bench.scenario import Arrival, Length, RequestClass, Scenario
-from app.core.bench.sweep import SweepAxes, SweepSpec
+from app.core.bench.sweep import ServerPeakUnknown, SweepAxes, SweepSpec
 from app.adapters.storage.saved_format import SAVED_FORMAT
 from tests.fakes.scripted_gpu import GpuReading, ScriptedGpuBackend
 from tests.fakes.ollama.server_fixtures import WAIT_S, free_port
@@ -123,12 +123,16 @@ def test_a_point_predicted_to_spill_is_skipped_unless_forced(make_supervisor, en
     assert sixteen.failure is FailureKind.PREDICTED_SPILL and one.failure is None and kinds_survive_saving(run)
     assert parallel_started(h.logs.lines) == [1, 1]  # the start to read the model, then point 1 only
     # GPU figures over the measured window: the scripted card's numbers, and tokens per joule from them.
-    assert one.gpu.vram_peak_mib == 11_000.0 and one.gpu.server_peak_mib == 10_400.0
+    # The server's own peak (its processes' memory) and the card's (the desktop's included), each its own figure.
+    assert one.gpu.card_peak_mib == 11_000.0 and one.gpu.server_peak_mib == 10_400.0 and one.gpu.server_unknown is None
     assert one.gpu.power_mean_w == 300.0 and one.gpu.util_mean_pct == 95.0
     assert one.tokens_per_joule == pytest.approx(one.stats.output_tokens / one.gpu.energy_j)
     forced = h.run(SweepRunner(h.supervisor, OllamaClient, load_client, gpu=gpu, planner=OLLAMA_PLANNER).run(spec(base, (16,), plan=workload("qwen3:14b"), force=True)),
                    timeout=60)
     assert forced.results[0].status == PointStatus.OK and forced.results[0].estimate_verdict == "spills"
+    # Without the server's processes to ask about, its own memory is not known: the card's does not stand in.
+    assert forced.results[0].gpu.server_peak_mib is None and forced.results[0].gpu.card_peak_mib == 11_000.0
+    assert forced.results[0].gpu.server_unknown is ServerPeakUnknown.NOT_HERE
 
 
 def test_cancel_stops_at_once_and_puts_the_server_back(make_supervisor, env):

@@ -16,10 +16,12 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QFrame, QGridLayo
                                QLabel, QMenu, QPushButton, QSizePolicy, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget)
 
-from app.core.bench.outcome import FAILURE_WORDS, FailureKind, PointStatus, RunStatus
+from app.core.bench.outcome import ERROR_WORDS, FAILURE_WORDS, FailureKind, PointStatus, RunStatus
 from app.core.bench.run_events import point_mark, tooltip_text
 from app.core.watch.events import Severity, worst
 from app.core.bench.truncation import length_words
+from app.core.bench.failed_prompts import FailedPrompt, failed_prompts, failures_at, quoted
+from app.core.bench.vram import card_cell, error_words, peak_cell
 from app.core.bench.sweep import PointResult
 from app.core.bench.scenario_run import scenario_json
 from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_csv, run_to_json, run_to_markdown,
@@ -61,6 +63,11 @@ SERVER_COLUMN_TIPS = {
     "Waiting": "The most requests seen waiting for a free slot (the server's requests-deferred counter).",
     "Server\ntok/s": "The server's own generated-tokens counter over the measured window, per second — other "
                      "clients of the server count too.",
+    "Peak VRAM\n(GiB)": "The server's own peak GPU memory over the measured window: what its processes held, as the "
+                         "driver attributes it (what the estimate prices). n/a where the driver does not say what "
+                         "each process holds, or the server runs on another machine. Hover a cell for the estimate.",
+    "Card VRAM\n(GiB)": "The whole card's peak use over the measured window, as nvidia-smi shows it: other programs "
+                         "(a desktop, another model) count too.",
     "Events": "What the server did without saying so while the point ran (a prompt cut short, layers on the CPU, "
               "a cold load, the GPU slowing down…): how many, and the worst. A point that saw one that skews its "
               "figures is not stable and is never recommended. Hover a cell for the list.",
@@ -70,7 +77,7 @@ SERVER_COLUMN_TIPS = {
 def shows_gpu(results: Sequence[PointResult]) -> bool:
     """True unless a sweep's every point went without GPU readings (no NVIDIA GPU): then Peak VRAM and
     Tokens/J would be columns of dashes (the run's notes say why)."""
-    return not results or any(r.gpu.vram_peak_mib is not None or r.tokens_per_joule is not None for r in results)
+    return not results or any(r.gpu.read or r.tokens_per_joule is not None for r in results)
 
 
 def shows_events(results: Sequence[PointResult]) -> bool:
@@ -88,7 +95,7 @@ def columns_for(varying: Sequence[str], clients: bool = True, server: bool = Fal
                                      ("flash_attention", "Flash attn")) if axis in varying]
     cols += ["Tokens/s", "TTFT avg\n(ms)", "TTFT p95\n(ms)", "TPOT p95\n(ms)"]
     if gpu:
-        cols += ["Peak VRAM\n(GiB)", "Tokens/J"]
+        cols += ["Peak VRAM\n(GiB)", "Card VRAM\n(GiB)", "Tokens/J"]
     if server:
         cols += ["Slots\nbusy", "Waiting", "Server\ntok/s"]
     if events:
@@ -121,6 +128,7 @@ def events_cell(r: PointResult) -> str:
 
 
 TOOLTIP_WIDTH_PX = 460  # a tooltip of sentences wraps at this width, not at Qt's narrow default
+VRAM_TOOLTIP_WIDTH_PX = 380
 
 
 def events_tooltip(r: PointResult, limit: int = 8) -> str:
@@ -141,6 +149,36 @@ def events_tooltip(r: PointResult, limit: int = 8) -> str:
     return f"<qt><table width='{TOOLTIP_WIDTH_PX}'><tr><td>{''.join(body)}</td></tr></table></qt>"
 
 
+def vram_tooltip(r: PointResult) -> str:
+    """The Peak VRAM cell's tooltip: the server's own peak against the estimate, and the card's."""
+    words = error_words(r)
+    lines = [words[:1].upper() + words[1:]]
+    if r.gpu.server_peak_mib is None and r.gpu.server_unknown is not None:
+        lines.append(f"The server's own memory is not known here: {r.gpu.server_unknown.words}.")
+    if r.gpu.card_peak_mib is not None:
+        lines.append(f"The whole card peaked at {r.gpu.card_peak_mib / 1024:.1f} GiB, other programs included.")
+    shown = [x for x in lines if x]
+    text = "<br>".join(html.escape(x, quote=False) for x in shown)
+    return f"<qt><table width='{VRAM_TOOLTIP_WIDTH_PX}'><tr><td>{text}</td></tr></table></qt>" if shown else ""
+
+
+def failures_tooltip(r: PointResult, prompts: Sequence[FailedPrompt], limit: int = 8) -> str:
+    """The failed requests of one point for the Stable? cell's tooltip (rich text): each request's prompt, how it
+    failed, the tokens that came, and at how many points it failed; "" when none failed."""
+    failed = failures_at(prompts, r.point.index)
+    if not failed:
+        return ""
+    rows = [f"<p><b>Failed prompts ({len(failed)})</b></p>"]
+    for p, f in failed[:limit]:
+        everywhere = " — <b>at every point</b>" if p.every_point else ""
+        rows.append(f"<p>request {f.request}: {html.escape(p.key)} {html.escape(quoted(p.preview), quote=False)}<br>"
+                    f"<span style='color:{theme.DIM}'>{html.escape(ERROR_WORDS.get(f.kind, f.kind), quote=False)}, "
+                    f"after {f.tokens} tokens · failed at {p.points_words()}{everywhere}</span></p>")
+    if len(failed) > limit:
+        rows.append(f"<p>… and {len(failed) - limit} more</p>")
+    return "".join(rows)
+
+
 def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, server: bool = False,
               gpu: bool = True, events: bool = False) -> list[str]:
     """The text of one row."""
@@ -155,11 +193,10 @@ def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, serv
         cells.append(str(setting.context_length or "default"))
     if "flash_attention" in varying:
         cells.append(setting.flash_attention)
-    vram = r.gpu.vram_peak_mib
     cells += [_fmt(s.output_tokens_per_s if s else None, ".1f"), _fmt(s.ttft_ms.mean if s else None, ".0f"),
               _fmt(s.ttft_ms.p95 if s else None, ".0f"), _fmt(s.tpot_ms.p95 if s else None, ".1f")]
     if gpu:
-        cells += [_fmt(None if vram is None else vram / 1024, ".1f"), _fmt(r.tokens_per_joule, ".2f")]
+        cells += [peak_cell(r), card_cell(r), _fmt(r.tokens_per_joule, ".2f")]
     if server:
         cells += server_cells(r)
     if events:
@@ -185,8 +222,9 @@ class ResultsTable(QTableWidget):
         self._indexes: list[int] = []
         self.set_results([], ("parallel",), None)  # empty, but with the columns a sweep will fill
 
-    def set_results(self, results: Sequence[PointResult], varying: Sequence[str], recommended: int | None) -> None:
-        """Fill the table."""
+    def set_results(self, results: Sequence[PointResult], varying: Sequence[str], recommended: int | None,
+                    prompts: Sequence[FailedPrompt] = ()) -> None:
+        """Fill the table; `prompts`: the run's failed requests, told in each point's Stable? tooltip."""
         clients = shows_clients(results)
         server, gpu, events = reports_server(results), shows_gpu(results), shows_events(results)
         columns = columns_for(varying, clients, server, gpu, events)
@@ -210,6 +248,8 @@ class ResultsTable(QTableWidget):
                     item.setForeground(QBrush(QColor(SEVERITY_COLOURS.get(severity, theme.TEXT)
                                                      if severity is not None else theme.TEXT)))
                     item.setToolTip(events_tooltip(r))
+                if columns[col] == "Peak VRAM\n(GiB)":
+                    item.setToolTip(vram_tooltip(r))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter | (
                     Qt.AlignmentFlag.AlignLeft if last else Qt.AlignmentFlag.AlignRight))
                 if last:
@@ -217,8 +257,11 @@ class ResultsTable(QTableWidget):
                     contention = r.contention.text() if r.contention.contended else ""
                     lengths = length_words(r.stats) if r.stats is not None else ""
                     lines = dict.fromkeys(x for x in (r.stable_text(), r.detail, contention, lengths) if x)
+                    failed = failures_tooltip(r, prompts)
                     # Rich text, so Qt wraps a long reason instead of drawing one screen-wide line.
-                    item.setToolTip("<qt>" + "<br>".join(html.escape(x) for x in lines) + "</qt>" if lines else "")
+                    text = "<br>".join(html.escape(x) for x in lines) + failed
+                    item.setToolTip(f"<qt><table width='{TOOLTIP_WIDTH_PX}'><tr><td>{text}</td></tr></table></qt>"
+                                    if failed else f"<qt>{text}</qt>" if text else "")
                 if best:
                     item.setBackground(QBrush(QColor(RECOMMENDED_BACKGROUND)))
                     item.setFont(bold)
@@ -432,7 +475,7 @@ class RunView(QWidget):
         if run.status not in (RunStatus.FINISHED, RunStatus.RUNNING):
             bits.append(run.status)
         self.facts.setText(" · ".join(b for b in bits if b))
-        self.table.set_results(run.results, run.varying, index)
+        self.table.set_results(run.results, run.varying, index, failed_prompts(run.results, run.spec.workload))
         self.charts.set_results(run.results, run.varying, index, run.spec.targets.ttft_p95_ms)
         self.classes.set_run(run)
         self.capacity.set_capacity(run.capacity)
@@ -459,7 +502,12 @@ class RunView(QWidget):
             flags.append(("plateau", theme.WARNING))
         if rec.edge == "upper":
             flags.append(("edge of range", theme.WARNING))
+        findings = [f for p in failed_prompts(run.results, run.spec.workload) if (f := p.finding())]
+        if findings:
+            n = len(findings)
+            flags.append((f"{n} prompt{'s' if n != 1 else ''} failed at every point", theme.WARNING))
         self.card.set_text(rec.text, flags)
+        self.card.flags.setToolTip("<qt>" + "<br>".join(html.escape(f) for f in findings) + "</qt>" if findings else "")
         best = run.result_for(rec.index)
         can_apply = self._show_apply and best is not None and run.fingerprint.managed
         self.card.apply_button.setEnabled(can_apply)

@@ -42,7 +42,7 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
 
     def make(settings: ServerSettings | None = None, history: BenchHistory | None = None,
              backend: BackendSpec = OLLAMA, keeping: SettingsKeeping = SettingsKeeping.SAVED, guarded: bool = False,
-             **env: str):
+             gpu: ScriptedGpuBackend | None = None, **env: str):
         for name, value in {**FAST, **env}.items():
             monkeypatch.setenv(name, value)
         settings = settings or ServerSettings(port=free_port())
@@ -53,7 +53,8 @@ def page_factory(qtbot, supervisor_loop, standin_ollama, tmp_path, monkeypatch):
         no_gpu = ScriptedGpuBackend(available=False, reason="no NVIDIA driver")
         controller.attach_supervisor(supervisor, GuardedApplier(supervisor, OllamaClient, no_gpu) if guarded else None)
         page = BenchPage(page_context_on(supervisor_loop, backend=backend, server=controller,
-                                         history=history or BenchHistory(tmp_path / "benchmarks.sqlite3")))
+                                         history=history or BenchHistory(tmp_path / "benchmarks.sqlite3"),
+                                         **({"gpu": gpu} if gpu is not None else {})))
         qtbot.addWidget(page)
         page.resize(1300, 900)
         page.show()

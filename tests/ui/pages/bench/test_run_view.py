@@ -109,3 +109,31 @@ def test_long_flags_wrap_inside_the_card_instead_of_widening_it(qtbot):
     assert view.minimumSizeHint().width() <= 560
     qtbot.waitUntil(lambda: view.card.flags.height() > view.card.flags.fontMetrics().height() * 1.5)  # two lines
     assert view.card.flags.geometry().right() <= view.card.width()
+
+
+def test_a_servers_own_memory_that_is_not_known_says_so_and_the_card_does_not_stand_in(qtbot):
+    import os
+    from dataclasses import replace
+    from pathlib import Path
+
+    from app.core.bench.sweep import GpuFigures, ServerPeakUnknown
+
+    view = RunView(**run_documents())
+    qtbot.addWidget(view)
+    view.resize(1200, 500)
+    run = make_run(points=2)
+    figures = GpuFigures(card_peak_mib=134_758.0, util_mean_pct=90.0, server_unknown=ServerPeakUnknown.NOT_ATTRIBUTED)
+    results = tuple(replace(r, gpu=figures, estimate_peak_mib=15_360.0) if r.ran else r for r in run.results)
+    view.set_run(replace(run, results=results))
+    table = view.table
+    headers = [table.horizontalHeaderItem(i).text() for i in range(table.columnCount())]
+    peak, card = headers.index("Peak VRAM\n(GiB)"), headers.index("Card VRAM\n(GiB)")
+    assert (table.item(0, peak).text(), table.item(0, card).text()) == ("n/a", "131.6")
+    tip = table.item(0, peak).toolTip()
+    assert "the server's own peak not known (the driver does not report each process's memory)" in tip
+    assert "The whole card peaked at 131.6 GiB, other programs included." in tip
+    assert "n/a where the driver does not say" in table.horizontalHeaderItem(peak).toolTip()
+    folder = os.environ.get("DECK_SHOTS", "").strip()
+    if folder:
+        view.show()
+        assert table.grab().save(str(Path(folder) / "bench-table-server-memory-not-known.png"))
