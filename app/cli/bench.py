@@ -576,6 +576,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
     backend = registry.get(chosen_backend(args)).bound(lambda: spec.base)
     gpu = make_gpu_backend()
     supervisor: ServerControl | None = None
+    watcher: ServerControl | None = None  # an attached local server, watched for its process tree only
     feed = ServerFeed()  # the managed server's log lines and statuses, for the sweep's watchdog
     try:
         if spec.managed:
@@ -604,10 +605,21 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
 
             async with backend.catalog(base_url) as catalog:
                 await require_reply(catalog, base_url)  # a hung server is named in seconds, not after 300 s
+            if base_url == spec.base.base_url:
+                # A server on this computer that ollama-deck did not start: watched, never stopped, so that its own
+                # process tree's GPU memory is the sweep's Peak VRAM.
+                from app.adapters.storage.paths import runtime_dir as runtime_folder
+
+                watcher = backend.server(spec.base, on_status=feed.on_status, on_log=feed.on_log,
+                                         runtime_dir=runtime_folder(args.config_dir or None))
+                if (await watcher.probe()).state is not ServerState.RUNNING_ATTACHED:
+                    await watcher.close()
+                    watcher = None
+        pids = supervisor.server_pids if supervisor else watcher.server_pids if watcher else (lambda: [])
         runner = SweepRunner(supervisor, backend.catalog, backend.load_client, base_url=base_url, gpu=gpu,
-                             server_pids=supervisor.server_pids if supervisor else (lambda: []),
+                             server_pids=pids,
                              app_version=__version__, server_telemetry=backend.server_telemetry,
-                             host_memory=host_memory_reader(supervisor.server_pids if supervisor else (lambda: [])),
+                             host_memory=host_memory_reader(pids),
                              contention=contention_probes(gpu), planner=backend.planner,
                              prompt_counter=backend.prompt_counter, log_signals=backend.log_signals,
                              server_feed=feed)
@@ -623,6 +635,8 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
     finally:
         if supervisor is not None:
             await supervisor.close()
+        if watcher is not None:
+            await watcher.close()  # stops watching; a server ollama-deck did not start is never stopped
         gpu.close()
 
 

@@ -2,8 +2,8 @@
 real entry point with the stand-in `ollama` on PATH and the scripted NVIDIA GPU in place of NVML: Peak VRAM is the
 server's own (its processes' memory), the card's is its own column, the estimate is set against the server's
 figure in the table's notes, --json, --csv and --markdown; a prompt the server answers without its final record
-at every point is named as such, with which request it is and in how many points; where the server's own memory
-cannot be read (an attached server: its processes are not known here) Peak VRAM says n/a and why."""
+at every point is named as such, with which request it is and in how many points; a server on this computer that
+the sweep only attached to is watched for its process tree, never stopped, and its own memory is Peak VRAM."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def test_the_servers_own_peak_the_cards_and_a_prompt_cut_at_every_point(tmp_path
     assert all(r.status is PointStatus.UNSTABLE and r.failure is FailureKind.UNFINISHED for r in kept.results)
 
 
-def test_an_attached_servers_own_memory_is_not_known_and_the_card_does_not_stand_in(
+def test_an_attached_local_servers_own_memory_is_read_from_its_process_tree(
         tmp_path, monkeypatch, capsys, external_standin, h200) -> None:
     server = external_standin(**FAST)
     out = tmp_path / "out.json"
@@ -123,10 +123,8 @@ def test_an_attached_servers_own_memory_is_not_known_and_the_card_does_not_stand
     printed = capsys.readouterr().out
     assert code == 0, printed
     row = next(line for line in printed.splitlines() if line.lstrip(" *").startswith("— "))
-    assert "  n/a  " in row and "  116.6  " in row  # not the card's figure under Peak VRAM
-    assert ("Peak VRAM is the server's own memory; it is n/a where it could not be read (the server was attached or "
-            "runs elsewhere: its processes are not known here). Card VRAM is the whole card, other programs "
-            "included.") in printed
+    assert "  1.4  " in row and "  116.6  " in row  # the server's own 1,400 MiB beside the whole card
     [point] = json.loads(out.read_text())["points"]
-    assert point["vram_peak_mib"] is None and point["vram_peak_unknown"] == "not_here"
-    assert point["card_vram_peak_mib"] == OTHERS_MIB + SERVER_MIB and point["estimate_error_mib"] is None
+    assert point["vram_peak_mib"] == SERVER_MIB and point["vram_peak_unknown"] is None
+    assert point["card_vram_peak_mib"] == OTHERS_MIB + SERVER_MIB
+    assert server.process.poll() is None  # watched for its processes, never stopped

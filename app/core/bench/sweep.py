@@ -226,7 +226,7 @@ class ServerPeakUnknown(StrEnum):
     """Why a point's server peak is not known while the card was read: the card's figure is then no stand-in for
     it (other programs count in it), and the tables say so rather than showing it as the server's."""
 
-    NOT_HERE = "not_here"  # the server's processes are not known here (an attached server, or a remote one)
+    NOT_HERE = "not_here"  # the server's processes are not known here (another user's, a remote one, a proxied URL)
     NOT_ATTRIBUTED = "not_attributed"  # the driver does not report each process's memory (some drivers, containers)
     NOT_RECORDED = "not_recorded"  # kept by an earlier release, which did not record the server's own
 
@@ -237,7 +237,7 @@ class ServerPeakUnknown(StrEnum):
 
 
 _UNKNOWN_WORDS = {
-    ServerPeakUnknown.NOT_HERE: "the server was attached or runs elsewhere: its processes are not known here",
+    ServerPeakUnknown.NOT_HERE: "its processes are not visible from here: another user's, on another machine or behind a proxy",
     ServerPeakUnknown.NOT_ATTRIBUTED: "the driver does not report each process's memory",
     ServerPeakUnknown.NOT_RECORDED: "not recorded with this run",
 }

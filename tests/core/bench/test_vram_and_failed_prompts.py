@@ -41,15 +41,15 @@ def test_peak_vram_is_the_servers_own_and_the_card_never_stands_in() -> None:
     elsewhere = _point(1, (), GpuFigures(card_peak_mib=134_758.0, server_unknown=ServerPeakUnknown.NOT_HERE),
                        estimate=15_360.0)
     assert (peak_cell(elsewhere), card_cell(elsewhere)) == ("n/a", "131.6") and elsewhere.estimate_error_mib is None
-    assert error_words(elsewhere) == ("estimated 15.00 GiB, the server's own peak not known (the server was attached "
-                                      "or runs elsewhere: its processes are not known here)")
+    assert error_words(elsewhere) == ("estimated 15.00 GiB, the server's own peak not known (its processes are not "
+                                      "visible from here: another user's, on another machine or behind a proxy)")
     unread = _point(2, ())
     assert (peak_cell(unread), card_cell(unread), error_words(unread)) == ("—", "—", "")
     assert estimate_lines([known, elsewhere, unread], ("parallel",)) == [
         "parallel 1: estimated 15.00 GiB, the server's own peak 15.50 GiB: 512 MiB (3.2 %) low; card 131.6 GiB",
-        "parallel 2: estimated 15.00 GiB, the server's own peak not known (the server was attached or runs elsewhere: "
-        "its processes are not known here); card 131.6 GiB"]
-    assert "(the server was attached or runs elsewhere: its processes are not known here)" in unknown_note(
+        "parallel 2: estimated 15.00 GiB, the server's own peak not known (its processes are not visible from here: "
+        "another user's, on another machine or behind a proxy); card 131.6 GiB"]
+    assert "(its processes are not visible from here: another user's, on another machine or behind a proxy)" in unknown_note(
         [known, elsewhere])
     assert unknown_note([known, unread]) == ""
 
