@@ -1,7 +1,7 @@
 """Render docs/screenshot-benchmark.png: the whole app (DeckApp) on its Benchmark page after a
-parallel sweep 1, 2, 4, 8, 16 — against the test doubles, not a real card: the stand-in `ollama`
+parallel sweep 1, 2, 4, 8, 16 at 8192 tokens per slot — against the test doubles, not a real card: the stand-in `ollama`
 (tests/fakes/ollama/standin_ollama.py) paced like Qwen3-14B on an RTX 4090 and running out of memory
-above 19000 MiB, and a scripted RTX 4090 whose server memory is what the estimator predicts for the
+above 22000 MiB, and a scripted RTX 4090 whose server memory is what the estimator predicts for the
 server's current settings.
 
     QT_QPA_PLATFORM=offscreen python docs/make_benchmark_screenshot.py [OUT.png]
@@ -35,7 +35,7 @@ from tests.fakes.ollama.server_fixtures import free_port, write_launcher  # noqa
 
 PACING = {"FAKE_OLLAMA_TOKENS_PER_S": "62", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "2500",
           "FAKE_OLLAMA_ANSWER_TOKENS": "48", "FAKE_OLLAMA_THINKING_TOKENS": "0",
-          "FAKE_OLLAMA_DECODE_SLOWDOWN": "0.09", "FAKE_OLLAMA_OOM_ABOVE_MIB": "19000"}
+          "FAKE_OLLAMA_DECODE_SLOWDOWN": "0.09", "FAKE_OLLAMA_OOM_ABOVE_MIB": "22000"}
 QWEN3_14B = shape_from_show(json.loads((ROOT / "tests/data/show_qwen3_14b.json").read_text()), 9_000_210_784)
 
 
@@ -80,6 +80,7 @@ def main() -> int:
         editor = page.editor
         editor.model.setEditText("qwen3:14b")
         editor.parallel.setText("1, 2, 4, 8, 16")
+        editor.context.setText("8192")  # the stand-in has no GPU to pick Ollama's default context by
         editor.requests.setValue(0)  # 4 requests per client, at least 8
         editor.num_predict.setValue(48)
         finished: list = []
