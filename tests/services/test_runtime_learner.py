@@ -20,7 +20,7 @@ from app.core.memory.estimator import GpuMemory, LoadSettings, estimate
 from app.core.models import RunningModel
 from app.core.telemetry import GpuInfo, GpuSample
 from app.core.units import MIB
-from app.core.watch.signals import BufferLogged, EngineExited
+from app.core.watch.signals import EngineExited
 from app.services.runtime_learner import RuntimeLearner
 
 ROOT = Path(__file__).resolve().parents[2]
