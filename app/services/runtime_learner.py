@@ -7,7 +7,9 @@ ready (its slots initialised or its load finished, after the compute buffers) an
 less the sum of the buffers the load logged on the GPU. It refuses what is no allowance: a load with no GPU
 buffer (a CPU build, the embedded engine), one whose buffers span more than one GPU (which GPU the reading is of
 cannot be told), a reading while more than one model is loaded (another process's runtime and buffers are in
-the reading), a negative figure or one over 4 GiB. Layers on the CPU change nothing: only GPU buffers count.
+the reading), a negative figure or one over 4 GiB. Where the server reports its loaded models (fed here), a load's
+readings count only once a report after the load said one model was loaded (a server that keeps an earlier
+model loaded beside the new one runs two engines, and its unloads are not logged); until then they wait. Layers on the CPU change nothing: only GPU buffers count.
 
 Each card's figure is the median of its recent loads (app.core.memory.allowance_learning); a card is its GPU
 model and driver version, from the GPU backend's GpuInfo. The figures are kept through an AllowanceBook (the
@@ -66,6 +68,8 @@ class _Load:
         self.ready = False  # the load finished: readings from now on are of it
         self.learnt = False  # a figure of this load is kept (a lower reading replaces it)
         self.best: int | None = None  # the smallest figure taken so far
+        self.alone = False  # a report of the loaded models after it was ready listed one model at most
+        self.waiting: int | None = None  # the smallest figure read before that report
 
 
 class RuntimeLearner:
@@ -89,6 +93,7 @@ class RuntimeLearner:
         self._reader: LogSignalReader | None = None
         self._load: _Load | None = None
         self._models_loaded = 0
+        self._reports_loaded = False  # the server's loaded models were fed: a load's readings wait for a report
 
     # -- reading back ------------------------------------------------------------------------------------------
     @property
@@ -144,8 +149,21 @@ class RuntimeLearner:
 
     def feed_loaded(self, models: Sequence[RunningModel]) -> None:
         """The server's loaded models now (more than one: readings are of several processes, none is taken)."""
+        changed: RuntimeAllowance | None = None
         with self._lock:
             self._models_loaded = len(models)
+            self._reports_loaded = True
+            load = self._load
+            if load is not None and load.ready:
+                if len(models) > 1:
+                    load.alone, load.waiting = False, None
+                elif not load.alone:
+                    load.alone = True
+                    waiting, load.waiting = load.waiting, None
+                    if waiting is not None:
+                        changed = self._take(load, waiting)
+        if changed is not None:
+            self._tell(changed)
 
     def feed_gpu(self, sample: GpuSample) -> None:
         """One reading of the GPU: the server's process-tree memory, taken once its load is ready."""
@@ -158,10 +176,12 @@ class RuntimeLearner:
             if math.isnan(memory) or len(load.gpu_bytes) != 1:
                 return
             size = allowance_from(round(memory * MIB), sum(load.gpu_bytes.values()))
-            if size is None or (load.best is not None and size >= load.best):
+            if size is None:
                 return
-            load.best = size
-            changed = self._keep(gpu, load, size)
+            if self._reports_loaded and not load.alone:  # not yet known to be the only engine: wait for a report
+                load.waiting = size if load.waiting is None else min(load.waiting, size)
+                return
+            changed = self._take(load, size)
         if changed is not None:
             self._tell(changed)
 
@@ -184,6 +204,13 @@ class RuntimeLearner:
                 self._load.ready = True
         elif isinstance(signal, EngineExited | ServerListening):
             self._load = None
+
+    def _take(self, load: _Load, size: int) -> RuntimeAllowance | None:
+        """The load's figure read lower than before kept (None: not lower, nothing changed)."""
+        if self._gpu is None or (load.best is not None and size >= load.best):
+            return None
+        load.best = size
+        return self._keep(self._gpu, load, size)
 
     def _keep(self, gpu: GpuInfo, load: _Load, size: int) -> RuntimeAllowance:
         key = (gpu.name, gpu.driver)

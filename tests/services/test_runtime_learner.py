@@ -222,3 +222,26 @@ def test_the_log_of_a_load_through_ollama_teaches_the_same() -> None:
     learner.feed_log(starting.replace("sha256-abc", "sha256-def"))  # the next load: the old process is going
     learner.feed_gpu(sample(600.0))
     assert learner.allowance().loads == 1
+
+
+def test_where_the_server_reports_its_models_readings_wait_for_a_report_of_one_model() -> None:
+    r = ROWS[0]
+    learner = RuntimeLearner(Book(), H200)
+    one, two = [RunningModel("qwen3:14b", "qwen3:14b", 1, 1)], [RunningModel("a", "a", 1, 1), RunningModel("b", "b", 1, 1)]
+    learner.feed_loaded(one)  # the server reports its loaded models (read before this load: it confirms nothing)
+    learner.follow(LlamaServerLogSignals())
+    for line in row_log(r):
+        learner.feed_log(line)
+    learner.feed_gpu(sample(r["process_mib"] + 30))
+    learner.feed_gpu(sample(r["process_mib"]))
+    assert learner.allowance() is DEFAULT_ALLOWANCE  # waiting for a report after the load
+    learner.feed_loaded(one)
+    assert learner.allowance().size_bytes / MIB == pytest.approx(588.24, abs=0.01)  # the smallest that waited
+
+    learner.follow(LlamaServerLogSignals())  # the next load, while the first model stays loaded
+    for line in row_log(ROWS[1]):
+        learner.feed_log(line)
+    learner.feed_gpu(sample(ROWS[1]["process_mib"] + 2000))  # both engines' memory
+    learner.feed_loaded(two)
+    learner.feed_gpu(sample(ROWS[1]["process_mib"] + 2000))
+    assert learner.allowance().loads == 1
