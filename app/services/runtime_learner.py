@@ -33,7 +33,7 @@ from app.core.models import RunningModel
 from app.core.ports.log_signals import LogSignalReader
 from app.core.telemetry import GpuInfo, GpuSample
 from app.core.units import MIB
-from app.core.watch.signals import BufferLogged, EngineExited, LaunchSeen, LoadFinished, LogSignal, ServerListening
+from app.core.watch.signals import BufferLogged, EngineExited, LaunchSeen, LoadFinished, LogSignal
 
 log = logging.getLogger(__name__)
 
@@ -202,8 +202,9 @@ class RuntimeLearner:
         elif isinstance(signal, LaunchSeen | LoadFinished):
             if self._load is not None and self._load.computed:
                 self._load.ready = True
-        elif isinstance(signal, EngineExited | ServerListening):
-            self._load = None
+        elif isinstance(signal, EngineExited):
+            self._load = None  # the engine that loaded it is gone (a server listening again is no such sign: the
+            # llama-server listens just after its load, and a new load's buffers start a new one anyway)
 
     def _take(self, load: _Load, size: int) -> RuntimeAllowance | None:
         """The load's figure read lower than before kept (None: not lower, nothing changed)."""
