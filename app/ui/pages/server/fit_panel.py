@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import EstimateError
-from app.core.memory.allowance import DEFAULT_ALLOWANCE, RuntimeAllowance
+from app.core.memory.allowance import DEFAULT_ALLOWANCE, AllowanceSource, RuntimeAllowance
 from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.memory.host import HostMemory
 from app.core.memory.launch_plan import LaunchPlan, SettingsPlanner
@@ -34,6 +34,9 @@ from app.ui.widgets.wrapping_text import WrappingText
 from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
 
 DEBOUNCE_MS = 150
+# the runtime row's word for where its figure comes from (the whole line is its tooltip and the GPU line)
+_SOURCE_WORDS = {AllowanceSource.LEARNED: "learnt", AllowanceSource.GIVEN: "given",
+                 AllowanceSource.DEFAULT: "default"}
 # Card sizes offered when no NVIDIA GPU can be read here (pricing for a card elsewhere).
 PRICING_CARDS_GIB = (8, 12, 16, 24, 32, 48, 80)
 # The card list's first entry, and its default: this machine without a GPU, priced against its RAM.
@@ -363,7 +366,10 @@ class FitPanel(QFrame):
             values = dict(parts, free=max(0, self._gpu_total - used))
             for key, label in self.legend_values.items():
                 label.setText(_gib(values[key]))
-            self.legend_values["overhead"].setToolTip(f"CUDA runtime per process: {est.allowance.describe()}")
+            # the runtime row: the figure priced, to the MiB, and where it came from (learnt, given, default)
+            runtime = self.legend_values["overhead"]
+            runtime.setText(f"{est.overhead_bytes / MIB:.0f} MiB {_SOURCE_WORDS[est.allowance.source]}")
+            runtime.setToolTip(f"CUDA runtime per process: {est.allowance.describe()}")
         colour = VERDICT_COLOURS[est.verdict]
         self.verdict_label.setStyleSheet(f"font-size: 14pt; font-weight: 700; color: {_bright(colour)};")
         if est.cpu_only:

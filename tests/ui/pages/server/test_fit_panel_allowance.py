@@ -69,7 +69,7 @@ def test_the_default_until_a_load_teaches_then_the_learnt_figure_with_its_source
     before = panel.estimate
     assert before.allowance.source is AllowanceSource.DEFAULT and before.overhead_bytes == 450 * MIB
     assert "CUDA runtime: 450 MiB, the default for a consumer card" in panel.gpu_label.text()
-    assert panel.legend_values["overhead"].text() == "0.4 GiB"
+    assert panel.legend_values["overhead"].text() == "450 MiB default"
     assert "450 MiB, the default" in panel.legend_values["overhead"].toolTip()
 
     teach_from_a_worker(learnt)
@@ -81,7 +81,7 @@ def test_the_default_until_a_load_teaches_then_the_learnt_figure_with_its_source
     assert after.total_gpu_bytes - before.total_gpu_bytes == after.overhead_bytes - 450 * MIB
     assert "CUDA runtime: 588 MiB, learnt on NVIDIA H200 (driver 580.159.04) from 1 load" in panel.gpu_label.text()
     assert "588 MiB, learnt on NVIDIA H200" in panel.legend_values["overhead"].toolTip()
-    assert panel.legend_values["overhead"].text() == "0.6 GiB"
+    assert panel.legend_values["overhead"].text() == "588 MiB learnt"
 
 
 def test_a_kept_figure_prices_from_the_start_and_a_chosen_card_gets_the_default(qtbot, tmp_path) -> None:
