@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app import __version__
+from app.adapters.storage.allowance_store import AllowanceStore
+from app.services.runtime_learner import RuntimeLearner
 from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
@@ -622,7 +624,9 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
                              host_memory=host_memory_reader(pids),
                              contention=contention_probes(gpu), planner=backend.planner,
                              prompt_counter=backend.prompt_counter, log_signals=backend.log_signals,
-                             server_feed=feed)
+                             server_feed=feed,
+                             learner=RuntimeLearner(AllowanceStore(Path(args.config_dir) if args.config_dir else None),
+                                                    gpu.info()))
         # SQLite writes go to one worker thread, in order, so the loop driving the workload never waits on disk.
         recorder = QueuedRecorder(history) if history is not None else None
         run: SweepRun | None = None

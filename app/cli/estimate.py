@@ -18,9 +18,9 @@ from typing import Any
 
 from app.backends.ollama.show import facts_from_saved_show
 from app.cli.backend_arg import add_backend_argument, chosen_backend
-from app.cli.checks import ArgProblem, Range, check_ranges, check_text, one_line, read_text_file, server_url
+from app.cli.runtime_allowance import runtime_allowance
+from app.cli.checks import ArgProblem, Range, check_config_dir, check_ranges, check_text, one_line, read_text_file, server_url
 from app.core.errors import DeckError, EstimateError, ModelNotFound
-from app.core.memory.allowance import DEFAULT_ALLOWANCE, AllowanceSource, RuntimeAllowance
 from app.core.memory.estimator import DEFAULT_RUNTIME_OVERHEAD_BYTES, GpuMemory, LoadRules, VramEstimate
 from app.core.memory.launch_plan import LaunchPlan
 from app.core.memory.llama_cpp import KV_TYPES
@@ -78,8 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "on an H200), so with --gpu-used-mib read from nvidia-smi pass it here, or the layers on "
                         "the GPU come out one too many")
     g.add_argument("--runtime-overhead-mib", type=float,
-                   help=f"CUDA context/runtime per process (default {DEFAULT_RUNTIME_OVERHEAD_BYTES / MIB:.0f}; "
-                        "an H200 measured ~590)")
+                   help="CUDA context/runtime per process (default: the figure learnt on this machine's GPU when the "
+                        f"card priced is that GPU, else {DEFAULT_RUNTIME_OVERHEAD_BYTES / MIB:.0f}; an H200 measured "
+                        "~590)")
+    g.add_argument("--config-dir", metavar="DIR",
+                   help="the folder the learnt runtime figures are kept in (default: the user config folder)")
     parser.add_argument("--server-version", "--ollama-version", dest="server_version",
                         help="e.g. 0.11.10 (default: the server's with --model, else current)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -143,10 +146,10 @@ def _settings(args: argparse.Namespace, backend: str) -> ServerSettings:
 
 def _gpu(args: argparse.Namespace) -> GpuMemory:
     """The GPU priced against, from the flags: its size, what others use, the driver's reserve, the runtime
-    allowance."""
-    allowance = DEFAULT_ALLOWANCE
-    if args.runtime_overhead_mib is not None:
-        allowance = RuntimeAllowance(int(args.runtime_overhead_mib * MIB), AllowanceSource.GIVEN)
+    allowance (given; else the one learnt on this machine's GPU when the card priced is that GPU; else the
+    default)."""
+    check_config_dir("--config-dir", args.config_dir)
+    allowance = runtime_allowance(args.runtime_overhead_mib, args.gpu_total_mib, args.config_dir)
     return GpuMemory.with_allowance(int(args.gpu_total_mib * MIB), int(args.gpu_used_mib * MIB),
                                     reserved_bytes=int(args.gpu_reserved_mib * MIB), allowance=allowance)
 
@@ -228,6 +231,8 @@ def to_json(est: VramEstimate, rules: LoadRules = LoadRules(), plan: LaunchPlan 
     data["notes"] = list(est.notes)
     if plan is not None:
         data["plan"] = plan_json(plan)
+    data["allowance"] = {**asdict(est.allowance), "source": est.allowance.source.value,
+                         "described": est.allowance.describe()}
     return data
 
 

@@ -177,3 +177,37 @@ def test_the_reserve_flag_is_explained_and_checked(capsys: pytest.CaptureFixture
     assert main([*BASE, "--ctx", "4096", "--gpu-total-mib", "1000", "--gpu-used-mib", "900",
                  "--gpu-reserved-mib", "200"]) == 2
     assert "the driver's reserve (209715200) exceed the GPU's" in capsys.readouterr().err
+
+
+def test_the_runtime_figure_and_its_source(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given, it is priced as given; else the figure learnt on this machine's GPU where the card priced is that
+    GPU (a stored runtime_allowance.json, as the app keeps it), else the default, each with its source shown."""
+    from app.adapters.storage.allowance_store import AllowanceStore
+    from app.cli import runtime_allowance as module
+    from app.core.memory.allowance_learning import LearnedAllowance
+    from app.core.telemetry import GpuInfo
+    from app.core.units import MIB
+
+    h200 = GpuInfo("NVIDIA H200", "580.159.04", 143771.0)
+    AllowanceStore(tmp_path).save([LearnedAllowance(h200.name, h200.driver, (588 * MIB, 592 * MIB), 2,
+                                                    "2026-12-02T15:40:00+00:00")])
+    monkeypatch.setattr(module, "local_gpu", lambda: h200)  # no NVIDIA GPU on this machine: its reading, recorded
+    common = [*BASE, "--ctx", "4096", "--config-dir", str(tmp_path)]
+
+    assert main([*common, "--gpu-total-mib", "143771", "--json"]) == 0
+    learnt = json.loads(capsys.readouterr().out)
+    assert learnt["overhead_bytes"] == 590 * MIB and learnt["allowance"]["source"] == "learned"
+    assert learnt["allowance"]["described"].startswith("590 MiB, learnt on NVIDIA H200 (driver 580.159.04) from 2 loads")
+
+    assert main([*common, "--gpu-total-mib", "143771"]) == 0
+    table = capsys.readouterr().out
+    assert "runtime    590 MiB, learnt on NVIDIA H200 (driver 580.159.04) from 2 loads" in table
+    assert "runtime (CUDA)             590.0    0.58" in table
+
+    assert main([*common]) == 0  # a 4090 priced on the H200 machine: not this GPU, the default
+    assert "runtime    450 MiB, the default for a consumer card" in capsys.readouterr().out
+
+    assert main([*common, "--gpu-total-mib", "143771", "--runtime-overhead-mib", "600", "--json"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    assert given["overhead_bytes"] == 600 * MIB and given["allowance"]["described"] == "600 MiB, as given"

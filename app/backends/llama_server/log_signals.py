@@ -8,6 +8,10 @@ tools/server/server.cpp, src/llama-model.cpp, src/llama-context.cpp); each line 
   the slots and the context per slot the server really runs -> LaunchSeen (with the context over all
   slots where `llama_context: n_ctx = 1024` was logged before it, at `-lv 4`);
 - `load_tensors: offloaded 20/33 layers to GPU` (a GPU build at `-lv 4`; a CPU build logs none) -> LayersPlaced;
+- `load_tensors:        CUDA0 model buffer size =  8096.47 MiB`, `llama_kv_cache:      CUDA0 KV buffer size =
+  6400.00 MiB` (two for a model with sliding-window layers), `sched_reserve:      CUDA0 compute buffer size =
+  728.00 MiB`, their host-side kin (`CPU`, `CPU_Mapped`, `CUDA_Host`) and `RS buffer` for a recurrent model
+  (at `-lv 4`, which the app starts its server with) -> BufferLogged, one per line;
 - `srv  llama_server: listening on http://127.0.0.1:8080` -> ServerListening;
 - `slot pre_decode: id  0 | task 3 | slot context shift, n_keep = 0, n_left = 255, n_discard = 127`
   (`--context-shift`) -> ContextShifted;
@@ -25,7 +29,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from app.core.watch.signals import CacheExhausted, ContextShifted, LaunchSeen, LayersPlaced, LogSignal, ServerListening
+from app.core.memory.buffer_lines import parse_buffer_line
+from app.core.watch.signals import (
+    BufferLogged, CacheExhausted, ContextShifted, LaunchSeen, LayersPlaced, LogSignal, ServerListening,
+)
 
 # `0.01.547.731 I ` (--log-timestamps, --log-prefix: both on by default) or either part alone.
 _PREFIX = re.compile(r"^\s*(?:\d+\.\d+\.\d+\.\d+\s+)?(?:[DITWE]\s+)?")
@@ -59,6 +66,9 @@ class LlamaServerLogSignals:
         if m := _N_CTX.match(text):
             self._n_ctx = int(m.group(1))
             return ()
+        if (buffer := parse_buffer_line(text)) is not None:
+            return (BufferLogged(line=raw, buffer=buffer.buffer, kind=buffer.kind, size_bytes=buffer.size_bytes,
+                                 device=buffer.device),)
         if m := _OFFLOADED.search(text):
             return (LayersPlaced(line=raw, on_gpu=int(m.group(1)), total=int(m.group(2))),)
         if m := _SHIFT.search(text):

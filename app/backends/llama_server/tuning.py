@@ -69,6 +69,8 @@ REFUSED_FLAGS: dict[str, str] = {
 # Web pages the server answers (its CORS): ollama-deck starts it for local pages only; an extra
 # --cors-origins line replaces that, and one that lets other sites in needs the network permission.
 CORS_FLAG = "--cors-origins"
+VERBOSITY_FLAG = "--log-verbosity"
+LOG_VERBOSITY = "4"  # llama.cpp's debug level: what prints the buffer sizes and the layers offloaded (as Ollama runs it)
 LOCAL_ORIGINS = "localhost"  # llama-server's own word: reflect an Origin whose host is localhost, 127.0.0.1 or ::1
 
 # The shared fields llama-server cannot be given, with what to do instead.
@@ -211,6 +213,10 @@ def arguments(settings: ServerSettings) -> list[str]:
     if threads(settings):
         args += ["-t", str(threads(settings))]
     args += ["--metrics", "--slots"]
+    if not named & set(help_flags.spellings(VERBOSITY_FLAG)):
+        # llama.cpp's own account of a load (each buffer's size, the layers offloaded) is printed at its debug
+        # verbosity only: the watchdog reads the layers placed and the runtime allowance is learnt from the buffers.
+        args += [VERBOSITY_FLAG, LOG_VERBOSITY]
     if CORS_FLAG not in named:
         # llama-server's default (*, with credentials) echoes any page's Origin: every web site the user
         # opens could use it. Only pages served from this machine may.

@@ -28,6 +28,10 @@ llama-server's own (tools/server/server-context.cpp, src/llama-model.cpp, src/ll
   capping` -> LaunchSeen with the capped context per slot;
 - `load_tensors: offloaded 27/41 layers to GPU` -> LayersPlaced (printed only by a build with a GPU
   backend);
+- `load_tensors:        CUDA0 model buffer size =  8096.47 MiB`, `llama_kv_cache:      CUDA0 KV buffer size =
+  6400.00 MiB`, `sched_reserve:      CUDA0 compute buffer size =   728.00 MiB` and their host-side kin (`CPU`,
+  `CPU_Mapped`, `CUDA_Host`), `RS buffer` for a recurrent model -> BufferLogged, one per line (Ollama starts
+  the child with `--log-verbosity 4`, which prints them);
 - `slot   operator(): id  0 | task 7 | slot context shift, n_keep = 5, n_left = 250, n_discard = 125`
   -> ContextShifted;
 - `decode: failed to find a memory slot for batch of size 512` and `srv        decode: failed to find
@@ -46,8 +50,9 @@ from datetime import datetime
 
 from app.adapters.process.attached_log import MARK
 from app.backends.ollama.child import parse_log_line, slog_fields
+from app.core.memory.buffer_lines import parse_buffer_line
 from app.core.watch.signals import (
-    CacheExhausted, ContextShifted, EngineExited, LaunchSeen, LayersPlaced, LoadFinished, LogSignal, PromptCut,
+    BufferLogged, CacheExhausted, ContextShifted, EngineExited, LaunchSeen, LayersPlaced, LoadFinished, LogSignal, PromptCut,
     ServerListening,
 )
 
@@ -137,6 +142,9 @@ class OllamaLogSignals:
         return (EngineExited(line, error=error),)
 
     def _child(self, line: str) -> Sequence[LogSignal]:
+        if (buffer := parse_buffer_line(line)) is not None:
+            return (BufferLogged(line, buffer=buffer.buffer, kind=buffer.kind, size_bytes=buffer.size_bytes,
+                                 device=buffer.device),)
         if "offloaded" in line and (m := _OFFLOADED.search(line)):
             return (LayersPlaced(line, on_gpu=int(m.group(1)), total=int(m.group(2))),)
         if "n_slots" in line and (m := _SLOTS.search(line)):

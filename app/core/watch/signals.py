@@ -93,8 +93,22 @@ class ServerListening:
     version: str = ""
 
 
+@dataclass(frozen=True)
+class BufferLogged:
+    """The engine logged one buffer its load allocated (llama.cpp's `CUDA0 KV buffer size = 6400.00 MiB`): what it
+    holds (model, KV, RS, compute, output), its size and the device whose memory holds it (None: host memory).
+    A load logs its model buffers first, then its caches, then its compute buffers."""
+
+    line: str
+    logged_at: float | None = field(default=None, kw_only=True, compare=False)  # when logged, per the log
+    buffer: str  # the buffer's name as logged ("CUDA0", "CPU_Mapped", "CUDA_Host")
+    kind: str  # "model", "KV", "RS", "compute" or "output"
+    size_bytes: int
+    device: int | None = None  # the GPU's index for a device buffer; None for one in host memory
+
+
 LogSignal = (LaunchSeen | LayersPlaced | LoadFinished | ContextShifted | CacheExhausted | PromptCut | EngineExited
-             | ServerListening)
+             | ServerListening | BufferLogged)
 
 
 @dataclass(frozen=True)
@@ -150,5 +164,5 @@ class ReplyFacts:
                    load_s=load_s, ttft_s=ttft_s, refused_too_long=refused_too_long, context_per_slot=context_per_slot)
 
 
-__all__ = ["Asked", "CacheExhausted", "ContextShifted", "EngineExited", "LaunchSeen", "LayersPlaced", "LoadFinished",
+__all__ = ["Asked", "BufferLogged", "CacheExhausted", "ContextShifted", "EngineExited", "LaunchSeen", "LayersPlaced", "LoadFinished",
            "LogSignal", "PromptCut", "ReplyFacts", "ServerListening"]

@@ -9,6 +9,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
+from app.core.memory.allowance import DEFAULT_ALLOWANCE, RuntimeAllowance
 from app.core.bench.sweep import GpuFigures, ServerPeakUnknown
 from app.core.errors import ServerError
 from app.core.memory.estimator import GpuMemory
@@ -92,9 +93,11 @@ def spill_words(gpu: GpuBackend | None, loaded: RunningModel | None) -> str:
     return loaded.processor
 
 
-async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running: bool) -> GpuMemory | None:
+async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running: bool,
+                         allowance: RuntimeAllowance = DEFAULT_ALLOWANCE) -> GpuMemory | None:
     """Total GPU bytes, what other processes use and the driver's reserve, as the estimator prices against
-    (None without a reading).
+    (None without a reading), each process priced with the runtime `allowance` (learnt on this card, else the
+    default).
 
     What the server's loaded models hold is not "others": the server's list of loaded models says how much to leave out.
     The reserve is its own part where the driver reports it apart from "used" (else "used" holds it)."""
@@ -106,8 +109,8 @@ async def gpu_memory_now(window: GpuWindow, client: ModelCatalog, server_running
     except ServerError:
         loaded = 0
     used_by_others = others_bytes(sample.memory_used_mib, sample.server_memory_mib, server_running, loaded)
-    return GpuMemory(int(sample.memory_total_mib * MIB), used_by_others,
-                     reserved_bytes=int(sample.reserved_known_mib * MIB))
+    return GpuMemory.with_allowance(int(sample.memory_total_mib * MIB), used_by_others,
+                                    int(sample.reserved_known_mib * MIB), allowance)
 
 
 class GpuWindow(PollingWindow[GpuSample]):

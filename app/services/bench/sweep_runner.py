@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, replace
 from collections.abc import Awaitable, Callable, Sequence
 
+from app.core.memory.allowance import DEFAULT_ALLOWANCE
+from app.services.runtime_learner import RuntimeLearner
 from app.adapters.prompt_corpus import bundled_corpus
 from app.services.bench.loadgen import LoadGenerator
 from app.services.bench.prompt_lengths import calibrate
@@ -135,8 +137,14 @@ class SweepRunner:
                  host_memory: Callable[[], HostMemory | None] = lambda: None,
                  contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None,
                  prompt_maker: PromptMaker | None = None, prompt_counter: PromptCounterFactory | None = None,
-                 log_signals: LogSignalReaderFactory | None = None, server_feed: ServerFeed | None = None) -> None:
+                 log_signals: LogSignalReaderFactory | None = None, server_feed: ServerFeed | None = None,
+                 learner: RuntimeLearner | None = None, teach: bool = True) -> None:
         self._supervisor = supervisor
+        # gives the runtime allowance each point is priced with (None: the default) and, with `teach`, learns it from
+        # the loads the sweep makes (off where something else already feeds it the same server's log and readings,
+        # as the GUI's watch does: one learner follows one log)
+        self._learner = learner
+        self._teach = teach
         self._client_factory = client_factory
         self._load_client = load_client
         self._base_url = base_url
@@ -200,7 +208,8 @@ class SweepRunner:
         self._loop = asyncio.get_running_loop()
         self._cancelled = False
         self._makers = {}
-        self._watch = watch = RunWatch(self.base_url, self._log_signals)
+        self._watch = watch = RunWatch(self.base_url, self._log_signals,
+                                       learner=self._learner if self._teach else None)
         follow = self._server_feed.subscribe(watch.log, watch.status) if self._server_feed is not None else None
         try:
             return await self._run(spec, on_progress, on_point, on_start, after)
@@ -368,7 +377,9 @@ class SweepRunner:
     async def _gpu_memory(self, client: ModelCatalog) -> GpuMemory | None:
         """The GPU as the estimator sees it now, other processes' use included (None without NVML)."""
         running = self._supervisor is None or self._supervisor.status.state.is_running
-        return await gpu_memory_now(GpuWindow(self._gpu, self._server_pids, clock=self._clock), client, running)
+        allowance = self._learner.allowance() if self._learner is not None else DEFAULT_ALLOWANCE
+        return await gpu_memory_now(GpuWindow(self._gpu, self._server_pids, clock=self._clock), client, running,
+                                    allowance)
 
     # ---- one point -----------------------------------------------------------------------------
     async def _run_point(self, client: ModelCatalog, spec: SweepSpec, point: SweepPoint, shape: ModelShape | None,
@@ -477,6 +488,8 @@ class SweepRunner:
         window = GpuWindow(self._gpu, self._server_pids, self._sample_interval_s, self._clock, self._watch.gpu)
         server_window = ServerWindow(self._server_telemetry, self.base_url, self._sample_interval_s, self._watch.server)
         baseline = await window.read()
+        if baseline is not None:
+            self._watch.learn(baseline)  # the loaded server before the work: the reading the runtime is learnt from
         done = 0
         scenario = plan.scenario
         class_names = [c.name for c in scenario.classes] if scenario is not None else []

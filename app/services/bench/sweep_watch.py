@@ -7,6 +7,9 @@ A sweep that restarts the server for a point starts a fresh watchdog for it, tol
 for: the restart is the sweep's own doing, not one behind its back, and the new server's launch is held
 to the new settings. The events of every watchdog the run used are kept together.
 
+The runtime learner, where given, is fed the same log lines (through a reader of its own), loaded models and GPU
+readings: each load the sweep makes teaches it the card's runtime allowance.
+
 Qt-free and thread-safe: the feeds may come from the loop thread or any other.
 """
 
@@ -18,13 +21,14 @@ from collections.abc import Callable, Sequence
 
 from app.core.bench.stats import RequestRecord
 from app.core.models import RunningModel
-from app.core.ports.log_signals import LogSignalReaderFactory
+from app.core.ports.log_signals import LogSignalReader, LogSignalReaderFactory
 from app.core.replies import FinalFigures
 from app.core.server.state import ServerStatus
 from app.core.server_telemetry import ServerSample
 from app.core.telemetry import GpuSample
 from app.core.watch.events import WatchEvent, between
 from app.core.watch.signals import Asked, ReplyFacts
+from app.services.runtime_learner import RuntimeLearner
 from app.services.watchdog import Watchdog
 
 LogListener = Callable[[str], None]
@@ -102,9 +106,11 @@ class RunWatch:
     raised."""
 
     def __init__(self, subject: str, log_signals: LogSignalReaderFactory | None = None, *,
-                 gpu_present: bool | None = None, clock: Callable[[], float] = time.time) -> None:
+                 gpu_present: bool | None = None, clock: Callable[[], float] = time.time,
+                 learner: RuntimeLearner | None = None) -> None:
         self._subject = subject
         self._log_signals = log_signals
+        self._learner = learner
         self._gpu_present = gpu_present
         self._clock = clock
         self._lock = threading.Lock()
@@ -119,10 +125,18 @@ class RunWatch:
             except Exception:  # noqa: BLE001 - a reader that cannot start leaves the log unread, not the sweep
                 reader = None
         dog = Watchdog(subject=self._subject, log_reader=reader, clock=self._clock)
+        if self._learner is not None:
+            self._learner.follow(self._reader())
         if self._gpu_present is not None:
             dog.gpu_present(self._gpu_present)
         dog.subscribe(self._keep)
         return dog
+
+    def _reader(self) -> LogSignalReader | None:
+        try:
+            return self._log_signals() if self._log_signals is not None else None
+        except Exception:  # noqa: BLE001 - a reader that cannot start leaves the log unread, not the sweep
+            return None
 
     def _keep(self, event: WatchEvent) -> None:
         with self._lock:
@@ -161,6 +175,8 @@ class RunWatch:
     def log(self, line: str) -> None:
         """A line of the server's log."""
         self._dog.feed_log(line)
+        if self._learner is not None:
+            self._learner.feed_log(line)
 
     def status(self, status: ServerStatus) -> None:
         """The supervised server's status."""
@@ -169,6 +185,8 @@ class RunWatch:
     def loaded(self, models: Sequence[RunningModel]) -> None:
         """The server's loaded models, as the sweep just read them."""
         self._dog.feed_loaded(models)
+        if self._learner is not None:
+            self._learner.feed_loaded(models)
 
     def server(self, sample: ServerSample) -> None:
         """A reading of the server's slots and counters."""
@@ -177,6 +195,12 @@ class RunWatch:
     def gpu(self, sample: GpuSample) -> None:
         """A reading of the GPU."""
         self._dog.feed_gpu(sample)
+        self.learn(sample)
+
+    def learn(self, sample: GpuSample) -> None:
+        """A reading of the GPU for the runtime learner only (one taken after a load, before the work)."""
+        if self._learner is not None:
+            self._learner.feed_gpu(sample)
 
     def reply(self, facts: ReplyFacts) -> None:
         """A finished request."""

@@ -22,6 +22,7 @@ from app.adapters.aio import LoopThread
 from app.adapters.storage.apply_history import APPLY_HISTORY_FILE_NAME, ApplyHistory
 from app.services.guarded_apply import GuardedApplier
 from app.adapters.storage.history import HISTORY_FILE_NAME, BenchHistory
+from app.adapters.storage.allowance_store import AllowanceStore
 from app.adapters.storage.atomic_json import write_atomic
 from app.adapters.storage.saved_format import SAVED_FORMAT
 from app.adapters.telemetry.contention import contention_probes
@@ -43,6 +44,7 @@ from app.core.ports.server import ServerControl
 from app.core.telemetry import GpuBackend, GpuInfo, Sample
 from app.core.watch.events import WatchEvent
 from app.core.units import MIB
+from app.services.runtime_learner import RuntimeLearner
 from app.services.watchdog import Watchdog
 from app.core.throughput import TokenMeter
 from app.ui.pages.bench.page import BenchPage
@@ -99,7 +101,7 @@ def page_context(deck: DeckApp, config_dir: Path | None) -> PageContext:
         presets=PresetStore(deck.store.config_dir),
         history=BenchHistory(config_dir / HISTORY_FILE_NAME if config_dir else None),
         host_memory=host_memory_reader(deck.controller.server_pids), contention=contention_probes(deck.gpu),
-        watchdog=deck.watchdog)
+        watchdog=deck.watchdog, runtime_allowance=deck.learner)
 
 
 class DeckApp:
@@ -136,8 +138,11 @@ class DeckApp:
         self.gpu_watch = GpuLossWatch(self.gpu)
         # What the server does without saying so: fed on the threads that read it, never the GUI thread.
         self.watchdog = watchdog if watchdog is not None else Watchdog()
+        # The runtime allowance of this GPU model and driver, learnt from the loads the app sees (fed with the
+        # watchdog) and kept in the config folder; every price on this card uses it.
+        self.learner = RuntimeLearner(AllowanceStore(self.store.config_dir), self.gpu.info())
         self.watch = ServerWatch(self.watchdog, self.backend.log_signals, lambda: self.controller.settings,
-                                 gpu_available=self.gpu.available)
+                                 gpu_available=self.gpu.available, learner=self.learner)
         self.controller.tap(on_log=self.watch.on_log, on_status=self.watch.on_status,
                             on_loaded=self.watch.on_loaded)
         self.controller.settings_applied.connect(self.watch.settings_applied)
@@ -246,6 +251,8 @@ class DeckApp:
                 "presets and the window's place are kept for this session only. Fix it, or start with "
                 "--config-dir pointing at a folder you can write."])
         report.add(FILES_HEADING, self.history.problems)
+        if self.learner.problem:  # the learnt runtime figures could not be read: the default is priced
+            report.add(FILES_HEADING, [self.learner.problem])
         self.bench_page.history_view.problems_found.connect(lambda problems: report.add(FILES_HEADING, problems))
         report.add(FILES_HEADING, self.bench_page.history_view.found_problems)  # if checked already
         return report

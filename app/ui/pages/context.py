@@ -18,6 +18,7 @@ from app.core.telemetry import GpuBackend
 from app.core.telemetry_buffers import TelemetryBuffers
 from app.core.throughput import TokenMeter
 from app.ui.server.controller import ServerController
+from app.services.runtime_learner import RuntimeLearner
 from app.services.watchdog import Watchdog
 
 
@@ -61,6 +62,9 @@ class PageContext:
     # What the server does without saying so (events with evidence); the composition root feeds it the
     # server's log, status, slots, loaded models and GPU readings, and pages feed it their replies.
     watchdog: Watchdog | None = None
+    # The runtime allowance learnt per GPU model and driver from the loads the app sees (fed by the composition
+    # root where it feeds the watchdog); pages price their GPU with it. None: the default figure is priced.
+    runtime_allowance: RuntimeLearner | None = None
 
     @property
     def server_name(self) -> str:

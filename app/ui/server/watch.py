@@ -4,7 +4,8 @@ ServerWatch owns nothing it reads: the server controller hands it every log line
 poll (on the asyncio loop thread), the server telemetry poller every slots/counters sample (loop thread) and
 the sampler every GPU sample (sampler thread). The watchdog's work is a few comparisons under its own
 lock, so it runs on those threads and never on the GUI thread; each new event crosses to the GUI thread
-through a WatchBridge's queued signal.
+through a WatchBridge's queued signal. The runtime learner, where given, is fed the same log lines (through a
+reader of its own), loaded models and GPU samples on the same threads: any load the app sees teaches it.
 
 One watchdog follows one server at a time: when the app starts a server (its status turns to starting) or
 the address in force changes (attached to another URL), the watchdog follows the new one with a fresh log
@@ -26,6 +27,7 @@ from app.core.server.state import ServerState, ServerStatus
 from app.core.server_telemetry import ServerSample
 from app.core.telemetry import Sample
 from app.core.watch.signals import Asked
+from app.services.runtime_learner import RuntimeLearner
 from app.services.watchdog import Watchdog
 
 _PRICED_TO_FIT = (Verdict.FITS, Verdict.TIGHT)
@@ -56,10 +58,13 @@ class ServerWatch:
     thread. Its events reach the GUI thread through a WatchBridge (app.ui.widgets.watch_bridge)."""
 
     def __init__(self, watchdog: Watchdog, readers: LogSignalReaderFactory | None,
-                 settings: Callable[[], ServerSettings], *, gpu_available: bool = True) -> None:
+                 settings: Callable[[], ServerSettings], *, gpu_available: bool = True,
+                 learner: RuntimeLearner | None = None) -> None:
         """`readers` makes the backend's log reader (None: its log says nothing the watchdog reads);
-        `settings()` gives the settings in force (thread-safe read)."""
+        `settings()` gives the settings in force (thread-safe read); `learner` learns the runtime allowance from
+        the loads seen (None: not learnt)."""
         self.watchdog = watchdog
+        self.learner = learner
         self._readers = readers
         self._settings = settings
         self._lock = threading.Lock()
@@ -85,6 +90,8 @@ class ServerWatch:
     def on_log(self, line: str) -> None:
         """One line of the server's log."""
         self.watchdog.feed_log(line)
+        if self.learner is not None:
+            self.learner.feed_log(line)
 
     def on_status(self, status: ServerStatus) -> None:
         """The server's status; the app starting a server, or another address, is a new server followed."""
@@ -98,6 +105,8 @@ class ServerWatch:
     def on_loaded(self, models: Sequence[RunningModel]) -> None:
         """One successful read of the server's loaded models."""
         self.watchdog.feed_loaded(models)
+        if self.learner is not None:
+            self.learner.feed_loaded(models)
 
     def on_server_sample(self, sample: ServerSample) -> None:
         """One reading of the server's slots and counters."""
@@ -107,11 +116,15 @@ class ServerWatch:
         """One sampler tick: its GPU reading, where the GPU answered."""
         if sample.gpu is not None:
             self.watchdog.feed_gpu(sample.gpu)
+            if self.learner is not None:
+                self.learner.feed_gpu(sample.gpu)
 
     # -- internals -------------------------------------------------------------------------------
     def _follow(self, settings: ServerSettings) -> None:
         reader: LogSignalReader | None = self._readers() if self._readers is not None else None
         self.watchdog.follow(settings.base_url, reader)
+        if self.learner is not None:
+            self.learner.follow(self._readers() if self._readers is not None else None)
         self.servers_followed += 1
         with self._lock:
             self._asked = None

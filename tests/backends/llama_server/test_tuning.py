@@ -50,14 +50,15 @@ def test_every_flag_the_app_writes_is_a_real_flag(gguf: Path):
                                      model_path=str(gguf), n_gpu_layers=20, threads=2)
     written = [word for word in _args(settings) if word.startswith("-")]
     assert set(written) <= help_flags.known_flags()
-    # -m --alias --host --port -np -c -ctk -ctv -fa -b -ub -ngl -t --metrics --slots --cors-origins
-    assert len(written) == 16
+    # -m --alias --host --port -np -c -ctk -ctv -fa -b -ub -ngl -t --metrics --slots --log-verbosity --cors-origins
+    assert len(written) == 17
 
 
 def test_the_default_command_line(gguf: Path):
     settings = llama_server_settings(model_path=str(gguf))
     assert _args(settings) == ["-m", str(gguf), "--alias", gguf.name[:-len(".gguf")], "--host", "127.0.0.1",
-                               "--port", "8080", "-np", "1", "-ngl", "all", "--metrics", "--slots", "--cors-origins", "localhost"]
+                               "--port", "8080", "-np", "1", "-ngl", "all", "--metrics", "--slots", "--log-verbosity", "4",
+                               "--cors-origins", "localhost"]
     # The program: the one the engine locator finds (the bundled one, else one on PATH), else the bare name
     # for the start to look up, whichever this machine has (the engine test below pins the bundled one).
     found = engine.find_llama_server()

@@ -15,18 +15,21 @@ from app.backends.ollama.log_signals import OllamaLogSignals, ollama_log_signals
 from app.backends.ollama.spec import OLLAMA
 from app.core.watch.events import EventKind, Source
 from app.core.watch.signals import (
-    Asked, CacheExhausted, ContextShifted, EngineExited, LaunchSeen, LayersPlaced, LoadFinished, PromptCut,
+    Asked, BufferLogged, CacheExhausted, ContextShifted, EngineExited, LaunchSeen, LayersPlaced, LoadFinished, PromptCut,
     ServerListening,
 )
+from app.core.units import MIB
 from app.services.watchdog import Watchdog
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "ollama" / "real"
 BLOB = "$ROOT/models/blobs/sha256-941f309b54caaad6747569ba43712bcde44a2be3bae16c3282ff499c37c54af5"
 
 
-def read(name: str) -> list:
+def read(name: str, buffers: bool = False) -> list:
+    """The signals of a recorded log (the buffer lines' only where asked: test_log_signals_buffers reads them)."""
     reader = OllamaLogSignals()
-    return [s for line in (REAL / name).read_text().splitlines() for s in reader.read(line)]
+    return [s for line in (REAL / name).read_text().splitlines() for s in reader.read(line)
+            if buffers or not isinstance(s, BufferLogged)]
 
 
 def test_the_spec_gives_a_fresh_reader_per_log() -> None:
@@ -101,7 +104,8 @@ GPU_LINES = {
     "load_tensors: offloaded 81/81 layers to GPU": LayersPlaced("", on_gpu=81, total=81),
     "load_tensors: offloaded 20/33 layers to GPU": LayersPlaced("", on_gpu=20, total=33),
     "load_tensors: offloading 20 repeating layers to GPU": None,
-    "load_tensors:        CUDA0 model buffer size =  2495.31 MiB": None,
+    "load_tensors:        CUDA0 model buffer size =  2495.31 MiB":
+        BufferLogged("", buffer="CUDA0", kind="model", size_bytes=round(2495.31 * MIB), device=0),
     "decode: failed to find a memory slot for batch of size 512": CacheExhausted(""),
     "srv        decode: failed to find free space in the KV cache, retrying with smaller batch size, off = 0, "
     "n_batch = 256, ret = 1": CacheExhausted(""),

@@ -184,7 +184,8 @@ class BenchPage(QWidget):
                                       history=self.history, server_telemetry=backend.server_telemetry,
                                       host_memory=context.host_memory, contention=context.contention,
                                       planner=backend.planner, prompt_counter=backend.prompt_counter,
-                                      log_signals=backend.log_signals, server_feed=self.server_feed, parent=self)
+                                      log_signals=backend.log_signals, server_feed=self.server_feed,
+                                      learner=context.runtime_allowance, parent=self)
         self.current: SweepRun | None = None
         self._managed = True
         self._applying: ServerSettings | None = None  # what this page's Apply asked for, until it is checked

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
+from app.services.runtime_learner import RuntimeLearner
 from app.core.ports.tasks import CoroutineRunner
 from app.services.bench.capacity import CapacitySweep
 from app.services.bench.recording import QueuedRecorder
@@ -65,7 +66,7 @@ class SweepController(QObject):
                  contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None,
                  prompt_counter: PromptCounterFactory | None = None,
                  log_signals: LogSignalReaderFactory | None = None, server_feed: ServerFeed | None = None,
-                 parent: QObject | None = None) -> None:
+                 learner: RuntimeLearner | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._loop = loop
         self._supervisor = supervisor
@@ -85,6 +86,7 @@ class SweepController(QObject):
         # they come: each point's events.
         self._log_signals = log_signals
         self._server_feed = server_feed
+        self._learner = learner  # the card's runtime allowance: priced with, and taught by each load
         self._runner: SweepRunner | None = None
         self._future: concurrent.futures.Future[SweepRun] | None = None
         # Closes a finished sweep's recorder (it waits on the disk) off the loop thread.
@@ -106,7 +108,8 @@ class SweepController(QObject):
                                    server_telemetry=self._server_telemetry, host_memory=self._host_memory,
                                    contention=self._contention, planner=self._planner,
                                    prompt_counter=self._prompt_counter, log_signals=self._log_signals,
-                                   server_feed=self._server_feed)
+                                   server_feed=self._server_feed, learner=self._learner,
+                                   teach=False)  # the app's ServerWatch learns from this server's log and readings
         # This sweep's history writer (its own thread, in order: begin, each point, finish).
         history = self._history
         recorder = QueuedRecorder(history, on_problem=self.history_problem.emit) if history is not None else None

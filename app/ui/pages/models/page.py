@@ -13,6 +13,7 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QPushButton, QScrollArea, QSplitter, QVBoxLayout,
                                QWidget)
 
+from app.core.memory.allowance import DEFAULT_ALLOWANCE, RuntimeAllowance
 from app.core.memory.estimator import GpuMemory
 from app.core.memory.model_fit import FitVerdict
 from app.core.memory.verdict import Verdict
@@ -25,6 +26,7 @@ from app.ui.pages.models.create import CreatePanel
 from app.ui.pages.models.pull import PullPanel
 from app.ui.pages.models.session import ModelsSession
 from app.ui.pages.models.table import VERDICT_COLOURS, ModelsTable
+from app.ui.widgets.allowance_bridge import AllowanceBridge
 from app.ui.widgets.forms import InlineMessage
 from app.core.units import MIB
 
@@ -61,6 +63,10 @@ class ModelsPage(QWidget):
         self._gpu_info = context.gpu.info()
         self._gpu_reason = context.gpu.unavailable_reason
         self._fit_gpu: GpuMemory | None = None  # the GPU as the fit panel prices it (set_gpu_memory)
+        self._learner = context.runtime_allowance  # the runtime figure learnt on this machine's GPU, where known
+        if self._learner is not None:
+            self._allowance_bridge = AllowanceBridge(self._learner, self)
+            self._allowance_bridge.changed.connect(lambda _allowance: self._reprice())
         self.local: list[LocalModel] = []
         self.running: list[RunningModel] = []
         self.details: dict[str, ModelDetails] = {}
@@ -259,7 +265,15 @@ class ModelsPage(QWidget):
             return None
         if self._fit_gpu is not None and self._fit_gpu.total_bytes == total:
             return self._fit_gpu
-        return GpuMemory(total_bytes=total)
+        return GpuMemory.with_allowance(total, allowance=self.allowance)
+
+    @property
+    def allowance(self) -> RuntimeAllowance:
+        """The runtime figure learnt on this GPU (its model and driver), else the default (a card chosen for another
+        machine included); the fit panel's, when the verdicts take its GPU."""
+        if self._learner is None or self._gpu_info is None:
+            return DEFAULT_ALLOWANCE
+        return self._learner.allowance(self._gpu_info)
 
     @property
     def gpu_total_bytes(self) -> int | None:
@@ -279,7 +293,10 @@ class ModelsPage(QWidget):
                 f"<span style='color:#8b8e99'>{html.escape(self._gpu_reason or 'No GPU was detected.')}</span>")
         else:
             gpu = f"{self._gpu_info.name}, {self._gpu_info.memory_total_mib / 1024:.1f} GiB"
-            self.context_label.setText(f"<b>Fit</b> on {html.escape(gpu)} under the server settings: {knobs}")
+            priced = self.gpu_memory()
+            runtime = (priced.allowance if priced is not None else DEFAULT_ALLOWANCE).describe()
+            self.context_label.setText(f"<b>Fit</b> on {html.escape(gpu)} under the server settings: {knobs}"
+                                       f"<br><span style='color:#8b8e99'>CUDA runtime: {html.escape(runtime)}</span>")
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         """Coming back to the page re-reads the models (the store may have changed elsewhere)."""

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import EstimateError
+from app.core.memory.allowance import DEFAULT_ALLOWANCE, AllowanceSource, RuntimeAllowance
 from app.core.memory.estimator import GpuMemory, VramEstimate
 from app.core.memory.host import HostMemory
 from app.core.memory.launch_plan import LaunchPlan, SettingsPlanner
@@ -27,10 +28,15 @@ from app.core.memory.verdict import VERDICTS, Verdict, verdict_label
 from app.core.server.mapping import NeutralTuning, TuningMapping
 from app.core.server.settings import ServerSettings
 from app.core.units import GIB, MIB
+from app.services.runtime_learner import RuntimeLearner
+from app.ui.widgets.allowance_bridge import AllowanceBridge
 from app.ui.widgets.wrapping_text import WrappingText
 from app.ui.pages.server.fit_widgets import SEGMENT_COLOURS, SEGMENT_LABELS, VERDICT_COLOURS, VERDICT_WORDS, FitHeatmap, VramBar
 
 DEBOUNCE_MS = 150
+# the runtime row's word for where its figure comes from (the whole line is its tooltip and the GPU line)
+_SOURCE_WORDS = {AllowanceSource.LEARNED: "learnt", AllowanceSource.GIVEN: "given",
+                 AllowanceSource.DEFAULT: "default"}
 # Card sizes offered when no NVIDIA GPU can be read here (pricing for a card elsewhere).
 PRICING_CARDS_GIB = (8, 12, 16, 24, 32, 48, 80)
 # The card list's first entry, and its default: this machine without a GPU, priced against its RAM.
@@ -52,7 +58,8 @@ class FitPanel(QFrame):
     gpu_changed = Signal(object)  # GpuMemory | None: the GPU as the panel prices it now (gpu_memory())
 
     def __init__(self, parent: QWidget | None = None, *, mapping: TuningMapping | None = None,
-                 planner: LoadPlanner | None = None) -> None:
+                 planner: LoadPlanner | None = None, learner: RuntimeLearner | None = None) -> None:
+        """`learner` gives the runtime allowance learnt on this machine's GPU (None: the default is priced)."""
         super().__init__(parent)
         self.setObjectName("FitPanel")
         self._mapping: TuningMapping = mapping if mapping is not None else NeutralTuning()
@@ -70,6 +77,12 @@ class FitPanel(QFrame):
         self._gpu_others = 0
         self._gpu_reserved = 0  # the driver's reserve: no process can have it
         self._gpu_measured = False
+        # the runtime figure priced per process on this machine's GPU: learnt there (and updated as loads teach
+        # it), else the default; a card chosen for another machine is priced with the default
+        self._learnt: RuntimeAllowance = learner.allowance() if learner is not None else DEFAULT_ALLOWANCE
+        if learner is not None:
+            self._allowance_bridge = AllowanceBridge(learner, self)
+            self._allowance_bridge.changed.connect(self.set_allowance)
         self._host: HostMemory | None = None
         self._estimate: VramEstimate | None = None
         self._timer = QTimer(self)
@@ -243,6 +256,21 @@ class FitPanel(QFrame):
         self._timer.start()
         self.gpu_changed.emit(self.gpu_memory())
 
+    def set_allowance(self, allowance: RuntimeAllowance) -> None:
+        """A new runtime figure for this machine's GPU (learnt from a load): price with it from now on."""
+        if allowance == self._learnt:
+            return
+        self._learnt = allowance
+        self._show_gpu_line()
+        self._timer.start()
+        if self._gpu_measured:
+            self.gpu_changed.emit(self.gpu_memory())  # the Models page's verdicts take the new figure too
+
+    @property
+    def allowance(self) -> RuntimeAllowance:
+        """The runtime figure priced per process now, with its source."""
+        return self._learnt if self._gpu_measured else DEFAULT_ALLOWANCE
+
     # --- outputs --------------------------------------------------------------------------
     @property
     def estimate(self) -> VramEstimate | None:
@@ -262,8 +290,7 @@ class FitPanel(QFrame):
         place the panel builds it: the heat-map, the price and the Models page's verdicts (gpu_changed) use it."""
         if self._gpu_total <= 0:
             return None
-        return GpuMemory(total_bytes=self._gpu_total, used_by_others_bytes=self._gpu_others,
-                         reserved_bytes=self._gpu_reserved)
+        return GpuMemory.with_allowance(self._gpu_total, self._gpu_others, self._gpu_reserved, self.allowance)
 
     def recompute(self) -> None:
         """Price the current settings and refresh bar, verdict and heat-map (GUI thread, ~ms)."""
@@ -339,6 +366,10 @@ class FitPanel(QFrame):
             values = dict(parts, free=max(0, self._gpu_total - used))
             for key, label in self.legend_values.items():
                 label.setText(_gib(values[key]))
+            # the runtime row: the figure priced, to the MiB, and where it came from (learnt, given, default)
+            runtime = self.legend_values["overhead"]
+            runtime.setText(f"{est.overhead_bytes / MIB:.0f} MiB {_SOURCE_WORDS[est.allowance.source]}")
+            runtime.setToolTip(f"CUDA runtime per process: {est.allowance.describe()}")
         colour = VERDICT_COLOURS[est.verdict]
         self.verdict_label.setStyleSheet(f"font-size: 14pt; font-weight: 700; color: {_bright(colour)};")
         if est.cpu_only:
@@ -412,10 +443,11 @@ class FitPanel(QFrame):
             reserve = (f" and the driver reserves {_gib(self._gpu_reserved)}" if self._gpu_reserved else "")
             self.gpu_label.setText(
                 f"Priced against this GPU: {_gib(self._gpu_total)}, of which other processes use "
-                f"{_gib(self._gpu_others)}{reserve}.")
+                f"{_gib(self._gpu_others)}{reserve}. CUDA runtime: {self.allowance.describe()}.")
         else:
             self.gpu_label.setText(
-                "No NVIDIA GPU can be read here: pricing for the card chosen on the right.")
+                "No NVIDIA GPU can be read here: pricing for the card chosen on the right. CUDA runtime: "
+                f"{self.allowance.describe()}.")
 
 
 def _host_text(est: VramEstimate) -> str:

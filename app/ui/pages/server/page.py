@@ -239,7 +239,7 @@ class ServerPage(QWidget):
         self.banner = Banner()
         rl.addWidget(self.banner)
         # the backend's planner prices the launch its server really makes, and says the command where it plans one
-        self.fit_panel = FitPanel(mapping=mapping, planner=planner)
+        self.fit_panel = FitPanel(mapping=mapping, planner=planner, learner=context.runtime_allowance)
         self.fit_panel.set_settings(settings)
         self.log_view = LogView()
         self.tabs = QTabWidget()

@@ -15,6 +15,7 @@ from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.ports.backend import BackendSpec, Capabilities
 from app.core.server.settings import ServerSettings
 from app.core.telemetry import GpuInfo
+from app.services.runtime_learner import RuntimeLearner
 from app.ui.server.controller import ServerController
 from app.core.server.url import settings_for_url
 from app.ui.pages.models.page import ModelsPage
@@ -43,14 +44,15 @@ def models(qtbot, make_fake_ollama):
     made = []
 
     def make(gpu: GpuInfo | None = RTX_4090, settings: ServerSettings | None = None, backend: BackendSpec = OLLAMA,
-             **fake_kwargs) -> Models:
+             learner: RuntimeLearner | None = None, **fake_kwargs) -> Models:
         fake = make_fake_ollama(**fake_kwargs)
         loop = LoopThread(name="test-models-loop")
         controller = ServerController(loop, None, OllamaClient, lambda _s: None)
         controller.attach_supervisor(ServerSupervisor(settings_for_url(settings or ServerSettings(), fake.url),
                                                       on_status=controller.on_status, on_log=controller.on_log))
         page = ModelsPage(page_context_on(loop, backend=backend, server=controller,
-                                          gpu=gpu_with(gpu, "" if gpu else "No NVIDIA driver found")))
+                                          gpu=gpu_with(gpu, "" if gpu else "No NVIDIA driver found"),
+                                          runtime_allowance=learner))
         qtbot.addWidget(page)
         page.resize(1270, 850)
         page.show()
@@ -343,3 +345,24 @@ def test_a_model_whose_metadata_cannot_be_read_says_why_in_its_row(qtbot, models
     text = m.page.verdict_label.text()
     assert "Its metadata cannot be read" in text and "nests arrays more than 8 deep" in text
     assert m.page.table.cell_text("qwen3:14b", "Fit").startswith("●")  # the others keep their verdicts
+
+
+def test_the_verdicts_price_the_runtime_learnt_on_this_gpu_and_say_so(qtbot, models, tmp_path):
+    from app.adapters.storage.allowance_store import AllowanceStore
+    from app.core.memory.allowance import AllowanceSource
+    from app.core.memory.allowance_learning import LearnedAllowance
+    from app.core.units import MIB
+
+    store = AllowanceStore(tmp_path)
+    store.save([LearnedAllowance(RTX_4090.name, RTX_4090.driver, (430 * MIB,), 2, "2026-12-02T15:00:00+00:00"),
+                LearnedAllowance(RTX_4090.name, "535.00", (999 * MIB,), 1, "2026-11-02T15:00:00+00:00")])
+    m = models(settings=ServerSettings(context_length=32768), learner=RuntimeLearner(store, RTX_4090))
+    qtbot.waitUntil(lambda: m.page.verdicts["qwen3:14b"].estimate is not None, timeout=WAIT_MS)
+    estimate = m.page.verdicts["qwen3:14b"].estimate
+    assert estimate.allowance.source is AllowanceSource.LEARNED and estimate.overhead_bytes == 430 * MIB
+    assert "CUDA runtime: 430 MiB, learnt on NVIDIA GeForce RTX 4090 (driver 550.54.14) from 2 loads" in \
+        m.page.context_label.text()
+    # a card chosen for another machine (no driver: not this GPU) is priced with the default
+    m.page.set_gpu(GpuInfo("a 24 GiB card (chosen on the Server page; no NVIDIA GPU here)", "", 24576.0))
+    qtbot.waitUntil(lambda: m.page.verdicts["qwen3:14b"].estimate.overhead_bytes == 450 * MIB, timeout=WAIT_MS)
+    assert "450 MiB, the default for a consumer card" in m.page.context_label.text()
