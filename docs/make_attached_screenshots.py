@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
@@ -23,21 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.ollama.server_fixtures import free_port, write_launcher  # noqa: E402
-from shot_support import offscreen_screen  # noqa: E402 - the scripts' folder is on sys.path
+from shot_support import offscreen_screen, wait_for  # noqa: E402 - the scripts' folder is on sys.path
 
-
-
-def wait_for(url: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
 
 
 def main() -> int:

@@ -18,11 +18,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
-from shot_support import offscreen_platform  # noqa: E402 - the scripts' folder is on sys.path
+from shot_support import offscreen_platform, wait_for  # noqa: E402 - the scripts' folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -30,19 +29,6 @@ sys.path.insert(0, str(ROOT))
 OTHERS_MIB = 118_591.0  # the other process, as NVML memory info v2 "used" read it before each load
 RESERVED_MIB = 615.0625  # the driver's reserve, NVML memory info v2 "reserved"
 SERVER_MIB = 15_514.0  # the real server at parallel 1, Ollama's default context (h200_spill_ollama.json)
-
-
-def wait_for(url: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
 
 
 def main() -> int:

@@ -1,5 +1,5 @@
 """What the docs/make_*_screenshot.py scripts share: an offscreen screen of a real size, and running Qt's event
-loop until a condition holds."""
+loop until a condition holds, and waiting for a server to answer."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import shutil
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,3 +41,17 @@ def pump(app: QApplication, until: Callable[[], bool], timeout_s: float) -> bool
             return True
         time.sleep(0.01)
     return False
+
+
+def wait_for(url: str, timeout_s: float = 20.0) -> None:
+    """Wait until `url` answers 200 (raises the last OSError after timeout_s seconds)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)

