@@ -97,7 +97,7 @@ PRAGMA user_version = 3;
 COMMIT;
 """
 
-# Format 3 to 4 (with the columns filled from each point's own figures, in the same transaction: _add_peaks_columns).
+# Format 3 to 4 (with the columns filled from each point's own figures, in the same transaction: _convert_before_write).
 _MIGRATE_3_TO_4 = ("ALTER TABLE points ADD COLUMN server_peak_mib REAL",
                    "ALTER TABLE points ADD COLUMN card_peak_mib REAL")
 _PEAK_COLUMNS = ("server_peak_mib", "card_peak_mib")
@@ -182,10 +182,8 @@ class BenchHistory:
             raise HistoryError(f"The benchmark history {self.path} is read-only; this run is not saved to it.",
                                hint="The results on screen can still be exported; fix the file's permissions, "
                                     "or choose another history file, to keep new runs.")
-        if write and not self._events_column:
-            self._add_events_column()
-        if write and not self._peaks_columns:
-            self._add_peaks_columns()
+        if write and not (self._events_column and self._peaks_columns):
+            self._convert_before_write()
         try:
             conn = self._open()
         except SQLITE_ERRORS as exc:
@@ -278,8 +276,8 @@ class BenchHistory:
                     if is_busy(exc) or is_read_only(exc):
                         raise
                     raise _ConversionFailed(exc) from exc
-            # A format-2 or -3 file is left as it is until something is written to it (see _add_events_column and
-            # _add_peaks_columns); a converted one, a new one or one of no known format is brought to this format now.
+            # A format-2 or -3 file is left as it is until something is written to it (see _convert_before_write); a
+            # converted one, a new one or one of no known format is brought to this format now.
             if not opened.tables or converted or opened.version not in (2, 3, SCHEMA_VERSION):
                 if "events" not in opened.tables.get("points", {"events"}):
                     conn.executescript(_MIGRATE_2_TO_3)
@@ -294,47 +292,31 @@ class BenchHistory:
         finally:
             conn.close()
 
-    def _add_events_column(self) -> None:
-        """Bring a format-2 file to format 3 before its first write (one transaction: on failure nothing
-        changed, and the write is not made)."""
+    def _convert_before_write(self) -> None:
+        """Bring a format-2 or -3 file to this format before its first write: format 3's events column, then format
+        4's peak columns filled from each point as it was kept (each step one transaction: on failure the step
+        changed nothing, and the write is not made)."""
         with self._opening:
-            if self._events_column:
+            if self._events_column and self._peaks_columns:
                 return
             try:
                 conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
             except SQLITE_ERRORS as exc:
                 raise self._error("Cannot open", exc) from exc
             try:
-                if "events" not in {row[1] for row in conn.execute("PRAGMA table_info(points)")}:
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(points)")}
+                if "events" not in columns:
                     conn.executescript(_MIGRATE_2_TO_3)
-            except SQLITE_ERRORS as exc:
-                if conn.in_transaction:
-                    conn.rollback()
-                raise self._error("Cannot convert", exc) from exc
-            finally:
-                conn.close()
-            self._events_column = True
-
-    def _add_peaks_columns(self) -> None:
-        """Bring a format-3 file to format 4 before its first write: the peak columns, filled from each point as it
-        was kept (one transaction: on failure nothing changed, and the write is not made)."""
-        with self._opening:
-            if self._peaks_columns:
-                return
-            try:
-                conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
-            except SQLITE_ERRORS as exc:
-                raise self._error("Cannot open", exc) from exc
-            try:
-                if not set(_PEAK_COLUMNS) <= {row[1] for row in conn.execute("PRAGMA table_info(points)")}:
+                self._events_column = True
+                if not set(_PEAK_COLUMNS) <= columns:
                     _fill_peaks(conn)
+                self._peaks_columns = True
             except SQLITE_ERRORS as exc:
                 if conn.in_transaction:
                     conn.rollback()
                 raise self._error("Cannot convert", exc) from exc
             finally:
                 conn.close()
-            self._peaks_columns = True
 
     def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
         """Bring a format-1 history to format 2; on any failure nothing changes (one transaction)."""
