@@ -38,6 +38,7 @@ from app.core.watch.signals import BufferLogged, EngineExited, LaunchSeen, LoadF
 log = logging.getLogger(__name__)
 
 Listener = Callable[[RuntimeAllowance], None]
+from app.services.listeners import Listeners
 
 
 class AllowanceBook(Protocol):
@@ -83,7 +84,7 @@ class RuntimeLearner:
         self._gpu = gpu
         self._now_iso = now_iso
         self._lock = threading.Lock()
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[RuntimeAllowance] = Listeners("runtime allowance")
         self._cards: dict[tuple[str, str], LearnedAllowance] = {}
         if book is not None:
             try:
@@ -112,14 +113,7 @@ class RuntimeLearner:
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener` with the card's figure each time it changes; returns the unsubscribe function."""
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-        return unsubscribe
+        return self._listeners.subscribe(listener)
 
     # -- feeds -------------------------------------------------------------------------------------------------
     def follow(self, reader: LogSignalReader | None) -> None:
@@ -235,13 +229,7 @@ class RuntimeLearner:
         return card.allowance()
 
     def _tell(self, allowance: RuntimeAllowance) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            try:
-                listener(allowance)
-            except Exception:  # noqa: BLE001 - a listener never breaks the feeding thread
-                log.exception("a runtime allowance listener failed")
+        self._listeners.tell((allowance,))
 
 
 __all__ = ["AllowanceBook", "RuntimeLearner"]

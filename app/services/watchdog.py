@@ -37,6 +37,7 @@ from app.core.watch.signals import (
 
 GIB = 1024 ** 3
 BACKLOG_S = 30.0  # a log line the log dates this much before now was logged before it was read (a backlog)
+from app.services.listeners import Listeners
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class Watchdog:
         self._mono = monotonic
         self._lock = threading.Lock()
         self._events: deque[WatchEvent] = deque(maxlen=self._limits.keep)
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[WatchEvent] = Listeners("watch event")
         self._gpu_present: bool | None = None
         self._others_base_mib: float | None = None
         self._start_over()
@@ -125,14 +126,7 @@ class Watchdog:
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener` with each new event; returns the unsubscribe function."""
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-        return unsubscribe
+        return self._listeners.subscribe(listener)
 
     # -- reading back ----------------------------------------------------------------------------------
     def events(self) -> tuple[WatchEvent, ...]:
@@ -559,13 +553,7 @@ class Watchdog:
             return events
         with self._lock:
             self._events.extend(events)
-            listeners = list(self._listeners)
-        for event in events:
-            for listener in listeners:
-                try:
-                    listener(event)
-                except Exception:  # noqa: BLE001 - one bad listener must not silence the others
-                    pass
+        self._listeners.tell(events)
         return events
 
 
