@@ -29,6 +29,7 @@ import urllib.request
 from pathlib import Path
 
 import pynvml
+from measure import stop  # the script folder is on sys.path
 
 MIB = 1024 * 1024
 HOLDER = r"""
@@ -123,16 +124,6 @@ def parse(text: str) -> dict:
     row["buffer_lines"] = [ln.strip() for ln in text.splitlines() if "buffer size" in ln or "offloaded" in ln
                            or "n_ctx" in ln or "fit" in ln.lower()[:40]][:80]
     return row
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 class Ollama:
