@@ -247,11 +247,18 @@ def estimate(shape: ModelShape, settings: LoadSettings, gpu: GpuMemory | None,
         notes.append(f"{settings.kv_cache_type} KV cache needs flash attention; {rules.server_name} uses f16 instead")
     plan = plan_context(shape, settings.num_ctx, settings.parallel, settings.ubatch)
     kv = kv_layer_bytes(shape, plan, kv_type)
-    # the GPU compute buffer by the number of blocks left in host memory (0: the full-offload graph)
-    spilled = spill_compute_table(shape, plan, kv_type, settings.flash_attention, kv)
+    # the GPU compute buffer by the number of blocks left in host memory (0: the full-offload graph); the table
+    # for spilled placements is worked out only when a placement leaves blocks in host memory
+    full_compute = compute_bytes(shape, plan, kv_type, settings.flash_attention)
+    spilled: list[int] = []
 
     def compute_with(cpu_blocks: int) -> int:
-        return spilled[max(0, min(cpu_blocks, shape.n_layer))]
+        blocks = max(0, min(cpu_blocks, shape.n_layer))
+        if blocks == 0:
+            return full_compute
+        if not spilled:
+            spilled.extend(spill_compute_table(shape, plan, kv_type, settings.flash_attention, kv))
+        return spilled[blocks]
 
     compute_on = compute_bytes(shape, plan, settings.kv_cache_type, True)
     compute_off = compute_bytes(shape, plan, "f16", False)

@@ -149,6 +149,7 @@ def spill_compute_table(shape: ModelShape, plan: ContextPlan, kv_type: str, flas
     mask = _mask_bytes(shape, plan, flash_attention)
     row = 4 * t * shape.n_embd  # one f32 hidden-state row per batch token
     table = [full]
+    largest = _largest_weights_bytes(shape)
     for il in range(shape.n_layer):
         copies = kv[il]  # K and V of every cell of every slot, in the cache's own type
         cells = plan.swa_cells_per_stream * plan.n_stream if shape.swa_layers[il] else plan.n_ctx_total
@@ -159,22 +160,24 @@ def spill_compute_table(shape: ModelShape, plan: ContextPlan, kv_type: str, flas
         else:
             live = 4 * t * shape.n_head * plan.n_ctx_seq + NO_FA_LIVE_EMBD_ROWS * row
         attn = copies + live + mask
-        ffn = _largest_weight_bytes(shape, il) + 2 * (4 * t * shape.n_ff) + 2 * row + mask
+        ffn = largest[il] + 2 * (4 * t * shape.n_ff) + 2 * row + mask
         table.append(max(table[-1], attn, ffn))
     return table
 
 
-def _largest_weight_bytes(shape: ModelShape, il: int) -> int:
-    """The largest weight matrix of repeating layer `il`, from the layer's bytes split by parameter count: an FFN
+def _largest_weights_bytes(shape: ModelShape) -> list[int]:
+    """The largest weight matrix of each repeating layer, from the layer's bytes split by parameter count: an FFN
     matrix (n_embd x n_ff; all experts of one for a mixture of experts), at the layer's mean bits per weight."""
     q = shape.n_embd * shape.n_head * shape.key_length
-    kv = 2 * shape.n_embd * shape.n_head_kv[il] * shape.key_length
     o = shape.n_head * shape.value_length * shape.n_embd
     # a mixture of experts' n_ff is the width its used experts take together; one matrix holds every expert
     per_expert = shape.n_ff // max(1, shape.n_expert_used) if shape.n_expert else shape.n_ff
     ffn_matrix = shape.n_embd * per_expert * max(1, shape.n_expert)
-    params = q + kv + o + 3 * ffn_matrix
-    return int(shape.weights.layer_bytes[il] * ffn_matrix / params) if params else 0
+    largest = []
+    for il in range(shape.n_layer):
+        params = q + 2 * shape.n_embd * shape.n_head_kv[il] * shape.key_length + o + 3 * ffn_matrix
+        largest.append(int(shape.weights.layer_bytes[il] * ffn_matrix / params) if params else 0)
+    return largest
 
 
 def _moe_live_bytes(shape: ModelShape, tokens: int) -> int:
