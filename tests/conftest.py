@@ -14,6 +14,7 @@ pytest_plugins = [
     "tests.fakes.gpu_fixtures",
     "tests.engine_fixtures",
     "tests.ollama_real_fixtures",
+    "tests.system_fixtures",
 ]
 
 

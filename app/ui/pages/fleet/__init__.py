@@ -1,0 +1,1 @@
+"""The Fleet page: several servers in one window."""
