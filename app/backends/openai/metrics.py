@@ -22,6 +22,10 @@ A metric present under several label sets (vLLM's `engine` with data parallelism
 several `model_name` values) is summed; a ratio is averaged. Counters of vLLM, SGLang and TGI take a
 request in when it finishes (TGI's input length when it is validated), like llama-server's.
 
+A llama-server (llama.cpp dialect) also has `GET /slots`, read as the llama_server backend reads it
+(the shared app/adapters/http/llama_slots.py), so its slots fill the same panels; the other servers
+have no per-slot state (slots None).
+
 The base URL may be the OpenAI API's (`http://host:8000/v1`): a trailing `/v1` is dropped, since
 every one of these servers serves `/metrics` at its root. (TGI also serves it on its Prometheus port,
 9000 by default.) Headers (an `Authorization: Bearer` key) go with every scrape.
@@ -33,6 +37,7 @@ sends makes the parse raise."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -42,6 +47,7 @@ from enum import Enum
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.adapters.http import llama_slots
 from app.adapters.http.llama_slots import CONNECT_TIMEOUT_S, MAX_BODY_CHARS, READ_TIMEOUT_S
 from app.core.server_telemetry import RateTracker, ServerReading, ServerSample, TelemetryUnavailable
 
@@ -330,7 +336,18 @@ class OpenAiTelemetry:
             raise MetricsUnavailable(f"{url} answered, but with {scrape.reading.metrics_reason} "
                                      f"({scrape.reading.skipped_lines} unreadable lines)", MetricsFailure.UNRECOGNISED,
                                      "Check that the URL is the inference server's, not a proxy's or another service's.")
-        return self._rates.sample(scrape.reading)
+        reading = scrape.reading
+        if scrape.dialect is MetricsDialect.LLAMA_CPP:
+            reading = await self._with_slots(reading)
+        return self._rates.sample(reading)
+
+    async def _with_slots(self, reading: ServerReading) -> ServerReading:
+        """A llama-server's reading with its /slots (as its own backend reads them), or the reason there are none."""
+        text, why = await llama_slots.fetch_text(self._client(), "/slots", self.base_url)
+        if text is None:
+            return dataclasses.replace(reading, slots_reason=why)
+        slots, skipped, why = llama_slots.slots_from_text(text, self.base_url)
+        return dataclasses.replace(reading, slots=slots, slots_reason=why, skipped_lines=reading.skipped_lines + skipped)
 
     async def aclose(self) -> None:
         """Close the pooled connection."""
