@@ -7,10 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from app.backends.openai.metrics import OpenAiTelemetry
+from app.core.ports.telemetry import ServerTelemetry
+from app.core.server_telemetry import ServerSample
 from tests.fakes.raw_http import serving
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def served(name: str) -> bytes:
+    """The bytes of tests/data/`name` (an exposition of tests/data/openai/ or a llama-server recording)."""
+    return (DATA / name).read_bytes()
 
 
 @dataclass
@@ -64,4 +75,23 @@ async def exposer() -> AsyncIterator[Exposer]:
         yield server
 
 
-__all__ = ["Exposer", "exposer"]
+async def scrape(telemetry: ServerTelemetry) -> ServerSample:
+    """One sample of `telemetry`, its connection closed after (whatever happened)."""
+    try:
+        return await telemetry.sample()
+    finally:
+        await telemetry.aclose()
+
+
+def serve_and_scrape(answers: Mapping[str, tuple[int, bytes | str]], suffix: str = "",
+                     headers: Mapping[str, str] | None = None) -> tuple[ServerSample, Exposer]:
+    """Serve `answers` (by path) and take one sample through OpenAiTelemetry(the server's URL + `suffix`)."""
+    async def go() -> tuple[ServerSample, Exposer]:
+        async with exposer() as server:
+            for path, (status, body) in answers.items():
+                server.answer(body, status, path)
+            return await scrape(OpenAiTelemetry(server.url + suffix, headers=headers)), server
+    return asyncio.run(go())
+
+
+__all__ = ["DATA", "Exposer", "exposer", "scrape", "serve_and_scrape", "served"]

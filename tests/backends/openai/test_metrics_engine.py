@@ -13,6 +13,7 @@ from app.backends.llama_server.metrics import LlamaServerTelemetry
 from app.backends.openai.metrics import MetricsDialect, MetricsFailure, MetricsUnavailable, OpenAiTelemetry
 from app.core.server_telemetry import ServerSample
 from tests.backends.llama_server.engine_server import llama_server, sample_until
+from tests.backends.openai.exposition_server import scrape
 from tests.backends.llama_server.test_metrics_engine import FLAGS, fire
 
 
@@ -58,13 +59,6 @@ def test_llama_server_read_as_openai_matches_its_own_backend_and_the_replies(lla
 def test_llama_server_without_metrics_is_no_metrics(llama_server_binary: Path, bundled_model: Path,
                                                     tmp_path: Path) -> None:
     with llama_server(llama_server_binary, bundled_model, tmp_path, ("-np", "1", "-c", "512", "-t", "2")) as server:
-        async def go() -> None:
-            telemetry = OpenAiTelemetry(f"{server.base_url}/v1")
-            try:
-                await telemetry.sample()
-            finally:
-                await telemetry.aclose()
-
         with pytest.raises(MetricsUnavailable) as caught:
-            asyncio.run(go())
+            asyncio.run(scrape(OpenAiTelemetry(f"{server.base_url}/v1")))
     assert caught.value.kind is MetricsFailure.NO_METRICS and "HTTP 501" in caught.value.message

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 import pytest
 
@@ -19,15 +18,8 @@ from app.backends.openai.metrics import (
 )
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.core.server_telemetry import ServerSample, TelemetryUnavailable
-from tests.backends.openai.exposition_server import Exposer, exposer
+from tests.backends.openai.exposition_server import Exposer, exposer, scrape, serve_and_scrape, served
 from tests.fakes.raw_http import closed_port
-
-DATA = Path(__file__).resolve().parents[2] / "data"
-
-
-def served(name: str) -> bytes:
-    return (DATA / name).read_bytes()
-
 
 def run(go: Callable[[Exposer], Awaitable[object]]) -> object:
     async def main() -> object:
@@ -75,15 +67,7 @@ def test_vllm_through_its_v1_url_with_the_key_and_rates_between_two_scrapes() ->
 @pytest.mark.parametrize("name", ["openai/vllm_busy.txt", "openai/sglang_busy.txt", "openai/tgi_busy.txt",
                                   "llama_server/metrics_busy.txt"])
 def test_each_dialect_over_http_reads_as_the_parser_reads_the_file(name: str) -> None:
-    async def go(server: Exposer) -> ServerSample:
-        server.answer(served(name))
-        telemetry = server_telemetry(server.url)
-        try:
-            return await telemetry.sample()
-        finally:
-            await telemetry.aclose()
-
-    sample = run(go)
+    sample, _ = serve_and_scrape({"/metrics": (200, served(name))})
     expected = read_exposition(served(name).decode(), at=0.0).reading
     assert isinstance(sample, ServerSample)
     assert (sample.requests_processing, sample.requests_deferred, sample.kv_cache_fill, sample.prompt_tokens_total,
@@ -96,47 +80,23 @@ def test_each_dialect_over_http_reads_as_the_parser_reads_the_file(name: str) ->
 
 
 def test_a_llama_server_attached_as_openai_also_has_its_slots_read() -> None:
-    async def go(server: Exposer) -> ServerSample:
-        server.answer(served("llama_server/metrics_busy.txt"))
-        server.answer(served("llama_server/slots_busy.json"), path="/slots")
-        telemetry = server_telemetry(server.url + "/v1")
-        try:
-            return await telemetry.sample()
-        finally:
-            await telemetry.aclose()
-            assert server.paths() == ["/metrics", "/slots"]
-
-    sample = run(go)
+    sample, server = serve_and_scrape({"/metrics": (200, served("llama_server/metrics_busy.txt")),
+                                       "/slots": (200, served("llama_server/slots_busy.json"))}, "/v1")
+    assert server.paths() == ["/metrics", "/slots"]
     assert (sample.slots_total, sample.slots_busy, sample.requests_processing, sample.requests_deferred) == (2, 2, 2, 1)
     assert sample.kv_cache_fill is not None and 0 < sample.kv_cache_fill <= 1
 
 
 def test_a_llama_server_without_slots_keeps_its_metrics_and_says_why() -> None:
-    async def go(server: Exposer) -> ServerSample:
-        server.answer(served("llama_server/metrics_busy.txt"))
-        server.answer(served("llama_server/slots_disabled.json"), 501, path="/slots")
-        telemetry = server_telemetry(server.url)
-        try:
-            return await telemetry.sample()
-        finally:
-            await telemetry.aclose()
-
-    sample = run(go)
+    sample, _ = serve_and_scrape({"/metrics": (200, served("llama_server/metrics_busy.txt")),
+                                  "/slots": (501, served("llama_server/slots_disabled.json"))})
     assert sample.slots_total is None and sample.requests_deferred == 1
     assert "/slots at http://127.0.0.1:" in sample.slots_reason and "HTTP 501" in sample.slots_reason
 
 
 def failure(status: int, body: str = "", headers: dict[str, str] | None = None) -> MetricsUnavailable:
-    async def go(server: Exposer) -> None:
-        server.answer(body, status)
-        telemetry = OpenAiTelemetry(server.url + "/v1/", headers=headers)
-        try:
-            await telemetry.sample()
-        finally:
-            await telemetry.aclose()
-
     with pytest.raises(MetricsUnavailable) as caught:
-        run(go)
+        serve_and_scrape({"/metrics": (status, body)}, "/v1/", headers)
     assert isinstance(caught.value, TelemetryUnavailable)  # what the pollers and the sweep's window catch
     return caught.value
 
@@ -175,16 +135,8 @@ def test_an_answer_without_known_metrics_is_unrecognised() -> None:
 
 def test_a_closed_port_is_unreachable() -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-
-    async def go() -> None:
-        telemetry = OpenAiTelemetry(url)
-        try:
-            await telemetry.sample()
-        finally:
-            await telemetry.aclose()
-
     with pytest.raises(MetricsUnavailable) as caught:
-        asyncio.run(go())
+        asyncio.run(scrape(OpenAiTelemetry(url)))
     assert caught.value.kind is MetricsFailure.UNREACHABLE and f"{url}/metrics did not answer" in caught.value.message
 
 

@@ -4,8 +4,6 @@ exposition recorded from the real llama-server (tests/data/llama_server/metrics_
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from app.backends.openai.metrics import (
@@ -16,11 +14,11 @@ from app.backends.openai.metrics import (
     read_exposition,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+from tests.backends.openai.exposition_server import served
 
 
 def exposition(name: str) -> str:
-    return (DATA / name).read_text(encoding="utf-8")
+    return served(name).decode()
 
 
 def test_vllm_idle_one_engine_with_the_newer_kv_name() -> None:

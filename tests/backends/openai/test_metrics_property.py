@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from app.backends.openai.metrics import library_samples, parse_exposition, read_exposition
+from tests.backends.openai.exposition_server import served
 
-DATA = Path(__file__).resolve().parents[2] / "data"
 FILES = ("openai/vllm_idle.txt", "openai/vllm_busy.txt", "openai/sglang_busy.txt", "openai/tgi_busy.txt",
          "llama_server/metrics_busy.txt")
-TEXTS = {name: (DATA / name).read_text(encoding="utf-8") for name in FILES}
+TEXTS = {name: served(name).decode() for name in FILES}
 JUNK = st.one_of(st.text(max_size=40), st.sampled_from(['{', '}', '"', '\\', ' NaN', ' +Inf', '{a="', '{a="b"}',
                                                          ' 1 2 3', '\x00', '#', '# TYPE', '# TYPE x', '\ufeff', 'é']))
 

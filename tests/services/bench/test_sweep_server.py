@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from pathlib import Path
 from types import SimpleNamespace
 
 from app.backends.llama_server.metrics import server_telemetry
@@ -13,7 +12,7 @@ from app.backends.openai.metrics import OpenAiTelemetry
 from app.core.bench.run import server_cells
 from app.core.server_telemetry import ServerSample, SlotState
 from app.services.bench.sweep_server import ServerWindow, server_figures
-from tests.backends.openai.exposition_server import exposer
+from tests.backends.openai.exposition_server import exposer, served
 
 
 def sample(at: float, busy: int, total: int = 4, deferred: int | None = 0, predicted: float | None = 100.0,
@@ -70,8 +69,7 @@ def test_no_telemetry_and_no_answer_each_say_why():
 def test_a_server_without_slots_fills_running_waiting_and_kv_from_its_metrics():
     # vLLM has no /slots: its running gauge stands for busy slots, its waiting gauge for the deferred
     # requests. The window reads it over a real socket through the openai backend's reader.
-    data = Path(__file__).resolve().parents[2] / "data" / "openai"
-    idle, busy = (data / "vllm_idle.txt").read_text(), (data / "vllm_busy.txt").read_text()
+    idle, busy = served("openai/vllm_idle.txt").decode(), served("openai/vllm_busy.txt").decode()
     gauges = ("vllm:num_requests_running{", "vllm:num_requests_waiting{", "vllm:kv_cache_usage_perc{",
               "vllm:gpu_cache_usage_perc{")
     after = "\n".join(line.rsplit(" ", 1)[0] + " 0.0" if line.startswith(gauges) else line for line in busy.split("\n"))
