@@ -3,24 +3,24 @@
 The server behind `/v1` may be vLLM, SGLang, TGI or a llama-server; each names its metrics its own
 way (its *dialect*, told by the names present) and this module maps each onto ServerReading:
 
-=================  ===========================  ======================  ===============================  ===========================
-dialect            running / waiting            KV-cache fill (0..1)    prompt / generated tokens        finished requests
-=================  ===========================  ======================  ===============================  ===========================
-vLLM (v1 engine)   vllm:num_requests_running /  vllm:kv_cache_usage_    vllm:prompt_tokens_total /       vllm:request_success_total,
-                   vllm:num_requests_waiting    perc (0.9+), else       vllm:generation_tokens_total     all finished_reason values
-                                                vllm:gpu_cache_usage_
-                                                perc (before 0.10)
-SGLang             sglang:num_running_reqs /    sglang:token_usage      sglang:prompt_tokens_total /     sglang:num_requests_total
-                   sglang:num_queue_reqs                                sglang:generation_tokens_total
-TGI                tgi_batch_current_size /     (none)                  tgi_request_input_length_sum /   tgi_request_success
-                   tgi_queue_size                                       tgi_request_generated_tokens_sum
-llama.cpp          llamacpp:requests_processing llamacpp:kv_cache_      llamacpp:prompt_tokens_total /   (none)
-                   / llamacpp:requests_deferred usage_ratio (older)     llamacpp:tokens_predicted_total
-=================  ===========================  ======================  ===============================  ===========================
+- vLLM (v1 engine, 0.8 to 0.11+): running `vllm:num_requests_running`, waiting
+  `vllm:num_requests_waiting`, KV fill `vllm:kv_cache_usage_perc` (0.9 on; before it, and until
+  0.10 beside it, `vllm:gpu_cache_usage_perc`), tokens `vllm:prompt_tokens_total` and
+  `vllm:generation_tokens_total`, finished `vllm:request_success_total` (every finished_reason).
+- SGLang: running `sglang:num_running_reqs`, waiting `sglang:num_queue_reqs`, KV fill
+  `sglang:token_usage`, tokens `sglang:prompt_tokens_total` and `sglang:generation_tokens_total`,
+  finished `sglang:num_requests_total`.
+- TGI: running `tgi_batch_current_size`, waiting `tgi_queue_size`, no KV fill, tokens the sums of the
+  histograms `tgi_request_input_length` and `tgi_request_generated_tokens`, finished
+  `tgi_request_success`.
+- llama.cpp (a llama-server): running `llamacpp:requests_processing`, waiting
+  `llamacpp:requests_deferred`, KV fill `llamacpp:kv_cache_usage_ratio` (older servers only), tokens
+  `llamacpp:prompt_tokens_total` and `llamacpp:tokens_predicted_total`, no finished count.
 
 A metric present under several label sets (vLLM's `engine` with data parallelism, SGLang's ranks,
-several `model_name` values) is summed; a ratio is averaged. Counters of vLLM, SGLang and TGI take a
-request in when it finishes (TGI's input length when it is validated), like llama-server's.
+several `model_name` values) is summed; a ratio is averaged. vLLM's token counters grow with each
+engine step; SGLang's and TGI's take a request's tokens in when it finishes (TGI's input length when
+the request is validated), as llama-server's do.
 
 A llama-server (llama.cpp dialect) also has `GET /slots`, read as the llama_server backend reads it
 (the shared app/adapters/http/llama_slots.py), so its slots fill the same panels; the other servers
@@ -296,7 +296,8 @@ class OpenAiTelemetry:
     After a sample, `dialect` and `last` say whose metrics these were and what was summed."""
 
     def __init__(self, base_url: str, *, headers: Mapping[str, str] | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.base_url = metrics_root(base_url)
         self._headers = dict(headers or {})
         self._transport = transport
@@ -335,7 +336,8 @@ class OpenAiTelemetry:
         if scrape.dialect is MetricsDialect.UNKNOWN:
             raise MetricsUnavailable(f"{url} answered, but with {scrape.reading.metrics_reason} "
                                      f"({scrape.reading.skipped_lines} unreadable lines)", MetricsFailure.UNRECOGNISED,
-                                     "Check that the URL is the inference server's, not a proxy's or another service's.")
+                                     "Check that the URL is the inference server's, not a proxy's or another "
+                                     "service's.")
         reading = scrape.reading
         if scrape.dialect is MetricsDialect.LLAMA_CPP:
             reading = await self._with_slots(reading)
@@ -347,7 +349,8 @@ class OpenAiTelemetry:
         if text is None:
             return dataclasses.replace(reading, slots_reason=why)
         slots, skipped, why = llama_slots.slots_from_text(text, self.base_url)
-        return dataclasses.replace(reading, slots=slots, slots_reason=why, skipped_lines=reading.skipped_lines + skipped)
+        return dataclasses.replace(reading, slots=slots, slots_reason=why,
+                                   skipped_lines=reading.skipped_lines + skipped)
 
     async def aclose(self) -> None:
         """Close the pooled connection."""

@@ -110,7 +110,8 @@ def test_a_server_without_metrics_says_how_to_turn_them_on() -> None:
 
 
 def test_llama_server_started_without_metrics_is_no_metrics_in_its_own_words() -> None:
-    body = '{"error":{"code":501,"message":"This server does not support metrics endpoint.","type":"not_supported_error"}}'
+    body = ('{"error":{"code":501,"message":"This server does not support metrics endpoint.",'
+            '"type":"not_supported_error"}}')
     error = failure(501, body)
     assert error.kind is MetricsFailure.NO_METRICS and "does not support metrics endpoint" in error.message
 
@@ -125,12 +126,14 @@ def test_a_refused_key_and_a_missing_key_are_told_apart() -> None:
 
 def test_another_status_is_an_http_error_with_the_servers_words() -> None:
     error = failure(500, "Internal Server Error\n  engine dead")
-    assert error.kind is MetricsFailure.HTTP_ERROR and error.message.endswith("HTTP 500: Internal Server Error engine dead")
+    assert error.kind is MetricsFailure.HTTP_ERROR
+    assert error.message.endswith("HTTP 500: Internal Server Error engine dead")
 
 
 def test_an_answer_without_known_metrics_is_unrecognised() -> None:
     error = failure(200, "<html><body>LM Studio</body></html>")
-    assert error.kind is MetricsFailure.UNRECOGNISED and "none of the metrics of vLLM, SGLang, TGI or llama.cpp" in error.message
+    assert error.kind is MetricsFailure.UNRECOGNISED
+    assert "none of the metrics of vLLM, SGLang, TGI or llama.cpp" in error.message
 
 
 def test_a_closed_port_is_unreachable() -> None:

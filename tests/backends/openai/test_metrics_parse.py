@@ -44,7 +44,8 @@ def test_vllm_busy_two_engines_summed_and_their_kv_fill_averaged() -> None:
 
 
 def test_vllm_before_0_9_reports_kv_under_the_older_name_only() -> None:
-    text = "\n".join(line for line in exposition("openai/vllm_busy.txt").splitlines() if "kv_cache_usage_perc" not in line)
+    lines = exposition("openai/vllm_busy.txt").splitlines()
+    text = "\n".join(line for line in lines if "kv_cache_usage_perc" not in line)
     assert read_exposition(text, at=0.0).reading.kv_cache_ratio == pytest.approx(0.5)
 
 
@@ -95,7 +96,8 @@ def test_llama_cpp_recorded_from_the_real_llama_server() -> None:
 def test_unknown_metrics_read_as_no_figures_with_the_reason() -> None:
     scrape = read_exposition("# TYPE go_goroutines gauge\ngo_goroutines 12\n", at=0.0)
     assert scrape.dialect is MetricsDialect.UNKNOWN and scrape.summary == "unrecognised metrics"
-    assert scrape.reading.requests_processing is None and "vLLM, SGLang, TGI or llama.cpp" in scrape.reading.metrics_reason
+    assert scrape.reading.requests_processing is None
+    assert "vLLM, SGLang, TGI or llama.cpp" in scrape.reading.metrics_reason
 
 
 def test_the_dialect_is_the_one_with_most_names_present() -> None:
@@ -122,7 +124,8 @@ def test_nan_and_infinite_values_are_not_figures() -> None:
 
 @pytest.mark.parametrize(("url", "root"), [
     ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000"), ("http://127.0.0.1:8000/v1/", "http://127.0.0.1:8000"),
-    ("https://box:8443/", "https://box:8443"), ("http://h:1/api/v1", "http://h:1/api"), ("http://h:1/v10", "http://h:1/v10"),
+    ("https://box:8443/", "https://box:8443"), ("http://h:1/api/v1", "http://h:1/api"),
+    ("http://h:1/v10", "http://h:1/v10"),
 ])
 def test_metrics_root_drops_the_openai_v1_suffix(url: str, root: str) -> None:
     assert metrics_root(url) == root
