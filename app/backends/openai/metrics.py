@@ -90,8 +90,12 @@ class MetricsUnavailable(TelemetryUnavailable):
         self.kind = kind
 
 
-ENABLE_HINT = ("vLLM serves /metrics unless started with --disable-log-stats; start SGLang with --enable-metrics "
-               "and llama-server with --metrics; TGI serves it on its own port too (--prometheus-port, 9000)")
+ENABLE_HINT = ("Start SGLang with --enable-metrics, llama-server with --metrics; vLLM and TGI serve /metrics by "
+               "default (TGI also on its --prometheus-port, 9000)")
+# vLLM keeps serving /metrics without its own figures when started with --disable-log-stats, and
+# (0.10 on) when it runs more than one API server process.
+UNRECOGNISED_HINT = ("Check that the URL is the inference server's, not a proxy's or another service's; vLLM started "
+                     "with --disable-log-stats or --api-server-count above 1 leaves its own figures out of /metrics")
 
 
 @dataclass(frozen=True)
@@ -336,8 +340,7 @@ class OpenAiTelemetry:
         if scrape.dialect is MetricsDialect.UNKNOWN:
             raise MetricsUnavailable(f"{url} answered, but with {scrape.reading.metrics_reason} "
                                      f"({scrape.reading.skipped_lines} unreadable lines)", MetricsFailure.UNRECOGNISED,
-                                     "Check that the URL is the inference server's, not a proxy's or another "
-                                     "service's.")
+                                     UNRECOGNISED_HINT + ".")
         reading = scrape.reading
         if scrape.dialect is MetricsDialect.LLAMA_CPP:
             reading = await self._with_slots(reading)

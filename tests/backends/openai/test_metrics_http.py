@@ -106,7 +106,7 @@ def test_a_server_without_metrics_says_how_to_turn_them_on() -> None:
     assert error.kind is MetricsFailure.NO_METRICS
     assert error.message.startswith("this server has no /metrics (http://127.0.0.1:")
     assert "/metrics: HTTP 404" in error.message
-    assert "--enable-metrics" in error.hint and "--disable-log-stats" in error.hint
+    assert "--enable-metrics" in error.hint and "--metrics" in error.hint
 
 
 def test_llama_server_started_without_metrics_is_no_metrics_in_its_own_words() -> None:
@@ -134,6 +134,7 @@ def test_an_answer_without_known_metrics_is_unrecognised() -> None:
     error = failure(200, "<html><body>LM Studio</body></html>")
     assert error.kind is MetricsFailure.UNRECOGNISED
     assert "none of the metrics of vLLM, SGLang, TGI or llama.cpp" in error.message
+    assert "--disable-log-stats" in error.hint  # vLLM then serves /metrics with only the process's own figures
 
 
 def test_a_closed_port_is_unreachable() -> None:
