@@ -154,6 +154,7 @@ def point_row(r: PointResult) -> dict[str, Any]:
         "server_slots_total": r.server.slots_total, "server_slots_busy_max": r.server.slots_busy_max,
         "server_slots_busy_mean": _num(r.server.slots_busy_mean, 2),
         "server_requests_deferred_max": r.server.requests_deferred_max,
+        "server_requests_running_max": r.server.requests_running_max,
         "server_kv_fill_max_pct": _num(r.server.kv_fill_max_pct),
         "server_generated_tokens": _num(r.server.generated_tokens, 0),
         "server_generation_tokens_per_s": _num(r.server.generation_tokens_per_s),
@@ -272,8 +273,8 @@ CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_len
                "server_prompt_tokens_per_s_mean", "vram_peak_mib", "gpu_util_mean_pct", "power_mean_w",
                "energy_j", "tokens_per_joule", "estimate_verdict", "loaded_size_mib", "loaded_vram_mib",
                "elapsed_s", "server_slots_total", "server_slots_busy_max", "server_slots_busy_mean",
-               "server_requests_deferred_max", "server_kv_fill_max_pct", "server_generated_tokens",
-               "server_generation_tokens_per_s", "contention", "contention_cpu_others_pct",
+               "server_requests_deferred_max", "server_requests_running_max", "server_kv_fill_max_pct",
+               "server_generated_tokens", "server_generation_tokens_per_s", "contention", "contention_cpu_others_pct",
                "contention_cpu_idle_pct", "contention_gpu_others_pct", "contention_top", "contention_top_pct",
                # TTFT's parts and where requests waited (the client queue is queue_ms)
                "queue_ms_mean", "queue_ms_p95", "server_wait_ms_mean", "server_wait_ms_p95", "prefill_ms_mean",
@@ -308,10 +309,11 @@ def reports_server(results: Sequence[PointResult]) -> bool:
 
 
 def slots_cell(r: PointResult) -> str:
-    """The most slots seen busy over the slots there are ("4/4"), or — when the server did not say."""
+    """The most slots seen busy over the slots there are ("4/4"); for a server without slots (vLLM, SGLang, TGI)
+    the most requests it reported running at once ("12"); — when the server said neither."""
     f = r.server
     if f.slots_busy_max is None:
-        return "—"
+        return "—" if f.requests_running_max is None else str(f.requests_running_max)
     return f"{f.slots_busy_max}/{f.slots_total}" if f.slots_total is not None else str(f.slots_busy_max)
 
 

@@ -1,6 +1,7 @@
-"""The server's own readings over a benchmark's measured window: slots busy, requests waiting for a
-slot, KV-cache fill, and its generated-tokens counter — for a backend whose server reports them
-(llama-server's /slots and /metrics). They stand next to the client's figures so a reader sees
+"""The server's own readings over a benchmark's measured window: slots busy (or, for a server without
+slots such as vLLM, requests running), requests waiting for a slot, KV-cache fill, and its
+generated-tokens counter — for a backend whose server reports them (llama-server's /slots and
+/metrics, an OpenAI-compatible server's /metrics). They stand next to the client's figures so a reader sees
 whether the server agrees: as many busy slots as the point's parallel, the extra clients waiting."""
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def server_figures(samples: Sequence[ServerSample], reason: str = "") -> ServerF
         return ServerFigures(reason=reason or "the server reported nothing during the run")
     busy = [s.slots_busy for s in samples if s.slots_busy is not None]
     deferred = [s.requests_deferred for s in samples if s.requests_deferred is not None]
+    running = [s.requests_processing for s in samples if s.requests_processing is not None]
     kv = [s.kv_cache_fill for s in samples if s.kv_cache_fill is not None and math.isfinite(s.kv_cache_fill)]
     totals = [s.slots_total for s in samples if s.slots_total is not None]
     first, last = samples[0], samples[-1]
@@ -45,6 +47,7 @@ def server_figures(samples: Sequence[ServerSample], reason: str = "") -> ServerF
         slots_busy_max=max(busy) if busy else None,
         slots_busy_mean=sum(busy) / len(busy) if busy else None,
         requests_deferred_max=max(deferred) if deferred else None,
+        requests_running_max=max(running) if running else None,
         kv_fill_max_pct=max(kv) * 100.0 if kv else None,
         # The counter counts finished requests only. The window's requests start as it opens (the baseline
         # may already see their first tokens in flight: not counted twice) and have ended by its last
@@ -112,8 +115,8 @@ class ServerWindow(PollingWindow[ServerSample]):
         if not self.samples:
             return True
         last = self.samples[-1]
-        if last.slots_busy:
-            return False
+        if last.slots_busy or (last.slots_busy is None and last.requests_processing):
+            return False  # a slot, or where the server reports no slots a request, still at work
         if last.predicted_tokens_total is None or len(self.samples) < 2:
             return True
         return self.samples[-2].predicted_tokens_total == last.predicted_tokens_total
