@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.backends.llama_server.engine_server import free_port
+from tests.backends.llama_server.engine_server import free_port, llama_server
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "fleet"
 HOSTS = ("box-a", "box-b")
@@ -112,7 +112,7 @@ def prometheus(binary: Path, folder: Path, config: dict[str, object]) -> Iterato
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=folder)
     base_url = f"http://127.0.0.1:{port}"
     try:
-        asyncio.run(_ready(base_url, process, log_path))
+        asyncio.run(_answers(f"{base_url}/-/ready", process, log_path))
         yield RunningPrometheus(base_url, process, log_path)
     finally:
         process.terminate()
@@ -123,17 +123,19 @@ def prometheus(binary: Path, folder: Path, config: dict[str, object]) -> Iterato
             process.wait(timeout=20)
 
 
-async def _ready(base_url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+async def _answers(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Wait until `url` answers 200; RuntimeError with the log's end when the process died first."""
     async with httpx.AsyncClient(timeout=2.0) as client:
         async def ready() -> bool:
             if process.poll() is not None:
-                raise RuntimeError(f"prometheus exited with {process.returncode}: {log_path.read_text()[-2000:]}")
+                log = log_path.read_text() if log_path.exists() else ""
+                raise RuntimeError(f"{process.args[0]} exited with {process.returncode}: {log[-2000:]}")
             try:
-                return (await client.get(f"{base_url}/-/ready")).status_code == 200
+                return (await client.get(url)).status_code == 200
             except httpx.HTTPError:
                 return False
 
-        await wait_until(ready, f"Prometheus at {base_url} answering /-/ready")
+        await wait_until(ready, f"{url} answering")
 
 
 async def wait_for_series(base_url: str, query: str, count: int, timeout_s: float = START_TIMEOUT_S) -> None:
@@ -144,6 +146,84 @@ async def wait_for_series(base_url: str, query: str, count: int, timeout_s: floa
             return len(reply["data"]["result"]) >= count
 
         await wait_until(scraped, f"{count} series of {query}", timeout_s)
+
+
+NGINX_CONF = """\
+daemon off;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/client; proxy_temp_path {prefix}/proxy; fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi; scgi_temp_path {prefix}/scgi;
+    upstream servers {{ {upstreams} }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{ proxy_pass http://servers; proxy_buffering off; proxy_http_version 1.1; }}
+    }}
+}}
+"""
+
+
+@contextlib.contextmanager
+def nginx(binary: Path, folder: Path, servers: Sequence[str]) -> Iterator[str]:
+    """Debian's nginx on a free 127.0.0.1 port balancing round-robin over `servers`; yields its base URL."""
+    folder.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    upstreams = " ".join(f"server {url.removeprefix('http://')};" for url in servers)
+    conf = folder / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(prefix=folder, upstreams=upstreams, port=port))
+    log_path = folder / "nginx.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen([str(binary), "-p", str(folder), "-c", str(conf)], stdout=log,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        asyncio.run(_answers(f"{base_url}/health", process, folder / "error.log"))
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=20)
+
+
+@dataclass(frozen=True)
+class FleetStack:
+    """Two llama-servers (box-a, box-b), nginx in front of them, the exposition files and Prometheus."""
+
+    servers: tuple[str, str]
+    balancer_url: str
+    prometheus_url: str
+    files_url: str
+
+    def toml(self, *, prometheus: bool = True, extra: str = "") -> str:
+        return fleet_toml(self.servers, self.prometheus_url if prometheus else None,
+                          balancer_url=self.balancer_url) + extra
+
+
+SERVER_FLAGS = ("-c", "512", "-np", "2", "-t", "1", "--metrics", "--slots")
+
+
+@contextlib.contextmanager
+def fleet_stack(llama_server_binary: Path, model: Path, nginx_binary: Path | None, prometheus_binary: Path,
+                folder: Path) -> Iterator[FleetStack]:
+    """The whole fleet, each part real, started and awaited (every target scraped), stopped at the end."""
+    with llama_server(llama_server_binary, model, folder, SERVER_FLAGS) as first, \
+            llama_server(llama_server_binary, model, folder, SERVER_FLAGS) as second, \
+            exposition_files() as files_url, \
+            contextlib.ExitStack() as balancer, \
+            prometheus(prometheus_binary, folder / "prometheus",
+                       scrape_config([first.base_url, second.base_url], files_url)) as running:
+        urls = (first.base_url, second.base_url)
+        balancer_url = balancer.enter_context(nginx(nginx_binary, folder / "nginx", urls)) if nginx_binary else ""
+        for query, count in (("up == 1", 7), ("llamacpp:requests_processing", 2), ("DCGM_FI_DEV_FB_USED", 2),
+                             ("node_memory_MemTotal_bytes", 2), ("ollama_deck_gpu_memory_used_bytes", 1)):
+            asyncio.run(wait_for_series(running.base_url, query, count))
+        yield FleetStack(urls, balancer_url, running.base_url, files_url)
 
 
 def fleet_toml(servers: Sequence[str], prometheus_url: str | None, *, balancer_url: str | None = None,
@@ -159,5 +239,5 @@ def fleet_toml(servers: Sequence[str], prometheus_url: str | None, *, balancer_u
     return "\n".join(parts)
 
 
-__all__ = ["DATA", "HOSTS", "RunningPrometheus", "exposition_files", "fleet_toml", "prometheus", "scrape_config",
-           "wait_for_series", "wait_until"]
+__all__ = ["DATA", "HOSTS", "SERVER_FLAGS", "FleetStack", "RunningPrometheus", "exposition_files", "fleet_stack",
+           "fleet_toml", "nginx", "prometheus", "scrape_config", "wait_for_series", "wait_until"]

@@ -24,43 +24,30 @@ from app.adapters.prometheus.query import (
 from app.core.fleet import FleetServer
 from app.core.fleet_status import HostFigures, HostSource
 from app.core.server.url import parse_server_url
-from tests.adapters.prometheus.fleet_stack import (
-    exposition_files,
-    prometheus,
-    scrape_config,
-    wait_for_series,
-)
-from tests.backends.llama_server.engine_server import RunningServer, free_port, llama_server
+from tests.adapters.prometheus.fleet_stack import FleetStack, fleet_stack
+from tests.backends.llama_server.engine_server import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
 MIB = 1024 * 1024
 T = TypeVar("T")
-SERVER_FLAGS = ("-c", "512", "-np", "2", "-t", "1", "--metrics")
 
 
 class Stack:
-    def __init__(self, servers: list[RunningServer], prometheus_url: str, files_url: str) -> None:
-        self.servers = servers
-        self.prometheus_url = prometheus_url
-        self.files_url = files_url
+    def __init__(self, running: FleetStack) -> None:
+        self.servers = running.servers
+        self.prometheus_url = running.prometheus_url
+        self.files_url = running.files_url
 
     def server(self, index: int, host: str) -> FleetServer:
-        return FleetServer(f"s{index}", parse_server_url(self.servers[index].base_url), "llama_server", host)
+        return FleetServer(f"s{index}", parse_server_url(self.servers[index]), "llama_server", host)
 
 
 @pytest.fixture(scope="module")
 def stack(llama_server_binary: Path, bundled_model: Path, prometheus_binary: Path,
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("fleet-stack")
-    with llama_server(llama_server_binary, bundled_model, folder, SERVER_FLAGS) as first, \
-            llama_server(llama_server_binary, bundled_model, folder, SERVER_FLAGS) as second, \
-            exposition_files() as files_url, \
-            prometheus(prometheus_binary, folder / "prometheus",
-                       scrape_config([first.base_url, second.base_url], files_url)) as running:
-        for query, count in (("up == 1", 7), ("llamacpp:requests_processing", 2), ("DCGM_FI_DEV_FB_USED", 2),
-                             ("node_memory_MemTotal_bytes", 2), ("ollama_deck_gpu_memory_used_bytes", 1)):
-            asyncio.run(wait_for_series(running.base_url, query, count))
-        yield Stack([first, second], running.base_url, files_url)
+    with fleet_stack(llama_server_binary, bundled_model, None, prometheus_binary, folder) as running:
+        yield Stack(running)
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -87,7 +74,7 @@ def test_dcgm_and_node_exporter_figures_of_each_host_with_the_queries_used(stack
                             'DCGM_FI_DEV_FB_USED{instance=~"(box-a)(:[0-9]+)?"}')
     assert 'node_memory_MemTotal_bytes{instance=~"(box-a)(:[0-9]+)?"}' in a.queries
     # The server's own series, as Prometheus scraped them from that server and not from the other.
-    port = parse_server_url(stack.servers[0].base_url).port
+    port = parse_server_url(stack.servers[0]).port
     assert server_query(stack.server(0, "box-a")) in a.queries
     metrics = dict(a.server_metrics)
     assert metrics["llamacpp:requests_processing"] == 0
@@ -123,7 +110,7 @@ def test_targets_lists_every_scrape_target_with_its_health(stack: Stack) -> None
 
     found = _run(targets())
     servers = sorted(t.instance for t in found if t.job == "llama-server")
-    assert servers == sorted(s.base_url.removeprefix("http://") for s in stack.servers)
+    assert servers == sorted(s.removeprefix("http://") for s in stack.servers)
     assert {t.health for t in found} == {"up"} and len(found) == 7
     assert {t.instance for t in found if t.job.startswith("node-")} == {"box-a:9100", "box-b:9100"}
 
