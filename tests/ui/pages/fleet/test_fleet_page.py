@@ -1,0 +1,113 @@
+"""The Fleet page, wired as the composition root wires it, over the real parts: two llama-servers behind
+Debian's nginx, and the real Prometheus scraping them beside the DCGM and node-exporter files of
+tests/data/fleet/; plus a server nothing answers for, and the page without a fleet file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.backends import registry
+from app.ui.app.fleet_setup import fleet_page
+from app.ui.pages.fleet.page import FleetPage
+from app.ui.pages.fleet.table import (
+    ENDPOINT,
+    GPU_MEMORY,
+    GPU_UTIL,
+    HEALTH,
+    MODEL,
+    QUEUE,
+    RAM,
+    SLOTS,
+    SOURCE,
+    TOKENS,
+    VERSION,
+)
+from tests.adapters.prometheus.fleet_stack import FleetStack, fleet_stack
+from tests.backends.llama_server.engine_server import free_port
+
+BACKENDS = {name: registry.get(name) for name in registry.names()}
+WAIT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def stack(llama_server_binary: Path, bundled_model: Path, nginx_binary: Path, prometheus_binary: Path,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetStack]:
+    with fleet_stack(llama_server_binary, bundled_model, nginx_binary, prometheus_binary,
+                     tmp_path_factory.mktemp("fleet-page")) as running:
+        yield running
+
+
+def _page(qtbot: Any, page_context: Any, path: Path | None) -> FleetPage:
+    page = fleet_page(page_context(), str(path) if path else None, BACKENDS)
+    qtbot.addWidget(page)
+    return page
+
+
+@pytest.mark.slow
+@pytest.mark.engine
+def test_rows_fill_a_down_server_says_why_and_the_queries_are_shown(qtbot, page_context, stack: FleetStack,
+                                                                    tmp_path: Path) -> None:
+    nobody = f"127.0.0.1:{free_port()}"
+    path = tmp_path / "fleet.toml"
+    path.write_text(stack.toml(extra=f'\n[[server]]\nname = "box-c"\nurl = "http://{nobody}"\n'
+                                     'backend = "llama_server"\nhost = "box-c"\n'))
+    page = _page(qtbot, page_context, path)
+    page.resize(1280, 640)
+    page.show()
+    table = page.table
+    qtbot.waitUntil(lambda: page.polls >= 2 and table.rowCount() == 4, timeout=WAIT_MS)
+    try:
+        a, c, balancer = table.row_of("box-a"), table.row_of("box-c"), table.row_of("nginx")
+        assert table.cell_text(a, ENDPOINT) == f"box-a\nllama-server · {stack.servers[0]}"
+        assert table.cell_text(a, HEALTH) == "● up"
+        assert table.cell_text(a, VERSION) not in ("", "—") and "SmolLM2" in table.cell_text(a, MODEL)
+        assert (table.cell_text(a, SLOTS), table.cell_text(a, QUEUE)) == ("0/2", "0")
+        assert table.cell_text(a, TOKENS) in ("0.0", "—")
+        assert (table.cell_text(a, GPU_MEMORY), table.cell_text(a, GPU_UTIL)) == ("17.8 / 24.0 GiB", "87 %")
+        assert table.cell_text(a, RAM) == "38 of 62 GiB free"
+        assert table.cell_text(a, SOURCE) == "Prometheus: DCGM"
+        assert table.cell_text(table.row_of("box-b"), GPU_UTIL) == "41 %"
+        # The down server: its health, and why across its server columns and under the table.
+        assert table.cell_text(c, HEALTH) == "● unreachable"
+        assert nobody in table.cell_text(c, VERSION) and table.columnSpan(c, VERSION) == 2
+        assert page.down_label.isVisible() and page.down_label.message.startswith("box-c: unreachable — ")
+        assert table.cell_text(c, SOURCE) == "Prometheus: ollama-deck exporter"  # its host is still known
+        # The balancer's row: its health through nginx, the sums of the servers behind it.
+        assert table.cell_text(balancer, ENDPOINT) == f"nginx\nbalancer → box-a, box-b · {stack.balancer_url}"
+        assert (table.cell_text(balancer, HEALTH), table.cell_text(balancer, SLOTS)) == ("● up", "0/4")
+        # The PromQL in use, each once.
+        queries = page.queries_view.toPlainText().splitlines()
+        assert 'DCGM_FI_DEV_FB_USED{Hostname="box-a"} or DCGM_FI_DEV_FB_USED{instance=~"(box-a)(:[0-9]+)?"}' in queries
+        assert 'node_memory_MemTotal_bytes{instance=~"(box-b)(:[0-9]+)?"}' in queries
+        assert len(queries) == len(set(queries))
+        assert any(q.startswith("ollama_deck_gpu_memory_used_bytes") for q in queries)
+        assert page.prometheus_label.text().startswith(f"Prometheus at {stack.prometheus_url}, GET /api/v1/query")
+        # A row keeps its history: the sparkline has one value a poll.
+        assert len(table.sparklines["box-a"].values) == page.polls
+    finally:
+        page.shutdown()
+    assert page.feed is not None and not page.feed.running
+
+
+def test_without_a_fleet_file_the_page_shows_how_to_write_one(qtbot, page_context) -> None:
+    page = _page(qtbot, page_context, None)
+    page.show()
+    assert page.ready and page.feed is None and not page.table.isVisible()
+    example = page.example_view.toPlainText()
+    assert '[[server]]\nname = "box-a"' in example and "[balancer]" in example and "[prometheus]" in example
+    assert page.subtitle.text() == "no fleet file" and not page.problem.isVisible()
+
+
+def test_a_fleet_file_that_cannot_be_used_is_said_with_its_line_and_the_example_stays(qtbot, page_context,
+                                                                                    tmp_path: Path) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_text('[[server]]\nname = "a"\nurl = "ftp://127.0.0.1:1"\nbackend = "llama_server"\n')
+    page = _page(qtbot, page_context, path)
+    page.show()
+    assert page.problem.isVisible() and page.problem.severity == "error"
+    assert page.problem.message.startswith(f"The fleet file {path}: line 3, server[0].url: ")
+    assert "write an http(s) URL" in page.problem.message and page.example_view.isVisible()
