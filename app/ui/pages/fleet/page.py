@@ -15,7 +15,7 @@ from app.ui.pages.fleet.feed import FleetFeed
 from app.ui.pages.fleet.table import FleetTable
 from app.ui.widgets.forms import InlineMessage
 
-READY_POLLS = 4
+READY_POLLS = 8  # a screenshot waits for these: its sparklines have a line
 MATCHING_RULE = (
     "A server's host figures are the series whose DCGM Hostname label, or the host part of whose instance "
     "label, is the server's host (its host = \"…\" in the fleet file, else its URL's host). GPU: DCGM "
@@ -86,11 +86,10 @@ class FleetPage(QWidget):
             outer.addWidget(self.empty, 1)
         else:
             self.empty.hide()
-            self.table.setMinimumHeight(150)
-            outer.addWidget(self.table, 3)
+            outer.addWidget(self.table, 2)
             outer.addWidget(self.down_label)
             outer.addWidget(self.notes_label)
-            outer.addWidget(self.queries_box, 2)
+            outer.addWidget(self.queries_box, 1)
             feed.setParent(self)
             feed.snapshot_ready.connect(self.show_snapshot)
             feed.start()

@@ -14,12 +14,14 @@ from app.core.fleet_status import EndpointStatus, Health, HostFigures, HostSourc
 from app.core.units import GIB
 from app.ui.widgets import theme
 
-COLUMNS = ("Endpoint", "Health", "Version", "Model", "Tokens/s", "Slots", "Queue", "GPU memory", "GPU util",
-           "Host RAM", "Host figures from")
-ENDPOINT, HEALTH, VERSION, MODEL, TOKENS, SLOTS, QUEUE, GPU_MEMORY, GPU_UTIL, RAM, SOURCE = range(len(COLUMNS))
-WIDTHS = {ENDPOINT: 200, HEALTH: 104, VERSION: 92, MODEL: 160, TOKENS: 118, SLOTS: 58, QUEUE: 58, GPU_MEMORY: 118,
-          GPU_UTIL: 72, RAM: 118}
+COLUMNS = ("Endpoint", "Health", "Model", "Tokens/s", "Slots", "Queue", "GPU", "Host RAM", "Figures from")
+ENDPOINT, HEALTH, MODEL, TOKENS, SLOTS, QUEUE, GPU, RAM, SOURCE = range(len(COLUMNS))
+# Fits the 1280x720 layout (about 1060 pixels beside the sidebar); the source column takes the rest.
+WIDTHS = {ENDPOINT: 176, HEALTH: 122, MODEL: 138, TOKENS: 104, SLOTS: 56, QUEUE: 64, GPU: 128, RAM: 104}
+ROW_HEIGHT = 48
+SHOWN_ROWS = 8  # the table grows to show this many rows before it scrolls
 HISTORY = 60  # polls a sparkline keeps (a minute at one a second)
+SPARK_MIN_POINTS = 12
 HEALTH_COLOURS = {Health.UP: theme.OK, Health.PENDING: theme.DIM}
 SOURCE_COLOURS = {HostSource.PROMETHEUS_DCGM: theme.ACCENT, HostSource.PROMETHEUS_EXPORTER: theme.ACCENT,
                   HostSource.THIS_MACHINE: theme.OK, HostSource.UNKNOWN: theme.DIM}
@@ -40,24 +42,32 @@ def fmt_slots(status: EndpointStatus) -> str:
     return f"{fmt_count(status.slots_busy)}/{status.slots_total}"
 
 
-def fmt_gpu_memory(host: HostFigures | None) -> str:
+def fmt_gpu(host: HostFigures | None) -> str:
+    """'17.8 / 24.0 GiB' and, on a second line, '87 % busy' (the busiest GPU of the host)."""
     if host is None or host.gpu_total_bytes is None:
         return DASH
     used = host.gpu_used_bytes
-    return f"{DASH if used is None else f'{used / GIB:.1f}'} / {host.gpu_total_bytes / GIB:.1f} GiB"
-
-
-def fmt_utilization(host: HostFigures | None) -> str:
-    value = None if host is None else host.gpu_utilization
-    return DASH if value is None else f"{value * 100:.0f} %"
+    memory = f"{DASH if used is None else f'{used / GIB:.1f}'} / {host.gpu_total_bytes / GIB:.1f} GiB"
+    use = host.gpu_utilization
+    return memory if use is None else f"{memory}\n{use * 100:.0f} % busy"
 
 
 def fmt_ram(host: HostFigures | None) -> str:
+    """'38 GiB free' and 'of 62 GiB' under it; the total alone where what is available is not known."""
     if host is None or host.ram_total_bytes is None:
         return DASH
+    total = f"{host.ram_total_bytes / GIB:.0f} GiB"
     available = host.ram_available_bytes
-    free = "" if available is None else f"{available / GIB:.0f} of "
-    return f"{free}{host.ram_total_bytes / GIB:.0f} GiB free" if free else f"{host.ram_total_bytes / GIB:.0f} GiB"
+    return total if available is None else f"{available / GIB:.0f} GiB free\nof {total}"
+
+
+def fmt_model(model: str) -> str:
+    """A model named by its file path (llama-server's /v1/models id) as its file name, without .gguf."""
+    return ", ".join(name.rsplit("/", 1)[-1].removesuffix(".gguf") for name in model.split(", "))
+
+
+def fmt_url(url: str) -> str:
+    return url.removeprefix("http://")
 
 
 def host_tooltip(host: HostFigures) -> str:
@@ -100,7 +110,7 @@ class Sparkline(QWidget):
         if len(self.values) < 2 or not known or line.width() < 8:
             return
         top = max(known) or 1.0
-        step = line.width() / (HISTORY - 1)
+        step = line.width() / (max(len(self.values), SPARK_MIN_POINTS) - 1)  # a short history is not a sliver
         start = line.right() - step * (len(self.values) - 1)
         painter.setPen(QPen(QColor(theme.ACCENT), 1.4))
         previous: QPointF | None = None
@@ -125,7 +135,7 @@ class FleetTable(QTableWidget):
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setWordWrap(True)
-        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.horizontalHeader()
         for column, width in WIDTHS.items():
             header.resizeSection(column, width)
@@ -144,7 +154,9 @@ class FleetTable(QTableWidget):
             self.sparklines = {name: self.sparklines.get(name) or Sparkline() for name in names}
             for row, name in enumerate(names):
                 self.setCellWidget(row, TOKENS, self.sparklines[name])
-                self.setRowHeight(row, 48)
+                self.setRowHeight(row, ROW_HEIGHT)
+            header = self.horizontalHeader().sizeHint().height()
+            self.setMinimumHeight(header + ROW_HEIGHT * min(len(names), SHOWN_ROWS) + 2 * self.frameWidth() + 14)
         for row, status in enumerate(endpoints):
             self._fill(row, status)
 
@@ -170,35 +182,33 @@ class FleetTable(QTableWidget):
             font = QFont(item.font())
             font.setBold(True)
             item.setFont(font)
-        if column in (TOKENS, SLOTS, QUEUE, GPU_UTIL):
+        if column in (TOKENS, SLOTS, QUEUE):
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return item
 
     def _fill(self, row: int, status: EndpointStatus) -> None:
-        kind = f"balancer → {', '.join(status.behind)}" if status.behind else status.kind
-        self._set(row, ENDPOINT, f"{status.name}\n{kind} · {status.url}", bold=False,
-                  tip=f"{status.name}: {kind} at {status.url}")
+        kind = "balancer" if status.behind else status.kind
+        self._set(row, ENDPOINT, f"{status.name} · {kind}\n{fmt_url(status.url)}",
+                  tip=f"{status.name}: {kind} at {status.url}"
+                      + (f" in front of {', '.join(status.behind)}" if status.behind else ""))
         colour = HEALTH_COLOURS.get(status.health, theme.ERROR)
-        self._set(row, HEALTH, f"● {status.health.value}", colour=colour, tip=status.why or status.health.value)
+        version = f"\n{status.version}" if status.version else ""
+        self._set(row, HEALTH, f"● {status.health.value}{version}", colour=colour,
+                  tip=status.why or f"{status.health.value}{', version ' + status.version if version else ''}")
         self.sparklines[status.name].add(status.tokens_per_s if status.health.is_up else None)
-        down = status.health.is_down
-        self.setSpan(row, VERSION, 1, 2 if down else 1)
-        if down:
-            self._set(row, VERSION, status.why, colour=theme.ERROR)
-            self._set(row, MODEL, "")
+        if status.health.is_down:  # why, in the client's words (whole in the tooltip and under the table)
+            self._set(row, MODEL, status.why, colour=theme.ERROR)
         else:
-            self._set(row, VERSION, status.version or DASH)
-            self._set(row, MODEL, status.model or DASH)
+            self._set(row, MODEL, fmt_model(status.model) or DASH, tip=status.model)
         note = status.telemetry_note
         self._set(row, SLOTS, fmt_slots(status), tip=note)
         self._set(row, QUEUE, fmt_count(status.queue), tip=note)
         host = status.host
-        self._set(row, GPU_MEMORY, fmt_gpu_memory(host))
-        self._set(row, GPU_UTIL, fmt_utilization(host))
+        self._set(row, GPU, fmt_gpu(host))
         self._set(row, RAM, fmt_ram(host))
         if host is None:
-            self._set(row, SOURCE, DASH if status.behind else "", colour=theme.DIM,
-                      tip="a balancer: the figures above are the sums of the servers behind it")
+            self._set(row, SOURCE, f"sums of {', '.join(status.behind)}" if status.behind else "", colour=theme.DIM,
+                      tip="a balancer: tokens/s, slots and queue are the sums of the servers behind it that are up")
         else:
             self._set(row, SOURCE, host.source_text, colour=SOURCE_COLOURS[host.source], tip=host_tooltip(host))
 

@@ -13,19 +13,7 @@ import pytest
 from app.backends import registry
 from app.ui.app.fleet_setup import fleet_page
 from app.ui.pages.fleet.page import FleetPage
-from app.ui.pages.fleet.table import (
-    ENDPOINT,
-    GPU_MEMORY,
-    GPU_UTIL,
-    HEALTH,
-    MODEL,
-    QUEUE,
-    RAM,
-    SLOTS,
-    SOURCE,
-    TOKENS,
-    VERSION,
-)
+from app.ui.pages.fleet.table import ENDPOINT, GPU, HEALTH, MODEL, QUEUE, RAM, SLOTS, SOURCE, TOKENS
 from tests.adapters.prometheus.fleet_stack import FleetStack, fleet_stack
 from tests.backends.llama_server.engine_server import free_port
 
@@ -62,23 +50,25 @@ def test_rows_fill_a_down_server_says_why_and_the_queries_are_shown(qtbot, page_
     qtbot.waitUntil(lambda: page.polls >= 2 and table.rowCount() == 4, timeout=WAIT_MS)
     try:
         a, c, balancer = table.row_of("box-a"), table.row_of("box-c"), table.row_of("nginx")
-        assert table.cell_text(a, ENDPOINT) == f"box-a\nllama-server · {stack.servers[0]}"
-        assert table.cell_text(a, HEALTH) == "● up"
-        assert table.cell_text(a, VERSION) not in ("", "—") and "SmolLM2" in table.cell_text(a, MODEL)
+        assert table.cell_text(a, ENDPOINT) == f"box-a · llama-server\n{stack.servers[0].removeprefix('http://')}"
+        health, version = table.cell_text(a, HEALTH).split("\n")
+        assert health == "● up" and version
+        assert table.cell_text(a, MODEL) == "SmolLM2-135M-Instruct.Q4_1"  # the served file's name, not its path
         assert (table.cell_text(a, SLOTS), table.cell_text(a, QUEUE)) == ("0/2", "0")
         assert table.cell_text(a, TOKENS) in ("0.0", "—")
-        assert (table.cell_text(a, GPU_MEMORY), table.cell_text(a, GPU_UTIL)) == ("17.8 / 24.0 GiB", "87 %")
-        assert table.cell_text(a, RAM) == "38 of 62 GiB free"
+        assert table.cell_text(a, GPU) == "17.8 / 24.0 GiB\n87 % busy"
+        assert table.cell_text(a, RAM) == "38 GiB free\nof 62 GiB"
         assert table.cell_text(a, SOURCE) == "Prometheus: DCGM"
-        assert table.cell_text(table.row_of("box-b"), GPU_UTIL) == "41 %"
-        # The down server: its health, and why across its server columns and under the table.
+        assert table.cell_text(table.row_of("box-b"), GPU) == "16.7 / 24.0 GiB\n41 % busy"
+        # The down server: its health, and why in its model's place and under the table.
         assert table.cell_text(c, HEALTH) == "● unreachable"
-        assert nobody in table.cell_text(c, VERSION) and table.columnSpan(c, VERSION) == 2
+        assert nobody in table.cell_text(c, MODEL) and table.cell_text(c, SLOTS) == "—"
         assert page.down_label.isVisible() and page.down_label.message.startswith("box-c: unreachable — ")
         assert table.cell_text(c, SOURCE) == "Prometheus: ollama-deck exporter"  # its host is still known
         # The balancer's row: its health through nginx, the sums of the servers behind it.
-        assert table.cell_text(balancer, ENDPOINT) == f"nginx\nbalancer → box-a, box-b · {stack.balancer_url}"
-        assert (table.cell_text(balancer, HEALTH), table.cell_text(balancer, SLOTS)) == ("● up", "0/4")
+        assert table.cell_text(balancer, ENDPOINT) == f"nginx · balancer\n{stack.balancer_url.removeprefix('http://')}"
+        assert table.cell_text(balancer, HEALTH).startswith("● up\n") and table.cell_text(balancer, SLOTS) == "0/4"
+        assert table.cell_text(balancer, SOURCE) == "sums of box-a, box-b"
         # The PromQL in use, each once.
         queries = page.queries_view.toPlainText().splitlines()
         assert 'DCGM_FI_DEV_FB_USED{Hostname="box-a"} or DCGM_FI_DEV_FB_USED{instance=~"(box-a)(:[0-9]+)?"}' in queries
