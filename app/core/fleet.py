@@ -106,8 +106,19 @@ class FleetNote:
     text: str
 
 
+class _Reached:
+    """Something the app reaches at a checked URL."""
+
+    url: ServerUrl
+
+    @property
+    def base_url(self) -> str:
+        """The URL clients are given: scheme://host:port[/path]."""
+        return self.url.base_url
+
+
 @dataclass(frozen=True)
-class FleetServer:
+class FleetServer(_Reached):
     """One endpoint: a unique name, its URL, the registry name of its backend, and its host's label in
     Prometheus ('' when not given: then the URL's host is used)."""
 
@@ -115,10 +126,6 @@ class FleetServer:
     url: ServerUrl
     backend: str
     host: str = ""
-
-    @property
-    def base_url(self) -> str:
-        return self.url.base_url
 
     @property
     def host_label(self) -> str:
@@ -131,27 +138,19 @@ class FleetServer:
 
 
 @dataclass(frozen=True)
-class Balancer:
+class Balancer(_Reached):
     """A load balancer in front of some of the servers (by name, in the file's order)."""
 
     name: str
     url: ServerUrl
     servers: tuple[str, ...]
 
-    @property
-    def base_url(self) -> str:
-        return self.url.base_url
-
 
 @dataclass(frozen=True)
-class PrometheusSource:
+class PrometheusSource(_Reached):
     """A Prometheus server whose HTTP API knows the fleet's hosts."""
 
     url: ServerUrl
-
-    @property
-    def base_url(self) -> str:
-        return self.url.base_url
 
 
 @dataclass(frozen=True)

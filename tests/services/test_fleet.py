@@ -4,8 +4,7 @@ them beside the DCGM and node-exporter exposition files of tests/data/fleet/."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -15,7 +14,7 @@ from app.core.fleet import parse_fleet
 from app.core.fleet_status import FleetSnapshot, Health, HostFigures, HostSource
 from app.core.memory.host import HostMemory
 from app.services.fleet import CALL_TIMEOUT_S, FleetMonitor, local_host_figures
-from tests.adapters.prometheus.fleet_stack import FleetStack, fleet_stack, wait_until
+from tests.adapters.prometheus.fleet_stack import FleetStack, module_fleet_stack, wait_until
 from tests.backends.llama_server.engine_server import free_port, post_json
 from tests.fakes.scripted_gpu import ScriptedGpuBackend, gpu_with, serving_script
 
@@ -24,12 +23,7 @@ BACKENDS = {name: registry.get(name) for name in registry.names()}
 MIB = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def stack(llama_server_binary: Path, bundled_model: Path, nginx_binary: Path, prometheus_binary: Path,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetStack]:
-    with fleet_stack(llama_server_binary, bundled_model, nginx_binary, prometheus_binary,
-                     tmp_path_factory.mktemp("fleet")) as running:
-        yield running
+stack = module_fleet_stack(with_nginx=True)
 
 
 def _monitor(text: str, *, timeout_s: float = CALL_TIMEOUT_S,

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.backends.llama_server.engine_server import free_port, llama_server
+from tests.backends.llama_server.engine_server import free_port, llama_server, stop
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "fleet"
 HOSTS = ("box-a", "box-b")
@@ -90,37 +91,32 @@ with the app's own exporter only (instance box-c:9464)."""
             "scrape_configs": jobs}
 
 
-@dataclass(frozen=True)
-class RunningPrometheus:
-    base_url: str
-    process: subprocess.Popen[bytes]
-    log_path: Path
+@contextlib.contextmanager
+def _program(argv: Sequence[str], folder: Path, ready_url: str, log_path: Path) -> Iterator[None]:
+    """Run `argv` in `folder` (output to folder/output.log) until `ready_url` answers 200; stop it at the end.
+    A program that exits first fails with the end of `log_path`."""
+    with (folder / "output.log").open("wb") as output:
+        process = subprocess.Popen(list(argv), stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   cwd=folder)
+    try:
+        asyncio.run(_answers(ready_url, process, log_path))
+        yield
+    finally:
+        stop(process)
 
 
 @contextlib.contextmanager
-def prometheus(binary: Path, folder: Path, config: dict[str, object]) -> Iterator[RunningPrometheus]:
-    """Debian's Prometheus on a free 127.0.0.1 port with `config` (JSON is YAML), its data in `folder`."""
+def prometheus(binary: Path, folder: Path, config: dict[str, object]) -> Iterator[str]:
+    """Debian's Prometheus on a free 127.0.0.1 port with `config` (JSON is YAML), its data in `folder`; yields
+    its base URL."""
     folder.mkdir(parents=True, exist_ok=True)
     config_path = folder / "prometheus.yml"
     config_path.write_text(json.dumps(config, indent=1))
-    port = free_port()
-    log_path = folder / "prometheus.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [str(binary), f"--config.file={config_path}", f"--storage.tsdb.path={folder / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=folder)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        asyncio.run(_answers(f"{base_url}/-/ready", process, log_path))
-        yield RunningPrometheus(base_url, process, log_path)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=20)
+    base_url = f"http://127.0.0.1:{free_port()}"
+    argv = [str(binary), f"--config.file={config_path}", f"--storage.tsdb.path={folder / 'tsdb'}",
+            f"--web.listen-address={base_url.removeprefix('http://')}", "--log.level=warn"]
+    with _program(argv, folder, f"{base_url}/-/ready", folder / "output.log"):
+        yield base_url
 
 
 async def _answers(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
@@ -174,21 +170,10 @@ def nginx(binary: Path, folder: Path, servers: Sequence[str]) -> Iterator[str]:
     upstreams = " ".join(f"server {url.removeprefix('http://')};" for url in servers)
     conf = folder / "nginx.conf"
     conf.write_text(NGINX_CONF.format(prefix=folder, upstreams=upstreams, port=port))
-    log_path = folder / "nginx.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen([str(binary), "-p", str(folder), "-c", str(conf)], stdout=log,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     base_url = f"http://127.0.0.1:{port}"
-    try:
-        asyncio.run(_answers(f"{base_url}/health", process, folder / "error.log"))
+    with _program([str(binary), "-p", str(folder), "-c", str(conf)], folder, f"{base_url}/health",
+                  folder / "error.log"):
         yield base_url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=20)
 
 
 @dataclass(frozen=True)
@@ -217,13 +202,27 @@ def fleet_stack(llama_server_binary: Path, model: Path, nginx_binary: Path | Non
             exposition_files() as files_url, \
             contextlib.ExitStack() as balancer, \
             prometheus(prometheus_binary, folder / "prometheus",
-                       scrape_config([first.base_url, second.base_url], files_url)) as running:
+                       scrape_config([first.base_url, second.base_url], files_url)) as prometheus_url:
         urls = (first.base_url, second.base_url)
         balancer_url = balancer.enter_context(nginx(nginx_binary, folder / "nginx", urls)) if nginx_binary else ""
         for query, count in (("up == 1", 7), ("llamacpp:requests_processing", 2), ("DCGM_FI_DEV_FB_USED", 2),
                              ("node_memory_MemTotal_bytes", 2), ("ollama_deck_gpu_memory_used_bytes", 1)):
-            asyncio.run(wait_for_series(running.base_url, query, count))
-        yield FleetStack(urls, balancer_url, running.base_url, files_url)
+            asyncio.run(wait_for_series(prometheus_url, query, count))
+        yield FleetStack(urls, balancer_url, prometheus_url, files_url)
+
+
+def module_fleet_stack(*, with_nginx: bool) -> Callable[..., Iterator[FleetStack]]:
+    """A module-scoped fixture of the whole fleet (nginx in front where asked): `stack = module_fleet_stack(…)`."""
+
+    @pytest.fixture(scope="module")
+    def stack(llama_server_binary: Path, bundled_model: Path, prometheus_binary: Path,
+              request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetStack]:
+        nginx_binary = request.getfixturevalue("nginx_binary") if with_nginx else None
+        with fleet_stack(llama_server_binary, bundled_model, nginx_binary, prometheus_binary,
+                         tmp_path_factory.mktemp("fleet")) as running:
+            yield running
+
+    return stack
 
 
 def fleet_toml(servers: Sequence[str], prometheus_url: str | None, *, balancer_url: str | None = None,
@@ -239,5 +238,5 @@ def fleet_toml(servers: Sequence[str], prometheus_url: str | None, *, balancer_u
     return "\n".join(parts)
 
 
-__all__ = ["DATA", "HOSTS", "SERVER_FLAGS", "FleetStack", "RunningPrometheus", "exposition_files", "fleet_stack",
-           "fleet_toml", "nginx", "prometheus", "scrape_config", "wait_for_series", "wait_until"]
+__all__ = ["DATA", "HOSTS", "SERVER_FLAGS", "FleetStack", "exposition_files", "fleet_stack", "fleet_toml",
+           "module_fleet_stack", "nginx", "prometheus", "scrape_config", "wait_for_series", "wait_until"]

@@ -4,8 +4,7 @@ and node-exporter exposition files of tests/data/fleet/ and one host with only t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -24,7 +23,7 @@ from app.adapters.prometheus.query import (
 from app.core.fleet import FleetServer
 from app.core.fleet_status import HostFigures, HostSource
 from app.core.server.url import parse_server_url
-from tests.adapters.prometheus.fleet_stack import FleetStack, fleet_stack
+from tests.adapters.prometheus.fleet_stack import FleetStack, module_fleet_stack
 from tests.backends.llama_server.engine_server import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
@@ -32,22 +31,11 @@ MIB = 1024 * 1024
 T = TypeVar("T")
 
 
-class Stack:
-    def __init__(self, running: FleetStack) -> None:
-        self.servers = running.servers
-        self.prometheus_url = running.prometheus_url
-        self.files_url = running.files_url
-
-    def server(self, index: int, host: str) -> FleetServer:
-        return FleetServer(f"s{index}", parse_server_url(self.servers[index]), "llama_server", host)
+def _server(stack: FleetStack, index: int, host: str) -> FleetServer:
+    return FleetServer(f"s{index}", parse_server_url(stack.servers[index]), "llama_server", host)
 
 
-@pytest.fixture(scope="module")
-def stack(llama_server_binary: Path, bundled_model: Path, prometheus_binary: Path,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    folder = tmp_path_factory.mktemp("fleet-stack")
-    with fleet_stack(llama_server_binary, bundled_model, None, prometheus_binary, folder) as running:
-        yield Stack(running)
+stack = module_fleet_stack(with_nginx=False)
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -59,9 +47,9 @@ async def _figures(url: str, server: FleetServer) -> HostFigures:
         return await reader.host_figures(server)
 
 
-def test_dcgm_and_node_exporter_figures_of_each_host_with_the_queries_used(stack: Stack) -> None:
-    a = _run(_figures(stack.prometheus_url, stack.server(0, "box-a")))
-    b = _run(_figures(stack.prometheus_url, stack.server(1, "box-b")))
+def test_dcgm_and_node_exporter_figures_of_each_host_with_the_queries_used(stack: FleetStack) -> None:
+    a = _run(_figures(stack.prometheus_url, _server(stack, 0, "box-a")))
+    b = _run(_figures(stack.prometheus_url, _server(stack, 1, "box-b")))
     assert a.source is HostSource.PROMETHEUS_DCGM and a.source_text == "Prometheus: DCGM"
     [gpu] = a.gpus
     assert (gpu.gpu, gpu.name, gpu.uuid) == ("0", "NVIDIA GeForce RTX 4090", "GPU-5f3c9a1e-2b7d-4c1f-9e8a-0d6b1c2a3f4e")
@@ -75,15 +63,15 @@ def test_dcgm_and_node_exporter_figures_of_each_host_with_the_queries_used(stack
     assert 'node_memory_MemTotal_bytes{instance=~"(box-a)(:[0-9]+)?"}' in a.queries
     # The server's own series, as Prometheus scraped them from that server and not from the other.
     port = parse_server_url(stack.servers[0]).port
-    assert server_query(stack.server(0, "box-a")) in a.queries
+    assert server_query(_server(stack, 0, "box-a")) in a.queries
     metrics = dict(a.server_metrics)
     assert metrics["llamacpp:requests_processing"] == 0
     assert "llamacpp:prompt_tokens_total" in metrics
-    assert str(port) in server_query(stack.server(0, "box-a"))
+    assert str(port) in server_query(_server(stack, 0, "box-a"))
 
 
-def test_a_host_with_only_the_apps_exporter_falls_back_to_its_names(stack: Stack) -> None:
-    c = _run(_figures(stack.prometheus_url, stack.server(0, "box-c")))
+def test_a_host_with_only_the_apps_exporter_falls_back_to_its_names(stack: FleetStack) -> None:
+    c = _run(_figures(stack.prometheus_url, _server(stack, 0, "box-c")))
     assert c.source is HostSource.PROMETHEUS_EXPORTER and c.source_text == "Prometheus: ollama-deck exporter"
     [gpu] = c.gpus
     assert (gpu.name, gpu.used_bytes, gpu.total_bytes, gpu.utilization) == (
@@ -94,8 +82,8 @@ def test_a_host_with_only_the_apps_exporter_falls_back_to_its_names(stack: Stack
         on_host("ollama_deck_gpu_memory_used_bytes", "box-c"))
 
 
-def test_a_host_prometheus_does_not_know_is_unknown_with_why_and_every_query_tried(stack: Stack) -> None:
-    d = _run(_figures(stack.prometheus_url, stack.server(1, "box-d")))
+def test_a_host_prometheus_does_not_know_is_unknown_with_why_and_every_query_tried(stack: FleetStack) -> None:
+    d = _run(_figures(stack.prometheus_url, _server(stack, 1, "box-d")))
     assert d.source is HostSource.UNKNOWN and d.gpus == ()
     assert d.source_text.startswith("unknown: Prometheus has no DCGM_FI_DEV_FB_USED or "
                                     "ollama_deck_gpu_memory_used_bytes series for host 'box-d'")
@@ -103,7 +91,7 @@ def test_a_host_prometheus_does_not_know_is_unknown_with_why_and_every_query_tri
     assert dict(d.server_metrics)["llamacpp:requests_processing"] == 0  # the server's own series still match
 
 
-def test_targets_lists_every_scrape_target_with_its_health(stack: Stack) -> None:
+def test_targets_lists_every_scrape_target_with_its_health(stack: FleetStack) -> None:
     async def targets() -> list[ScrapeTarget]:
         async with PrometheusReader(stack.prometheus_url) as reader:
             return await reader.targets()
@@ -115,7 +103,7 @@ def test_targets_lists_every_scrape_target_with_its_health(stack: Stack) -> None
     assert {t.instance for t in found if t.job.startswith("node-")} == {"box-a:9100", "box-b:9100"}
 
 
-def test_the_apis_error_document_is_a_typed_error_with_its_type(stack: Stack) -> None:
+def test_the_apis_error_document_is_a_typed_error_with_its_type(stack: FleetStack) -> None:
     async def bad() -> None:
         async with PrometheusReader(stack.prometheus_url) as reader:
             await reader.query("sum(")
@@ -125,7 +113,7 @@ def test_the_apis_error_document_is_a_typed_error_with_its_type(stack: Stack) ->
     assert caught.value.error_type == "bad_data" and "parse error" in caught.value.error
 
 
-def test_no_series_is_an_empty_result_error_where_one_is_required(stack: Stack) -> None:
+def test_no_series_is_an_empty_result_error_where_one_is_required(stack: FleetStack) -> None:
     async def empty() -> None:
         async with PrometheusReader(stack.prometheus_url) as reader:
             assert await reader.query("no_such_metric") == []
@@ -136,7 +124,7 @@ def test_no_series_is_an_empty_result_error_where_one_is_required(stack: Stack) 
     assert caught.value.query == "no_such_metric"
 
 
-def test_something_that_is_not_prometheus_is_a_bad_status(stack: Stack) -> None:
+def test_something_that_is_not_prometheus_is_a_bad_status(stack: FleetStack) -> None:
     async def not_prometheus() -> None:
         async with PrometheusReader(stack.files_url) as reader:  # the exposition files' server: 404 for the API
             await reader.query("up")

@@ -4,7 +4,6 @@ tests/data/fleet/; plus a server nothing answers for, and the page without a fle
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +13,14 @@ from app.backends import registry
 from app.ui.app.fleet_setup import fleet_page
 from app.ui.pages.fleet.page import FleetPage
 from app.ui.pages.fleet.table import ENDPOINT, GPU, HEALTH, MODEL, QUEUE, RAM, SLOTS, SOURCE, TOKENS
-from tests.adapters.prometheus.fleet_stack import FleetStack, fleet_stack
+from tests.adapters.prometheus.fleet_stack import FleetStack, module_fleet_stack
 from tests.backends.llama_server.engine_server import free_port
 
 BACKENDS = {name: registry.get(name) for name in registry.names()}
 WAIT_MS = 30_000
 
 
-@pytest.fixture(scope="module")
-def stack(llama_server_binary: Path, bundled_model: Path, nginx_binary: Path, prometheus_binary: Path,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetStack]:
-    with fleet_stack(llama_server_binary, bundled_model, nginx_binary, prometheus_binary,
-                     tmp_path_factory.mktemp("fleet-page")) as running:
-        yield running
+stack = module_fleet_stack(with_nginx=True)
 
 
 def _page(qtbot: Any, page_context: Any, path: Path | None) -> FleetPage:
