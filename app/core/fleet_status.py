@@ -127,6 +127,21 @@ class EndpointStatus:
 
 
 @dataclass(frozen=True)
+class ScrapeTarget:
+    """One target a Prometheus server scrapes, as its /api/v1/targets lists it."""
+
+    job: str
+    instance: str
+    scrape_url: str
+    health: str  # Prometheus's word: "up", "down" or "unknown"
+    last_error: str
+
+    @property
+    def is_up(self) -> bool:
+        return self.health == "up"
+
+
+@dataclass(frozen=True)
 class FleetSnapshot:
     """Every endpoint (the balancer last) and the PromQL in use."""
 
@@ -136,7 +151,12 @@ class FleetSnapshot:
     prometheus_url: str = ""
     prometheus_problem: str = ""  # why Prometheus gave nothing (unreachable, an error), empty when it answered
     notes: tuple[str, ...] = field(default=())  # what the fleet file does worth saying (traffic beyond loopback)
+    targets: tuple[ScrapeTarget, ...] = ()  # what Prometheus scrapes, with each target's health
+
+    @property
+    def targets_down(self) -> tuple[ScrapeTarget, ...]:
+        return tuple(t for t in self.targets if not t.is_up)
 
 
-__all__ = ["EndpointStatus", "FleetSnapshot", "GpuFigures", "Health", "HostFigures", "HostSource", "health_of",
-           "unknown_host"]
+__all__ = ["EndpointStatus", "FleetSnapshot", "GpuFigures", "Health", "HostFigures", "HostSource", "ScrapeTarget",
+           "health_of", "unknown_host"]

@@ -27,15 +27,16 @@ from app.core.fleet_status import (
     Health,
     HostFigures,
     HostSource,
+    ScrapeTarget,
     health_of,
     unknown_host,
 )
-from app.core.memory.host import HostMemory
 from app.core.ports.backend import BackendSpec
 from app.core.ports.catalog import ModelCatalog
 from app.core.ports.fleet import HostFiguresReader, HostFiguresReaderFactory
 from app.core.ports.telemetry import ServerTelemetry
-from app.core.telemetry import GpuBackend
+from app.core.telemetry import GpuInfo
+from app.core.telemetry_buffers import Channel, TelemetryBuffers
 
 log = logging.getLogger(__name__)
 
@@ -118,18 +119,29 @@ class FleetMonitor:
     async def poll(self) -> FleetSnapshot:
         """Every endpoint's status now (they are asked concurrently), the balancer's, and the queries in use."""
         servers = self._open()
-        problem = ""
-        statuses = await asyncio.gather(*(self._poll_server(e) for e in servers))
-        hosts = await asyncio.gather(*(self._host(e.server) for e in servers if e.server is not None))
-        for endpoint, status, (host, host_problem) in zip(servers, statuses, hosts):
+        statuses, hosts, (targets, problem) = await asyncio.gather(
+            asyncio.gather(*(self._poll_server(e) for e in servers)),
+            asyncio.gather(*(self._host(e.server) for e in servers if e.server is not None)),
+            self._targets())
+        for endpoint, status, host in zip(servers, statuses, hosts):
             endpoint.status = replace(status, host=host)
-            problem = problem or host_problem
         balancer = await self._poll_balancer(servers) if self._balancer is not None else None
         queries = tuple(dict.fromkeys(q for e in servers if e.status.host for q in e.status.host.queries))
         prometheus = self.fleet.prometheus
         return FleetSnapshot(tuple(e.status for e in servers), balancer, queries,
                              prometheus.base_url if prometheus else "", problem,
-                             tuple(note.text for note in self.fleet.notes))
+                             tuple(note.text for note in self.fleet.notes), targets)
+
+    async def _targets(self) -> tuple[tuple[ScrapeTarget, ...], str]:
+        """What Prometheus scrapes, and its problem when it cannot say."""
+        if self._reader is None:
+            return (), ""
+        try:
+            return tuple(await self._call(self._reader.targets())), ""
+        except DeckError as exc:
+            return (), exc.user_text()
+        except TimeoutError:
+            return (), f"Prometheus did not answer within {self._timeout_s:g} s"
 
     async def _call(self, call: Awaitable[T]) -> T:
         return await asyncio.wait_for(call, self._timeout_s)
@@ -175,22 +187,21 @@ class FleetMonitor:
                 "slots_total": sample.slots_total, "queue": sample.requests_deferred,
                 "telemetry_note": sample.metrics_reason or sample.slots_reason}
 
-    async def _host(self, server: FleetServer) -> tuple[HostFigures, str]:
-        """The host's figures and, when the source itself failed, its problem."""
+    async def _host(self, server: FleetServer) -> HostFigures:
+        """The host's figures (a source that fails leaves them unknown, with why)."""
         if self._reader is not None:
             try:
-                return await self._call(self._reader.host_figures(server)), ""
+                return await self._call(self._reader.host_figures(server))
             except DeckError as exc:
-                return unknown_host(f"Prometheus failed: {exc.user_text()}"), exc.user_text()
+                return unknown_host(f"Prometheus failed: {exc.user_text()}")
             except TimeoutError:
-                why = f"Prometheus did not answer within {self._timeout_s:g} s"
-                return unknown_host(why), why
+                return unknown_host(f"Prometheus did not answer within {self._timeout_s:g} s")
         if self._local_host is not None and server.loopback:
-            return await asyncio.to_thread(self._local_host), ""
+            return self._local_host()
         if server.loopback:
-            return unknown_host("no [prometheus] in the fleet file, and no GPU readings here"), ""
+            return unknown_host("no [prometheus] in the fleet file, and no GPU readings here")
         return unknown_host(f"{server.host_label} is another machine: add a [prometheus] url to the fleet file "
-                            "for its GPU"), ""
+                            "for its GPU")
 
     async def _poll_balancer(self, servers: list[_Endpoint]) -> EndpointStatus:
         assert self._balancer is not None
@@ -204,21 +215,24 @@ class FleetMonitor:
         return status
 
 
-def local_host_figures(gpu: GpuBackend, ram: Callable[[], HostMemory | None]) -> Callable[[], HostFigures]:
-    """This machine's GPU (the app's NVML backend) and RAM, read when called (blocks: call in a worker)."""
+def local_host_figures(info: GpuInfo | None, no_gpu: str, samples: TelemetryBuffers) -> Callable[[], HostFigures]:
+    """This machine's GPU (`info`, None: none, `no_gpu` says why) and RAM from the sampler's latest row (the app's
+    own NVML and psutil readings: the GPU is not read a second time from another thread)."""
 
     def read() -> HostFigures:
-        memory = ram()
-        total = float(memory.total_bytes) if memory and memory.total_bytes else None
-        available = float(memory.available_bytes) if memory else None
-        info = gpu.info()
-        sample = gpu.sample(time.monotonic(), []) if gpu.available else None
-        if info is None or sample is None:
-            return HostFigures(HostSource.UNKNOWN, (), total, available, "this machine",
-                               f"no GPU readings on this machine: {gpu.unavailable_reason or 'no NVIDIA GPU'}")
-        figures = GpuFigures(str(info.index), info.name, info.uuid, _bytes(sample.memory_used_mib),
-                             _bytes(sample.memory_total_mib), _ratio(sample.utilization_pct))
-        return HostFigures(HostSource.THIS_MACHINE, (figures,), total, available, "this machine")
+        last = samples.last()
+        row = last[1] if last is not None else None
+        ram_total = _bytes(float(row[Channel.RAM_TOTAL_MIB])) if row is not None else None
+        ram_used = _bytes(float(row[Channel.RAM_USED_MIB])) if row is not None else None
+        available = ram_total - ram_used if ram_total is not None and ram_used is not None else None
+        if info is None:
+            return HostFigures(HostSource.UNKNOWN, (), ram_total, available, "this machine",
+                               f"no GPU readings on this machine: {no_gpu or 'no NVIDIA GPU'}")
+        if row is None:
+            return HostFigures(HostSource.UNKNOWN, (), reason="this machine's GPU has not been sampled yet")
+        figures = GpuFigures(str(info.index), info.name, info.uuid, _bytes(float(row[Channel.GPU_MEM_USED_MIB])),
+                             _bytes(float(row[Channel.GPU_MEM_TOTAL_MIB])), _ratio(float(row[Channel.GPU_UTIL_PCT])))
+        return HostFigures(HostSource.THIS_MACHINE, (figures,), ram_total, available, "this machine")
 
     return read
 
@@ -234,7 +248,7 @@ def _count(values: list[int | None]) -> int | None:
 
 
 def _bytes(mib: float) -> float | None:
-    return mib * MIB if mib == mib else None  # NaN: the driver said N/A
+    return mib * MIB if mib == mib else None  # NaN: the driver said N/A, or no reading
 
 
 def _ratio(pct: float) -> float | None:

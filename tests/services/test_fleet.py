@@ -12,11 +12,12 @@ from app.adapters.prometheus.query import PrometheusReader
 from app.backends import registry
 from app.core.fleet import parse_fleet
 from app.core.fleet_status import FleetSnapshot, Health, HostFigures, HostSource
-from app.core.memory.host import HostMemory
+from app.core.telemetry import HostSample, Sample
+from app.core.telemetry_buffers import TelemetryBuffers
 from app.services.fleet import CALL_TIMEOUT_S, FleetMonitor, local_host_figures
 from tests.adapters.prometheus.fleet_stack import FleetStack, module_fleet_stack, wait_until
 from tests.backends.llama_server.engine_server import free_port, post_json
-from tests.fakes.scripted_gpu import ScriptedGpuBackend, gpu_with, serving_script
+from tests.fakes.scripted_gpu import ScriptedGpuBackend, serving_script
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
 BACKENDS = {name: registry.get(name) for name in registry.names()}
@@ -56,6 +57,9 @@ def test_both_servers_are_up_with_version_model_slots_and_their_hosts_dcgm_figur
         snapshot.queries
     assert len(snapshot.queries) == len(set(snapshot.queries)) == 12  # 6 per host: 3 DCGM, 2 node, 1 server
     assert (snapshot.prometheus_url, snapshot.prometheus_problem) == (stack.prometheus_url, "")
+    assert len(snapshot.targets) == 7 and snapshot.targets_down == ()
+    assert {t.instance for t in snapshot.targets if t.job == "llama-server"} == {
+        url.removeprefix("http://") for url in stack.servers}
     balancer = snapshot.balancer
     assert balancer is not None
     assert (balancer.name, balancer.health, balancer.behind, balancer.slots_total) == (
@@ -111,17 +115,21 @@ def test_prometheus_down_is_said_once_and_every_host_is_unknown_with_why(stack: 
 
 
 def test_without_prometheus_a_loopback_server_gets_this_machines_gpu_and_ram(stack: FleetStack) -> None:
-    gpu = ScriptedGpuBackend(script=serving_script())  # no GPU here: the NVML backend's stand-in (an RTX 4090)
-    ram = HostMemory(available_bytes=6 * 1024 * MIB, total_bytes=16 * 1024 * MIB)
-    monitor = _monitor(stack.toml(prometheus=False), local_host=local_host_figures(gpu, lambda: ram))
+    # No GPU here: the sampler's row comes from the NVML backend's stand-in (an RTX 4090 serving Qwen3-14B).
+    gpu = ScriptedGpuBackend(script=serving_script())
+    samples = TelemetryBuffers()
+    samples.append(Sample(30.0, gpu.sample(30.0, []), HostSample(30.0, 10 * 1024, 16 * 1024, 5.0, 900.0), 0.0))
+    monitor = _monitor(stack.toml(prometheus=False), local_host=local_host_figures(gpu.info(), "", samples))
     [snapshot] = asyncio.run(_polls(monitor, 1))
     host = snapshot.endpoints[0].host
     assert host is not None and host.source is HostSource.THIS_MACHINE and host.source_text == "this machine: NVML"
-    assert (host.gpu_total_bytes, host.ram_total_bytes, host.gpus[0].name) == (
-        24564 * MIB, 16 * 1024 * MIB, "NVIDIA GeForce RTX 4090")
+    [card] = host.gpus
+    assert (card.name, card.total_bytes, host.ram_total_bytes, host.ram_available_bytes) == (
+        "NVIDIA GeForce RTX 4090", 24564 * MIB, 16 * 1024 * MIB, 6 * 1024 * MIB)
+    assert card.used_bytes is not None and card.used_bytes > 14_000 * MIB  # the model is loaded at 30 s
     assert snapshot.queries == ()
-    no_gpu = _monitor(stack.toml(prometheus=False), local_host=local_host_figures(
-        gpu_with(None, "NVML: driver not loaded"), lambda: ram))
+    no_gpu = _monitor(stack.toml(prometheus=False), local_host=local_host_figures(None, "NVML: driver not loaded",
+                                                                                 samples))
     [snapshot] = asyncio.run(_polls(no_gpu, 1))
     host = snapshot.endpoints[0].host
     assert host is not None and host.source_text == "unknown: no GPU readings on this machine: NVML: driver not loaded"

@@ -36,7 +36,7 @@ import httpx
 
 from app.core.errors import DeckError
 from app.core.fleet import FleetServer
-from app.core.fleet_status import GpuFigures, HostFigures, HostSource
+from app.core.fleet_status import GpuFigures, HostFigures, HostSource, ScrapeTarget
 
 MIB = 1024 * 1024
 SERVER_METRIC_NAMES = r"llamacpp:.+|vllm:.+|sglang:.+|tgi_.+"
@@ -87,17 +87,6 @@ class VectorSample:
 
     labels: Mapping[str, str]
     value: float
-
-
-@dataclass(frozen=True)
-class ScrapeTarget:
-    """One active scrape target as /api/v1/targets lists it."""
-
-    job: str
-    instance: str
-    scrape_url: str
-    health: str  # "up", "down" or "unknown"
-    last_error: str
 
 
 def label_value(text: str) -> str:

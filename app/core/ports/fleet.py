@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from app.core.fleet import FleetServer
-from app.core.fleet_status import HostFigures
+from app.core.fleet_status import HostFigures, ScrapeTarget
 
 
 class HostFiguresReader(Protocol):
@@ -16,6 +16,10 @@ class HostFiguresReader(Protocol):
     async def host_figures(self, server: FleetServer) -> HostFigures:
         """The host's GPUs, RAM and the server's scraped series with the queries asked; DeckError when the
         source itself fails (a host it does not know is HostFigures with source UNKNOWN and the reason)."""
+        ...
+
+    async def targets(self) -> list[ScrapeTarget]:
+        """What the source scrapes, with each target's health (DeckError when it cannot say)."""
         ...
 
     async def aclose(self) -> None:

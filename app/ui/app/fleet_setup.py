@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.adapters.prometheus.query import PrometheusReader
-from app.adapters.telemetry.host import host_memory_reader
 from app.core.fleet import FleetError, example_fleet, parse_fleet
 from app.core.ports.backend import BackendSpec
 from app.services.fleet import FleetMonitor, local_host_figures
@@ -31,8 +30,8 @@ def fleet_page(context: PageContext, path: str | None, backends: Mapping[str, Ba
         return FleetPage(context, example=example, problem=f"Cannot read the fleet file {path}: {exc}")
     except FleetError as exc:
         return FleetPage(context, example=example, problem=f"The fleet file {path}: {exc.user_text()}")
-    monitor = FleetMonitor(fleet, backends, host_reader=PrometheusReader,
-                           local_host=local_host_figures(context.gpu, host_memory_reader(lambda: [])))
+    local = local_host_figures(context.gpu.info(), context.gpu.unavailable_reason, context.samples)
+    monitor = FleetMonitor(fleet, backends, host_reader=PrometheusReader, local_host=local)
     return FleetPage(context, FleetFeed(monitor, context.loop), example=example, source=path)
 
 

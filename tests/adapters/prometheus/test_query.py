@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -23,7 +24,13 @@ from app.adapters.prometheus.query import (
 from app.core.fleet import FleetServer
 from app.core.fleet_status import HostFigures, HostSource
 from app.core.server.url import parse_server_url
-from tests.adapters.prometheus.fleet_stack import FleetStack, module_fleet_stack
+from tests.adapters.prometheus.fleet_stack import (
+    FleetStack,
+    exposition_files,
+    module_fleet_stack,
+    prometheus,
+    wait_until,
+)
 from tests.backends.llama_server.engine_server import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
@@ -147,3 +154,27 @@ def test_host_patterns_escape_what_re2_would_read_and_bracket_ipv6() -> None:
     assert instance_pattern(["10.0.0.5"]) == r"(10\.0\.0\.5)(:[0-9]+)?"
     assert instance_pattern(["::1"], "8080", port_optional=False) == r"(\[::1\]):8080"
     assert on_host("m", 'a"b') == 'm{instance=~"(a\\"b)(:[0-9]+)?"}'
+
+
+def test_a_target_prometheus_cannot_scrape_is_listed_down_with_its_error(prometheus_binary: Path,
+                                                                         tmp_path: Path) -> None:
+    gone = f"127.0.0.1:{free_port()}"
+    with exposition_files() as files_url:
+        config = {"global": {"scrape_interval": "1s", "scrape_timeout": "1s"}, "scrape_configs": [
+            {"job_name": "gone", "static_configs": [{"targets": [gone]}]},
+            {"job_name": "dcgm", "metrics_path": "/dcgm-box-a.prom",
+             "static_configs": [{"targets": [files_url.removeprefix("http://")]}]}]}
+        with prometheus(prometheus_binary, tmp_path / "prometheus", config) as url:
+            async def scraped_both() -> list[ScrapeTarget]:
+                async with PrometheusReader(url) as reader:
+                    async def known() -> bool:
+                        found = await reader.targets()
+                        return len(found) == 2 and all(t.health != "unknown" for t in found)
+
+                    await wait_until(known, "both targets scraped once")
+                    return await reader.targets()
+
+            found = {t.job: t for t in _run(scraped_both())}
+    assert (found["dcgm"].health, found["dcgm"].last_error) == ("up", "")
+    assert found["gone"].health == "down" and found["gone"].instance == gone
+    assert "connection refused" in found["gone"].last_error and found["gone"].scrape_url == f"http://{gone}/metrics"

@@ -23,6 +23,15 @@ MATCHING_RULE = (
     "server's own series are those of instance = its URL's port on that host.")
 
 
+def targets_text(snapshot: FleetSnapshot) -> str:
+    """'7 targets up', or '1 of 7 targets down: job instance (its last error); …'."""
+    down = snapshot.targets_down
+    if not down:
+        return f"{len(snapshot.targets)} scrape targets up"
+    listed = "; ".join(f"{t.job} {t.instance}" + (f" ({t.last_error})" if t.last_error else "") for t in down)
+    return f"{len(down)} of {len(snapshot.targets)} scrape targets down: {listed}"
+
+
 def _monospace(text: str = "") -> QPlainTextEdit:
     view = QPlainTextEdit(text)
     view.setObjectName("LogView")
@@ -138,8 +147,8 @@ class FleetPage(QWidget):
         elif snapshot.prometheus_problem:
             self.prometheus_label.setText(f"Prometheus at {snapshot.prometheus_url}: {snapshot.prometheus_problem}")
         else:
-            self.prometheus_label.setText(f"Prometheus at {snapshot.prometheus_url}, "
-                                          f"GET /api/v1/query (instant vectors), each poll:")
+            self.prometheus_label.setText(f"Prometheus at {snapshot.prometheus_url} ({targets_text(snapshot)}), "
+                                          "GET /api/v1/query (instant vectors), each poll:")
         text = "\n".join(snapshot.queries)
         if self.queries_view.toPlainText() != text:
             self.queries_view.setPlainText(text)

@@ -11,7 +11,8 @@ import pytest
 
 from app.backends import registry
 from app.ui.app.fleet_setup import fleet_page
-from app.ui.pages.fleet.page import FleetPage
+from app.core.fleet_status import FleetSnapshot, ScrapeTarget
+from app.ui.pages.fleet.page import FleetPage, targets_text
 from app.ui.pages.fleet.table import ENDPOINT, GPU, HEALTH, MODEL, QUEUE, RAM, SLOTS, SOURCE, TOKENS
 from tests.adapters.prometheus.fleet_stack import FleetStack, module_fleet_stack
 from tests.backends.llama_server.engine_server import free_port
@@ -69,7 +70,8 @@ def test_rows_fill_a_down_server_says_why_and_the_queries_are_shown(qtbot, page_
         assert 'node_memory_MemTotal_bytes{instance=~"(box-b)(:[0-9]+)?"}' in queries
         assert len(queries) == len(set(queries))
         assert any(q.startswith("ollama_deck_gpu_memory_used_bytes") for q in queries)
-        assert page.prometheus_label.text().startswith(f"Prometheus at {stack.prometheus_url}, GET /api/v1/query")
+        assert page.prometheus_label.text().startswith(
+            f"Prometheus at {stack.prometheus_url} (7 scrape targets up), GET /api/v1/query")
         # A row keeps its history: the sparkline has one value a poll.
         assert len(table.sparklines["box-a"].values) == page.polls
     finally:
@@ -95,3 +97,10 @@ def test_a_fleet_file_that_cannot_be_used_is_said_with_its_line_and_the_example_
     assert page.problem.isVisible() and page.problem.severity == "error"
     assert page.problem.message.startswith(f"The fleet file {path}: line 3, server[0].url: ")
     assert "write an http(s) URL" in page.problem.message and page.example_view.isVisible()
+
+
+def test_targets_prometheus_cannot_scrape_are_named_with_their_errors() -> None:
+    snapshot = FleetSnapshot((), targets=(
+        ScrapeTarget("node-box-b", "box-b:9100", "http://box-b:9100/metrics", "down", "connection refused"),
+        ScrapeTarget("dcgm", "box-a:9400", "http://box-a:9400/metrics", "up", "")))
+    assert targets_text(snapshot) == "1 of 2 scrape targets down: node-box-b box-b:9100 (connection refused)"
