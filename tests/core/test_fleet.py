@@ -170,3 +170,13 @@ def test_arbitrary_text_raises_only_the_typed_error(text: str) -> None:
         parse_fleet(text, BACKENDS)
     except FleetError as error:
         assert isinstance(error.problem, FleetProblem)
+
+
+def test_the_readmes_example_fleet_file_reads() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = next(part for part in readme.split("```")[1::2] if part.lstrip().startswith("[[server]]"))
+    fleet = parse_fleet(block, BACKENDS)
+    assert [s.name for s in fleet.servers] == ["box-a", "box-b"] and fleet.balancer is not None
+    assert fleet.prometheus is not None and fleet.notes == ()
