@@ -76,6 +76,8 @@ class HostFigures:
     reason: str = ""  # why there are no GPU figures (source UNKNOWN) or what is partial
     queries: tuple[str, ...] = ()  # the PromQL used, in the order asked
     server_metrics: tuple[tuple[str, float], ...] = ()  # the server's own series as Prometheus scraped them
+    scraped_running: float | None = None  # requests the server is decoding, from those series (None: not there)
+    scraped_waiting: float | None = None  # requests waiting for a slot, from those series
 
     @property
     def source_text(self) -> str:

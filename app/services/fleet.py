@@ -124,7 +124,7 @@ class FleetMonitor:
             asyncio.gather(*(self._host(e.server) for e in servers if e.server is not None)),
             self._targets())
         for endpoint, status, host in zip(servers, statuses, hosts):
-            endpoint.status = replace(status, host=host)
+            endpoint.status = _with_scraped(replace(status, host=host))
         balancer = await self._poll_balancer(servers) if self._balancer is not None else None
         queries = tuple(dict.fromkeys(q for e in servers if e.status.host for q in e.status.host.queries))
         prometheus = self.fleet.prometheus
@@ -235,6 +235,25 @@ def local_host_figures(info: GpuInfo | None, no_gpu: str, samples: TelemetryBuff
         return HostFigures(HostSource.THIS_MACHINE, (figures,), ram_total, available, "this machine")
 
     return read
+
+
+def _with_scraped(status: EndpointStatus) -> EndpointStatus:
+    """An up server whose own telemetry gave no queue (or busy count) takes them from its series as Prometheus
+    scraped them, saying so in the note."""
+    host = status.host
+    if not status.health.is_up or host is None:
+        return status
+    queue = status.queue if status.queue is not None else _int(host.scraped_waiting)
+    busy = status.slots_busy if status.slots_busy is not None else _int(host.scraped_running)
+    if (queue, busy) == (status.queue, status.slots_busy):
+        return status
+    note = "queue and requests decoding as Prometheus scraped them" + (
+        f"; {status.telemetry_note}" if status.telemetry_note else "")
+    return replace(status, queue=queue, slots_busy=busy, telemetry_note=note)
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else round(value)
 
 
 def _total(values: list[float | None]) -> float | None:

@@ -4,6 +4,7 @@ them beside the DCGM and node-exporter exposition files of tests/data/fleet/."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from collections.abc import Callable
 
 import pytest
@@ -144,3 +145,14 @@ def test_a_host_on_another_machine_without_prometheus_says_what_to_add() -> None
     assert far.host is not None and far.host.source_text == (
         "unknown: 192.0.2.1 is another machine: add a [prometheus] url to the fleet file for its GPU")
     assert snapshot.notes and "192.0.2.1" in snapshot.notes[0]
+
+
+def test_a_server_whose_own_telemetry_the_app_cannot_read_takes_its_queue_from_prometheus(stack: FleetStack) -> None:
+    # As for a server whose /metrics the app cannot reach itself: the spec without a telemetry factory.
+    blind = {**BACKENDS, "llama_server": replace(BACKENDS["llama_server"], server_telemetry=None)}
+    monitor = FleetMonitor(parse_fleet(stack.toml(), BACKENDS), blind, host_reader=PrometheusReader)
+    [snapshot] = asyncio.run(_polls(monitor, 1))
+    a = snapshot.endpoints[0]
+    assert (a.health, a.queue, a.slots_busy, a.slots_total) == (Health.UP, 0, 0, None)
+    assert a.telemetry_note.startswith("queue and requests decoding as Prometheus scraped them")
+    assert a.host is not None and (a.host.scraped_running, a.host.scraped_waiting) == (0, 0)

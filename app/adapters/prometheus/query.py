@@ -40,6 +40,12 @@ from app.core.fleet_status import GpuFigures, HostFigures, HostSource, ScrapeTar
 
 MIB = 1024 * 1024
 SERVER_METRIC_NAMES = r"llamacpp:.+|vllm:.+|sglang:.+|tgi_.+"
+# The servers' own gauges of requests decoding and waiting, in the order looked for (llama-server, vLLM, SGLang,
+# TGI): the Fleet page's slots and queue where the app cannot read the server itself.
+RUNNING_NAMES = ("llamacpp:requests_processing", "vllm:num_requests_running", "sglang:num_running_reqs",
+                 "tgi_batch_current_size")
+WAITING_NAMES = ("llamacpp:requests_deferred", "vllm:num_requests_waiting", "sglang:num_queue_reqs",
+                 "tgi_queue_size")
 
 
 class PrometheusError(DeckError):
@@ -229,12 +235,23 @@ class PrometheusReader:
             ram_total, ram_available = (_one(results[q]) for q in deck_ram)
             ram_source = "Prometheus: ollama-deck exporter" if ram_total is not None else ""
         metrics = tuple(sorted((s.labels.get("__name__", "?"), s.value) for s in results[own]))
+        running, waiting = (_first(metrics, names) for names in (RUNNING_NAMES, WAITING_NAMES))
         if not gpus:
             reason = (f"Prometheus has no DCGM_FI_DEV_FB_USED or ollama_deck_gpu_memory_used_bytes series for host "
                       f"{host!r} (matched against the Hostname label and the instance's host)")
             return HostFigures(HostSource.UNKNOWN, (), ram_total, ram_available, ram_source, reason, tuple(asked),
-                               metrics)
-        return HostFigures(source, gpus, ram_total, ram_available, ram_source, "", tuple(asked), metrics)
+                               metrics, running, waiting)
+        return HostFigures(source, gpus, ram_total, ram_available, ram_source, "", tuple(asked), metrics, running,
+                           waiting)
+
+
+def _first(metrics: Sequence[tuple[str, float]], names: Sequence[str]) -> float | None:
+    """The summed value of the first of `names` among the scraped series (a server's gauge may be per model)."""
+    for name in names:
+        values = [v for n, v in metrics if n == name and math.isfinite(v)]
+        if values:
+            return sum(values)
+    return None
 
 
 def _number(value: Any) -> float:

@@ -37,8 +37,9 @@ def fmt_count(value: int | None) -> str:
 
 
 def fmt_slots(status: EndpointStatus) -> str:
+    """'1/2' busy of total; '1 busy' where only the requests decoding are known."""
     if status.slots_total is None:
-        return DASH
+        return DASH if status.slots_busy is None else f"{status.slots_busy} busy"
     return f"{fmt_count(status.slots_busy)}/{status.slots_total}"
 
 
@@ -76,6 +77,9 @@ def host_tooltip(host: HostFigures) -> str:
         lines.append(f"GPU {gpu.gpu}: {gpu.name or 'unnamed'} {gpu.uuid}".rstrip())
     if host.ram_source:
         lines.append(f"RAM from {host.ram_source}")
+    if host.server_metrics:
+        lines.append("The server's series as Prometheus scraped them:")
+        lines.extend(f"  {name} {value:g}" for name, value in host.server_metrics)
     return "\n".join(lines)
 
 
