@@ -13,12 +13,13 @@ from typing import NoReturn
 
 from app import __version__
 from app.cli.backend_arg import add_backend_argument
+from app.cli.fleet_arg import add_fleet_argument
 
-PAGES = ("dashboard", "server", "console", "models", "bench")
+PAGES = ("dashboard", "server", "console", "models", "bench", "fleet")
 # What --page takes, any case: the sidebar's titles and the pages' short names -> the short name.
 PAGE_NAMES = {"dashboard": "dashboard", "server": "server", "prompt": "console", "console": "console",
-              "models": "models", "benchmark": "bench", "bench": "bench"}
-PAGE_HELP = "dashboard, server, prompt (or console), models, benchmark (or bench); any case"
+              "models": "models", "benchmark": "bench", "bench": "bench", "fleet": "fleet"}
+PAGE_HELP = "dashboard, server, prompt (or console), models, benchmark (or bench), fleet; any case"
 
 # name -> module under app.cli providing add_arguments(parser) and run(args) -> int
 SUBCOMMANDS: dict[str, str] = {}
@@ -56,6 +57,7 @@ def _gui_parser() -> argparse.ArgumentParser:
                    help="keep settings, presets, the window's place and the histories in DIR instead of the user's "
                         "folders")
     add_backend_argument(p)
+    add_fleet_argument(p)
     p.add_argument("--demo", action="store_true",
                    help="start the embedded engine (the bundled llama-server with the small SmolLM2 model, from "
                         "ollama-deck[engine]) and use it; your saved settings are left as they are")

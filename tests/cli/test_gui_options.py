@@ -18,7 +18,7 @@ from tests.ui.app.conftest import deck_factory  # noqa: F401 - the GUI compositi
 
 @pytest.mark.parametrize(("given", "page"), [
     ("Prompt", "console"), ("prompt", "console"), ("console", "console"), ("BENCHMARK", "bench"),
-    ("bench", "bench"), ("Dashboard", "dashboard"), ("server", "server"), (" Models ", "models"),
+    ("bench", "bench"), ("Dashboard", "dashboard"), ("server", "server"), (" Models ", "models"), ("Fleet", "fleet"),
 ])
 def test_page_takes_the_sidebar_titles_and_the_short_names(given: str, page: str) -> None:
     assert _gui_parser().parse_args(["--page", given]).page == page
@@ -28,7 +28,21 @@ def test_an_unknown_page_is_one_line_naming_the_pages() -> None:
     code, out, err = invoke(["--page", "settings"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith("ollama-deck: argument --page: 'settings' is not a page; choose one of dashboard, server, "
-                          "prompt (or console), models, benchmark (or bench)")
+                          "prompt (or console), models, benchmark (or bench), fleet")
+
+
+def test_fleet_takes_a_fleet_file_and_refuses_a_bad_one_in_one_line_with_its_line(tmp_path: Path) -> None:
+    good = tmp_path / "fleet.toml"
+    good.write_text('[[server]]\nname = "a"\nurl = "http://127.0.0.1:8081"\nbackend = "llama_server"\n')
+    assert _gui_parser().parse_args(["--fleet", str(good)]).fleet == str(good)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[server]]\nname = "a"\nurl = "http://127.0.0.1:8081"\nbackend = "vllm"\n')
+    code, out, err = invoke(["--fleet", str(bad)])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"the fleet file {bad}: line 4, server[0].backend: 'vllm' is not a backend this app knows — write one " \
+           "of: ollama" in err
+    code, _out, err = invoke(["--fleet", str(tmp_path / "missing.toml")])
+    assert code == 2 and "cannot read the fleet file" in err
 
 
 def test_help_lists_the_pages_and_the_engine_options() -> None:
@@ -36,7 +50,7 @@ def test_help_lists_the_pages_and_the_engine_options() -> None:
     text = " ".join(out.split())
     assert code == 0
     for needle in ("dashboard, server, prompt (or console), models, benchmark (or bench)", "--install-engine",
-                   "--demo", "--backend NAME", "--config-dir DIR"):
+                   "--demo", "--backend NAME", "--config-dir DIR", "--fleet FILE"):
         assert needle in text
 
 

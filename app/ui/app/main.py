@@ -58,6 +58,7 @@ from app.ui.app.telemetry_poller import ServerTelemetryPoller
 from app.ui.app.qt_platform import screenshot_platform
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.app.gc_policy import GuiThreadCollection
+from app.ui.app.fleet_setup import fleet_page
 from app.ui.app.window import DEFAULT_SIZE, MainWindow
 from app.ui.pages.models.page import ModelsPage
 from app.ui.pages.server.page import ServerPage
@@ -240,6 +241,9 @@ class DeckApp:
         self.window.add_page("models", "Models", self.models_page)
         self.bench_page = BenchPage(context)
         self.window.add_page("bench", "Benchmark", self.bench_page)
+        backends = {name: registry.get(name) for name in registry.names()}
+        self.fleet_page = fleet_page(context, getattr(self._args, "fleet", None), backends)
+        self.window.add_page("fleet", "Fleet", self.fleet_page)
 
     def _report_store_problems(self, settings_problems: list[str]) -> StoreReport:
         """The banner's list of what the settings, presets and history files could not do."""
@@ -432,6 +436,7 @@ class DeckApp:
         self.console_page.shutdown()
         self.models_page.shutdown()
         self.bench_page.shutdown()
+        self.fleet_page.shutdown()
         self.controller.shutdown()
         self.loop.stop()
         self.gpu.close()
@@ -446,7 +451,7 @@ def _take_screenshot(deck: DeckApp, path: str, app: QApplication) -> None:
     def check() -> None:
         enough = len(deck.sampler.buffers) >= SCREENSHOT_MIN_SAMPLES
         probed = deck.controller.probed
-        if (enough and probed) or time.monotonic() > deadline:
+        if (enough and probed and deck.fleet_page.ready) or time.monotonic() > deadline:
             timer.stop()
             deck.dashboard.redraw_now()
             app.processEvents()

@@ -81,12 +81,17 @@ def llama_server(binary: Path, model: Path, log_dir: Path, extra: Sequence[str] 
         wait_healthy(base_url, process, log_path)
         yield RunningServer(base_url, process, log_path)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
+    """Terminate a process this test started, killing it when it outlives grace_s seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace_s)
 
 
 async def sample_until(telemetry: ServerTelemetry, done: Callable[[ServerSample], object], what: str,

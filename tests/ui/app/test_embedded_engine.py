@@ -129,9 +129,9 @@ def test_the_switch_rebuilds_the_pages_in_the_same_window_on_the_page_shown(qtbo
     new = deck.successor
     assert new is not None and new.window is window and window.isVisible() and new.demo
     assert new.backend.name == "llama_server" and deck._closed and not new._closed
-    assert window.page_names == ["dashboard", "server", "console", "models", "bench"]
-    assert window.page("console") is new.console_page is not old_console and window.stack.count() == 5
-    assert window.current_page_name() == "bench" and window.sidebar.count() == 5
+    assert window.page_names == ["dashboard", "server", "console", "models", "bench", "fleet"]
+    assert window.page("console") is new.console_page is not old_console and window.stack.count() == 6
+    assert window.current_page_name() == "bench" and window.sidebar.count() == 6
     assert window.controller is new.controller
     assert window.header.version_label.text() == f"{embedded.demo_label()} —"
     assert "Embedded engine" in window.banner.text and "Ollama is not installed" not in window.banner.text
@@ -153,7 +153,7 @@ def test_starting_the_embedded_engine_from_the_banner_keeps_the_window(qtbot, tm
     assert new is not None and deck.current is new and new.window is window and window.isVisible()
     assert new.demo and new.backend.name == "llama_server"
     assert window.current_page_name() == "console" and window.page("console") is new.console_page
-    assert window.page_names == ["dashboard", "server", "console", "models", "bench"]
+    assert window.page_names == ["dashboard", "server", "console", "models", "bench", "fleet"]
     assert "Embedded engine" in window.banner.text
     qtbot.waitUntil(lambda: new.controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
     assert new.controller.status.binary == str(llama_server_binary)
