@@ -27,6 +27,7 @@ PROG = "ollama-deck exporter"
 RANGES = (Range("--interval", 0.25, 1.0, "s", "the app's sampler takes GPU and host readings 1 to 4 times a second; "
                 "Prometheus reads the newest at each scrape"),)
 EXIT_CANNOT_LISTEN = 1
+FIRST_SAMPLE_WAIT_S = 5.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,8 +108,10 @@ def _serve(args: argparse.Namespace, address: ListenAddress, base_url: str) -> i
     if not gpu.available:
         _say(f"no GPU metrics: {gpu.unavailable_reason}")
     lost = threading.Event()
+    sampled = threading.Event()
 
     def on_sample(sample: Sample) -> None:  # the sampler's thread
+        sampled.set()
         if gpu.info() is not None and sample.gpu is None and not lost.is_set():
             lost.set()
             _say(f"GPU metrics stopped: {gpu.unavailable_reason}")
@@ -142,8 +145,11 @@ def _serve(args: argparse.Namespace, address: ListenAddress, base_url: str) -> i
                                     else _say(f"server metrics from {url.base_url} answer again")))
         else:
             _say(f"{spec.display_name} reports no telemetry of its own: only GPU and host figures are exported")
-        print(f"Serving Prometheus metrics at {server.url} (server {url.base_url}, {spec.name}); Ctrl+C stops.\n"
-              f"Add to prometheus.yml:\n{scrape_config('ollama-deck', address_for_scrape(server))}", flush=True)
+        sampled.wait(FIRST_SAMPLE_WAIT_S)  # a scrape from now on has the host's figures
+        # The URL line last: a script that waits for it has the snippet too.
+        print(f"Add to prometheus.yml:\n{scrape_config('ollama-deck', address_for_scrape(server))}\n"
+              f"Serving Prometheus metrics at {server.url} (server {url.base_url}, {spec.name}); Ctrl+C stops.",
+              flush=True)
         stop.wait()
     finally:
         server.stop()
