@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.backends.llama_server.engine_server import free_port, get
+from tests.backends.llama_server.engine_server import free_port, get, stop_process
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,7 +95,7 @@ def prometheus(binary: Path, targets: Sequence[str], workdir: Path, job: str = "
         wait_for(lambda: _ready(running), START_TIMEOUT_S, lambda: f"Prometheus to be ready (see {log_path})")
         yield running
     finally:
-        _stop(process)
+        stop_process(process)
 
 
 def _ready(running: RunningPrometheus) -> bool:
@@ -105,16 +105,6 @@ def _ready(running: RunningPrometheus) -> bool:
         return get(f"{running.base_url}/-/ready", timeout_s=2.0)[0] == 200
     except OSError:
         return False
-
-
-def _stop(process: subprocess.Popen[Any]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
 
 
 @dataclass

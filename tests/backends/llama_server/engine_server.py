@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.core.ports.telemetry import ServerTelemetry
 from app.core.server_telemetry import ServerSample
@@ -81,12 +82,19 @@ def llama_server(binary: Path, model: Path, log_dir: Path, extra: Sequence[str] 
         wait_healthy(base_url, process, log_path)
         yield RunningServer(base_url, process, log_path)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+        stop_process(process)
+
+
+def stop_process(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM a process this test started and wait for it (SIGKILL after 15 s)."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
 
 
 async def sample_until(telemetry: ServerTelemetry, done: Callable[[ServerSample], object], what: str,
