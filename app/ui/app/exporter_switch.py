@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
@@ -45,6 +46,7 @@ class ExporterSwitch(QWidget):
         self.feed = feed
         self._registry = make_registry(feed, __version__)
         self.server: ExporterServer | None = None
+        self._pending: ExporterServer | None = None
         self._busy: concurrent.futures.Future[None] | None = None
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -84,11 +86,14 @@ class ExporterSwitch(QWidget):
             self.port.setValue(port)
         self.button.setChecked(on)
 
-    def close_now(self) -> None:
-        """Stop serving at once (on quit: the loop is about to stop)."""
-        server, self.server = self.server, None
-        if server is not None:
+    def close_now(self, timeout_s: float = 5.0) -> None:
+        """Stop serving at once (on quit: the loop is about to stop), a start still under way included."""
+        if self._busy is not None:
+            with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+                self._busy.result(timeout_s)
+        for server in {id(s): s for s in (self.server, self._pending) if s is not None}.values():
             server.stop()
+        self.server = self._pending = None
 
     # ---- GUI thread ---------------------------------------------------------------------------------------------
     def _on_toggled(self, on: bool) -> None:
@@ -96,6 +101,7 @@ class ExporterSwitch(QWidget):
         self.button.setEnabled(False)  # until this start or stop is done: one at a time
         if on:
             server = ExporterServer(self._registry, ListenAddress(LOOPBACK, self.port.value()))
+            self._pending = server  # until its start is known (close_now stops it either way)
             self.status.setText(f"starting on {server.address.text}…")
             self._busy = self._loop.submit(self._start(server))
         else:
@@ -104,6 +110,7 @@ class ExporterSwitch(QWidget):
             self._busy = self._loop.submit(self._stop(running))
 
     def _on_started(self, server: ExporterServer, error: DeckError | None) -> None:
+        self._pending = None
         self.button.setEnabled(True)
         if error is None:
             self.server = server
