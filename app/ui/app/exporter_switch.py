@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QToolButton, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 from app import __version__
 from app.adapters.aio import LoopThread
@@ -34,7 +34,7 @@ TOOLTIP = ("Serve the GPU, host and server figures this window samples as a Prom
 
 
 class ExporterSwitch(QWidget):
-    """A checkable button, its port and a status line; `state_changed` carries the URL being served ('' when off)."""
+    """A check box, its port and a status line; `state_changed` carries the URL being served ('' when off)."""
 
     state_changed = Signal(str)
     _started = Signal(object, object)  # (the server, None or the DeckError), from the loop's worker thread
@@ -51,15 +51,14 @@ class ExporterSwitch(QWidget):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(6)
-        self.button = QToolButton()
+        self.button = QCheckBox(SWITCH_TEXT)
         self.button.setObjectName("exporter_switch")
-        self.button.setText(SWITCH_TEXT)
-        self.button.setCheckable(True)
         self.button.setToolTip(TOOLTIP)
         self.port = QSpinBox()
         self.port.setObjectName("exporter_port")
         self.port.setRange(1024, 65535)
         self.port.setValue(DEFAULT_PORT)
+        self.port.setMaximumWidth(self.port.fontMetrics().horizontalAdvance("65535") * 2 + 24)
         self.port.setToolTip(f"The port on {LOOPBACK} Prometheus scrapes")
         self.status = QLabel(OFF_TEXT)
         self.status.setObjectName("HeaderDim")
@@ -118,7 +117,7 @@ class ExporterSwitch(QWidget):
             self.status.setToolTip(f"Prometheus scrapes {server.url}")
             self.state_changed.emit(server.url)
             return
-        self.status.setText(f"not exporting: {error.user_text()}")
+        self.status.setText(f"not exporting: {error.message}")  # what to do is in the tooltip: the header is one line
         self.status.setToolTip(error.user_text())
         self.port.setEnabled(True)
         self.button.blockSignals(True)

@@ -73,6 +73,7 @@ def test_a_port_in_use_turns_it_off_and_says_why(qtbot, tmp_path, deck_factory) 
         switch.set_on(True, port)
         qtbot.waitUntil(lambda: switch.status.text().startswith("not exporting"), timeout=WAIT_MS)
     assert f"Port {port} on 127.0.0.1 is already in use" in switch.status.text()
+    assert "choose another port" in switch.status.toolTip()
     assert not switch.button.isChecked() and switch.button.isEnabled() and switch.port.isEnabled()
 
 
