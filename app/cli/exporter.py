@@ -163,7 +163,12 @@ def _serve(args: argparse.Namespace, address: ListenAddress, base_url: str) -> i
 
 
 def address_for_scrape(server: ExporterServer) -> str:
-    """host:port Prometheus is to scrape (the port the kernel picked for port 0)."""
+    """host:port Prometheus is to scrape (the port the kernel picked for port 0); for a bind on every address, this
+    machine's name, which other machines can reach where the network names it."""
+    import socket
+
+    from app.adapters.process.procs import WILDCARD_ADDRESSES
     from app.core.server.exposure import address_text
 
-    return address_text(server.address.host, server.port)
+    host = server.address.host
+    return address_text(socket.gethostname() if host in WILDCARD_ADDRESSES else host, server.port)

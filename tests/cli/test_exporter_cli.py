@@ -63,6 +63,7 @@ def test_a_network_address_without_permission_is_refused_before_anything_listens
 def test_with_permission_it_listens_beyond_loopback_and_warns() -> None:
     with exporter("--listen", "0.0.0.0:0", "--allow-network", "--url", NO_SERVER, "--backend", "llama_server") as app:
         port = int(app.address.rsplit(":", 1)[1])
+        assert f"targets: ['{socket.gethostname()}:{port}']" in "".join(app.stdout)  # for another machine
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
             assert reply.status == 200
         assert app.stop() == 0
