@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, str] = {}
 SUBCOMMANDS["estimate"] = "estimate"
 SUBCOMMANDS["prompt"] = "prompt"
 SUBCOMMANDS["bench"] = "bench"
+SUBCOMMANDS["exporter"] = "exporter"
 
 
 class OneLineParser(argparse.ArgumentParser):

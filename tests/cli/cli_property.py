@@ -7,9 +7,10 @@ decode), real paths (a show reply, a binary file, a folder, missing ones) and th
 in any order, written `--opt value` or `--opt=value`. The URL is always one that refuses connections
 (or text the URL parser refuses), so a run that would measure fails at once instead of waiting.
 
-Property: any argv given to `estimate`, `prompt` or `bench` ends with an exit code in {0, 1, 2, 130},
+Property: any argv given to `estimate`, `prompt`, `bench` or `exporter` ends with an exit code in {0, 1, 2, 130},
 never an uncaught exception or a traceback, and exit 2 comes with exactly one stderr line that
-starts with the command's name and says what is wrong.
+starts with the command's name and says what is wrong. A command that serves until a signal (`exporter`) is sent
+SIGTERM once it says it serves, as a user ends it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import contextlib
 import importlib
 import io
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,13 +35,38 @@ from tests.fakes.raw_http import closed_port
 EXIT_CODES = {0, 1, 2, 130}
 
 
+SERVING = "Serving Prometheus metrics at"  # the exporter's line once it serves (until a signal)
+
+
+@contextlib.contextmanager
+def ended_once_serving(out: io.StringIO) -> Iterator[None]:
+    """SIGTERM this process once `out` holds the exporter's serving line (its handler then stops it, as it stops
+    on a user's `kill`); nothing when the command ends without serving."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.05):
+            if SERVING in out.getvalue():
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+
+
 def invoke(argv: list[str], stdin: str = "a prompt from stdin\n") -> tuple[int, str, str]:
     """Run `ollama-deck ARGV` in this process: (exit code, stdout, stderr); exceptions propagate."""
     out, err = io.StringIO(), io.StringIO()
     saved_stdin = sys.stdin
     sys.stdin = io.StringIO(stdin)
+    serving = ended_once_serving(out) if argv[:1] == ["exporter"] else contextlib.nullcontext()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), serving:
             try:
                 code = main(list(argv))
             except SystemExit as exc:  # argparse: --help (0) and its own errors (2)
@@ -118,10 +146,10 @@ GOOD: dict[str, list[str]] = {
     "--duration": ["1.5", "30"], "--rate": ["2", "0.5"], "--warmup": ["0", "1"], "--prompt-set": ["mixed", "math-apples"],
     "--ttft-p95-ms": ["2000"], "--tpot-p95-ms": ["100"], "--min-success": ["0.99", "0", "1"],
     "--json": ["out.json", "-"], "--csv": ["out.csv"], "--markdown": ["out.md"], "--history": ["h.sqlite3"],
-    "--config-dir": ["cfg"],
+    "--config-dir": ["cfg"], "--listen": ["127.0.0.1:0"], "--interval": ["1", "0.25"],
 }
 REQUIRED_FIRST = {"estimate": ("--show", "--model-size", "--ctx"), "prompt": ("--model", "--no-think", "TEXT"),
-                  "bench": ("--model",)}
+                  "bench": ("--model",), "exporter": ("--listen",)}
 PATH_DESTS = {"show", "prompt_file", "json", "csv", "markdown", "history", "config_dir"}
 
 

@@ -1,4 +1,4 @@
-"""Fuzzing every command-line value of `estimate`, `prompt` and `bench`: the generator and the property
+"""Fuzzing every command-line value of `estimate`, `prompt`, `bench` and `exporter`: the generator and the property
 are in cli_property.py (benchmarks/fuzz_inputs.py runs the same with thousands of examples)."""
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ class UiState:
     markdown: bool = True
     recent_files: tuple[str, ...] = ()  # model files served lately, newest first (the file fields' Recent menu)
     notify_severe: bool = True  # a desktop notification for each severe event the watchdog raises
+    exporter_port: int | None = None  # the Prometheus exporter's port while it was on at quit; None: off
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -49,6 +50,8 @@ class UiState:
         data["geometry"] = base64.b64encode(self.geometry).decode("ascii") if self.geometry else None
         if self.notify_severe:  # the default is not written: a file of an earlier release is saved unchanged
             del data["notify_severe"]
+        if self.exporter_port is None:  # likewise: off is the default
+            del data["exporter_port"]
         return {"version": FORMAT_VERSION, **data}
 
     @classmethod
@@ -76,7 +79,9 @@ class UiState:
             if isinstance(p, str) and 0 < len(p) <= MAX_PATH_CHARS and "\0" not in p))[:MAX_RECENT_FILES]
         stored_notify = data.get("notify_severe")
         notify = stored_notify if isinstance(stored_notify, bool) else True
-        return cls(page, geometry, markdown, recent, notify)
+        port = data.get("exporter_port")
+        exporter_port = port if type(port) is int and 1024 <= port <= 65535 else None
+        return cls(page, geometry, markdown, recent, notify, exporter_port)
 
 
 def with_recent(recent: tuple[str, ...], path: str) -> tuple[str, ...]:

@@ -65,7 +65,7 @@ from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView
 from app.ui.widgets.theme import app_icon_path, apply_theme
 from app.ui.app.store_report import FILES_HEADING, SETTINGS_HEADING, StoreReport
-from app.ui.app import embedded
+from app.ui.app import embedded, exporter_switch
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,8 @@ class DeckApp:
         self.telemetry = ServerTelemetryPoller(self.loop, self.backend, lambda: self.controller.settings.base_url)
         self.telemetry.tap(self.watch.on_server_sample)
         self.controller.status_changed.connect(self.telemetry.on_status)
+        self.exporter = exporter_switch.install(self.window.header, self.loop, self.backend.name, self.gpu.info(),
+                                                lambda: self.sampler.latest, self.controller, self.telemetry)
         self._add_pages(page_context(self, config_dir))
         self.gpu_watch.lost.connect(self._on_gpu_lost)
         self.store_report = self._report_store_problems(loaded.problems)
@@ -284,6 +286,8 @@ class DeckApp:
                 self.window.restoreGeometry(QByteArray(self.ui_state.geometry))
             self.window.fit_into_screen()  # the default or the saved size, never larger than the screen
         self.console_page.markdown_check.setChecked(self.ui_state.markdown)
+        if self.ui_state.exporter_port is not None:  # it was on at the last quit
+            self.exporter.set_on(True, self.ui_state.exporter_port)
         # Model files served lately (llama-server's GGUF), offered again on the Server page.
         self._recent_files = self.ui_state.recent_files
         self._remember_files(self.controller.settings)
@@ -422,7 +426,8 @@ class DeckApp:
                                        geometry=bytes(self.window.saveGeometry().data()),
                                        markdown=self.console_page.markdown_check.isChecked(),
                                        recent_files=self._recent_files,
-                                       notify_severe=self.notifier.enabled))
+                                       notify_severe=self.notifier.enabled,
+                                       exporter_port=self.exporter.port.value() if self.exporter.url else None))
         self._gpu_feed.stop()
         self._notify_bridge.close()
         self.dashboard.shutdown()
@@ -431,6 +436,8 @@ class DeckApp:
         if self.notifier.toast is not None:
             self.notifier.toast.deleteLater()  # a successor in this window makes its own
         self.notifier.deleteLater()
+        self.exporter.close_now()
+        self.exporter.deleteLater()  # a successor in this window puts its own in the header
         self.sampler.stop()
         self.telemetry.close()
         self.console_page.shutdown()

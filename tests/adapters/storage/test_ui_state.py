@@ -51,3 +51,14 @@ def test_recent_files_survive_and_bad_entries_are_dropped_one_by_one(tmp_path) -
         recent = with_recent(recent, f"/m/{n}.gguf")
     assert len(recent) == MAX_RECENT_FILES and recent[0] == f"/m/{MAX_RECENT_FILES + 2}.gguf"
     assert with_recent(recent, "/m/5.gguf")[:2] == ("/m/5.gguf", recent[0]) and with_recent(recent, " ") == recent
+
+
+def test_the_exporters_port_is_kept_while_on_and_a_bad_one_reads_as_off(tmp_path) -> None:
+    store = UiStateStore(tmp_path)
+    assert store.save(UiState(exporter_port=9464))
+    assert store.load().exporter_port == 9464
+    assert store.save(UiState())
+    assert "exporter_port" not in json.loads(store.path.read_text())  # off: the file of an earlier release
+    for bad in (80, 70000, "9464", True, 9464.0, None):
+        store.path.write_text(json.dumps({"page": "server", "exporter_port": bad}))
+        assert store.load() == UiState(page="server"), bad

@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.core.ports.telemetry import ServerTelemetry
 from app.core.server_telemetry import ServerSample
@@ -84,14 +85,17 @@ def llama_server(binary: Path, model: Path, log_dir: Path, extra: Sequence[str] 
         stop(process)
 
 
-def stop(process: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
-    """Terminate a process this test started, killing it when it outlives grace_s seconds."""
+def stop(process: subprocess.Popen[Any], grace_s: float = 15.0) -> None:
+    """Terminate a process this test started and wait for it, killing it when it outlives grace_s seconds."""
+    if process.poll() is not None:
+        return
     process.terminate()
     try:
         process.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=grace_s)
+
 
 
 async def sample_until(telemetry: ServerTelemetry, done: Callable[[ServerSample], object], what: str,
