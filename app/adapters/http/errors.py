@@ -28,6 +28,11 @@ class ConnectRefused(TransportError):
         self.reason = reason
 
 
+class TlsFailed(ConnectRefused):
+    """The connection was made but TLS could not be set up over it (an untrusted certificate, a host name it does
+    not name, a server that does not speak TLS); `reason` is the handshake's word."""
+
+
 class TimedOut(TransportError):
     """Something did not happen within `timeout_s` seconds."""
 
@@ -66,4 +71,4 @@ class HttpStatusError(TransportError):
 
 
 __all__ = ["ConnectRefused", "ConnectTimeout", "ConnectionDropped", "HttpStatusError", "ProtocolViolation",
-           "ReadTimeout", "TimedOut", "TransportError", "UnsupportedUrl"]
+           "ReadTimeout", "TimedOut", "TlsFailed", "TransportError", "UnsupportedUrl"]
