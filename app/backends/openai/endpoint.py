@@ -89,13 +89,30 @@ class FoundKey:
     store: KeyStoreStatus | None = None
 
 
-class SessionKeys:
-    """The keys of this run, by normalised base URL (thread-safe: the GUI and the loop thread ask)."""
+class SessionAccess:
+    """The keys of this run, by normalised base URL, and the full URLs behind plain ones (thread-safe: the GUI
+    and the loop thread ask).
+
+    A route maps the http://host:port the GUI's settings can hold onto the URL the user gave (https, a path
+    prefix): the window keeps host and port in its settings, and every client made from them goes to the
+    full URL."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._given: dict[str, str] = {}
         self._found: dict[str, FoundKey] = {}
+        self._routes: dict[str, str] = {}
+
+    def route(self, plain_url: str, full_url: str) -> None:
+        """Send clients made for plain_url (scheme://host:port) to full_url instead, for the rest of this run."""
+        with self._lock:
+            self._routes[normalise(plain_url)] = normalise(full_url)
+
+    def resolve(self, base_url: str) -> str:
+        """The normalised URL a client for base_url talks to (its route's, where one was set)."""
+        url = normalise(base_url)
+        with self._lock:
+            return self._routes.get(url, url)
 
     def remember(self, base_url: str, key: str) -> None:
         """Use `key` for base_url for the rest of this run (it wins over the environment and the store)."""
@@ -104,10 +121,11 @@ class SessionKeys:
             self._found.pop(normalise(base_url), None)
 
     def forget(self) -> None:
-        """Drop every key of this run (the store is untouched)."""
+        """Drop every key and route of this run (the store is untouched)."""
         with self._lock:
             self._given.clear()
             self._found.clear()
+            self._routes.clear()
 
     def find(self, base_url: str, environ: Mapping[str, str] | None = None) -> FoundKey:
         """The key for base_url (see the module docstring for the order); the store is asked once per URL."""
@@ -130,7 +148,7 @@ class SessionKeys:
         return (("Authorization", f"Bearer {key}"),) if key else ()
 
 
-SESSION_KEYS = SessionKeys()
+SESSION = SessionAccess()
 
 
 def masked_headers(headers: Mapping[str, str] | tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
@@ -139,5 +157,5 @@ def masked_headers(headers: Mapping[str, str] | tuple[tuple[str, str], ...]) -> 
     return [(name, MASK if name.lower() == "authorization" else value) for name, value in items]
 
 
-__all__ = ["CLEAR_TEXT_WARNING", "FoundKey", "KeySource", "SESSION_KEYS", "SessionKeys", "is_loopback",
+__all__ = ["CLEAR_TEXT_WARNING", "FoundKey", "KeySource", "SESSION", "SessionAccess", "is_loopback",
            "key_in_clear", "masked_headers", "normalise", "parse_base_url"]
