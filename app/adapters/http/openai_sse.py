@@ -113,14 +113,19 @@ class SseChatParser:
         self._record_names = tuple(records)
         self._finish_reason: str | None = None
         self._records: dict[str, Mapping[str, Any]] = {}
+        self.events = 0  # `data:` events parsed
+        self.first_other_line = b""  # the first line that was not an event (what a body that is not SSE starts with)
 
     def feed(self, line: bytes, t_monotonic: float, request_sent_s: float | None = None) -> StreamChunk | None:
         """The chunk of one line (None for comments, other SSE fields and anything after `[DONE]`);
         t_monotonic is when it arrived (s). An in-band error event raises its typed error."""
         line = line.rstrip(b"\r")
         if self.done or not line.startswith(DATA_PREFIX):
+            if not self.first_other_line and not line.startswith(b":"):
+                self.first_other_line = line[:120]
             return None  # ":" keep-alive pings, "event:"/"id:" fields
         payload = line[len(DATA_PREFIX):].strip()
+        self.events += 1
         if payload == DONE_PAYLOAD:
             self.done = True
             final = self._figures(self._finish_reason, dict(self._records))

@@ -31,7 +31,7 @@ class SseChatClient(ConnectedClient):
     def _errors(self) -> AbstractContextManager[None]:
         raise NotImplementedError
 
-    def _missing_done(self) -> ServerError:
+    def _missing_done(self, parser: SseChatParser) -> ServerError:
         raise NotImplementedError
 
     def _request_body(self, request: ChatRequest) -> dict[str, Any]:
@@ -49,7 +49,7 @@ class SseChatClient(ConnectedClient):
                     if chunk is not None:
                         yield chunk
         if not parser.done:
-            raise self._missing_done()
+            raise self._missing_done(parser)
 
     async def stream_chat(self, request: ChatRequest, on_chunk: Callable[[StreamChunk], None]) -> None:
         """One streamed request whose events go to on_chunk as they are parsed, with no task switch
@@ -71,7 +71,7 @@ class SseChatClient(ConnectedClient):
         with self._errors():
             await self._stream_pool().request("POST", CHAT_PATH, data, on_line, on_sent=on_sent)
         if not parser.done:
-            raise self._missing_done()
+            raise self._missing_done(parser)
 
 
 __all__ = ["CHAT_PATH", "SseChatClient"]

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from app.adapters.gguf_file import GgufError, GgufNotFound
+from app.adapters.http import openai_sse
 from app.adapters.http.sse_chat_client import SseChatClient
 from app.backends.llama_server.probe import version_of
 from app.backends.llama_server import catalog
@@ -67,7 +68,7 @@ class LlamaServerClient(SseChatClient):
     def _parser(self) -> SseChatParser:
         return SseChatParser(self.base_url)
 
-    def _missing_done(self) -> ServerError:
+    def _missing_done(self, parser: openai_sse.SseChatParser) -> ServerError:
         return missing_done(self.base_url)
 
     def _request_body(self, request: ChatRequest) -> dict[str, Any]:

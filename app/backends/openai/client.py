@@ -97,7 +97,11 @@ class OpenAiClient(SseChatClient):
     def _parser(self) -> SseChatParser:
         return wire.parser(self.base_url)
 
-    def _missing_done(self) -> ServerError:
+    def _missing_done(self, parser: SseChatParser) -> ServerError:
+        if parser.events == 0 and parser.first_other_line:  # not an event stream at all (an HTML page, plain text)
+            first = parser.first_other_line.decode("utf-8", errors="replace")
+            return malformed(f"{SERVER} at {self.base_url} answered the chat with something that is not an event "
+                             f"stream (Server-Sent Events); it began {first!r}", status=200)
         return missing_done(self.base_url)
 
     def _request_body(self, request: ChatRequest) -> dict[str, Any]:
