@@ -135,8 +135,8 @@ OPENAI = BackendSpec(
     server_telemetry=server_telemetry,
     reply_words=ReplyWords(
         output_count="completion_tokens", count_header="completion\ntokens",
-        decode_source="the chunks' arrival times (the API reports no server times)",
-        total_source="first byte sent to [DONE] received, on this machine", stop_field="finish_reason",
+        decode_source="not reported: the API has no server times (TTFT and wall time are measured on this machine)",
+        total_source="not reported: the API has no server times", stop_field="finish_reason",
         think_hint=("Sent as chat_template_kwargs.enable_thinking (a level as reasoning_effort). vLLM, SGLang and "
                     "llama-server hand it to the model's chat template, which decides (Qwen3's reads it); other "
                     "servers may ignore it, or refuse a field they do not know. The trace arrives as "

@@ -78,7 +78,7 @@ STREAM_ERROR = [
 
 MODELS = {"object": "list", "data": [{"id": MODEL, "object": "model", "created": CREATED, "owned_by": "vllm",
                                       "root": MODEL, "parent": None, "max_model_len": 8192, "permission": []}]}
-NOT_FOUND = {"object": "error", "message": f"The model `nope` does not exist.", "type": "NotFoundError",
+NOT_FOUND = {"object": "error", "message": "The model `nope` does not exist.", "type": "NotFoundError",
              "param": None, "code": 404}
 UNAUTHORIZED = {"error": "Unauthorized"}
 VERSION = {"version": "0.10.1"}
