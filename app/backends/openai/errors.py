@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.adapters.http import translate
+from app.adapters.http.errors import TlsFailed, TransportError
 from app.adapters.secrets import KEY_ENV
 from app.core.errors import (AuthRefused, BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, QueueFull,
-                             ReplyUnfinished, ServerError, ServerFault, StreamError, StreamOutOfMemory,
+                             ReplyUnfinished, ServerError, ServerFault, ServerUnreachable, StreamError, StreamOutOfMemory,
                              TransportWords, is_oom_message, OutOfMemory)
 
 SERVER = "the OpenAI-compatible server"
@@ -28,6 +29,9 @@ MALFORMED_HINT = ("The server sent something that is not the OpenAI chat API; ch
                   "OpenAI-compatible server (it should answer GET /v1/models).")
 AUTH_HINT = ("Give the server's API key: --api-key-env VAR names an environment variable holding it (add "
              f"--save-api-key to keep it in the desktop's secret store for this URL), or set {KEY_ENV}.")
+TLS_HINT = ("The server's certificate is checked against the system's CAs and must name the host in --url. For a "
+            "server with a private CA or a self-signed certificate, give its CA certificate with --ca-bundle FILE "
+            "(PEM); checking is never switched off.")
 MODEL_HINT = "Use a model id the server lists (GET /v1/models, the Prompt page's model list)."
 STREAM_HINT = "The server failed mid-reply; see its log."
 CONTEXT_WORDS = ("maximum context length", "context length", "exceeds the available context")
@@ -100,7 +104,17 @@ def error_for_event(error: Any) -> StreamError:
     return StreamError(f"{SERVER}: {message}", hint=STREAM_HINT, status=200)
 
 
-_TRANSLATE = translate.ErrorTranslator(_WORDS, error_from_body, malformed)
+class _Translator(translate.ErrorTranslator):
+    """The shared translation, with a TLS failure's own advice (a certificate not trusted, a name not on it)."""
+
+    def for_transport(self, exc: TransportError) -> ServerError:
+        if isinstance(exc, TlsFailed):
+            return ServerUnreachable(f"{SERVER} at {exc.url.rstrip('/')} could not be reached over TLS: {exc.reason}",
+                                     hint=TLS_HINT)
+        return super().for_transport(exc)
+
+
+_TRANSLATE = _Translator(_WORDS, error_from_body, malformed)
 error_for_transport = _TRANSLATE.for_transport
 translated_errors = _TRANSLATE.translated
 

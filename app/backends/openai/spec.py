@@ -5,6 +5,7 @@ counts from the stream's usage, the server's Prometheus /metrics where it has on
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
@@ -132,7 +133,8 @@ OPENAI = BackendSpec(
     server=make_attached,
     model_rules=AttachedModelRules(),
     tuning=AttachedTuning(),
-    server_telemetry=server_telemetry,
+    # The /metrics reader where its module is there (it comes with app/backends/openai/metrics.py).
+    server_telemetry=server_telemetry if importlib.util.find_spec(METRICS_MODULE) is not None else None,
     reply_words=ReplyWords(
         output_count="completion_tokens", count_header="completion\ntokens",
         decode_source="not reported: the API has no server times (TTFT and wall time are measured on this machine)",
