@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.core.errors import ServerError
-from app.core.replies import FinalFigures, StreamChunk
+from app.core.replies import ChatRequest, FinalFigures, StreamChunk
 
 DATA_PREFIX = b"data:"
 DONE_PAYLOAD = b"[DONE]"
@@ -31,6 +31,30 @@ REASONING_KEYS = ("reasoning_content", "reasoning")
 Malformed = Callable[[str], ServerError]
 # (finish_reason, the records kept by name: "usage" and the server's own) -> the reply's figures
 FiguresMaker = Callable[[str | None, Mapping[str, Mapping[str, Any]]], FinalFigures]
+
+
+def fill_chat_body(body: dict[str, Any], *, options: Mapping[str, Any] | None, names: Mapping[str, str],
+                   sent: Callable[[str], bool], think: bool | str | None,
+                   tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """Fill a `/v1/chat/completions` body: the console's options that `sent(name)` keeps, under the server's
+    `names` for them (a name not listed as it is); thinking, when asked either way, as
+    `chat_template_kwargs.enable_thinking` (a level, "low" … "max", is thinking on, and goes as `reasoning_effort`
+    for templates that take an effort); tools where given. Returns body."""
+    for key, value in (options or {}).items():
+        if value is not None and sent(key):
+            body[names.get(key, key)] = value
+    if think is not None:
+        body["chat_template_kwargs"] = {"enable_thinking": think is not False}
+        if isinstance(think, str):
+            body["reasoning_effort"] = think
+    if tools:
+        body["tools"] = tools
+    return body
+
+
+def request_options(request: ChatRequest) -> dict[str, Any]:
+    """A load-generator request's options in the console's names: its seed and output cap."""
+    return {"seed": request.seed, "num_predict": request.max_tokens}
 
 
 class Fields:
@@ -171,4 +195,5 @@ class SseChatParser:
                            request_sent_s=request_sent_s)
 
 
-__all__ = ["DATA_PREFIX", "DONE_PAYLOAD", "Fields", "FiguresMaker", "REASONING_KEYS", "SseChatParser"]
+__all__ = ["DATA_PREFIX", "DONE_PAYLOAD", "Fields", "FiguresMaker", "REASONING_KEYS", "SseChatParser", "fill_chat_body",
+           "request_options"]

@@ -4,7 +4,8 @@ Both ways the app reads a reply go over the shared streaming transport (streamin
 carries the kernel's arrival time and every reply the time its request left: `_stream(body)` yields
 StreamChunks for the console, `stream_chat(request, on_chunk)` hands them to a callback with no task
 switch per event for the load generator. A backend says how its server is parsed (`_parser`), how its
-failures read (`_errors`, `_missing_done`) and what a load-generator request's body is (`_request_body`).
+failures read (`_errors`, `_missing_done`, `_from_body`, `_malformed`) and what a load-generator request's
+body is (`_request_body`). Plain JSON requests (`_json`) go through httpx.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ CHAT_PATH = "/v1/chat/completions"
 
 
 class SseChatClient(ConnectedClient):
-    """A ConnectedClient that streams OpenAI-style chat replies; subclasses fill in the four hooks."""
+    """A ConnectedClient that streams OpenAI-style chat replies; subclasses fill in the hooks."""
 
     def _parser(self) -> SseChatParser:
         raise NotImplementedError
@@ -36,6 +37,25 @@ class SseChatClient(ConnectedClient):
 
     def _request_body(self, request: ChatRequest) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _from_body(self, status: int, body: bytes) -> ServerError:
+        """The typed error of an error reply to a plain request."""
+        raise NotImplementedError
+
+    def _malformed(self, message: str) -> ServerError:
+        raise NotImplementedError
+
+    async def _json(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        """GET `path` (POST `body` as JSON where one is given) and read its JSON reply; errors typed."""
+        with self._errors():
+            response = await (self._http.get(path) if body is None else self._http.post(path, json=body))
+            if response.status_code >= 400:
+                raise self._from_body(response.status_code, await response.aread())
+        try:
+            return response.json()
+        except ValueError:
+            raise self._malformed(f"{path} at {self.base_url} did not answer JSON: "
+                                  f"{response.text.strip()[:120]!r}") from None
 
     async def _stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
         """POST body to the chat path and yield each event's chunk as it arrives; the last has done=True."""

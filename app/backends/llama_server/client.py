@@ -74,16 +74,11 @@ class LlamaServerClient(SseChatClient):
     def _request_body(self, request: ChatRequest) -> dict[str, Any]:
         return request_body(request)
 
-    async def _json(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        """GET `path` (POST `body` as JSON where one is given) and read its JSON reply; errors typed."""
-        with self._errors():
-            response = await (self._http.get(path) if body is None else self._http.post(path, json=body))
-            if response.status_code >= 400:
-                raise error_from_body(response.status_code, await response.aread(), self.base_url)
-        try:
-            return response.json()
-        except ValueError:
-            raise malformed(f"{path} at {self.base_url} did not answer JSON: {response.text.strip()[:120]!r}") from None
+    def _from_body(self, status: int, body: bytes) -> ServerError:
+        return error_from_body(status, body, self.base_url)
+
+    def _malformed(self, message: str) -> ServerError:
+        return malformed(message)
 
     # ---- server facts -----------------------------------------------------------------------
     async def health(self) -> bool:

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.adapters.http import openai_sse
-from app.adapters.http.openai_sse import Fields
+from app.adapters.http.openai_sse import Fields, fill_chat_body, request_options
 from app.backends.llama_server.errors import SERVER, error_for_event, malformed
 from app.core.replies import ChatRequest, FinalFigures
 
@@ -49,24 +49,14 @@ def chat_body(model: str, messages: list[dict[str, Any]], *, think: bool | str |
                             "reasoning_format": "deepseek"}
     if model:
         body["model"] = model
-    for key, value in (options or {}).items():
-        if value is None or key in LOAD_OPTIONS:
-            continue
-        body[OPTION_NAMES.get(key, key)] = value
-    if think is not None:
-        # A level ("low" … "max") is thinking on; templates that take an effort read reasoning_effort.
-        body["chat_template_kwargs"] = {"enable_thinking": think is not False}
-        if isinstance(think, str):
-            body["reasoning_effort"] = think
-    if tools:
-        body["tools"] = tools
-    return body
+    return fill_chat_body(body, options=options, names=OPTION_NAMES, sent=lambda key: key not in LOAD_OPTIONS,
+                          think=think, tools=tools)
 
 
 def request_body(request: ChatRequest) -> dict[str, Any]:
     """The body of a load-generator request: its seed and output cap, `think` only when set."""
-    options = {"seed": request.seed, "num_predict": request.max_tokens}
-    return chat_body(request.model, [dict(m) for m in request.messages], think=request.think, options=options)
+    return chat_body(request.model, [dict(m) for m in request.messages], think=request.think,
+                     options=request_options(request))
 
 
 _FIELDS = Fields(malformed)

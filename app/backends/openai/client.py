@@ -107,16 +107,11 @@ class OpenAiClient(SseChatClient):
     def _request_body(self, request: ChatRequest) -> dict[str, Any]:
         return wire.request_body(request)
 
-    async def _json(self, path: str) -> Any:
-        """GET `path` and read its JSON reply; errors typed."""
-        with self._errors():
-            response = await self._http.get(path)
-            if response.status_code >= 400:
-                raise error_from_body(response.status_code, await response.aread(), self.base_url)
-        try:
-            return response.json()
-        except ValueError:
-            raise malformed(f"{path} at {self.base_url} did not answer JSON: {response.text.strip()[:120]!r}") from None
+    def _from_body(self, status: int, body: bytes) -> ServerError:
+        return error_from_body(status, body, self.base_url)
+
+    def _malformed(self, message: str) -> ServerError:
+        return malformed(message)
 
     # ---- the catalog --------------------------------------------------------------------------
     async def models(self) -> list[Mapping[str, Any]]:

@@ -11,12 +11,11 @@ how to give the key (the key itself is never in a message); 404 is ModelNotFound
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from app.adapters.http import translate
-from app.adapters.http.errors import TlsFailed, TransportError
+from app.adapters.http.errors import TlsFailed, TransportError, decoded_body
 from app.adapters.secrets import KEY_ENV
 from app.core.errors import (AuthRefused, BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, QueueFull,
                              ReplyUnfinished, ServerError, ServerFault, ServerUnreachable, StreamError, StreamOutOfMemory,
@@ -76,11 +75,7 @@ def error_for_object(status: int, error: Mapping[str, Any], url: str = "") -> Se
 
 def error_from_body(status: int, body: bytes, url: str) -> ServerError:
     """The typed error for an HTTP error reply, keeping the server's message."""
-    text = body.decode("utf-8", errors="replace")
-    try:
-        decoded = json.loads(text)
-    except ValueError:
-        decoded = None
+    text, decoded = decoded_body(body)
     if isinstance(decoded, dict):
         error = decoded.get("error")
         if isinstance(error, dict):

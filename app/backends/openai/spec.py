@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from app.backends.openai.attached import APPLY_HINT, make_attached
 from app.backends.openai.endpoint import SESSION
 from app.core.console.reply_words import ReplyWords
+from app.core.lazy_import import lazy
+from app.core.fixed_model_store import FixedModelStore
 from app.core.ports.backend import BackendSpec, Capabilities, CommandWords
 from app.core.server.mapping import MappingTexts, NeutralTuning
 from app.core.server.settings import FIELD_LABELS, ServerSettings, Validation, validate
@@ -29,17 +31,8 @@ NO_VARIANTS = (f"{ATTACHED.capitalize()}; its context and batch are its start op
                "--max-num-batched-tokens, SGLang's --context-length), not model variants ollama-deck can create.")
 
 
-def _client_attribute(name: str) -> Any:
-    return getattr(importlib.import_module(CLIENT_MODULE), name)
-
-
 def _lazy(name: str) -> Callable[..., Any]:
-    def make(*args: Any, **kwargs: Any) -> Any:
-        return _client_attribute(name)(*args, **kwargs)
-
-    make.__name__ = make.__qualname__ = name
-    make.__doc__ = f"{CLIENT_MODULE}.{name}, imported on first use."
-    return make
+    return lazy(CLIENT_MODULE, name)
 
 
 def server_telemetry(base_url: str) -> Any:
@@ -76,43 +69,6 @@ class AttachedTuning(NeutralTuning):
         return [f"# {APPLY_HINT}"]
 
 
-class NoVariant:
-    """The create-variant check on a backend that cannot create variants: always refused, with why."""
-
-    errors: Mapping[str, str] = {"name": NO_VARIANTS}
-    warnings: Mapping[str, str] = {}
-    body: dict[str, Any] | None = None
-    ok = False
-
-
-class AttachedModelRules:
-    """The model store of an attached server: whatever it serves; nothing is pulled, made or deleted."""
-
-    @property
-    def quantize_choices(self) -> Sequence[str]:
-        """None: the server serves what it was started with."""
-        return ()
-
-    def check_variant(self, base: str, name: str, num_ctx: int | None, num_batch: int | None, quantize: str = "",
-                      *, local_names: Set[str] = frozenset(), base_quantization: str = "",
-                      training_context: int | None = None, parameter_count: int | None = None,
-                      gpu_total_bytes: int | None = None) -> NoVariant:
-        """Always refused (see NO_VARIANTS)."""
-        return NoVariant()
-
-    def quantization_advice(self, typed: str, parameter_count: int | None, gpu_total_bytes: int | None) -> str:
-        """Nothing to advise."""
-        return ""
-
-    def pull_failure_hint(self, model: str, message: str) -> str:
-        """Nothing is pulled; say where models come from instead."""
-        return NO_PULLS
-
-    def variant_request_text(self, body: Mapping[str, Any]) -> str:
-        """There is no create request to show."""
-        return NO_VARIANTS
-
-
 OPENAI = BackendSpec(
     name="openai",
     display_name="OpenAI-compatible",
@@ -131,7 +87,7 @@ OPENAI = BackendSpec(
     console=_lazy("OpenAiClient"),
     load_client=_lazy("load_client"),
     server=make_attached,
-    model_rules=AttachedModelRules(),
+    model_rules=FixedModelStore(NO_PULLS, NO_VARIANTS),
     tuning=AttachedTuning(),
     # The /metrics reader where its module is there (it comes with app/backends/openai/metrics.py).
     server_telemetry=server_telemetry if importlib.util.find_spec(METRICS_MODULE) is not None else None,
@@ -166,4 +122,4 @@ OPENAI = BackendSpec(
     },
 )
 
-__all__ = ["AttachedModelRules", "AttachedTuning", "NO_PULLS", "NO_VARIANTS", "OPENAI", "server_telemetry"]
+__all__ = ["AttachedTuning", "NO_PULLS", "NO_VARIANTS", "OPENAI", "server_telemetry"]

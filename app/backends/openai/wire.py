@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.adapters.http.openai_sse import Fields
+from app.adapters.http.openai_sse import Fields, fill_chat_body, request_options
 from app.adapters.http.openai_sse import SseChatParser as SharedParser
 from app.backends.openai.errors import SERVER, error_for_event, malformed
 from app.core.replies import ChatRequest, FinalFigures
@@ -42,22 +42,14 @@ def chat_body(model: str, messages: list[dict[str, Any]], *, think: bool | str |
     """The streamed `/v1/chat/completions` body (see the module docstring for what is sent and what not)."""
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": True,
                             "stream_options": {"include_usage": True}}
-    for key, value in (options or {}).items():
-        if value is not None and key in OPTION_NAMES:
-            body[OPTION_NAMES[key]] = value
-    if think is not None:
-        body["chat_template_kwargs"] = {"enable_thinking": think is not False}
-        if isinstance(think, str):
-            body["reasoning_effort"] = think
-    if tools:
-        body["tools"] = tools
-    return body
+    return fill_chat_body(body, options=options, names=OPTION_NAMES, sent=OPTION_NAMES.__contains__, think=think,
+                          tools=tools)
 
 
 def request_body(request: ChatRequest) -> dict[str, Any]:
     """The body of a load-generator request: its seed and output cap, thinking only when set."""
-    options = {"seed": request.seed, "num_predict": request.max_tokens}
-    return chat_body(request.model, [dict(m) for m in request.messages], think=request.think, options=options)
+    return chat_body(request.model, [dict(m) for m in request.messages], think=request.think,
+                     options=request_options(request))
 
 
 def final_figures(finish_reason: str | None, usage: Mapping[str, Any] | None) -> FinalFigures:
