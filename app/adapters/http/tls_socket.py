@@ -8,14 +8,15 @@ block completes is handed on with that block's stamp. Sends are encrypted first 
 stamped send, as plain ones do.
 
 What the times then measure, precisely:
-- A line's time is the kernel's software receive stamp (SO_TIMESTAMPNS) of the last TCP segment taken
-  by the read that completed the TLS record holding the line's end. TLS hands out nothing before a
-  record is whole and authenticated, so a token is timed at the arrival of its record's last segment:
-  a record is at most 16 KiB, and a server streaming SSE flushes one small record per event, so in
-  practice that is the same segment that carried the token. The stamp is taken by the kernel before the
-  app reads anything: it does NOT include decrypting the record (that happens afterwards in user space
-  and shifts no stamp). Where kernel stamps are off (not Linux, or another clock), the time is taken
-  when the read returned, before decryption too.
+- A line's time is the stamp of the socket read that brought the end of the TLS record holding the line's
+  end: SO_TIMESTAMPNS on a TCP socket gives, for each recvmsg, the kernel's software receive time of the
+  last segment (skb; one GRO-merged skb may hold several segments) that read took, as it does for plain
+  http. TLS hands out nothing before a record is whole and authenticated, so a token counts as arrived
+  when its whole record has; a server streaming SSE flushes one small record per event, so in practice that
+  is the segment that carried the token. The stamp is taken by the kernel before the app reads anything: it
+  does NOT include decrypting the record (that happens afterwards in user space and shifts no stamp). Where
+  kernel stamps are off (not Linux, or another clock), the time is taken when the read returned, before
+  decryption too.
 - A request's sent time is the kernel's transmit stamp of its encrypted bytes (the whole request, in one
   record or a few, in one send), as for plain http.
 - The handshake happens when a connection opens, before any request: it is in neither figure. A pooled

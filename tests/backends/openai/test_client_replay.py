@@ -160,3 +160,11 @@ def test_nothing_listening_is_unreachable_with_what_to_check():
     with pytest.raises(ServerUnreachable) as caught:
         chat(f"http://127.0.0.1:{closed_port()}")
     assert "Cannot connect" in caught.value.message and "does not start it" in caught.value.hint
+
+
+def test_https_to_a_server_without_tls_fails_the_handshake_with_advice():
+    with replay_server(vllm_route(sse(vllm.REASONING))) as server:
+        url = server.base_url.replace("http://", "https://")
+        with pytest.raises(ServerUnreachable, match="could not be reached over TLS") as caught:
+            chat(url)
+    assert "--ca-bundle" in caught.value.hint
