@@ -8,7 +8,7 @@ or vLLM's 8000 for http. Any other path (a reverse proxy's prefix, `https://host
 The key is found in this order: the one given for this session (`remember`, from --api-key-env), the
 environment's OLLAMA_DECK_API_KEY, the desktop's secret store (app.adapters.secrets, under the normalised
 URL). It is read from the store once per URL and kept in memory for the session; it is never written to
-settings or logs, and any request text shown carries it masked (`masked_headers`).
+settings or logs (no request text with its headers is shown or logged anywhere: httpx logs the URL only).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from app.core.server.url import ServerUrl, ServerUrlError, parse_server_url
 HTTP_DEFAULT_PORT = 8000  # vLLM's and TGI's (SGLang's is 30000, llama-server's 8080: give the port)
 HTTPS_DEFAULT_PORT = 443
 API_ROOT = "/v1"
-MASK = "Bearer ••••"
 
 
 def parse_base_url(text: str) -> ServerUrl:
@@ -151,11 +150,5 @@ class SessionAccess:
 SESSION = SessionAccess()
 
 
-def masked_headers(headers: Mapping[str, str] | tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
-    """Headers as they may be shown or logged: the Authorization value masked."""
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    return [(name, MASK if name.lower() == "authorization" else value) for name, value in items]
-
-
 __all__ = ["CLEAR_TEXT_WARNING", "FoundKey", "KeySource", "SESSION", "SessionAccess", "is_loopback",
-           "key_in_clear", "masked_headers", "normalise", "parse_base_url"]
+           "key_in_clear", "normalise", "parse_base_url"]

@@ -63,7 +63,6 @@ def test_keys_are_found_session_first_then_the_environment_then_the_store(memory
     SESSION.remember(url, "from-flag")
     assert SESSION.find(url, environ={secrets.KEY_ENV: "from-env"}) == endpoint.FoundKey("from-flag", KeySource.SESSION)
     assert SESSION.headers(url) == (("Authorization", "Bearer from-flag"),)
-    assert endpoint.masked_headers(SESSION.headers(url)) == [("Authorization", endpoint.MASK)]
     assert secrets.delete_key(url).status is KeyStoreStatus.STORED
     assert secrets.delete_key(url).status is KeyStoreStatus.NOT_FOUND
 
