@@ -66,6 +66,14 @@ class TlsChoice:
 TLS = TlsChoice()
 
 
+def plain_transport(base_url: str) -> httpx.AsyncBaseTransport | None:
+    """For a plain-request client of its own (the /metrics reader): a transport that checks an https server's
+    certificate as this run's streams do (--ca-bundle); None for http:// (httpx's default)."""
+    if not base_url.lower().startswith("https://"):
+        return None
+    return httpx.AsyncHTTPTransport(verify=TLS.context(), trust_env=False)
+
+
 def checked_base_url(base_url: str) -> str:
     """The normalised base URL; ServerUnreachable saying why when it is not one."""
     try:
@@ -218,4 +226,4 @@ def load_client(base_url: str, *, connect_timeout_s: float = 3.0, read_timeout_s
     return OpenAiClient(base_url, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s, clock=clock)
 
 
-__all__ = ["OpenAiClient", "TLS", "TlsChoice", "checked_base_url", "load_client"]
+__all__ = ["OpenAiClient", "TLS", "TlsChoice", "checked_base_url", "load_client", "plain_transport"]

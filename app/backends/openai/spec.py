@@ -37,10 +37,12 @@ def _lazy(name: str) -> Callable[..., Any]:
 
 def server_telemetry(base_url: str) -> Any:
     """The server's /metrics reader (app/backends/openai/metrics.py's OpenAiTelemetry) for the URL a client would
-    use, with this session's Authorization header; it says itself when the server has no /metrics."""
+    use, with this session's Authorization header and, for https, its certificate checked as the streams check it
+    (--ca-bundle); it says itself when the server has no /metrics."""
     url = SESSION.resolve(base_url)
     metrics = importlib.import_module(METRICS_MODULE)
-    return metrics.OpenAiTelemetry(url, headers=dict(SESSION.headers(url)))
+    transport = lazy(CLIENT_MODULE, "plain_transport")(url)
+    return metrics.OpenAiTelemetry(url, headers=dict(SESSION.headers(url)), transport=transport)
 
 
 class AttachedTuning(NeutralTuning):
