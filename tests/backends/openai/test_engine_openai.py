@@ -35,7 +35,7 @@ def keyed_server(llama_server_binary: Path, bundled_model: Path,
                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """One real llama-server for the module, started with --api-key."""
     with llama_server(llama_server_binary, bundled_model, tmp_path_factory.mktemp("llama"),
-                      ["--api-key", KEY, "-c", "2048", "-np", "2"]) as server:
+                      ["--api-key", KEY, "-c", "2048", "-np", "2", "--metrics"]) as server:
         yield server
 
 
@@ -207,3 +207,23 @@ def test_prompt_and_bench_commands_over_https(tls_proxy, tmp_path):
     assert KEY not in bench.stdout + bench.stderr + (tmp_path / "run.json").read_text()
     points = data.get("results") or data.get("points") or []
     assert len(points) == 2, list(data)  # --concurrency 1 and 2, both measured through TLS
+
+
+def test_the_specs_metrics_reader_scrapes_through_tls_with_the_key(tls_proxy):
+    pytest.importorskip("app.backends.openai.metrics", reason="the /metrics reader comes with metrics.py")
+    from app.backends import registry
+
+    SESSION.remember(tls_proxy.url, KEY)
+    TLS.trust(str(tls_proxy.cert))
+    factory = registry.get("openai").server_telemetry
+    assert factory is not None
+    telemetry = factory(tls_proxy.url)
+
+    async def go():
+        try:
+            return await telemetry.sample()
+        finally:
+            await telemetry.aclose()
+
+    sample = run(go)
+    assert telemetry.dialect.name == "LLAMA_CPP" and sample is not None
