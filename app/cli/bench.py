@@ -229,9 +229,7 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
         raise InputError(f"--managed and the server settings (--parallel, --kv-cache, --context, --flash-attention) "
                          f"restart the server: {backend.why_not('restarts_with_settings')} Vary --concurrency, "
                          "--rate or --scenario instead")
-    access_url, notes = prepare(args, backend.name, args.url)
-    for note in notes:
-        print(f"ollama-deck bench: {note}", file=sys.stderr)
+    access_url, args.access_notes = prepare(args, backend.name, args.url)  # said once every check passed
     base_url = None
     if args.url is not None:
         url = parse_base_url(access_url) if access_url else server_url("--url", args.url)
@@ -742,6 +740,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if warning:  # printed even with --quiet: every start beyond loopback says so
         print(f"ollama-deck bench: warning: {warning}", file=sys.stderr, flush=True)
+    for note in getattr(args, "access_notes", ()):
+        print(f"ollama-deck bench: {note}", file=sys.stderr, flush=True)
     try:
         result, kept = asyncio.run(_run(spec, args, history, url))
     except KeyboardInterrupt:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import ssl
 from typing import TYPE_CHECKING
 
 from app.cli.checks import ArgProblem
@@ -55,7 +56,7 @@ def prepare(args: argparse.Namespace, backend_name: str, url_text: str | None) -
         return None, []
     from app.adapters.secrets import KeyStoreStatus, set_key
     from app.backends.openai.client import TLS
-    from app.backends.openai.endpoint import CLEAR_TEXT_WARNING, SESSION, key_in_clear
+    from app.backends.openai.endpoint import CLEAR_TEXT_WARNING, SESSION, header_safe, key_in_clear
     from app.core.server.url import ServerUrlError
 
     ca_bundle, key_env, save = (getattr(args, name, None) for name in ACCESS_FLAGS)
@@ -70,10 +71,19 @@ def prepare(args: argparse.Namespace, backend_name: str, url_text: str | None) -
         if not os.path.isfile(ca_bundle) or not os.access(ca_bundle, os.R_OK):
             raise ArgProblem(f"--ca-bundle {ca_bundle}: no such readable file; give a PEM file of CA certificates")
         TLS.trust(ca_bundle)
+        try:
+            TLS.context()
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            TLS.trust(None)
+            raise ArgProblem(f"--ca-bundle {ca_bundle}: not a PEM file of CA certificates ({exc}); give the CA "
+                             "certificate the server's certificate was signed with, in PEM") from None
     if save and not key_env:
         raise ArgProblem("--save-api-key keeps the key given with --api-key-env VAR; add it")
     if key_env:
         key = os.environ.get(key_env, "")
+        if key.strip() and not header_safe(key.strip()):
+            raise ArgProblem(f"--api-key-env {key_env}: its value has characters an HTTP header cannot carry "
+                             "(only printable ASCII without spaces); check that it holds the key alone")
         if not key.strip():
             raise ArgProblem(f"--api-key-env {key_env}: that environment variable is "
                              f"{'empty' if key_env in os.environ else 'not set'}; export it with the key first")

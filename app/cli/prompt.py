@@ -238,12 +238,12 @@ def run(args: argparse.Namespace) -> int:
     except ArgProblem as exc:
         print(f"ollama-deck prompt: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    for note in notes:
-        print(f"ollama-deck prompt: {note}", file=sys.stderr)
     if not text.strip():
         print("ollama-deck prompt: the prompt is empty; give the text to send, or - to read it from stdin",
               file=sys.stderr)
         return 2
+    for note in notes:  # once every check passed: a refusal stays one line
+        print(f"ollama-deck prompt: {note}", file=sys.stderr)
     request = PromptRequest(model=args.model, prompt=text, think=args.think, system=args.system,
                             options=PromptOptions(num_predict=args.num_predict or None, temperature=args.temperature,
                                                   seed=args.seed, num_ctx=args.num_ctx))

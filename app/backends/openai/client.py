@@ -26,7 +26,7 @@ from app.adapters.http.openai_sse import SseChatParser
 from app.adapters.http.sse_chat_client import SseChatClient
 from app.adapters.http.tls_socket import client_context
 from app.backends.openai import wire
-from app.backends.openai.endpoint import SESSION, parse_base_url
+from app.backends.openai.endpoint import SESSION, header_safe, parse_base_url
 from app.backends.openai.errors import SERVER, error_from_body, malformed, missing_done, translated_errors
 from app.core.errors import BadRequest, ModelNotFound, ServerError, ServerUnreachable
 from app.core.model_facts import ModelFacts
@@ -92,7 +92,11 @@ class OpenAiClient(SseChatClient):
                  transport: httpx.AsyncBaseTransport | None = None,
                  clock: Callable[[], float] = time.monotonic, api_key: str | None = None) -> None:
         url = SESSION.resolve(base_url)
-        key = api_key if api_key is not None else SESSION.find(url).key
+        found = SESSION.find(url)
+        key = api_key if api_key is not None else found.key
+        if key and not header_safe(key):
+            raise BadRequest(f"the API key from {found.source.value} has characters an HTTP header cannot carry "
+                             "(only printable ASCII without spaces)", hint="Check that it holds the key alone.")
         headers = (("Authorization", f"Bearer {key}"),) if key else ()
         tls = TLS.context() if url.lower().startswith("https://") else None
         super().__init__(url, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,

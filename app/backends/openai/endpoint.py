@@ -69,6 +69,11 @@ CLEAR_TEXT_WARNING = ("the API key is sent over plain http:// to {host}, which i
                       "tunnel to a loopback port.")
 
 
+def header_safe(key: str) -> bool:
+    """True when key can go in an HTTP header as it is: printable ASCII without spaces."""
+    return all(33 <= ord(c) < 127 for c in key)
+
+
 class KeySource(enum.Enum):
     """Where the key in use came from."""
 
@@ -151,4 +156,4 @@ SESSION = SessionAccess()
 
 
 __all__ = ["CLEAR_TEXT_WARNING", "FoundKey", "KeySource", "SESSION", "SessionAccess", "is_loopback",
-           "key_in_clear", "normalise", "parse_base_url"]
+           "header_safe", "key_in_clear", "normalise", "parse_base_url"]

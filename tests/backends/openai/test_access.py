@@ -110,6 +110,25 @@ def test_access_flags_are_refused_for_other_backends_and_without_what_they_need(
                 "https://h/v1")
 
 
+def test_a_ca_bundle_that_is_not_pem_and_a_key_a_header_cannot_carry_are_refused(tmp_path, monkeypatch):
+    junk = tmp_path / "ca.pem"
+    junk.write_text("not a certificate")
+    with pytest.raises(ArgProblem, match="not a PEM file of CA certificates"):
+        prepare(argparse.Namespace(api_key_env=None, save_api_key=False, ca_bundle=str(junk)), "openai", "https://h/v1")
+    monkeypatch.setenv("DECK_TEST_KEY", "two words")
+    with pytest.raises(ArgProblem, match="characters an HTTP header cannot carry"):
+        prepare(argparse.Namespace(api_key_env="DECK_TEST_KEY", save_api_key=False, ca_bundle=None), "openai",
+                "http://127.0.0.1:8000")
+
+
+def test_a_refusal_after_the_access_notes_is_still_one_line(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("DECK_TEST_KEY", KEY)
+    code = main(["bench", "--backend", "openai", "--url", "http://10.1.2.3:8000", "--api-key-env", "DECK_TEST_KEY",
+                 "--model", "m", "--requests", "0", "--no-history", "--config-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+
+
 def test_prompt_with_a_saved_key_reaches_the_server_and_the_key_is_nowhere_else(tmp_path, monkeypatch, capsys, caplog,
                                                                                  memory_keyring):
     monkeypatch.setenv("DECK_TEST_KEY", KEY)
