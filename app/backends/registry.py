@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from app.backends.llama_server.spec import LLAMA_SERVER
 from app.backends.ollama.spec import OLLAMA
+from app.backends.openai.spec import OPENAI
 from app.core.ports.backend import BackendSpec, Capabilities
 
 DEFAULT_BACKEND = "ollama"
 
-_SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (OLLAMA, LLAMA_SERVER)}
+_SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (OLLAMA, LLAMA_SERVER, OPENAI)}
 
 
 def names() -> list[str]:

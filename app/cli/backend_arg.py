@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-BACKEND_HELP = "which server kind to drive: ollama (the default) or llama_server (llama.cpp's llama-server)"
+BACKEND_HELP = ("which server kind to drive: ollama (the default), llama_server (llama.cpp's llama-server) or openai "
+                "(any OpenAI-compatible server, attached to: vLLM, SGLang, TGI, LM Studio, ...)")
 
 
 def backend_name(text: str) -> str:

@@ -28,6 +28,7 @@ from app import __version__
 from app.adapters.storage.allowance_store import AllowanceStore
 from app.services.runtime_learner import RuntimeLearner
 from app.cli.backend_arg import add_backend_argument, chosen_backend
+from app.cli.openai_access import add_access_arguments, parse_base_url, prepare, route
 from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
 from app.core.bench.capacity import (GROWTH, REFINE_STEPS, STEP_SECONDS, CapacityError, RateLadder, capacity_lines,
@@ -70,6 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(implies --backend llama_server and --managed; your saved settings are not used)")
     parser.add_argument("--url", help="server address (default: host and port from the saved settings)")
     add_backend_argument(parser)
+    add_access_arguments(parser)
     s = parser.add_argument_group("server settings (need --managed: each value restarts the server)")
     s.add_argument("--managed", action="store_true", help="start and restart our own `ollama serve` per point")
     s.add_argument("--allow-network", action="store_true",
@@ -221,14 +223,23 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, str | None]:
         elif os.sep in model or path.suffix.lower() == ".gguf":
             raise InputError(f"--model {model}: there is no such file (the server is started on the model file "
                              "given); check the path")
+    backend = registry.get(chosen_backend(args))
+    server_axes = [getattr(args, name, None) for name in ("parallel", "kv_cache", "context", "flash_attention")]
+    if (args.managed or any(v is not None for v in server_axes)) and not backend.can("restarts_with_settings"):
+        raise InputError(f"--managed and the server settings (--parallel, --kv-cache, --context, --flash-attention) "
+                         f"restart the server: {backend.why_not('restarts_with_settings')} Vary --concurrency, "
+                         "--rate or --scenario instead")
+    access_url, args.access_notes = prepare(args, backend.name, args.url)  # said once every check passed
     base_url = None
     if args.url is not None:
-        url = server_url("--url", args.url)
+        url = parse_base_url(access_url) if access_url else server_url("--url", args.url)
         if args.managed and url.path:
             raise InputError(f"--managed starts the server at host:port, so --url takes no path ({url.path}); "
                              f"use http://{url.authority}")
         # A saved permission names its host: replace() drops it when --url names another one.
         settings, base_url = settings.replace(host=url.host, port=url.port), url.base_url
+        if access_url:
+            route(settings.base_url, access_url)  # clients made from the settings' host:port go to the full URL
     if getattr(args, "allow_network", False):
         settings = settings.allowing_network()
     return settings, base_url
@@ -729,6 +740,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if warning:  # printed even with --quiet: every start beyond loopback says so
         print(f"ollama-deck bench: warning: {warning}", file=sys.stderr, flush=True)
+    for note in getattr(args, "access_notes", ()):
+        print(f"ollama-deck bench: {note}", file=sys.stderr, flush=True)
     try:
         result, kept = asyncio.run(_run(spec, args, history, url))
     except KeyboardInterrupt:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.cli.backend_arg import add_backend_argument, chosen_backend
+from app.cli.openai_access import add_access_arguments, prepare
 from app.cli.checks import ArgProblem, Range, check_config_dir, check_ranges, check_text, one_line, server_url
 from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP, cap_note
 from app.core.errors import DeckError, MalformedResponse, ModelNotFound, ServerUnreachable
@@ -47,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local model, e.g. qwen3:14b (llama-server: the name it lists, GET /v1/models)")
     parser.add_argument("--url", help=f"the server (default: the saved settings' address, else {DEFAULT_URL})")
     add_backend_argument(parser)
+    add_access_arguments(parser)
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--think", dest="think", action="store_const", const=True, help="thinking mode (think: true)")
     mode.add_argument("--no-think", dest="think", action="store_const", const=False,
@@ -229,8 +231,9 @@ def run(args: argparse.Namespace) -> int:
         check_ranges(args, RANGES)
         check_text("--model", args.model, empty_ok=False)
         check_config_dir("--config-dir", args.config_dir)
-        url = (server_url("--url", args.url).base_url if args.url is not None
-               else _default_url(args.config_dir, backend))
+        access_url, notes = prepare(args, backend.name, args.url)
+        url = access_url or (server_url("--url", args.url).base_url if args.url is not None
+                             else _default_url(args.config_dir, backend))
         text = _prompt_text(args.text)
     except ArgProblem as exc:
         print(f"ollama-deck prompt: {one_line(str(exc))}", file=sys.stderr)
@@ -239,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
         print("ollama-deck prompt: the prompt is empty; give the text to send, or - to read it from stdin",
               file=sys.stderr)
         return 2
+    for note in notes:  # once every check passed: a refusal stays one line
+        print(f"ollama-deck prompt: {note}", file=sys.stderr)
     request = PromptRequest(model=args.model, prompt=text, think=args.think, system=args.system,
                             options=PromptOptions(num_predict=args.num_predict or None, temperature=args.temperature,
                                                   seed=args.seed, num_ctx=args.num_ctx))

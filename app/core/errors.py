@@ -70,6 +70,13 @@ class BadRequest(ServerError):
     hint = "The server refused the request as sent."
 
 
+class AuthRefused(BadRequest):
+    """The server refused the request's API key, or wanted one and got none (HTTP 401/403)."""
+
+    status = 401
+    hint = "Give the server's API key."
+
+
 class ContextExceeded(BadRequest):
     """The server refused a prompt longer than a slot's context (its own sign, with both numbers where it gave them)."""
 

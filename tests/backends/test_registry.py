@@ -15,9 +15,9 @@ from app.core.server.settings import ServerSettings
 
 
 def test_the_registry_names_ollama_and_refuses_an_unknown_backend():
-    assert registry.names() == ["ollama", "llama_server"]
+    assert registry.names() == ["ollama", "llama_server", "openai"]
     assert registry.get() is OLLAMA and registry.get("ollama") is OLLAMA
-    with pytest.raises(KeyError, match="unknown backend 'vllm'; known: ollama, llama_server"):
+    with pytest.raises(KeyError, match="unknown backend 'vllm'; known: ollama, llama_server, openai"):
         registry.get("vllm")
 
 

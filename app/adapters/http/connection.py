@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -23,24 +24,32 @@ from urllib.parse import urlsplit
 import h11
 
 from app.adapters.http.errors import (ConnectionDropped, ConnectRefused, ConnectTimeout, HttpStatusError,
-                                      ProtocolViolation, ReadTimeout, UnsupportedUrl)
+                                      ProtocolViolation, ReadTimeout, TlsFailed, UnsupportedUrl)
 from app.adapters.http.timed_socket import StampedSocket
+from app.adapters.http.tls_socket import TlsHandshakeFailed, TlsStampedSocket
 
 LineHandler = Callable[[bytes, float], None]  # (line without its "\n", arrival time in seconds on the clock)
 Headers = Sequence[tuple[str, str]]
 MAX_HEAD_BYTES = 64 * 1024
 
 
-def origin_of(base_url: str) -> tuple[str, int]:
-    """(host, port) of a plain http:// URL; UnsupportedUrl for anything else."""
+def origin_of(base_url: str, *, https: bool = False) -> tuple[str, int]:
+    """(host, port) of a plain http:// URL, or of an https:// one where `https` allows it (port 443 when none is
+    given); UnsupportedUrl for anything else."""
     parts = urlsplit(base_url if "://" in base_url else f"http://{base_url}")
     try:
         port = parts.port  # urlsplit checks the port only when asked, with a ValueError
     except ValueError:
         port = -1
-    if parts.scheme != "http" or not parts.hostname or port == -1 or port == 0:
+    schemes = ("http", "https") if https else ("http",)
+    if parts.scheme not in schemes or not parts.hostname or port == -1 or port == 0:
         raise UnsupportedUrl(f"Streaming speaks plain http:// to a local server; cannot use {base_url!r}.", base_url)
-    return parts.hostname, port or 80
+    return parts.hostname, port or (443 if parts.scheme == "https" else 80)
+
+
+def is_https(base_url: str) -> bool:
+    """True for an https:// URL."""
+    return base_url.lower().startswith("https://")
 
 
 def path_prefix(base_url: str) -> str:
@@ -134,7 +143,7 @@ class HttpConnection:
         self._read_timeout_s = read_timeout_s
         self._loop = asyncio.get_running_loop()
         self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
-        self._sock: StampedSocket | None = None
+        self._sock: StampedSocket | TlsStampedSocket | None = None
         self._pending: deque[tuple[float, bytes]] = deque()
         self._parse_scheduled = False
         self._reply: Reply | None = None
@@ -144,13 +153,20 @@ class HttpConnection:
 
     @classmethod
     async def open(cls, url: str, *, clock: Callable[[], float] = time.monotonic, connect_timeout_s: float = 3.0,
-                   read_timeout_s: float = 300.0) -> HttpConnection:
-        """Connect to the server at url (ConnectRefused, ConnectTimeout or UnsupportedUrl on failure)."""
-        host, port = origin_of(url)
+                   read_timeout_s: float = 300.0, tls: ssl.SSLContext | None = None) -> HttpConnection:
+        """Connect to the server at url (ConnectRefused, ConnectTimeout, TlsFailed or UnsupportedUrl on failure).
+        An https:// url is served over TLS with the `tls` context (see tls_socket.py); without one it is refused."""
+        host, port = origin_of(url, https=tls is not None)
         conn = cls(url, host, port, clock, read_timeout_s)
         try:
-            conn._sock = await StampedSocket.connect(host, port, connect_timeout_s, clock, conn._data_received,
-                                                     conn._connection_lost)
+            if is_https(url) and tls is not None:
+                conn._sock = await TlsStampedSocket.connect(host, port, connect_timeout_s, clock, conn._data_received,
+                                                            conn._connection_lost, context=tls)
+            else:
+                conn._sock = await StampedSocket.connect(host, port, connect_timeout_s, clock, conn._data_received,
+                                                         conn._connection_lost)
+        except TlsHandshakeFailed as exc:
+            raise TlsFailed(f"Cannot talk TLS to {url}: {exc}", url, str(exc)) from exc
         except TimeoutError:
             raise ConnectTimeout(f"Connecting to {url} timed out after {connect_timeout_s:g} s", url,
                                  connect_timeout_s) from None
@@ -311,4 +327,4 @@ class HttpConnection:
         self._arm_watchdog()
 
 
-__all__ = ["HttpConnection", "LineHandler", "Reply", "ended_cleanly", "origin_of", "path_prefix"]
+__all__ = ["HttpConnection", "LineHandler", "Reply", "ended_cleanly", "is_https", "origin_of", "path_prefix"]

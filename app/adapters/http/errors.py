@@ -6,6 +6,9 @@ only says what happened on the wire and keeps what the server sent.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 
 class TransportError(Exception):
     """A request failed on the way to or from the server at `url`."""
@@ -26,6 +29,11 @@ class ConnectRefused(TransportError):
     def __init__(self, message: str, url: str, reason: str) -> None:
         super().__init__(message, url)
         self.reason = reason
+
+
+class TlsFailed(ConnectRefused):
+    """The connection was made but TLS could not be set up over it (an untrusted certificate, a host name it does
+    not name, a server that does not speak TLS); `reason` is the handshake's word."""
 
 
 class TimedOut(TransportError):
@@ -65,5 +73,14 @@ class HttpStatusError(TransportError):
         self.body = body
 
 
-__all__ = ["ConnectRefused", "ConnectTimeout", "ConnectionDropped", "HttpStatusError", "ProtocolViolation",
-           "ReadTimeout", "TimedOut", "TransportError", "UnsupportedUrl"]
+def decoded_body(body: bytes) -> tuple[str, Any]:
+    """An error reply's body as text and as the JSON it holds (None when it is not JSON)."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        return text, json.loads(text)
+    except ValueError:
+        return text, None
+
+
+__all__ = ["decoded_body", "ConnectRefused", "ConnectTimeout", "ConnectionDropped", "HttpStatusError", "ProtocolViolation",
+           "ReadTimeout", "TimedOut", "TlsFailed", "TransportError", "UnsupportedUrl"]

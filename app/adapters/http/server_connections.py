@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable
 from typing import Self
@@ -17,13 +18,18 @@ class ServerConnections:
 
     def __init__(self, base_url: str, *, connect_timeout_s: float, read_timeout_s: float,
                  stream_headers: tuple[tuple[str, str], ...], transport: httpx.AsyncBaseTransport | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, headers: tuple[tuple[str, str], ...] = (),
+                 tls: ssl.SSLContext | None = None) -> None:
+        """headers: sent on every request, plain and streamed (e.g. Authorization); tls: the context for an
+        https:// base URL (its CA bundle and checks), None for plain http only."""
         self.base_url = base_url
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
         self._stream_headers = stream_headers
         self._transport = transport
         self._clock = clock
+        self._headers = headers
+        self._tls = tls
         self._httpx: httpx.AsyncClient | None = None
         self._streams: HttpStreams | None = None
 
@@ -36,7 +42,8 @@ class ServerConnections:
                                     write=self.read_timeout_s, pool=self.read_timeout_s)
             # trust_env=False: a desktop's HTTP(S)_PROXY must not reroute calls to a local server.
             self._httpx = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=self._transport,
-                                            trust_env=False)
+                                            trust_env=False, headers=dict(self._headers),
+                                            verify=self._tls if self._tls is not None else True)
         return self._httpx
 
     @property
@@ -44,7 +51,8 @@ class ServerConnections:
         """The pooled streaming connections."""
         if self._streams is None:
             self._streams = HttpStreams(self.base_url, clock=self._clock, connect_timeout_s=self.connect_timeout_s,
-                                        read_timeout_s=self.read_timeout_s, headers=self._stream_headers)
+                                        read_timeout_s=self.read_timeout_s,
+                                        headers=(*self._stream_headers, *self._headers), tls=self._tls)
         return self._streams
 
     async def aclose(self) -> None:
@@ -64,14 +72,14 @@ class ConnectedClient:
     STREAM_HEADERS: tuple[tuple[str, str], ...] = ()  # extra headers on every streamed request
 
     def __init__(self, base_url: str, *, connect_timeout_s: float = 3.0, read_timeout_s: float = 300.0,
-                 transport: httpx.AsyncBaseTransport | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, clock: Callable[[], float] = time.monotonic,
+                 headers: tuple[tuple[str, str], ...] = (), tls: ssl.SSLContext | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
         self._connections = ServerConnections(self.base_url, connect_timeout_s=connect_timeout_s,
                                               read_timeout_s=read_timeout_s, stream_headers=self.STREAM_HEADERS,
-                                              transport=transport, clock=clock)
+                                              transport=transport, clock=clock, headers=headers, tls=tls)
 
     @property
     def _http(self) -> httpx.AsyncClient:

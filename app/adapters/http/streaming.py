@@ -12,6 +12,7 @@ are the typed errors of app.adapters.http.errors.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -69,8 +70,10 @@ class HttpStreams:
     """Streamed requests to one server over a pool of keep-alive connections (use on one loop)."""
 
     def __init__(self, base_url: str, *, clock: Callable[[], float] = time.monotonic, connect_timeout_s: float = 3.0,
-                 read_timeout_s: float = 300.0, headers: Headers = ()) -> None:
-        origin_of(base_url)  # fail early on an unusable URL
+                 read_timeout_s: float = 300.0, headers: Headers = (), tls: ssl.SSLContext | None = None) -> None:
+        # tls: the context for an https:// base URL (see tls_socket.py); without one only http:// is taken.
+        origin_of(base_url, https=tls is not None)  # fail early on an unusable URL
+        self._tls = tls
         self.base_url = base_url.rstrip("/")
         # A base URL behind a reverse proxy (http://host:port/ollama) puts its path before every request's.
         self._prefix = path_prefix(self.base_url)
@@ -89,7 +92,7 @@ class HttpStreams:
                 return conn
             self._all.discard(conn)
         conn = await HttpConnection.open(self.base_url, clock=self._clock, connect_timeout_s=self.connect_timeout_s,
-                                         read_timeout_s=self.read_timeout_s)
+                                         read_timeout_s=self.read_timeout_s, tls=self._tls)
         self._all.add(conn)
         return conn
 

@@ -1,8 +1,8 @@
 """Async client for llama.cpp's llama-server: the prompt console's, the catalog's and the load generator's.
 
 Streamed chats go to `POST /v1/chat/completions` ("stream": true, Server-Sent Events) through the
-shared streaming transport (app.adapters.http.streaming), as Ollama's do: every event carries the
-kernel's time its last byte arrived and every reply the time its request went out. Plain requests
+shared streaming transport (app.adapters.http.sse_chat_client over app.adapters.http.streaming), as
+Ollama's do: every event carries the kernel's time its last byte arrived and every reply the time its request went out. Plain requests
 (`/props`, `/v1/models`, `/health`) use httpx. SSE parsing and the timings → FinalFigures mapping
 are in wire.py, every failure's typed error in errors.py, the model list and GGUF details in
 catalog.py.
@@ -16,9 +16,8 @@ backend's capability `lists_loaded`, loaded models with their VRAM share, is off
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, aclosing
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,8 @@ from typing import Any
 import httpx
 
 from app.adapters.gguf_file import GgufError, GgufNotFound
-from app.adapters.http.server_connections import ConnectedClient
+from app.adapters.http import openai_sse
+from app.adapters.http.sse_chat_client import SseChatClient
 from app.backends.llama_server.probe import version_of
 from app.backends.llama_server import catalog
 from app.backends.llama_server.errors import (SERVER, error_from_body, malformed, missing_done, require_streamable,
@@ -42,14 +42,13 @@ from app.core.replies import ChatRequest, FinalFigures, StreamChunk
 # under it, "before replying". Saying close up front keeps the pool from reusing it.
 STREAM_HEADERS = (("User-Agent", "ollama-deck"), ("Accept", "text/event-stream"),
                   ("Content-Type", "application/json"), ("Connection", "close"))
-CHAT_PATH = "/v1/chat/completions"
 TOKENIZE_PATH = "/tokenize"  # {"content", "add_special"} -> {"tokens": [ids]}
 TEMPLATE_PATH = "/apply-template"  # {"messages"} -> {"prompt": the chat template applied}
 ONE_MODEL_HINT = ("llama-server serves the one model it was started with; to use another, set its GGUF file as "
                   "the model on the Server page and restart the server.")
 
 
-class LlamaServerClient(ConnectedClient):
+class LlamaServerClient(SseChatClient):
     """One llama-server base URL: pooled streaming connections and an httpx.AsyncClient, both made
     on first use (short connect, long read timeout in s; times on `clock`). `models_dir`: a folder
     of GGUF files listed beside the served model (the settings' "models_dir" option)."""
@@ -66,16 +65,20 @@ class LlamaServerClient(ConnectedClient):
     def _errors(self) -> AbstractContextManager[None]:
         return translated_errors(self.base_url, self.connect_timeout_s, self.read_timeout_s)
 
-    async def _json(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        """GET `path` (POST `body` as JSON where one is given) and read its JSON reply; errors typed."""
-        with self._errors():
-            response = await (self._http.get(path) if body is None else self._http.post(path, json=body))
-            if response.status_code >= 400:
-                raise error_from_body(response.status_code, await response.aread(), self.base_url)
-        try:
-            return response.json()
-        except ValueError:
-            raise malformed(f"{path} at {self.base_url} did not answer JSON: {response.text.strip()[:120]!r}") from None
+    def _parser(self) -> SseChatParser:
+        return SseChatParser(self.base_url)
+
+    def _missing_done(self, parser: openai_sse.SseChatParser) -> ServerError:
+        return missing_done(self.base_url)
+
+    def _request_body(self, request: ChatRequest) -> dict[str, Any]:
+        return request_body(request)
+
+    def _from_body(self, status: int, body: bytes) -> ServerError:
+        return error_from_body(status, body, self.base_url)
+
+    def _malformed(self, message: str) -> ServerError:
+        return malformed(message)
 
     # ---- server facts -----------------------------------------------------------------------
     async def health(self) -> bool:
@@ -212,41 +215,6 @@ class LlamaServerClient(ConnectedClient):
         async with aclosing(self._stream(body)) as chunks:
             async for chunk in chunks:
                 yield chunk
-
-    async def _stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
-        parser = SseChatParser(self.base_url)
-        data = json.dumps(body, ensure_ascii=False).encode()
-        with self._errors():
-            async with self._stream_pool().stream("POST", CHAT_PATH, data) as lines:
-                sent = lines.sent_at_s
-                async for line, received in lines:
-                    chunk = parser.feed(line, received, sent)
-                    if chunk is not None:
-                        yield chunk
-        if not parser.done:
-            raise missing_done(self.base_url)
-
-    async def stream_chat(self, request: ChatRequest, on_chunk: Callable[[StreamChunk], None]) -> None:
-        """One streamed request whose events go to on_chunk as they are parsed, with no task switch
-        per event (the load generator's way); returns once `data: [DONE]` arrived. on_chunk may
-        raise to abort the request."""
-        parser = SseChatParser(self.base_url)
-        sent: float | None = None
-
-        def on_sent(t: float) -> None:
-            nonlocal sent
-            sent = t
-
-        def on_line(line: bytes, received: float) -> None:
-            chunk = parser.feed(line, received, sent)
-            if chunk is not None:
-                on_chunk(chunk)
-
-        data = json.dumps(request_body(request), ensure_ascii=False).encode()
-        with self._errors():
-            await self._stream_pool().request("POST", CHAT_PATH, data, on_line, on_sent=on_sent)
-        if not parser.done:
-            raise missing_done(self.base_url)
 
 
 def _catalog_error(exc: GgufError) -> ServerError:

@@ -16,12 +16,12 @@ naming the URL; a connection that closes mid-reply is StreamDropped, and a reply
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 
 from app.adapters.http import translate
+from app.adapters.http.errors import decoded_body
 from app.core.errors import (BadRequest, ContextExceeded, MalformedResponse, ModelNotFound, ServerError,
                              OutOfMemory, QueueFull, ReplyUnfinished, ServerFault, StreamError,
                              StreamOutOfMemory, TransportWords, is_oom_message)
@@ -89,11 +89,7 @@ def error_for_object(status: int, error: Mapping[str, Any]) -> ServerError:
 
 def error_from_body(status: int, body: bytes, url: str) -> ServerError:
     """The typed error for an HTTP error reply, keeping llama-server's `error.message`."""
-    text = body.decode("utf-8", errors="replace")
-    try:
-        decoded = json.loads(text)
-    except ValueError:
-        decoded = None
+    text, decoded = decoded_body(body)
     error = decoded.get("error") if isinstance(decoded, dict) else None
     if isinstance(error, dict):
         return error_for_object(status, error)

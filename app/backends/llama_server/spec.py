@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping, Sequence, Set
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from app.backends.llama_server.log_signals import log_signal_reader
@@ -15,6 +14,8 @@ from app.backends.llama_server.probe import LLAMA_SERVER_PROCESS
 from app.backends.llama_server.supervisor import make_supervisor
 from app.backends.llama_server.tuning import LLAMA_SERVER_TUNING, models_dir
 from app.core.console.reply_words import ReplyWords
+from app.core.lazy_import import attribute, lazy
+from app.core.fixed_model_store import FixedModelStore, NoVariant
 from app.core.ports.backend import BackendSpec, Capabilities, CommandWords
 from app.core.server.settings import ServerSettings
 
@@ -31,16 +32,11 @@ NO_PULLS = ("llama-server does not download models: choose a GGUF file on disk (
 
 
 def _client_attribute(name: str) -> Any:
-    return getattr(importlib.import_module(CLIENT_MODULE), name)
+    return attribute(CLIENT_MODULE, name)
 
 
 def _lazy(name: str) -> Callable[..., Any]:
-    def make(*args: Any, **kwargs: Any) -> Any:
-        return _client_attribute(name)(*args, **kwargs)
-
-    make.__name__ = make.__qualname__ = name
-    make.__doc__ = f"{CLIENT_MODULE}.{name}, imported on first use."
-    return make
+    return lazy(CLIENT_MODULE, name)
 
 
 def _bind(spec: BackendSpec, settings: Callable[[], ServerSettings]) -> BackendSpec:
@@ -52,46 +48,11 @@ def _bind(spec: BackendSpec, settings: Callable[[], ServerSettings]) -> BackendS
     return replace(spec, catalog=client, console=client, prompt_counter=client, binder=None)
 
 
-@dataclass(frozen=True)
-class NoVariant:
-    """The create-variant check on a backend that cannot create variants: always refused, with why."""
-
-    errors: Mapping[str, str] = field(default_factory=lambda: {"name": NO_VARIANTS})
-    warnings: Mapping[str, str] = field(default_factory=dict)
-    body: dict[str, Any] | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Never: there is nothing to create."""
-        return False
-
-
-class LlamaServerModelRules:
+class LlamaServerModelRules(FixedModelStore):
     """llama-server's model store is a set of GGUF files: no quantize targets, no variants, no pulls."""
 
-    @property
-    def quantize_choices(self) -> Sequence[str]:
-        """None: a quantization is a GGUF file of its own, not a variant."""
-        return ()
-
-    def check_variant(self, base: str, name: str, num_ctx: int | None, num_batch: int | None, quantize: str = "",
-                      *, local_names: Set[str] = frozenset(), base_quantization: str = "",
-                      training_context: int | None = None, parameter_count: int | None = None,
-                      gpu_total_bytes: int | None = None) -> NoVariant:
-        """Always refused: llama-server creates no variants (see NO_VARIANTS)."""
-        return NoVariant()
-
-    def quantization_advice(self, typed: str, parameter_count: int | None, gpu_total_bytes: int | None) -> str:
-        """Nothing to advise: the quantization is whatever the chosen GGUF file holds."""
-        return ""
-
-    def pull_failure_hint(self, model: str, message: str) -> str:
-        """llama-server pulls nothing; say where models come from instead."""
-        return NO_PULLS
-
-    def variant_request_text(self, body: Mapping[str, Any]) -> str:
-        """There is no create request to show."""
-        return NO_VARIANTS
+    def __init__(self) -> None:
+        super().__init__(NO_PULLS, NO_VARIANTS)
 
 
 LLAMA_SERVER = BackendSpec(

@@ -1,6 +1,7 @@
 """llama-server's OpenAI-style JSON on the wire, parsed into the app's types.
 
-A streamed `/v1/chat/completions` reply is Server-Sent Events: `data: {chunk}` lines (blank lines
+A streamed `/v1/chat/completions` reply (parsed by app.adapters.http.openai_sse, shared with the
+openai backend) is Server-Sent Events: `data: {chunk}` lines (blank lines
 between them are dropped by the transport), `:` comment lines as keep-alive pings, and a last
 `data: [DONE]`. Text arrives in `choices[0].delta.content`; a thinking trace, split off by
 `reasoning_format`, in `delta.reasoning_content`. The chunk with `finish_reason` names how the
@@ -21,15 +22,14 @@ request waited for a slot is in neither); load_ms is None (the model is loaded a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from app.backends.llama_server.errors import error_for_event, malformed
-from app.core.replies import ChatRequest, FinalFigures, StreamChunk
+from app.adapters.http import openai_sse
+from app.adapters.http.openai_sse import Fields, fill_chat_body, request_options
+from app.backends.llama_server.errors import SERVER, error_for_event, malformed
+from app.core.replies import ChatRequest, FinalFigures
 
-DATA_PREFIX = b"data:"
-DONE_PAYLOAD = b"[DONE]"
 # Request options that are load settings in Ollama's terms: llama-server fixes them at start.
 LOAD_OPTIONS = frozenset({"num_ctx", "num_batch", "num_gpu", "num_thread", "use_mmap", "use_mlock", "numa"})
 # Ollama option names the console sends, in llama-server's words.
@@ -49,42 +49,19 @@ def chat_body(model: str, messages: list[dict[str, Any]], *, think: bool | str |
                             "reasoning_format": "deepseek"}
     if model:
         body["model"] = model
-    for key, value in (options or {}).items():
-        if value is None or key in LOAD_OPTIONS:
-            continue
-        body[OPTION_NAMES.get(key, key)] = value
-    if think is not None:
-        # A level ("low" … "max") is thinking on; templates that take an effort read reasoning_effort.
-        body["chat_template_kwargs"] = {"enable_thinking": think is not False}
-        if isinstance(think, str):
-            body["reasoning_effort"] = think
-    if tools:
-        body["tools"] = tools
-    return body
+    return fill_chat_body(body, options=options, names=OPTION_NAMES, sent=lambda key: key not in LOAD_OPTIONS,
+                          think=think, tools=tools)
 
 
 def request_body(request: ChatRequest) -> dict[str, Any]:
     """The body of a load-generator request: its seed and output cap, `think` only when set."""
-    options = {"seed": request.seed, "num_predict": request.max_tokens}
-    return chat_body(request.model, [dict(m) for m in request.messages], think=request.think, options=options)
+    return chat_body(request.model, [dict(m) for m in request.messages], think=request.think,
+                     options=request_options(request))
 
 
-def _number(obj: Mapping[str, Any], key: str, where: str) -> float | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise malformed(f"{where}: field '{key}' should be a number, got {type(value).__name__} {value!r:.60}")
-    return float(value)
-
-
-def _count(obj: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = _number(obj, key, where)
-    if value is None:
-        return None
-    if not value.is_integer() or value < 0:
-        raise malformed(f"{where}: field '{key}' should be a token count, got {value!r}")
-    return int(value)
+_FIELDS = Fields(malformed)
+_number = _FIELDS.number
+_count = _FIELDS.count
 
 
 def final_figures(finish_reason: str | None, timings: Mapping[str, Any] | None,
@@ -116,72 +93,18 @@ def final_figures(finish_reason: str | None, timings: Mapping[str, Any] | None,
                         cached_prompt_tokens=cached, busy_ms=total_ms, raw=raw)
 
 
-def _text(delta: Mapping[str, Any], key: str, where: str) -> str:
-    value = delta.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise malformed(f"{where}: field '{key}' should be a string, got {type(value).__name__}")
-    return value
-
-
-class SseChatParser:
+class SseChatParser(openai_sse.SseChatParser):
     """Turns one streamed reply's SSE lines into StreamChunks (one per `data:` event; the
-    `[DONE]` event is the done=True chunk with the final figures). One parser per reply."""
+    `[DONE]` event is the done=True chunk with the final figures, from its `timings` and `usage`).
+    One parser per reply; the parsing shared by every OpenAI-style server is in app.adapters.http.openai_sse."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
-        self.done = False
-        self._finish_reason: str | None = None
-        self._timings: Mapping[str, Any] | None = None
-        self._usage: Mapping[str, Any] | None = None
+        super().__init__(url, server=SERVER, malformed=malformed, error_for_event=error_for_event,
+                         figures=_figures, records=("timings", "usage"))
 
-    def feed(self, line: bytes, t_monotonic: float, request_sent_s: float | None = None) -> StreamChunk | None:
-        """The chunk of one line (None for comments, other SSE fields and anything after `[DONE]`);
-        t_monotonic is when it arrived (s). An in-band error event raises its typed error."""
-        line = line.rstrip(b"\r")
-        if self.done or not line.startswith(DATA_PREFIX):
-            return None  # ":" keep-alive pings, "event:"/"id:" fields
-        payload = line[len(DATA_PREFIX):].strip()
-        if payload == DONE_PAYLOAD:
-            self.done = True
-            final = final_figures(self._finish_reason, self._timings, self._usage)
-            return StreamChunk(content="", thinking="", done=True, t_monotonic=t_monotonic, final=final,
-                               raw=final.raw, request_sent_s=request_sent_s)
-        where = "/v1/chat/completions event"
-        try:
-            obj = json.loads(payload)
-        except ValueError:
-            text = payload.decode("utf-8", errors="replace")
-            raise malformed(f"llama-server at {self.url} sent an event that is not JSON: {text[:120]!r}") from None
-        if not isinstance(obj, dict):
-            raise malformed(f"llama-server at {self.url} sent JSON that is not an object: {str(obj)[:120]!r}")
-        if obj.get("error") is not None:
-            raise error_for_event(obj["error"])
-        content = thinking = ""
-        choices = obj.get("choices") or []
-        if not isinstance(choices, list):
-            raise malformed(f"{where}: field 'choices' should be an array")
-        if choices:
-            choice = choices[0]
-            if not isinstance(choice, dict):
-                raise malformed(f"{where}: a choice is not an object")
-            delta = choice.get("delta") or {}
-            if not isinstance(delta, dict):
-                raise malformed(f"{where}: field 'delta' should be an object")
-            content = _text(delta, "content", where)
-            thinking = _text(delta, "reasoning_content", where)
-            reason = choice.get("finish_reason")
-            if isinstance(reason, str):
-                self._finish_reason = reason
-        for key in ("timings", "usage"):
-            value = obj.get(key)
-            if value is not None and not isinstance(value, dict):
-                raise malformed(f"{where}: field '{key}' should be an object")
-        self._timings = obj.get("timings") or self._timings
-        self._usage = obj.get("usage") or self._usage
-        return StreamChunk(content=content, thinking=thinking, done=False, t_monotonic=t_monotonic, raw=obj,
-                           request_sent_s=request_sent_s)
+
+def _figures(finish_reason: str | None, records: Mapping[str, Mapping[str, Any]]) -> FinalFigures:
+    return final_figures(finish_reason, records.get("timings"), records.get("usage"))
 
 
 def thinking_support(chat_template: str) -> tuple[bool, str]:
@@ -195,18 +118,12 @@ def thinking_support(chat_template: str) -> tuple[bool, str]:
                    "<think> block), so thinking is not sent.")
 
 
-def _object(obj: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(obj, Mapping):
-        raise malformed(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    return obj
-
-
 def parse_props(obj: Any) -> dict[str, Any]:
     """`/props` → its fields, checked where they are used: model_path and chat_template (text),
     total_slots (count), build_info (text), slot_context (default_generation_settings.n_ctx: tokens per
     slot); missing ones are "" or None."""
     where = "/props"
-    props = dict(_object(obj, where))
+    props = dict(_FIELDS.object(obj, where))
     for key in ("model_path", "chat_template", "build_info", "model_alias"):
         value = props.get(key)
         if value is not None and not isinstance(value, str):
@@ -221,15 +138,8 @@ def parse_props(obj: Any) -> dict[str, Any]:
 
 def parse_models(obj: Any) -> list[dict[str, Any]]:
     """`/v1/models` → its `data` entries: {id, meta{n_params, size, ftype, n_ctx_train, …}}."""
-    where = "/v1/models"
-    data = _object(obj, where).get("data")
-    if not isinstance(data, list):
-        raise malformed(f"{where}: field 'data' should be an array")
     out = []
-    for entry in data:
-        entry = _object(entry, where)
-        if not isinstance(entry.get("id"), str):
-            raise malformed(f"{where}: a model entry has no 'id' text")
+    for entry in _FIELDS.model_entries(obj):
         meta = entry.get("meta")
         out.append({"id": entry["id"], "meta": dict(meta) if isinstance(meta, Mapping) else {}})
     return out

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from app.adapters.http import translate
+from app.adapters.http.errors import decoded_body
 from app.backends.ollama.wire import malformed
 from app.core.errors import (ReplyUnfinished, ServerError, StreamDropped, TransportWords,
                              error_for_status, error_for_stream_line)
@@ -47,11 +48,7 @@ def missing_final_line(url: str) -> ReplyUnfinished:
 
 def error_from_body(status: int, body: bytes, url: str) -> ServerError:
     """The typed error for an HTTP error reply, keeping Ollama's `{"error"}` text."""
-    text = body.decode("utf-8", errors="replace")
-    try:
-        decoded = json.loads(text)
-    except ValueError:
-        decoded = None
+    text, decoded = decoded_body(body)
     if isinstance(decoded, dict) and isinstance(decoded.get("error"), str):
         return error_for_status(status, decoded["error"])
     return malformed(f"HTTP {status} from {url} without Ollama's error JSON: {text.strip()[:120]!r}",

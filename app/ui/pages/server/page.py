@@ -194,6 +194,9 @@ class ServerPage(QWidget):
         settings = controller.settings  # the settings the server runs, or starts, with
         mapping, planner = context.backend.tuning, context.backend.planner
         self._mapping = mapping
+        # A server the backend only attaches to (started on its own machine) is neither restarted nor given settings.
+        self._restarts = context.backend.can("restarts_with_settings")
+        self._no_restart_reason = "" if self._restarts else context.backend.why_not("restarts_with_settings")
         self.controller = controller
         self._applied = settings
         self._status = controller.status
@@ -226,6 +229,9 @@ class ServerPage(QWidget):
         for b in (self.start_button, self.stop_button, self.apply_button):
             b.setMinimumHeight(36)
             buttons.addWidget(b)
+        if not self._restarts:
+            self.start_button.setText("Attach")
+            self.apply_button.setVisible(False)
         buttons.addStretch(1)
         rl.addLayout(buttons)
         self.reason_label = QLabel()
@@ -382,6 +388,8 @@ class ServerPage(QWidget):
         self.apply_button.setEnabled(valid and dirty and not transitional)
         self.apply_button.setText("Apply and restart" if state is ServerState.RUNNING_MANAGED else "Apply settings")
         reasons = [self._held] if self._held else []
+        if self._no_restart_reason:
+            reasons.append(self._no_restart_reason)
         if not valid:
             reasons.append("Fix the fields marked in red to apply or start.")
         if self._status.stop_disabled_reason and state is ServerState.RUNNING_ATTACHED:
