@@ -1,7 +1,7 @@
 """Debian's nginx and Prometheus for the fleet tests: the real programs, found on PATH or in /usr/sbin.
 
 Without them a test that asks for these fixtures is skipped with the install command; with
-DECK_REQUIRE_NGINX=1 / DECK_REQUIRE_PROMETHEUS=1 (CI sets both) it fails instead, so a CI run never
+DECK_REQUIRE_NGINX=1 / DECK_REQUIRE_PROMETHEUS=1 (CI sets both; openssl goes with nginx) it fails instead, so a CI run never
 passes without having used them."""
 
 from __future__ import annotations
@@ -33,6 +33,13 @@ def _find(program: str, package: str, variable: str) -> Path:
 def nginx_binary() -> Path:
     """Debian's nginx (package nginx)."""
     return _find("nginx", "nginx", "DECK_REQUIRE_NGINX")
+
+
+@pytest.fixture(scope="session")
+def openssl_binary() -> Path:
+    """OpenSSL's command (package openssl), for the self-signed certificates of the HTTPS tests; required with
+    nginx (DECK_REQUIRE_NGINX=1), which terminates TLS in them."""
+    return _find("openssl", "openssl", "DECK_REQUIRE_NGINX")
 
 
 @pytest.fixture(scope="session")

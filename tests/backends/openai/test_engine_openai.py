@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -47,24 +46,21 @@ class TlsProxy:
     cert: Path
 
 
-def make_certificate(folder: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and localhost, made by openssl (skips when it is missing)."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl not found; install Debian's package: sudo apt-get install -y openssl")
+def make_certificate(openssl: Path, folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost, made by openssl."""
     cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+    subprocess.run([str(openssl), "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                     "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
                    check=True, capture_output=True, timeout=60)
     return cert, key
 
 
 @pytest.fixture(scope="module")
-def tls_proxy(keyed_server: RunningServer, nginx_binary: Path,
+def tls_proxy(keyed_server: RunningServer, nginx_binary: Path, openssl_binary: Path,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsProxy]:
     """Debian's nginx on a free 127.0.0.1 port, TLS with the test's certificate, proxying to the llama-server."""
     prefix = tmp_path_factory.mktemp("nginx")
-    cert, key = make_certificate(prefix)
+    cert, key = make_certificate(openssl_binary, prefix)
     port = free_port()
     upstream = keyed_server.base_url.removeprefix("http://")
     temp = "\n".join(f"  {kind}_temp_path {prefix / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi",
