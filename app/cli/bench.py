@@ -28,6 +28,7 @@ from app import __version__
 from app.adapters.storage.allowance_store import AllowanceStore
 from app.services.runtime_learner import RuntimeLearner
 from app.cli.backend_arg import add_backend_argument, chosen_backend
+from app.cli.bench_balancer import add_balancer_arguments, balancer_backends, behind_telemetry
 from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
 from app.core.bench.capacity import (GROWTH, REFINE_STEPS, STEP_SECONDS, CapacityError, RateLadder, capacity_lines,
@@ -70,6 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(implies --backend llama_server and --managed; your saved settings are not used)")
     parser.add_argument("--url", help="server address (default: host and port from the saved settings)")
     add_backend_argument(parser)
+    add_balancer_arguments(parser)
     s = parser.add_argument_group("server settings (need --managed: each value restarts the server)")
     s.add_argument("--managed", action="store_true", help="start and restart our own `ollama serve` per point")
     s.add_argument("--allow-network", action="store_true",
@@ -576,6 +578,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
     from app.core.server.state import ServerState
 
     backend = registry.get(chosen_backend(args)).bound(lambda: spec.base)
+    behind = behind_telemetry(getattr(args, "behind_backends", ()))
     gpu = make_gpu_backend()
     supervisor: ServerControl | None = None
     watcher: ServerControl | None = None  # an attached local server, watched for its process tree only
@@ -620,7 +623,9 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         pids = supervisor.server_pids if supervisor else watcher.server_pids if watcher else (lambda: [])
         runner = SweepRunner(supervisor, backend.catalog, backend.load_client, base_url=base_url, gpu=gpu,
                              server_pids=pids,
-                             app_version=__version__, server_telemetry=backend.server_telemetry,
+                             app_version=__version__,
+                             # behind a balancer, each backend is read at its own URL, not at the balancer's
+                             server_telemetry=None if behind else backend.server_telemetry, behind=behind,
                              host_memory=host_memory_reader(pids),
                              contention=contention_probes(gpu), planner=backend.planner,
                              prompt_counter=backend.prompt_counter, log_signals=backend.log_signals,
@@ -714,6 +719,8 @@ def run(args: argparse.Namespace) -> int:
         if args.model is None and not args.demo:
             raise InputError("--model is needed: the model to load, e.g. --model qwen3:14b (or --demo to measure "
                              "the embedded engine on its bundled model)")
+        fleet_url, args.behind_backends = balancer_backends(args)
+        args.url = fleet_url or args.url
         base, url = _settings(args)
         check_compare(args)
         warning = _exposure_warning(base) if args.managed else ""  # before the plan, whose checks say less
