@@ -2,9 +2,11 @@
 demo in benchmarks/fleet: every process on its own free 127.0.0.1 port, every nginx file (config, pid, logs,
 temp folders) inside the test's folder, everything stopped when the test ends.
 
-The nginx config streams: `proxy_http_version 1.1` with keep-alive to the upstreams and `proxy_buffering off`,
-so an SSE reply reaches the client token by token (time to first token through the balancer is the server's,
-not the end of the reply). Its access log holds `$upstream_addr` per request, for the tests' cross-checks only:
+The nginx config streams: `proxy_http_version 1.1` and `proxy_buffering off`, so an SSE reply reaches the client
+token by token (time to first token through the balancer is the server's, not the end of the reply). Each request
+takes a fresh connection to its upstream: with nginx's upstream `keepalive` pool, a POST now and then went out on
+a connection llama-server had just closed ("upstream prematurely closed connection while reading response
+header"), which nginx does not retry for a POST: a 502 to the client and that upstream marked down for 10 s. Its access log holds `$upstream_addr` per request, for the tests' cross-checks only:
 the app reads each backend's share from that backend's own counters."""
 
 from __future__ import annotations
@@ -95,16 +97,13 @@ http {{
     log_format balancer "$request_method\\t$uri\\t$status\\t$upstream_addr";
     access_log {prefix / 'access.log'} balancer;
     upstream backends {{
-{'        least_conn;' if method is Method.LEAST_CONN else ''}
-{servers}
-        keepalive 16;
+{'        least_conn;' + chr(10) if method is Method.LEAST_CONN else ''}{servers}
     }}
     server {{
         listen 127.0.0.1:{port};
         location / {{
             proxy_pass http://backends;
             proxy_http_version 1.1;
-            proxy_set_header Connection "";
             proxy_buffering off;
             proxy_request_buffering off;
             proxy_cache off;
@@ -165,9 +164,11 @@ def nginx_balancer(binary: Path, upstream_urls: Sequence[str], prefix: Path, met
 
 
 @contextlib.contextmanager
-def llama_pair(binary: Path, model: Path, log_dir: Path) -> Iterator[tuple[RunningServer, RunningServer]]:
-    """Two embedded llama-servers on their own free ports, stopped when the block ends."""
-    with llama_server(binary, model, log_dir, LLAMA_FLAGS) as a, llama_server(binary, model, log_dir, LLAMA_FLAGS) as b:
+def llama_pair(binary: Path, model: Path, log_dir: Path,
+               extra: Sequence[str] = ()) -> Iterator[tuple[RunningServer, RunningServer]]:
+    """Two embedded llama-servers on their own free ports (LLAMA_FLAGS, then `extra`), stopped when the block ends."""
+    flags = (*LLAMA_FLAGS, *extra)
+    with llama_server(binary, model, log_dir, flags) as a, llama_server(binary, model, log_dir, flags) as b:
         yield a, b
 
 

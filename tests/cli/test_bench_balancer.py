@@ -21,6 +21,8 @@ from tests.fleet_fixtures import LLAMA_FLAGS, Method, NginxBalancer, stop_proces
 from tests.backends.llama_server.engine_server import llama_server
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Short replies, no warm-up: nginx's log then holds exactly the counted requests.
+WORKLOAD = ("--no-think", "--num-predict", "16", "--warmup", "0")
 pytestmark = pytest.mark.engine
 
 
@@ -29,7 +31,7 @@ def bench(balancer: NginxBalancer, model: Path, behind: list[str], tmp_path: Pat
     """`python -m app bench` at the balancer with its backends behind it; the JSON (stdout) and stderr."""
     command = [sys.executable, "-m", "app", "bench", "--url", balancer.base_url, "--backend", "llama_server",
                "--model", str(model), *[x for url in behind for x in ("--behind", url)],
-               "--no-think", "--num-predict", "16", "--warmup", "0", "--config-dir", str(tmp_path / "cfg"),
+               "--config-dir", str(tmp_path / "cfg"),
                "--no-history", "--json", "-", *extra]
     process = subprocess.Popen(command, env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
@@ -64,7 +66,7 @@ def test_round_robin_spreads_evenly_and_the_counters_agree_with_nginx(
     a, b = backend_pair
     balancer = balancer_over([a.base_url, b.base_url], Method.ROUND_ROBIN)
     data, err = bench(balancer, bundled_model, [f"a={a.base_url}", f"b={b.base_url}"], tmp_path,
-                      "--concurrency", "1,2", "--requests", "8")
+                      *WORKLOAD, "--concurrency", "1,2", "--requests", "8")
     # The table printed (on stderr, as the JSON went to stdout) has the column and the shares.
     assert "Behind the balancer" in err
     counted = 0
@@ -77,6 +79,9 @@ def test_round_robin_spreads_evenly_and_the_counters_agree_with_nginx(
             assert "not counted by this server" in backend["requests"]["why"]
             assert backend["generated_tokens"]["source"] == "server_counter"
         assert balance["measure"] == "generated_tokens"
+        # Streamed through nginx unbuffered: tokens arrive one by one, not all at the end of the reply (buffered,
+        # time per output token would be about 0; the CPU model takes several ms a token however busy the machine).
+        assert point["tpot_ms_p50"] >= 1.0 and point["e2e_ms_p50"] - point["ttft_ms_p50"] >= 15.0, point
         assert balance["verdict"] == "even", balance
         # Both backends' counters together hold every generated token the client received.
         assert sum(x["generated_tokens"]["value"] for x in balance["backends"]) == point["output_tokens"]
@@ -101,7 +106,7 @@ def test_weights_3_to_1_show_as_uneven(backend_pair: tuple[RunningServer, Runnin
     a, b = backend_pair
     balancer = balancer_over([a.base_url, b.base_url], Method.ROUND_ROBIN, [3, 1])
     data, err = bench(balancer, bundled_model, [f"a={a.base_url}", f"b={b.base_url}"], tmp_path,
-                      "--concurrency", "2", "--requests", "12")
+                      *WORKLOAD, "--concurrency", "2", "--requests", "12")
     point = data["points"][0]
     assert point["balance"]["verdict"] == "uneven", point["balance"]
     share = shares(point)
@@ -125,7 +130,7 @@ def test_a_backend_stopped_mid_run_is_unavailable_and_the_run_goes_on(
                 b.process.send_signal(signal.SIGTERM)
 
         data, _err = bench(balancer, bundled_model, [f"a={a.base_url}", f"b={b.base_url}"], tmp_path,
-                           "--concurrency", "1,2", "--requests", "6", on_stderr_line=stop_b_while_measuring)
+                           *WORKLOAD, "--concurrency", "1,2", "--requests", "6", on_stderr_line=stop_b_while_measuring)
         assert stopped.is_set()
     first, second = data["points"]
     # nginx passed b's share to a: every request of both points was answered
@@ -137,6 +142,24 @@ def test_a_backend_stopped_mid_run_is_unavailable_and_the_run_goes_on(
         assert by_name["a"]["generated_tokens"]["source"] == "server_counter"
         assert point["balance"]["verdict"] == "unknown"
     assert by_name["a"]["generated_tokens"]["value"] == second["output_tokens"]  # a served all of the second
+
+
+def test_a_scenario_through_least_conn_has_each_backends_share(
+        backend_pair: tuple[RunningServer, RunningServer], balancer_over, bundled_model: Path, tmp_path: Path) -> None:
+    a, b = backend_pair
+    balancer = balancer_over([a.base_url, b.base_url], Method.LEAST_CONN)
+    assert "least_conn;" in balancer.conf.read_text()
+    data, _err = bench(balancer, bundled_model, [f"a={a.base_url}", f"b={b.base_url}"], tmp_path,
+                       "--scenario", "customer-qa", "--scale-lengths", "0.05", "--requests", "8", "--concurrency", "4",
+                       "--warmup", "0")
+    [point] = data["points"]
+    balance = point["balance"]
+    assert point["requests_ok"] == 8 and balance["verdict"] != "unknown", balance
+    generated = [x["generated_tokens"] for x in balance["backends"]]
+    assert all(g["source"] == "server_counter" for g in generated)
+    assert sum(g["value"] for g in generated) == point["output_tokens"]
+    assert sum(g["share_pct"] for g in generated) == pytest.approx(100.0)
+    assert sum(balancer.chat_counts().values()) == 8
 
 
 def test_managed_balancer_is_refused_with_the_reason(tmp_path: Path) -> None:

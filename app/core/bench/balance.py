@@ -187,7 +187,7 @@ class Balance:
                    _number(data.get("off_points")), _number(data.get("ratio")), str(data.get("reason") or ""))
 
 
-_FIGURES = (("requests", Measure.REQUESTS), ("prompt tokens", Measure.PROMPT_TOKENS),
+_FIGURES = (("requests", Measure.REQUESTS), ("prompt tokens evaluated", Measure.PROMPT_TOKENS),
             ("generated tokens", Measure.GENERATED_TOKENS))
 _SOURCE_WORDS = {FigureSource.SERVER_COUNTER: "its counter", FigureSource.SLOTS: "its slots"}
 
@@ -198,7 +198,7 @@ def _number(x: object) -> float | None:
 
 def _figure_words(name: str, figure: Figure) -> str:
     if not figure.known:
-        return f"{name} not known ({figure.why or 'not read'})"
+        return f"{name}: {figure.why or 'not read'}"
     share = f" = {figure.share_pct:.0f}%" if figure.share_pct is not None else ""
     return f"{name} {figure.value:.0f}{share} (from {_SOURCE_WORDS.get(figure.source, figure.source.value)})"
 

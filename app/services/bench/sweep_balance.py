@@ -14,7 +14,7 @@ from app.core.bench.sweep import ServerFigures
 from app.core.ports.telemetry import ServerTelemetryFactory
 from app.services.bench.sweep_server import ServerWindow
 
-NO_REQUEST_COUNTER = "not counted by this server (it keeps no count of the requests it served)"
+NO_REQUEST_COUNTER = "not counted by this server (it keeps no request counter)"
 NO_TELEMETRY = "this backend reports no counters of its own"
 
 

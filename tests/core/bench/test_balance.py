@@ -34,7 +34,7 @@ def test_an_even_split_of_tokens_is_even_and_the_shares_add_up() -> None:
     assert [b.requests.share_pct for b in balance.backends] == [None, None]  # nothing counted: no share made up
     assert balance.cell() == "a 50% / b 50%" and not balance.warns
     lines = balance.lines()
-    assert lines[0] == ("a (http://a): requests not known (not counted by this server); prompt tokens 40 = 50% "
+    assert lines[0] == ("a (http://a): requests: not counted by this server; prompt tokens evaluated 40 = 50% "
                         "(from its counter); generated tokens 64 = 50% (from its counter)")
     assert lines[-1] == "Spread even on generated tokens: 0 points off an even split, largest/smallest 1.00."
 

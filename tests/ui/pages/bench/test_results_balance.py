@@ -35,7 +35,7 @@ def test_each_points_shares_show_with_their_figures_and_an_uneven_spread_warns(q
     assert warned.foreground().color() == QColor(theme.WARNING)
     assert table.item(0, col).foreground().color() != QColor(theme.WARNING)
     tip = warned.toolTip()
-    assert "a (http://a): requests not known (not counted by this server)" in tip
+    assert "a (http://a): requests: not counted by this server;" in tip
     assert "generated tokens 96 = 75% (from its counter)" in tip
     assert "Spread UNEVEN on generated tokens: 25 points off an even split, largest/smallest 3.00." in tip
 
