@@ -6,8 +6,9 @@ The nginx config streams: `proxy_http_version 1.1` and `proxy_buffering off`, so
 token by token (time to first token through the balancer is the server's, not the end of the reply). Each request
 takes a fresh connection to its upstream: with nginx's upstream `keepalive` pool, a POST now and then went out on
 a connection llama-server had just closed ("upstream prematurely closed connection while reading response
-header"), which nginx does not retry for a POST: a 502 to the client and that upstream marked down for 10 s. Its access log holds `$upstream_addr` per request, for the tests' cross-checks only:
-the app reads each backend's share from that backend's own counters."""
+header"), which nginx does not retry for a POST: a 502 to the client and that upstream marked down for 10 s.
+Its access log holds `$upstream_addr` per request, for the tests' cross-checks only: the app reads each backend's
+share from that backend's own counters."""
 
 from __future__ import annotations
 
@@ -119,7 +120,8 @@ def _wait_listening(port: int, process: subprocess.Popen[bytes], error_log: Path
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"nginx exited with {process.returncode}: {error_log.read_text() if error_log.exists() else ''}")
+            said = error_log.read_text() if error_log.exists() else ""
+            raise RuntimeError(f"nginx exited with {process.returncode}: {said}")
         with socket.socket() as sock:
             sock.settimeout(1.0)
             if sock.connect_ex(("127.0.0.1", port)) == 0:

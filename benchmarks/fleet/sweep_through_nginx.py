@@ -57,6 +57,13 @@ def bench(balancer: NginxBalancer, backends: Sequence[str], out: Path, name: str
     return data
 
 
+def figure_cell(f: dict[str, Any] | None) -> str:
+    """A backend's generated tokens and share, or why they are not known."""
+    if f is None or f["value"] is None:
+        return f"not known ({f['why'] if f else 'not read'})"
+    return f"{f['value']:.0f} ({f['share_pct']:.0f}%)" if f["share_pct"] is not None else f"{f['value']:.0f}"
+
+
 def summary_section(title: str, data: dict[str, Any], balancer: NginxBalancer, names: dict[str, str]) -> list[str]:
     """One run's rows: per point the shares and the verdict; then the run's totals against nginx's log."""
     lines = [f"## {title}", "", "| Clients | Tokens/s | TTFT p95 (ms) | a: generated tokens | b: generated tokens | "
@@ -68,18 +75,13 @@ def summary_section(title: str, data: dict[str, Any], balancer: NginxBalancer, n
         for name, figure in figures.items():
             totals[name] += figure["value"] or 0.0
 
-        def cell(name: str) -> str:
-            f = figures.get(name)
-            if f is None or f["value"] is None:
-                return f"not known ({f['why'] if f else 'not read'})"
-            return f"{f['value']:.0f} ({f['share_pct']:.0f}%)" if f["share_pct"] is not None else f"{f['value']:.0f}"
-
         shares = " / ".join(f"{n} {f['share_pct']:.0f}%" for n, f in figures.items() if f["share_pct"] is not None)
+        a_cell, b_cell = figure_cell(figures.get("a")), figure_cell(figures.get("b"))
         tps = point.get("output_tokens_per_s")
         ttft = point.get("ttft_ms_p95")
-        lines.append(f"| {point['concurrency']} | {tps:.1f} | {ttft:.0f} | {cell('a')} | {cell('b')} | {shares} | "
+        lines.append(f"| {point['concurrency']} | {tps:.1f} | {ttft:.0f} | {a_cell} | {b_cell} | {shares} | "
                      f"{balance.get('verdict', '—')} |" if tps is not None and ttft is not None else
-                     f"| {point['concurrency']} | — | — | {cell('a')} | {cell('b')} | {shares} | "
+                     f"| {point['concurrency']} | — | — | {a_cell} | {b_cell} | {shares} | "
                      f"{balance.get('verdict', '—')} |")
     logged = balancer.chat_counts()
     all_logged = sum(logged.values()) or 1
@@ -115,7 +117,9 @@ def main() -> int:
                "window; llama-server keeps no request counter, so the spread is judged on generated tokens and its "
                "requests are reported as not counted. Streaming passes through unbuffered (`proxy_buffering off`): "
                "TTFT and TPOT are the servers' own, not the end of each reply. `--warmup 0`, so nginx's log holds "
-               "exactly the counted requests (the first point's first request meets a cold prompt cache).", ""]
+               "exactly the counted requests (the first point's first request meets a cold prompt cache). "
+               "Measured on a 2-core machine shared with other work, CPU only: tokens/s and latencies are "
+               "this machine's of the moment; the shares are the point.", ""]
     with tempfile.TemporaryDirectory(prefix="fleet-demo-") as work:
         folder = Path(work)
         with llama_pair(Path(binary), Path(model), folder, ("--alias", ALIAS)) as (a, b):

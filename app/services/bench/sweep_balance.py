@@ -37,7 +37,8 @@ def backend_share(backend: Behind, window: ServerWindow, figures: ServerFigures)
         missing = Figure.unavailable(NO_TELEMETRY)
         return BackendShare(backend.name, backend.url, missing, missing, missing)
     if not window.answered or len(window.samples) < 2:
-        why = f"it did not answer {'after' if window.samples else 'before'} the point ({window.last_error or 'no reply'})"
+        when = "after" if window.samples else "before"
+        why = f"it did not answer {when} the point ({window.last_error or 'no reply'})"
         down = Figure.unavailable(why)
         return BackendShare(backend.name, backend.url, down, down, down)
     first, last = window.samples[0], window.samples[-1]

@@ -25,8 +25,8 @@ from app.core.bench.vram import card_cell, error_words, peak_cell
 from app.core.bench.sweep import PointResult
 from app.core.bench.scenario_run import scenario_json
 from app.core.bench.balance import Balance
-from app.core.bench.run import (SweepRun, behind_balancer, chart_title, reports_server, run_to_csv, run_to_json, run_to_markdown,
-                                server_cells)
+from app.core.bench.run import (SweepRun, behind_balancer, chart_title, reports_server, run_to_csv, run_to_json,
+                                run_to_markdown, server_cells)
 from app.core.saved_format import SavedFormat
 from app.ui.widgets import theme
 from app.core.bench.capacity import Capacity
