@@ -610,7 +610,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
 
             async with backend.catalog(base_url) as catalog:
                 await require_reply(catalog, base_url)  # a hung server is named in seconds, not after 300 s
-            if base_url == spec.base.base_url:
+            if base_url == spec.base.base_url and not behind:  # a balancer's processes are not a server's
                 # A server on this computer that ollama-deck did not start: watched, never stopped, so that its own
                 # process tree's GPU memory is the sweep's Peak VRAM.
                 from app.adapters.storage.paths import runtime_dir as runtime_folder
