@@ -15,6 +15,7 @@ pytest_plugins = [
     "tests.engine_fixtures",
     "tests.ollama_real_fixtures",
     "tests.system_fixtures",
+    "tests.fleet_fixtures",
 ]
 
 

@@ -29,6 +29,7 @@ from app.adapters.storage.allowance_store import AllowanceStore
 from app.services.runtime_learner import RuntimeLearner
 from app.cli.backend_arg import add_backend_argument, chosen_backend
 from app.cli.openai_access import add_access_arguments, parse_base_url, prepare, route
+from app.cli.bench_balancer import add_balancer_arguments, balancer_backends, behind_telemetry
 from app.cli.checks import (ArgProblem, Range, check_config_dir, check_output_path, check_ranges, check_text, check_values,
                             one_line, read_text_file, server_url)
 from app.core.bench.capacity import (GROWTH, REFINE_STEPS, STEP_SECONDS, CapacityError, RateLadder, capacity_lines,
@@ -72,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="server address (default: host and port from the saved settings)")
     add_backend_argument(parser)
     add_access_arguments(parser)
+    add_balancer_arguments(parser)
     s = parser.add_argument_group("server settings (need --managed: each value restarts the server)")
     s.add_argument("--managed", action="store_true", help="start and restart our own `ollama serve` per point")
     s.add_argument("--allow-network", action="store_true",
@@ -587,6 +589,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
     from app.core.server.state import ServerState
 
     backend = registry.get(chosen_backend(args)).bound(lambda: spec.base)
+    behind = behind_telemetry(getattr(args, "behind_backends", ()))
     gpu = make_gpu_backend()
     supervisor: ServerControl | None = None
     watcher: ServerControl | None = None  # an attached local server, watched for its process tree only
@@ -618,7 +621,7 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
 
             async with backend.catalog(base_url) as catalog:
                 await require_reply(catalog, base_url)  # a hung server is named in seconds, not after 300 s
-            if base_url == spec.base.base_url:
+            if base_url == spec.base.base_url and not behind:  # a balancer's processes are not a server's
                 # A server on this computer that ollama-deck did not start: watched, never stopped, so that its own
                 # process tree's GPU memory is the sweep's Peak VRAM.
                 from app.adapters.storage.paths import runtime_dir as runtime_folder
@@ -631,7 +634,9 @@ async def _run(spec: SweepSpec, args: argparse.Namespace, history: SweepRecorder
         pids = supervisor.server_pids if supervisor else watcher.server_pids if watcher else (lambda: [])
         runner = SweepRunner(supervisor, backend.catalog, backend.load_client, base_url=base_url, gpu=gpu,
                              server_pids=pids,
-                             app_version=__version__, server_telemetry=backend.server_telemetry,
+                             app_version=__version__,
+                             # behind a balancer, each backend is read at its own URL, not at the balancer's
+                             server_telemetry=None if behind else backend.server_telemetry, behind=behind,
                              host_memory=host_memory_reader(pids),
                              contention=contention_probes(gpu), planner=backend.planner,
                              prompt_counter=backend.prompt_counter, log_signals=backend.log_signals,
@@ -725,6 +730,8 @@ def run(args: argparse.Namespace) -> int:
         if args.model is None and not args.demo:
             raise InputError("--model is needed: the model to load, e.g. --model qwen3:14b (or --demo to measure "
                              "the embedded engine on its bundled model)")
+        fleet_url, args.behind_backends = balancer_backends(args)
+        args.url = fleet_url or args.url
         base, url = _settings(args)
         check_compare(args)
         warning = _exposure_warning(base) if args.managed else ""  # before the plan, whose checks say less

@@ -17,6 +17,7 @@ from app.core.bench.outcome import RunStatus, failure_of_saved, saved_point_stat
 from app.core.memory.verdict import saved_verdict
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.waiting import wait_split, waits_markdown
+from app.core.bench.balance import Balance
 from app.core.bench.sweep import (Fingerprint, GpuFigures, PointResult, ServerFigures, SweepPoint, SweepSpec,
                                   server_label, server_text)
 from app.core.bench.recommend import Recommendation, recommend
@@ -171,6 +172,8 @@ def point_row(r: PointResult) -> dict[str, Any]:
                 "spoiled_by": [k.value for k in r.spoiled_by], "events": [e.to_json() for e in r.events]})
     if r.point.default:  # the server's own default setting (only then: other rows stay as they were)
         row["default"] = True
+    if r.balance is not None:  # measured at a balancer: each backend's share from its own counters
+        row.update(balance_columns(r.balance))
     if not r.stats:
         row.setdefault("output_tokens_per_s", None)
         for key in ("ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p95", "tpot_ms_p50", "tpot_ms_p95", "e2e_ms_p95"):
@@ -217,6 +220,8 @@ def result_to_json(r: PointResult) -> dict[str, Any]:
             "detail": r.detail, "contention": r.contention.to_json()}
     if r.events:
         data["events"] = [e.to_json() for e in r.events]
+    if r.balance is not None:
+        data["balance"] = r.balance.to_json()
     return data
 
 
@@ -239,6 +244,8 @@ def result_from_json(data: dict[str, Any], targets: LatencyTargets, saved: Saved
                        contention=contention,
                        # Absent in points stored before they were watched; an entry it cannot read is skipped.
                        events=events_from_json(data.get("events")),
+                       # Absent in points not measured at a balancer (and in every run kept before there were any).
+                       balance=Balance.from_json(data.get("balance")),
                        # Not saved: read back from what the point holds.
                        failure=failure_of_saved(status, reason, stats.errors if stats else None,
                                                 contention.short_text()))
@@ -284,7 +291,15 @@ CSV_COLUMNS = ("index", "parallel", "concurrency", "kv_cache_type", "context_len
                "event_count", "events_worst", "spoiled_by",
                # the server's own peak beside the estimate and the whole card's (vram_peak_mib is the server's)
                "vram_peak_unknown", "card_vram_peak_mib", "estimate_peak_mib", "estimate_error_mib",
-               "estimate_error_pct")
+               "estimate_error_pct",
+               # measured at a balancer: each backend's share, from its own counters (see the JSON's balance)
+               "balance", "balance_verdict", "balance_measure")
+
+
+def balance_columns(balance: Balance) -> dict[str, Any]:
+    """A point's shares behind a balancer, for its JSON object and its CSV row."""
+    return {"balance": balance.to_json(), "balance_verdict": balance.verdict.value,
+            "balance_measure": balance.measure.value if balance.measure is not None else None}
 
 
 def run_to_csv(run: SweepRun) -> str:
@@ -295,6 +310,8 @@ def run_to_csv(run: SweepRun) -> str:
     for r in run.results:
         row = point_row(r)
         row["spoiled_by"] = " ".join(row["spoiled_by"])
+        if r.balance is not None:
+            row["balance"] = r.balance.cell()
         writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in CSV_COLUMNS})
     return out.getvalue()
 
@@ -324,11 +341,16 @@ def server_cells(r: PointResult) -> list[str]:
             _cell(f.generation_tokens_per_s, ".1f")]
 
 
+def behind_balancer(results: Sequence[PointResult]) -> bool:
+    """True when some point was measured at a balancer, with its backends' shares."""
+    return any(r.balance is not None for r in results)
+
+
 def table_header(results: Sequence[PointResult]) -> tuple[str, ...]:
-    """TABLE_HEADER, with the server's own columns before "Stable?" when it reported them."""
-    if not reports_server(results):
-        return TABLE_HEADER
-    return TABLE_HEADER[:-1] + SERVER_HEADER + TABLE_HEADER[-1:]
+    """TABLE_HEADER, with the server's own columns before "Stable?" when it reported them, and the backends'
+    shares behind a balancer."""
+    extra = (SERVER_HEADER if reports_server(results) else ()) + (BALANCE_HEADER if behind_balancer(results) else ())
+    return TABLE_HEADER[:-1] + extra + TABLE_HEADER[-1:]
 
 
 def table_rows(results: Sequence[PointResult]) -> list[list[str]]:
@@ -337,6 +359,7 @@ def table_rows(results: Sequence[PointResult]) -> list[list[str]]:
     (with the server's slots busy, requests waiting and its own tokens/s before "stable?" when it reported them)."""
     rows = []
     server = reports_server(results)
+    balanced = behind_balancer(results)
     for r in results:
         s = r.stats if r.ran else None
         rows.append([
@@ -345,7 +368,8 @@ def table_rows(results: Sequence[PointResult]) -> list[list[str]]:
             _cell(s.output_tokens_per_s if s else None, ".1f"), _cell(s.ttft_ms.mean if s else None, ".0f"),
             _cell(s.ttft_ms.p95 if s else None, ".0f"), _cell(s.tpot_ms.p95 if s else None, ".1f"),
             peak_cell(r), card_cell(r), _cell(r.tokens_per_joule, ".2f"),
-            *(server_cells(r) if server else []), r.stable_text()])
+            *(server_cells(r) if server else []),
+            *([r.balance.cell() if r.balance is not None else "—"] if balanced else []), r.stable_text()])
     return rows
 
 
@@ -354,6 +378,8 @@ TABLE_HEADER = ("Parallel", "Clients", "Tokens/s", "TTFT avg (ms)", "TTFT p95 (m
 # The server's own view, where it reports one: the most slots busy at once (of all), the most requests
 # waiting for a free slot, and its generated-tokens counter over the measured window per second.
 SERVER_HEADER = ("Slots busy", "Waiting", "Server tok/s")
+# Each backend's share of the work at a balancer (of requests where every backend counts them, else of tokens).
+BALANCE_HEADER = ("Behind the balancer",)
 
 
 def run_to_markdown(run: SweepRun, labels: Mapping[str, str]) -> str:
@@ -380,6 +406,7 @@ def run_to_markdown(run: SweepRun, labels: Mapping[str, str]) -> str:
     note = unknown_note(run.results)
     lines += ["", note] if note else []
     lines += waits_markdown(run.results, run.varying, closed_loop(run))
+    lines += balance_markdown(run.results, run.varying)
     estimates = estimate_lines(run.results, run.varying)
     if estimates:
         lines += ["", "## VRAM: the estimate against the server's own peak", "",
@@ -406,6 +433,22 @@ def run_to_markdown(run: SweepRun, labels: Mapping[str, str]) -> str:
     if base:
         lines += ["", "## Base settings", ""] + [f"- **{setting_label(k)}:** {value_text(v)}" for k, v in base.items()]
     return "\n".join(lines) + "\n"
+
+
+def balance_markdown(results: Sequence[PointResult], varying: Sequence[str]) -> list[str]:
+    """The report's section on each backend's share behind the balancer, per point ([] when none was measured
+    at one)."""
+    points = [r for r in results if r.balance is not None]
+    if not points:
+        return []
+    lines = ["", "## Behind the balancer", "", "Each backend's share of the point's work, read from that backend's "
+             "own counters right before and after the counted window (never from what the client saw)."]
+    for r in points:
+        assert r.balance is not None
+        warn = " ⚠" if r.balance.warns else ""
+        lines += ["", f"### {r.point.label(varying)}: {r.balance.cell()}{warn}", "",
+                  *[f"- {line}" for line in r.balance.lines()]]
+    return lines
 
 
 def closed_loop(run: SweepRun) -> bool:

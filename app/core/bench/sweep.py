@@ -20,6 +20,7 @@ from app.core.memory.verdict import Verdict
 from app.core.bench.stats import LatencyTargets, PointStats, RequestRecord, summarize
 from app.core.bench.workload import LoadPlan
 from app.core.saved_format import SavedFormat
+from app.core.bench.balance import Balance
 from app.core.server.settings import ServerSettings, validate
 from app.core.watch.events import EventKind, WatchEvent
 
@@ -354,6 +355,8 @@ class PointResult:
     failure: FailureKind | None = None
     # What the server did without saying so while the point ran (from its start to its end), oldest first.
     events: tuple[WatchEvent, ...] = ()
+    # Each backend's share of the work, where the point was measured at a balancer (None: not behind one).
+    balance: Balance | None = None
 
     @property
     def spoiled_by(self) -> tuple[EventKind, ...]:

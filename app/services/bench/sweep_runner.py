@@ -24,6 +24,7 @@ from app.services.bench.sweep_gpu import (ON_CPU_REASON, GpuWindow, computes_on_
                                           gpu_memory_now, runs_without_gpu, spill_words)
 from app.services.bench.sweep_contention import ContentionWindow
 from app.services.bench.sweep_server import ServerWindow
+from app.services.bench.sweep_balance import BalanceWindow, Behind
 from app.services.bench.sweep_watch import RunWatch, ServerFeed, reply_facts
 from app.services.bench.sweep_words import load_failure, skip_reason
 from app.core.bench.stats import RequestRecord, summarize
@@ -64,6 +65,9 @@ from app.core.watch.signals import Asked
 # Predictions that make a point pointless on this GPU: it would not load, or would run partly on the
 # CPU (slow to load, many times slower to decode, and failed by the loaded-model check anyway).
 SKIPPED_VERDICTS = (Verdict.WONT_LOAD, Verdict.SPILLS)
+# Why a sweep at a balancer cannot vary server settings.
+BALANCER_NOT_MANAGED = ("A sweep at a balancer measures the servers behind it as they run: ollama-deck did not start "
+                        "them and cannot restart them per point, so server settings cannot vary.")
 # Share of a point's time before measuring starts (restart, load, warm-up), for progress and ETA.
 SETUP_SHARE = 0.2
 # Corpus pieces counted when the server counts a text by running it (a request each): enough for any prompt,
@@ -138,7 +142,7 @@ class SweepRunner:
                  contention: ContentionProbeFactory | None = None, planner: LoadPlanner | None = None,
                  prompt_maker: PromptMaker | None = None, prompt_counter: PromptCounterFactory | None = None,
                  log_signals: LogSignalReaderFactory | None = None, server_feed: ServerFeed | None = None,
-                 learner: RuntimeLearner | None = None, teach: bool = True) -> None:
+                 learner: RuntimeLearner | None = None, teach: bool = True, behind: Sequence[Behind] = ()) -> None:
         self._supervisor = supervisor
         # gives the runtime allowance each point is priced with (None: the default) and, with `teach`, learns it from
         # the loads the sweep makes (off where something else already feeds it the same server's log and readings,
@@ -170,6 +174,9 @@ class SweepRunner:
         # is not read), the lines and statuses of the server from `server_feed` (None: only what the sweep reads).
         self._log_signals = log_signals
         self._server_feed = server_feed
+        # The backends behind the balancer at base_url, each read through its own telemetry over each point's
+        # window for its share of the work (empty: base_url is one server).
+        self._behind = tuple(behind)
         self._watch = RunWatch("", log_signals)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._point_task: asyncio.Task[PointResult] | None = None
@@ -232,6 +239,8 @@ class SweepRunner:
         if problems:
             raise DeckError("The workload cannot run: " + " ".join(problems))
         # The supervisor only matters to a managed sweep; an attached one never touches the server.
+        if spec.managed and self._behind:
+            raise DeckError(BALANCER_NOT_MANAGED, hint="Sweep client concurrency, rate or a scenario at the balancer.")
         sup = self._supervisor if spec.managed else None
         if spec.managed and sup is None:
             raise DeckError("A sweep over server settings needs a server started by ollama-deck.")
@@ -497,6 +506,7 @@ class SweepRunner:
         class_done = dict.fromkeys(class_names, 0)
         measure_start = [self._clock()]
         contention_window = ContentionWindow(self._contention, self._server_pids)
+        balance_window = BalanceWindow(self._behind, self._sample_interval_s)
 
         def on_stage(stage: str) -> None:
             if stage == "measuring":
@@ -504,6 +514,7 @@ class SweepRunner:
                 window.start()
                 server_window.start()
                 contention_window.start()
+                balance_window.start()
             report(stage, "", SETUP_SHARE / 2 if stage == "warm-up" else SETUP_SHARE)
 
         counted = self._prompt_counter is not None
@@ -544,12 +555,13 @@ class SweepRunner:
                 await contention_window.close()
                 await window.stop()
                 server = await server_window.stop()
+                balance = await balance_window.stop()
                 if counter is not None:
                     await counter.aclose()
         stats = summarize(result.records, spec.targets)
         outcome = replace(facts, stats=stats, records=tuple(result.records),
                           gpu=figures_from(window.samples, baseline, window.server_known),
-                          server=server, contention=contention)
+                          server=server, contention=contention, balance=balance)
         crashed = self._crash_reason()
         if crashed:
             return _ended(outcome, PointStatus.FAILED, FailureKind.CRASHED, CRASHED_DURING_RUN, crashed)
@@ -692,4 +704,4 @@ def watched(result: PointResult, events: Sequence[WatchEvent]) -> PointResult:
                    reason=spoiled_reason(result.spoiled_by), detail=detail)
 
 
-__all__ = ["ClassProgress", "SweepProgress", "SweepRunner", "asked_of", "now_iso", "watched"]
+__all__ = ["BALANCER_NOT_MANAGED", "ClassProgress", "SweepProgress", "SweepRunner", "asked_of", "now_iso", "watched"]

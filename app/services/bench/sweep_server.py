@@ -71,6 +71,7 @@ class ServerWindow(PollingWindow[ServerSample]):
         self._base_url = base_url
         self._reader: ServerTelemetry | None = None
         self.last_error = ""
+        self.answered = False  # whether the latest reading was answered
 
     @property
     def enabled(self) -> bool:
@@ -84,10 +85,13 @@ class ServerWindow(PollingWindow[ServerSample]):
         if self._reader is None:
             self._reader = self._factory(self._base_url)
         try:
-            return await self._reader.sample()
+            sample = await self._reader.sample()
         except DeckError as exc:
             self.last_error = exc.message
+            self.answered = False
             return None
+        self.answered = True
+        return sample
 
     async def stop(self) -> ServerFigures:
         """Take a last reading (every request has ended: the counter holds them all), stop, and summarise.

@@ -24,8 +24,9 @@ from app.core.bench.failed_prompts import FailedPrompt, failed_prompts, failures
 from app.core.bench.vram import card_cell, error_words, peak_cell
 from app.core.bench.sweep import PointResult
 from app.core.bench.scenario_run import scenario_json
-from app.core.bench.run import (SweepRun, chart_title, reports_server, run_to_csv, run_to_json, run_to_markdown,
-                                server_cells)
+from app.core.bench.balance import Balance
+from app.core.bench.run import (SweepRun, behind_balancer, chart_title, reports_server, run_to_csv, run_to_json,
+                                run_to_markdown, server_cells)
 from app.core.saved_format import SavedFormat
 from app.ui.widgets import theme
 from app.core.bench.capacity import Capacity
@@ -86,7 +87,7 @@ def shows_events(results: Sequence[PointResult]) -> bool:
 
 
 def columns_for(varying: Sequence[str], clients: bool = True, server: bool = False, gpu: bool = True,
-                events: bool = False) -> list[str]:
+                events: bool = False, balance: bool = False) -> list[str]:
     """Table columns: the articles' ones, with the other varied settings after Parallel (and Clients), and
     the server's own slots busy, requests waiting and tokens/s before "Stable?" when it reported them (and
     the server's events when a point saw any)."""
@@ -98,6 +99,8 @@ def columns_for(varying: Sequence[str], clients: bool = True, server: bool = Fal
         cols += ["Peak VRAM\n(GiB)", "Card VRAM\n(GiB)", "Tokens/J"]
     if server:
         cols += ["Slots\nbusy", "Waiting", "Server\ntok/s"]
+    if balance:
+        cols += [BALANCE_COLUMN]
     if events:
         cols += ["Events"]
     return cols + ["Stable?"]
@@ -149,6 +152,22 @@ def events_tooltip(r: PointResult, limit: int = 8) -> str:
     return f"<qt><table width='{TOOLTIP_WIDTH_PX}'><tr><td>{''.join(body)}</td></tr></table></qt>"
 
 
+BALANCE_COLUMN = "Behind the\nbalancer"
+
+
+def balance_cell(r: PointResult) -> str:
+    """Each backend's share behind the balancer ("a 75% / b 25%"), with ⚠ where the spread warns."""
+    if r.balance is None:
+        return "—"
+    return ("⚠ " if r.balance.warns else "") + r.balance.cell()
+
+
+def balance_tooltip(balance: Balance) -> str:
+    """The figures behind the shares: each backend's requests and tokens, their source, and the verdict."""
+    text = "<br>".join(html.escape(x, quote=False) for x in balance.lines())
+    return f"<qt><table width='{VRAM_TOOLTIP_WIDTH_PX}'><tr><td>{text}</td></tr></table></qt>"
+
+
 def vram_tooltip(r: PointResult) -> str:
     """The Peak VRAM cell's tooltip: the server's own peak against the estimate, and the card's."""
     words = error_words(r)
@@ -180,7 +199,7 @@ def failures_tooltip(r: PointResult, prompts: Sequence[FailedPrompt], limit: int
 
 
 def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, server: bool = False,
-              gpu: bool = True, events: bool = False) -> list[str]:
+              gpu: bool = True, events: bool = False, balance: bool = False) -> list[str]:
     """The text of one row."""
     s = r.stats if r.ran else None
     setting = r.point.settings
@@ -199,6 +218,8 @@ def cells_for(r: PointResult, varying: Sequence[str], clients: bool = True, serv
         cells += [peak_cell(r), card_cell(r), _fmt(r.tokens_per_joule, ".2f")]
     if server:
         cells += server_cells(r)
+    if balance:
+        cells.append(balance_cell(r))
     if events:
         cells.append(events_cell(r))
     return cells + [compact_stable(r)]
@@ -227,7 +248,8 @@ class ResultsTable(QTableWidget):
         """Fill the table; `prompts`: the run's failed requests, told in each point's Stable? tooltip."""
         clients = shows_clients(results)
         server, gpu, events = reports_server(results), shows_gpu(results), shows_events(results)
-        columns = columns_for(varying, clients, server, gpu, events)
+        balance = behind_balancer(results)
+        columns = columns_for(varying, clients, server, gpu, events, balance)
         self.setColumnCount(len(columns))
         self.setHorizontalHeaderLabels(columns)
         for col, name in enumerate(columns):
@@ -240,7 +262,7 @@ class ResultsTable(QTableWidget):
         bold.setBold(True)
         for row, r in enumerate(results):
             best = r.point.index == recommended
-            for col, text in enumerate(cells_for(r, varying, clients, server, gpu, events)):
+            for col, text in enumerate(cells_for(r, varying, clients, server, gpu, events, balance)):
                 item = QTableWidgetItem(("★ " + text) if best and col == 0 else text)
                 last = col == len(columns) - 1
                 if columns[col] == "Events" and r.events:
@@ -250,6 +272,10 @@ class ResultsTable(QTableWidget):
                     item.setToolTip(events_tooltip(r))
                 if columns[col] == "Peak VRAM\n(GiB)":
                     item.setToolTip(vram_tooltip(r))
+                if columns[col] == BALANCE_COLUMN and r.balance is not None:
+                    item.setToolTip(balance_tooltip(r.balance))
+                    if r.balance.warns:
+                        item.setForeground(QBrush(QColor(theme.WARNING)))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter | (
                     Qt.AlignmentFlag.AlignLeft if last else Qt.AlignmentFlag.AlignRight))
                 if last:

@@ -19,6 +19,7 @@ from app.services.bench.capacity import CapacitySweep
 from app.services.bench.recording import QueuedRecorder
 from app.services.bench.sweep_runner import SweepProgress, SweepRunner
 from app.services.bench.sweep_watch import ServerFeed
+from app.services.bench.sweep_balance import Behind
 from app.core.errors import DeckError
 from app.core.bench.sweep import PointResult, SweepSpec
 from app.core.bench.run import SweepRun
@@ -87,6 +88,9 @@ class SweepController(QObject):
         self._log_signals = log_signals
         self._server_feed = server_feed
         self._learner = learner  # the card's runtime allowance: priced with, and taught by each load
+        # The backends behind the balancer a sweep measures at, each read at its own URL for its share of every point
+        # (empty: the sweep's URL is one server); set by whoever knows the fleet.
+        self.behind: tuple[Behind, ...] = ()
         self._runner: SweepRunner | None = None
         self._future: concurrent.futures.Future[SweepRun] | None = None
         # Closes a finished sweep's recorder (it waits on the disk) off the loop thread.
@@ -105,7 +109,9 @@ class SweepController(QObject):
         self._runner = SweepRunner(self._supervisor if spec.managed else None, self._client_factory, self._load_client,
                                    base_url=base_url, gpu=self._gpu, server_pids=self._server_pids,
                                    meter=self._meter, app_version=self._app_version,
-                                   server_telemetry=self._server_telemetry, host_memory=self._host_memory,
+                                   # behind a balancer each backend is read at its own URL, not at the balancer's
+                                   server_telemetry=None if self.behind else self._server_telemetry,
+                                   behind=self.behind, host_memory=self._host_memory,
                                    contention=self._contention, planner=self._planner,
                                    prompt_counter=self._prompt_counter, log_signals=self._log_signals,
                                    server_feed=self._server_feed, learner=self._learner,
