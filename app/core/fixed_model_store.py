@@ -1,4 +1,4 @@
-"""The model-store rules of a server that serves what it was started with (llama-server's GGUF file, an
+"""The model-store rules of a server that serves what it was started with (one model file, or an
 OpenAI-compatible server's models): no quantize targets, no variants, no pulls; each refusal in the backend's
 own words."""
 

@@ -127,7 +127,7 @@ def test_prompt_on_the_real_llama_server(llama_server_binary: Path, bundled_mode
         # Without --backend the Ollama API is not found there, and the message names the option that fixes it.
         assert main(["prompt", "--model", "any", "--url", url, "--no-think", "hi"]) == 1
         err = capsys.readouterr().err
-        assert "not Ollama's API at that address" in err and "--backend (llama_server)" in err
+        assert "not Ollama's API at that address" in err and "--backend (llama_server, openai)" in err
         name = json.loads(get(f"{url}/v1/models")[1])["data"][0]["id"]
         assert main(["prompt", "--backend", "llama_server", "--model", name, "--url", url, "--no-think",
                      "--num-predict", "8", "--temperature", "0", "--json", "Name a colour."]) == 0

@@ -3,7 +3,7 @@ whether the balancer spread it evenly.
 
 A sweep or scenario measured at a balancer's URL (nginx in front of two servers) says nothing of where the
 requests went; each backend's own counters do. Every figure carries its source: the backend's counter, its
-slots, or unavailable with the reason (a server that keeps no request counter, as llama-server keeps none;
+slots, or unavailable with the reason (a server that keeps no request counter;
 a backend that did not answer). Nothing here is derived from what the client saw."""
 
 from __future__ import annotations

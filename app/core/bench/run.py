@@ -326,7 +326,7 @@ def reports_server(results: Sequence[PointResult]) -> bool:
 
 
 def slots_cell(r: PointResult) -> str:
-    """The most slots seen busy over the slots there are ("4/4"); for a server without slots (vLLM, SGLang, TGI)
+    """The most slots seen busy over the slots there are ("4/4"); for a server without slots
     the most requests it reported running at once ("12"); — when the server said neither."""
     f = r.server
     if f.slots_busy_max is None:

@@ -306,8 +306,8 @@ class ServerFigures:
     slots_busy_max: int | None = None  # the most slots seen decoding at once
     slots_busy_mean: float | None = None
     requests_deferred_max: int | None = None  # the most requests seen waiting for a free slot
-    # The most requests seen running at once, from the server's own gauge (vLLM's num_requests_running, SGLang's
-    # num_running_reqs...): what stands for busy slots where a server reports no slots.
+    # The most requests seen running at once, from the server's own gauge of running requests:
+    # what stands for busy slots where a server reports no slots.
     requests_running_max: int | None = None
     kv_fill_max_pct: float | None = None
     generated_tokens: float | None = None  # the server's generated-tokens counter over the window
