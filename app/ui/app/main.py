@@ -58,7 +58,7 @@ from app.ui.app.telemetry_poller import ServerTelemetryPoller
 from app.ui.app.qt_platform import screenshot_platform
 from app.ui.pages.dashboard.page import DashboardPage
 from app.ui.app.gc_policy import GuiThreadCollection
-from app.ui.app.fleet_setup import fleet_page
+from app.ui.app.fleet_setup import behind_the_balancer, fleet_page
 from app.ui.app.window import DEFAULT_SIZE, MainWindow
 from app.ui.pages.models.page import ModelsPage
 from app.ui.pages.server.page import ServerPage
@@ -244,7 +244,9 @@ class DeckApp:
         self.bench_page = BenchPage(context)
         self.window.add_page("bench", "Benchmark", self.bench_page)
         backends = {name: registry.get(name) for name in registry.names()}
-        self.fleet_page = fleet_page(context, getattr(self._args, "fleet", None), backends)
+        self.fleet_page, fleet = fleet_page(context, getattr(self._args, "fleet", None), backends)
+        # Attached at the fleet's balancer: each sweep point also reads every backend behind it for its share.
+        self.bench_page.sweeps.behind = behind_the_balancer(fleet, self.controller.settings.base_url, backends)
         self.window.add_page("fleet", "Fleet", self.fleet_page)
 
     def _report_store_problems(self, settings_problems: list[str]) -> StoreReport:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.backends import registry
-from app.ui.app.fleet_setup import fleet_page
+from app.ui.app.fleet_setup import behind_the_balancer, fleet_page
 from app.core.fleet_status import FleetSnapshot, ScrapeTarget
 from app.ui.pages.fleet.page import FleetPage, targets_text
 from app.ui.pages.fleet.table import ENDPOINT, GPU, HEALTH, MODEL, QUEUE, RAM, SLOTS, SOURCE, TOKENS
@@ -25,7 +25,7 @@ stack = module_fleet_stack(with_nginx=True)
 
 
 def _page(qtbot: Any, page_context: Any, path: Path | None) -> FleetPage:
-    page = fleet_page(page_context(), str(path) if path else None, BACKENDS)
+    page, _fleet = fleet_page(page_context(), str(path) if path else None, BACKENDS)
     qtbot.addWidget(page)
     return page
 
@@ -104,3 +104,40 @@ def test_targets_prometheus_cannot_scrape_are_named_with_their_errors() -> None:
         ScrapeTarget("node-box-b", "box-b:9100", "http://box-b:9100/metrics", "down", "connection refused"),
         ScrapeTarget("dcgm", "box-a:9400", "http://box-a:9400/metrics", "up", "")))
     assert targets_text(snapshot) == "1 of 2 scrape targets down: node-box-b box-b:9100 (connection refused)"
+
+
+FLEET = """
+[[server]]
+name = "box-a"
+url = "http://127.0.0.1:8081"
+backend = "llama_server"
+[[server]]
+name = "box-b"
+url = "http://127.0.0.1:8082"
+backend = "openai"
+[[server]]
+name = "box-c"
+url = "http://127.0.0.1:8083"
+backend = "llama_server"
+[balancer]
+name = "nginx"
+url = "http://127.0.0.1:8080"
+servers = ["box-a", "box-b"]
+"""
+
+
+def test_a_window_attached_at_the_balancer_sweeps_with_each_backend_behind_it(tmp_path: Path, page_context,
+                                                                             qtbot) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_text(FLEET)
+    page, fleet = fleet_page(page_context(), str(path), BACKENDS)
+    qtbot.addWidget(page)
+    page.shutdown()
+    behind = behind_the_balancer(fleet, "http://127.0.0.1:8080", BACKENDS)
+    assert [(b.name, b.url) for b in behind] == [("box-a", "http://127.0.0.1:8081"), ("box-b", "http://127.0.0.1:8082")]
+    # Each is read through its own backend's telemetry, not the window's.
+    assert behind[0].telemetry is registry.get("llama_server").server_telemetry
+    assert behind[1].telemetry is registry.get("openai").server_telemetry
+    # Attached at one of the servers (or with no fleet), a sweep reads that server itself.
+    assert behind_the_balancer(fleet, "http://127.0.0.1:8081", BACKENDS) == ()
+    assert behind_the_balancer(None, "http://127.0.0.1:8080", BACKENDS) == ()
