@@ -16,6 +16,7 @@ from app.ui.pages.fleet.page import FleetPage, targets_text
 from app.ui.pages.fleet.table import ENDPOINT, GPU, HEALTH, MODEL, QUEUE, RAM, SLOTS, SOURCE, TOKENS
 from tests.adapters.prometheus.fleet_stack import FleetStack, module_fleet_stack
 from tests.backends.llama_server.engine_server import free_port
+from tests.cli.test_bench_balancer_args import FLEET
 
 BACKENDS = {name: registry.get(name) for name in registry.names()}
 WAIT_MS = 30_000
@@ -106,25 +107,6 @@ def test_targets_prometheus_cannot_scrape_are_named_with_their_errors() -> None:
     assert targets_text(snapshot) == "1 of 2 scrape targets down: node-box-b box-b:9100 (connection refused)"
 
 
-FLEET = """
-[[server]]
-name = "box-a"
-url = "http://127.0.0.1:8081"
-backend = "llama_server"
-[[server]]
-name = "box-b"
-url = "http://127.0.0.1:8082"
-backend = "openai"
-[[server]]
-name = "box-c"
-url = "http://127.0.0.1:8083"
-backend = "llama_server"
-[balancer]
-name = "nginx"
-url = "http://127.0.0.1:8080"
-servers = ["box-a", "box-b"]
-"""
-
 
 def test_a_window_attached_at_the_balancer_sweeps_with_each_backend_behind_it(tmp_path: Path, page_context,
                                                                              qtbot) -> None:
@@ -137,7 +119,7 @@ def test_a_window_attached_at_the_balancer_sweeps_with_each_backend_behind_it(tm
     assert [(b.name, b.url) for b in behind] == [("box-a", "http://127.0.0.1:8081"), ("box-b", "http://127.0.0.1:8082")]
     # Each is read through its own backend's telemetry, not the window's.
     assert behind[0].telemetry is registry.get("llama_server").server_telemetry
-    assert behind[1].telemetry is registry.get("openai").server_telemetry
+    assert behind[1].telemetry is registry.get("ollama").server_telemetry
     # Attached at one of the servers (or with no fleet), a sweep reads that server itself.
     assert behind_the_balancer(fleet, "http://127.0.0.1:8081", BACKENDS) == ()
     assert behind_the_balancer(None, "http://127.0.0.1:8080", BACKENDS) == ()
