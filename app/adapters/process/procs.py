@@ -96,6 +96,15 @@ def server_pids(server: ProcessSignature) -> list[int]:
     return found
 
 
+def runs(pid: int, server: ProcessSignature) -> bool:
+    """True when the process `pid` runs `server` (False when it is gone or hidden)."""
+    try:
+        proc = psutil.Process(pid)
+        return server.matches(proc.name(), proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
 def identify_listener(host: str, port: int, server: ProcessSignature) -> Listener | None:
     """find_listener, falling back to the only process running `server` when the socket's owner is hidden."""
     listener = find_listener(host, port)

@@ -43,6 +43,8 @@ class Health:
     ready: bool = False
     loading: bool = False  # 503 "Loading model": progress, not failure
     detail: str = ""
+    # 200 {"status": "ok"} without llama-server's Server header: a proxy in front of one, or another program
+    proxied_ok: bool = False
 
 
 def find_binary(path: str) -> tuple[str | None, str]:
@@ -84,7 +86,8 @@ def read_health(response: httpx.Response) -> Health:
     message = _error_message(body)
     if response.status_code == 503 and (by_header or message == "Loading model"):
         return Health(True, loading=message == "Loading model", detail=message)
-    return Health(by_header, detail=message or f"HTTP {response.status_code}")
+    ok = response.status_code == 200 and isinstance(body, dict) and body.get("status") == "ok"
+    return Health(by_header, detail=message or f"HTTP {response.status_code}", proxied_ok=ok and not by_header)
 
 
 async def health(client: httpx.AsyncClient, base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> Health:
@@ -130,9 +133,21 @@ async def identify(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[b
         except (httpx.HTTPError, TimeoutError, OSError):
             return False, None, ""
         if not found.is_llama_server:
-            return False, None, ""
+            if not found.proxied_ok:
+                return False, None, ""
+            # A proxy in front (nginx, a balancer) answers with its own Server header; llama-server's /props
+            # still says what it is.
+            properties = await props(client, base_url, timeout_s)
+            if not is_llama_server_props(properties):
+                return False, None, ""
+            return True, version_of(properties), served_model(properties)
         properties = await props(client, base_url, timeout_s) if found.ready else {}
         return True, version_of(properties), served_model(properties)
+
+
+def is_llama_server_props(properties: dict[str, Any]) -> bool:
+    """True when a /props answer has llama-server's own shape (its build and its generation defaults)."""
+    return "build_info" in properties and isinstance(properties.get("default_generation_settings"), dict)
 
 
 def log_text(line: str) -> str:
@@ -149,5 +164,5 @@ def reason_line(lines: tuple[str, ...]) -> str:
     return next((log_text(line) for line in reversed(lines) if line.strip()), "")
 
 
-__all__ = ["Health", "INSTALL_HINT", "PROBE_TIMEOUT_S", "find_binary", "health", "identify", "log_text", "port_accepts", "props",
+__all__ = ["Health", "INSTALL_HINT", "PROBE_TIMEOUT_S", "find_binary", "health", "identify", "is_llama_server_props", "log_text", "port_accepts", "props",
            "read_health", "reason_line", "served_model", "version_of"]

@@ -154,9 +154,16 @@ class LlamaServerSupervisor(SupervisorBase):
     async def _attach(self, base_url: str, version: str | None, model: str, binary: str | None) -> ServerStatus:
         listener = await asyncio.to_thread(procs.identify_listener, self.settings.host, self.settings.port,
                                            probing.LLAMA_SERVER_PROCESS)
+        if listener is not None and listener.pid is not None and \
+                not await asyncio.to_thread(procs.runs, listener.pid, probing.LLAMA_SERVER_PROCESS):
+            # A proxy (nginx, a balancer) holds the port: its process is not the server, so none is watched as it.
+            who = f"the server(s) behind {listener.description}, a proxy"
+            listener, behind_proxy = None, True
+        else:
+            behind_proxy = False
+            who = listener.description if listener else "another process"
         self._attached_pid = listener.pid if listener else None
         self._attached_url = base_url
-        who = listener.description if listener else "another process"
         serving = f", serving {model}" if model else " (still loading its model)"
         status = self._publish(ServerStatus(
             ServerState.RUNNING_ATTACHED,
@@ -164,10 +171,10 @@ class LlamaServerSupervisor(SupervisorBase):
             version=version, pid=self._attached_pid, external_kind=ExternalKind.OTHER, run_by="another process",
             apply_hint=self._apply_hint(), binary=binary, serving=model,
         ))
-        self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url))
+        self._health_task = asyncio.get_running_loop().create_task(self._watch_attached(base_url, behind_proxy))
         return status
 
-    async def _watch_attached(self, base_url: str) -> None:
+    async def _watch_attached(self, base_url: str, behind_proxy: bool = False) -> None:
         """Poll /health on the attached server; publish STOPPED once it stops answering as llama-server."""
         failures = 0
         async with httpx.AsyncClient(trust_env=False) as client:
@@ -175,7 +182,8 @@ class LlamaServerSupervisor(SupervisorBase):
                 await asyncio.sleep(self.health_interval_s)
                 try:
                     answer = await probing.health(client, base_url)
-                    failures = 0 if answer.is_llama_server else 2  # something else took the port over
+                    # something else took the port over (a proxy answers ok with its own Server header)
+                    failures = 0 if answer.is_llama_server or (behind_proxy and answer.proxied_ok) else 2
                 except TimeoutError:
                     failures += 1  # a busy server may be slow once; a refused connection is final
                 except (httpx.HTTPError, OSError):

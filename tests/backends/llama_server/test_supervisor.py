@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import httpx
 import pytest
 
 from app.adapters.aio import LoopThread
@@ -307,3 +308,30 @@ def test_a_managed_bench_on_a_foreign_llama_server_calls_it_a_llama_server(outsi
     assert "--managed: a llama-server that ollama-deck did not start already answers" in result.stderr
     assert "Ollama" not in result.stderr and f"llama-server (pid {process.pid})" in result.stderr
     assert process.poll() is None  # never touched
+
+
+@pytest.mark.engine
+def test_llama_servers_behind_nginx_are_attached_to_not_a_port_conflict(make_llama, backend_pair,
+                                                                       balancer_over) -> None:
+    # nginx answers with its own Server header, so only /props says that llama-server is behind it.
+    balancer = balancer_over([server.base_url for server in backend_pair])
+    port = int(balancer.base_url.rsplit(":", 1)[1])
+    h = make_llama(port=port)
+
+    probed = h.run(h.supervisor.probe())
+
+    assert probed.state is ServerState.RUNNING_ATTACHED, probed.message
+    assert "SmolLM2" in probed.message  # the model /props names, through the proxy
+    assert probed.pid is None and not probed.can_stop  # nginx is not llama-server: nothing of it is ever signalled
+    assert "behind nginx" in probed.message and "a proxy" in probed.message
+    # The attached watch reads /health through the proxy as it is: ok without llama-server's header.
+    assert h.run(_health(balancer.base_url)).proxied_ok
+    h.run(h.supervisor.close())
+    assert balancer.process.poll() is None and all(server.process.poll() is None for server in backend_pair)
+
+
+async def _health(base_url: str):
+    from app.backends.llama_server import probe
+
+    async with httpx.AsyncClient(trust_env=False) as client:
+        return await probe.health(client, base_url)
