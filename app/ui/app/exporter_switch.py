@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QSpinBox, QWidget
 
 from app import __version__
 from app.adapters.aio import LoopThread
@@ -24,11 +24,12 @@ from app.core.errors import DeckError
 from app.core.telemetry import GpuInfo, Sample
 from app.ui.app.telemetry_poller import ServerTelemetryPoller
 from app.ui.server.controller import ServerController
+from app.ui.widgets.elided_label import ElidedLabel
 
 LOOPBACK = "127.0.0.1"
-SWITCH_TEXT = "Export to Prometheus"
+SWITCH_TEXT = "Prometheus"  # short: the header is one line at 1280 px and --scale 1.5; the tooltip says the rest
 OFF_TEXT = "off"
-TOOLTIP = ("Serve the GPU, host and server figures this window samples as a Prometheus exporter on "
+TOOLTIP = ("Export to Prometheus: serve the GPU, host and server figures this window samples as a Prometheus exporter on "
            f"{LOOPBACK}:PORT (this machine only), for a Prometheus to scrape. To serve other machines, run "
            "`ollama-deck exporter --listen HOST:PORT --allow-network`.")
 
@@ -60,7 +61,7 @@ class ExporterSwitch(QWidget):
         self.port.setValue(DEFAULT_PORT)
         self.port.setMaximumWidth(self.port.fontMetrics().horizontalAdvance("65535") * 2 + 24)
         self.port.setToolTip(f"The port on {LOOPBACK} Prometheus scrapes")
-        self.status = QLabel(OFF_TEXT)
+        self.status = ElidedLabel(OFF_TEXT, min_width_px=self.fontMetrics().horizontalAdvance("off") + 8)
         self.status.setObjectName("HeaderDim")
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         for widget in (self.button, self.port, self.status):

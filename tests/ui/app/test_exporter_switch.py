@@ -48,18 +48,18 @@ def test_on_it_can_be_scraped_and_off_the_port_is_free(qtbot, tmp_path, deck_fac
     deck = deck_factory(_args(tmp_path))
     switch = deck.exporter
     assert switch.parent() is deck.window.header and switch.button.text() == SWITCH_TEXT
-    assert switch.status.text() == OFF_TEXT and not switch.button.isChecked()
+    assert switch.status.full_text() == OFF_TEXT and not switch.button.isChecked()
     port = free_port()
     qtbot.waitUntil(lambda: deck.sampler.latest is not None, timeout=WAIT_MS)
     switch.port.setValue(port)
     qtbot.mouseClick(switch.button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: bool(switch.url), timeout=WAIT_MS)
-    assert switch.url == f"http://127.0.0.1:{port}/metrics" and switch.status.text() == switch.url
+    assert switch.url == f"http://127.0.0.1:{port}/metrics" and switch.status.full_text() == switch.url
     assert not switch.port.isEnabled()
     text = scrape(switch.url)
     assert "ollama_deck_host_memory_total_bytes" in text and 'ollama_deck_info{version="' in text
     switch.button.click()
-    qtbot.waitUntil(lambda: switch.status.text() == OFF_TEXT, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: switch.status.full_text() == OFF_TEXT, timeout=WAIT_MS)
     assert not switch.url and switch.port.isEnabled() and port_is_free(port)
 
 
@@ -71,8 +71,8 @@ def test_a_port_in_use_turns_it_off_and_says_why(qtbot, tmp_path, deck_factory) 
         holder.listen()
         port = holder.getsockname()[1]
         switch.set_on(True, port)
-        qtbot.waitUntil(lambda: switch.status.text().startswith("not exporting"), timeout=WAIT_MS)
-    assert f"Port {port} on 127.0.0.1 is already in use" in switch.status.text()
+        qtbot.waitUntil(lambda: switch.status.full_text().startswith("not exporting"), timeout=WAIT_MS)
+    assert f"Port {port} on 127.0.0.1 is already in use" in switch.status.full_text()
     assert "choose another port" in switch.status.toolTip()
     assert not switch.button.isChecked() and switch.button.isEnabled() and switch.port.isEnabled()
 
@@ -89,7 +89,7 @@ def test_it_is_remembered_with_the_window(qtbot, tmp_path, deck_factory) -> None
     second = deck_factory(_args(tmp_path))
     qtbot.waitUntil(lambda: second.exporter.url == f"http://127.0.0.1:{port}/metrics", timeout=WAIT_MS)
     second.exporter.set_on(False)
-    qtbot.waitUntil(lambda: second.exporter.status.text() == OFF_TEXT, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: second.exporter.status.full_text() == OFF_TEXT, timeout=WAIT_MS)
     second.close()
     assert "exporter_port" not in json.loads((tmp_path / "cfg" / "window.json").read_text())
 
