@@ -250,7 +250,7 @@ class DeckCollector(Collector):
         if target is None:
             return
         labels = server_labels(target)
-        out.gauge("server_up", "1 when the server's telemetry answered at its last poll, else 0", labels,
+        out.gauge("server_up", "1 when the server's telemetry gave figures at its last poll, else 0 (down, or it reports none now)", labels,
                   None if reading.server_up is None else int(reading.server_up))
         if server is None:
             return
@@ -448,6 +448,13 @@ class ListenerPids:
             return list(self._pids)
 
 
+def _has_figures(sample: ServerSample) -> bool:
+    """True when a sample carries at least one of the server's own figures (slots, a gauge or a counter)."""
+    return any(value is not None for value in (
+        sample.slots_total, sample.requests_processing, sample.requests_deferred, sample.kv_cache_fill,
+        sample.prompt_tokens_total, sample.predicted_tokens_total, sample.requests_finished_total))
+
+
 async def poll_server(telemetry: ServerTelemetry, feed: ExporterFeed, interval_s: float,
                       on_notice: Callable[[str], None] = lambda _text: None) -> None:
     """Sample the server every interval_s seconds into `feed` until cancelled (drift-free, late ticks skipped).
@@ -463,7 +470,10 @@ async def poll_server(telemetry: ServerTelemetry, feed: ExporterFeed, interval_s
                 feed.server_down()
                 now_notice = exc.user_text()
             else:
-                feed.server_read(sample)
+                if _has_figures(sample):
+                    feed.server_read(sample)
+                else:  # answered with reasons only (e.g. an Ollama whose llama-server is not known): nothing to export
+                    feed.server_down()
                 now_notice = "; ".join(r for r in (sample.metrics_reason, sample.slots_reason) if r)
             if now_notice != notice:
                 notice = now_notice

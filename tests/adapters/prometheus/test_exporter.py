@@ -257,3 +257,26 @@ def test_server_samples_are_dropped_when_no_server_is_exported() -> None:
                                   prompt_tokens_total=1.0, predicted_tokens_total=1.0))
     reading = feed.reading()
     assert reading.server is None and reading.server_up is None
+
+
+def test_a_server_whose_telemetry_answers_with_reasons_only_reads_down_and_says_why() -> None:
+    # Ollama's telemetry reads its llama-server child; with no Ollama (or no child) known there, it answers with the
+    # reasons alone. That is no figure of the server's, so it must not read as up.
+    from app.backends import registry
+
+    feed = ExporterFeed(None, lambda: None, target=TARGET)
+    notices: list[str] = []
+    url = f"http://127.0.0.1:{closed_port()}"
+    feed.set_target(ServerTarget("ollama", url))
+    telemetry = registry.get("ollama").server_telemetry(url)
+
+    async def poll_once() -> None:
+        task = asyncio.ensure_future(poll_server(telemetry, feed, 0.05, notices.append))
+        while feed.reading().server_up is None or not notices:
+            await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    run_within(poll_once, 30)
+    assert feed.reading().server_up is False and feed.reading().server is None
+    assert notices and notices[0]
