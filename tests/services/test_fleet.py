@@ -156,3 +156,14 @@ def test_a_server_whose_own_telemetry_the_app_cannot_read_takes_its_queue_from_p
     assert (a.health, a.queue, a.slots_busy, a.slots_total) == (Health.UP, 0, 0, None)
     assert a.telemetry_note.startswith("queue and requests decoding as Prometheus scraped them")
     assert a.host is not None and (a.host.scraped_running, a.host.scraped_waiting) == (0, 0)
+
+
+def test_a_server_listed_as_openai_compatible_is_read_through_v1_and_its_metrics(stack: FleetStack) -> None:
+    # The same llama-server, entered as any OpenAI-compatible server (its /v1 root): models from /v1/models, the
+    # queue and busy requests from its /metrics in the llama.cpp dialect.
+    text = (f'[[server]]\nname = "any"\nurl = "{stack.servers[0]}/v1"\nbackend = "openai"\n')
+    [snapshot] = asyncio.run(_polls(_monitor(text), 1))
+    [endpoint] = snapshot.endpoints
+    assert (endpoint.health, endpoint.why, endpoint.kind) == (Health.UP, "", "OpenAI-compatible")
+    assert "SmolLM2" in endpoint.model
+    assert endpoint.queue == 0 and endpoint.slots_total == 2
