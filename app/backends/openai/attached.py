@@ -23,10 +23,10 @@ from app.core.server.state import ExternalKind, ServerState, ServerStatus
 
 PROGRAM = "OpenAI-compatible server"
 RUN_BY = "its own start command"
-APPLY_HINT = ("ollama-deck attaches to an OpenAI-compatible server and does not start it, so its settings are the "
-              "ones it was started with, on its own machine: e.g. `vllm serve MODEL --max-model-len 8192 "
+SETTINGS_THERE = ("Its settings are the ones it was started with, on its own machine: e.g. `vllm serve MODEL --max-model-len 8192 "
               "--max-num-seqs 4` (vLLM), `--context-length` / `--max-running-requests` (SGLang). Change them there "
               "and restart it yourself.")
+APPLY_HINT = f"ollama-deck attaches to an OpenAI-compatible server and does not start it. {SETTINGS_THERE}"
 NO_START = ("ollama-deck does not start OpenAI-compatible servers: start it on its machine (e.g. `vllm serve MODEL`) "
             "and give its address with --url.")
 
@@ -141,4 +141,4 @@ def make_attached(settings: ServerSettings, *, on_status: Callable[[ServerStatus
     return AttachedServer(settings, on_status=on_status, on_log=on_log, runtime_dir=runtime_dir)
 
 
-__all__ = ["APPLY_HINT", "AttachedServer", "NO_START", "make_attached"]
+__all__ = ["APPLY_HINT", "AttachedServer", "NO_START", "SETTINGS_THERE", "make_attached"]

@@ -9,7 +9,7 @@ import importlib.util
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.backends.openai.attached import APPLY_HINT, make_attached
+from app.backends.openai.attached import APPLY_HINT, SETTINGS_THERE, make_attached
 from app.backends.openai.endpoint import SESSION
 from app.core.console.reply_words import ReplyWords
 from app.core.lazy_import import lazy
@@ -23,11 +23,11 @@ from app.core.server.settings import FIELD_LABELS, ServerSettings, Validation, v
 CLIENT_MODULE = "app.backends.openai.client"
 METRICS_MODULE = "app.backends.openai.metrics"
 
-ATTACHED = ("an OpenAI-compatible server is started and configured on its own machine; ollama-deck attaches to it "
+ATTACHED = ("An OpenAI-compatible server is started and configured on its own machine; ollama-deck attaches to it "
             "as a client")
-NO_PULLS = (f"{ATTACHED.capitalize()} and cannot download models through it: the server serves the models it was "
+NO_PULLS = (f"{ATTACHED} and cannot download models through it: the server serves the models it was "
             "started with (e.g. `vllm serve MODEL`); start it with another model where it runs.")
-NO_VARIANTS = (f"{ATTACHED.capitalize()}; its context and batch are its start options (vLLM's --max-model-len and "
+NO_VARIANTS = (f"{ATTACHED}; its context and batch are its start options (vLLM's --max-model-len and "
                "--max-num-batched-tokens, SGLang's --context-length), not model variants ollama-deck can create.")
 
 
@@ -111,14 +111,14 @@ OPENAI = BackendSpec(
     missing_reasons={
         "pull": NO_PULLS,
         "create": NO_VARIANTS,
-        "delete": f"{ATTACHED.capitalize()}; its models are deleted where it runs, not through its API.",
-        "lists_loaded": (f"{ATTACHED.capitalize()}; its API lists the models it serves but not how much of them "
+        "delete": f"{ATTACHED}; its models are deleted where it runs, not through its API.",
+        "lists_loaded": (f"{ATTACHED}; its API lists the models it serves but not how much of them "
                          "sits in VRAM (its /metrics may show the KV cache's share)."),
-        "load_unload": (f"{ATTACHED.capitalize()}; it serves the models it was started with and its API cannot load "
+        "load_unload": (f"{ATTACHED}; it serves the models it was started with and its API cannot load "
                         "or unload one."),
-        "restarts_with_settings": (f"{ATTACHED.capitalize()} and cannot restart it with settings: its context, "
+        "restarts_with_settings": (f"{ATTACHED} and cannot restart it with settings: its context, "
                                    "batch and parallel requests are options of its own start command. "
-                                   f"{APPLY_HINT}"),
+                                   f"{SETTINGS_THERE}"),
         "reports_slots": ("The OpenAI API has no per-slot state; the server's /metrics (where it has one) gives "
                           "requests running and waiting instead."),
     },
