@@ -396,7 +396,12 @@ class BenchPage(QWidget):
         settings = self.controller.settings
         state = status.state
         blocked = ""
-        if state is ServerState.RUNNING_ATTACHED:
+        if self.sweeps.behind and state.is_running:
+            managed = False
+            names = ", ".join(backend.name for backend in self.sweeps.behind)
+            why = (f"At a load balancer: only client concurrency varies here, and each point also reads the servers "
+                   f"behind it ({names}) for their share of the requests and tokens, from their own counters.")
+        elif state is ServerState.RUNNING_ATTACHED:
             who = status.run_by or "another process"
             managed = False
             why = (f"Attached to a server run by {who}: its settings are its own, so only client concurrency "
