@@ -226,7 +226,10 @@ def argv_for(draw: st.DrawFn, command: str, paths: dict[str, str], closed: str) 
     for action in parser._actions:
         flag = action.option_strings[0] if action.option_strings else "TEXT"
         roll = draw(st.integers(0, 99))  # shrinks towards 0: the simplest argv has every option but help
-        wanted = 90 if flag in REQUIRED_FIRST[command] or flag == "--url" else 30 if flag == "--managed" else 15
+        # About four optional flags an argv whatever the command has: more of them together mostly refuse each
+        # other (exit 2), and the generator must reach past the checks too.
+        wanted = 90 if flag in REQUIRED_FIRST[command] or flag == "--url" else 30 if flag == "--managed" else \
+            max(5, min(15, 400 // len(parser._actions)))
         if flag in ("-h", "--help"):
             roll, wanted = 99 - roll, 3  # help exits 0 at once: rare, so the other options get run
         if roll >= wanted:

@@ -323,8 +323,11 @@ class ServerFigures:
         return self.generated_tokens / self.window_s
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """Plain dict; the most requests running is left out where unknown, as documents saved before it have it."""
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        if data["requests_running_max"] is None:
+            del data["requests_running_max"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> ServerFigures:
