@@ -16,7 +16,6 @@ import contextlib
 import signal
 import socket
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends.llama_server.engine_server import RunningServer, free_port, llama_server
+from tests.backends.llama_server.engine_server import RunningServer, free_port, llama_server, stop
+from tests.prometheus_server import wait_for
 
 START_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 15.0
 # Two slots each, one thread each (the machine may have two cores for both), counters on.
 LLAMA_FLAGS = ("-np", "2", "-c", "2048", "-t", "1", "--metrics")
 CHAT_PATH = "/v1/chat/completions"
@@ -117,29 +116,15 @@ http {{
 
 
 def _wait_listening(port: int, process: subprocess.Popen[bytes], error_log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if process.poll() is not None:
             said = error_log.read_text() if error_log.exists() else ""
             raise RuntimeError(f"nginx exited with {process.returncode}: {said}")
         with socket.socket() as sock:
             sock.settimeout(1.0)
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)  # a start-up poll, not a test's wait
-    raise RuntimeError(f"nginx did not listen on 127.0.0.1:{port} within {START_TIMEOUT_S:.0f} s; see {error_log}")
+            return sock.connect_ex(("127.0.0.1", port)) == 0
 
-
-def stop_process(process: subprocess.Popen[bytes], first: int = signal.SIGTERM) -> None:
-    """Stop a process this fixture started: `first` signal, then SIGKILL if it lingers."""
-    if process.poll() is not None:
-        return
-    process.send_signal(first)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=STOP_TIMEOUT_S)
+    wait_for(listening, START_TIMEOUT_S, f"nginx to listen on 127.0.0.1:{port} (see {error_log})", poll_s=0.05)
 
 
 @contextlib.contextmanager
@@ -162,7 +147,7 @@ def nginx_balancer(binary: Path, upstream_urls: Sequence[str], prefix: Path, met
         _wait_listening(port, process, error_log)
         yield NginxBalancer(f"http://127.0.0.1:{port}", upstreams, prefix / "access.log", error_log, conf, process)
     finally:
-        stop_process(process, signal.SIGQUIT)
+        stop(process, first=signal.SIGQUIT)
 
 
 @contextlib.contextmanager
@@ -198,4 +183,4 @@ def balancer_over(nginx_binary: Path, tmp_path: Path) -> Iterator[Callable[..., 
 
 
 __all__ = ["CHAT_PATH", "LLAMA_FLAGS", "LogLine", "Method", "NginxBalancer", "backend_pair", "balancer_over",
-           "llama_pair", "nginx_balancer", "nginx_conf", "stop_process"]
+           "llama_pair", "nginx_balancer", "nginx_conf"]

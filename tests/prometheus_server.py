@@ -77,14 +77,19 @@ class RunningPrometheus:
 
 @contextlib.contextmanager
 def prometheus(binary: Path, targets: Sequence[str], workdir: Path, job: str = "ollama-deck",
-               scrape_interval_s: int = 1) -> Iterator[RunningPrometheus]:
-    """Prometheus scraping host:port `targets` every scrape_interval_s seconds, storing under workdir; stopped after."""
+               scrape_interval_s: int = 1, config_doc: dict[str, Any] | None = None) -> Iterator[RunningPrometheus]:
+    """Prometheus scraping host:port `targets` every scrape_interval_s seconds (or with the whole `config_doc`, JSON
+    being YAML), storing under workdir; stopped after."""
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
-    quoted = ", ".join(f"'{t}'" for t in targets)
-    config.write_text(f"global:\n  scrape_interval: {scrape_interval_s}s\n  evaluation_interval: {scrape_interval_s}s\n"
-                      f"scrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: [{quoted}]\n")
+    if config_doc is not None:
+        config.write_text(json.dumps(config_doc, indent=1))
+    else:
+        quoted = ", ".join(f"'{t}'" for t in targets)
+        config.write_text(f"global:\n  scrape_interval: {scrape_interval_s}s\n  evaluation_interval: "
+                          f"{scrape_interval_s}s\nscrape_configs:\n  - job_name: {job}\n    static_configs:\n"
+                          f"      - targets: [{quoted}]\n")
     log_path = workdir / "prometheus.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen([str(binary), f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.backends.llama_server.engine_server import RunningServer
-from tests.fleet_fixtures import LLAMA_FLAGS, Method, NginxBalancer, stop_process
+from tests.backends.llama_server.engine_server import stop
+from tests.fleet_fixtures import LLAMA_FLAGS, Method, NginxBalancer
 from tests.backends.llama_server.engine_server import llama_server
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +52,7 @@ def bench(balancer: NginxBalancer, model: Path, behind: list[str], tmp_path: Pat
         out = process.stdout.read()  # until the command ends (pytest's timeout bounds it)
         process.wait(timeout=60)
     finally:
-        stop_process(process)
+        stop(process)
         reader.join(timeout=30)
     assert process.returncode == 0, "".join(err)
     return json.loads(out), "".join(err)

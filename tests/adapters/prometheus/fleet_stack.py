@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.server
-import json
-import subprocess
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -19,7 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.backends.llama_server.engine_server import free_port, llama_server, stop
+from tests.backends.llama_server.engine_server import llama_server
+from tests.fleet_fixtures import nginx_balancer
+from tests.prometheus_server import prometheus as running_prometheus
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "fleet"
 HOSTS = ("box-a", "box-b")
@@ -92,46 +92,10 @@ with the app's own exporter only (instance box-c:9464)."""
 
 
 @contextlib.contextmanager
-def _program(argv: Sequence[str], folder: Path, ready_url: str, log_path: Path) -> Iterator[None]:
-    """Run `argv` in `folder` (output to folder/output.log) until `ready_url` answers 200; stop it at the end.
-    A program that exits first fails with the end of `log_path`."""
-    with (folder / "output.log").open("wb") as output:
-        process = subprocess.Popen(list(argv), stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   cwd=folder)
-    try:
-        asyncio.run(_answers(ready_url, process, log_path))
-        yield
-    finally:
-        stop(process)
-
-
-@contextlib.contextmanager
 def prometheus(binary: Path, folder: Path, config: dict[str, object]) -> Iterator[str]:
-    """Debian's Prometheus on a free 127.0.0.1 port with `config` (JSON is YAML), its data in `folder`; yields
-    its base URL."""
-    folder.mkdir(parents=True, exist_ok=True)
-    config_path = folder / "prometheus.yml"
-    config_path.write_text(json.dumps(config, indent=1))
-    base_url = f"http://127.0.0.1:{free_port()}"
-    argv = [str(binary), f"--config.file={config_path}", f"--storage.tsdb.path={folder / 'tsdb'}",
-            f"--web.listen-address={base_url.removeprefix('http://')}", "--log.level=warn"]
-    with _program(argv, folder, f"{base_url}/-/ready", folder / "output.log"):
-        yield base_url
-
-
-async def _answers(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    """Wait until `url` answers 200; RuntimeError with the log's end when the process died first."""
-    async with httpx.AsyncClient(timeout=2.0) as client:
-        async def ready() -> bool:
-            if process.poll() is not None:
-                log = log_path.read_text() if log_path.exists() else ""
-                raise RuntimeError(f"{process.args[0]} exited with {process.returncode}: {log[-2000:]}")
-            try:
-                return (await client.get(url)).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        await wait_until(ready, f"{url} answering")
+    """Debian's Prometheus on a free 127.0.0.1 port with `config`, its data in `folder`; yields its base URL."""
+    with running_prometheus(binary, (), folder, config_doc=config) as running:
+        yield running.base_url
 
 
 async def wait_for_series(base_url: str, query: str, count: int, timeout_s: float = START_TIMEOUT_S) -> None:
@@ -142,38 +106,6 @@ async def wait_for_series(base_url: str, query: str, count: int, timeout_s: floa
             return len(reply["data"]["result"]) >= count
 
         await wait_until(scraped, f"{count} series of {query}", timeout_s)
-
-
-NGINX_CONF = """\
-daemon off;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/client; proxy_temp_path {prefix}/proxy; fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi; scgi_temp_path {prefix}/scgi;
-    upstream servers {{ {upstreams} }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ proxy_pass http://servers; proxy_buffering off; proxy_http_version 1.1; }}
-    }}
-}}
-"""
-
-
-@contextlib.contextmanager
-def nginx(binary: Path, folder: Path, servers: Sequence[str]) -> Iterator[str]:
-    """Debian's nginx on a free 127.0.0.1 port balancing round-robin over `servers`; yields its base URL."""
-    folder.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    upstreams = " ".join(f"server {url.removeprefix('http://')};" for url in servers)
-    conf = folder / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(prefix=folder, upstreams=upstreams, port=port))
-    base_url = f"http://127.0.0.1:{port}"
-    with _program([str(binary), "-p", str(folder), "-c", str(conf)], folder, f"{base_url}/health",
-                  folder / "error.log"):
-        yield base_url
 
 
 @dataclass(frozen=True)
@@ -204,7 +136,8 @@ def fleet_stack(llama_server_binary: Path, model: Path, nginx_binary: Path | Non
             prometheus(prometheus_binary, folder / "prometheus",
                        scrape_config([first.base_url, second.base_url], files_url)) as prometheus_url:
         urls = (first.base_url, second.base_url)
-        balancer_url = balancer.enter_context(nginx(nginx_binary, folder / "nginx", urls)) if nginx_binary else ""
+        balancer_url = balancer.enter_context(
+            nginx_balancer(nginx_binary, urls, folder / "nginx")).base_url if nginx_binary else ""
         for query, count in (("up == 1", 7), ("llamacpp:requests_processing", 2), ("DCGM_FI_DEV_FB_USED", 2),
                              ("node_memory_MemTotal_bytes", 2), ("ollama_deck_gpu_memory_used_bytes", 1)):
             asyncio.run(wait_for_series(prometheus_url, query, count))
@@ -239,4 +172,4 @@ def fleet_toml(servers: Sequence[str], prometheus_url: str | None, *, balancer_u
 
 
 __all__ = ["DATA", "HOSTS", "SERVER_FLAGS", "FleetStack", "exposition_files", "fleet_stack", "fleet_toml",
-           "module_fleet_stack", "nginx", "prometheus", "scrape_config", "wait_for_series", "wait_until"]
+           "module_fleet_stack", "prometheus", "scrape_config", "wait_for_series", "wait_until"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import socket
 import subprocess
 import time
@@ -85,11 +86,12 @@ def llama_server(binary: Path, model: Path, log_dir: Path, extra: Sequence[str] 
         stop(process)
 
 
-def stop(process: subprocess.Popen[Any], grace_s: float = 15.0) -> None:
-    """Terminate a process this test started and wait for it, killing it when it outlives grace_s seconds."""
+def stop(process: subprocess.Popen[Any], grace_s: float = 15.0, first: int = signal.SIGTERM) -> None:
+    """Stop a process this test started (`first` signal: SIGTERM, or SIGQUIT for nginx to finish what is in flight)
+    and wait for it, killing it when it outlives grace_s seconds."""
     if process.poll() is not None:
         return
-    process.terminate()
+    process.send_signal(first)
     try:
         process.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
