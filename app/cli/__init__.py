@@ -115,6 +115,7 @@ def _check_gui_url(gui: argparse.ArgumentParser, args: argparse.Namespace) -> No
     for note in notes:
         print(f"ollama-deck: {note}", file=sys.stderr)
     args.url = url
+    args.access_notes = notes  # the window shows the warnings among them in its banner
 
 
 def main(argv: list[str] | None = None) -> int:

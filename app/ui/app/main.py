@@ -271,6 +271,11 @@ class DeckApp:
         if self.demo:
             self.window.banner.show_message(embedded.DEMO_NOTE.format(model=embedded.demo_model_name()), "info")
             return None
+        # What setting up the server's access warned of (an API key sent in clear to another machine), on screen too.
+        warnings = [note.removeprefix("warning: ") for note in getattr(args, "access_notes", ())
+                    if note.startswith("warning: ")]
+        if warnings:
+            self.window.banner.show_message(" ".join(w[0].upper() + w[1:] for w in warnings), "warning")
         if self.backend.name != registry.DEFAULT_BACKEND or getattr(args, "screenshot", None):
             return None
         offer = embedded.EmbeddedOffer(self.window.banner, self.switch_to_embedded, show=self.store_report.offer)

@@ -68,3 +68,17 @@ def test_the_window_attaches_offers_no_restart_and_keeps_the_key_out_of_its_file
     assert any(p.name == "settings.json" for p in written), written
     for path in written:
         assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_key_sent_in_clear_to_another_machine_is_warned_of_in_the_window(qtbot, tmp_path, deck_factory,
+                                                                           monkeypatch, memory_keyring):
+    monkeypatch.setenv("DECK_WINDOW_KEY", KEY)
+    # 192.0.2.1 is TEST-NET-1 (RFC 5737): another machine that nothing here answers for.
+    args = argparse.Namespace(config_dir=str(tmp_path / "cfg"), url="http://192.0.2.1:8000/v1", page="dashboard",
+                              screenshot=None, backend="openai", api_key_env="DECK_WINDOW_KEY", save_api_key=False,
+                              ca_bundle=None)
+    args.url, args.access_notes = gui_url(args)
+    deck = deck_factory(args)
+    banner = deck.window.banner
+    assert banner.isVisibleTo(deck.window) and banner.property("level") == "warning"
+    assert "sent over plain http:// to 192.0.2.1" in banner.label.text() and KEY not in banner.label.text()
