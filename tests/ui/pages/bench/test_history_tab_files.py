@@ -20,6 +20,7 @@ from tests.adapters.storage.test_history_safety import Holder
 from tests.ui.pages.bench import test_bench_page as bench_page_tests
 from tests.ui.pages.bench.test_bench_page import WAIT_MS as SWEEP_WAIT_MS, fill
 from tests.ui.page_context import run_documents
+from tests.ui.pages.bench.measured import measured
 
 WAIT_MS = 10_000
 page_factory = bench_page_tests.page_factory  # the Benchmark page around a real supervisor and stand-in server
@@ -94,7 +95,7 @@ def test_a_sweep_whose_history_is_locked_still_shows_its_results_and_says_who_ho
     finally:
         holder.release()
     assert f"pid {holder.proc.pid}" in page.message.message and page.message.severity == "warning"
-    assert [r.status for r in finished.args[0].results] == ["ok"] and page.run_view.table.rowCount() == 1
+    assert [measured(r) for r in finished.args[0].results] == [True] and page.run_view.table.rowCount() == 1
     assert [s.run_id for s in BenchHistory(path).list_runs()] == [earlier]  # nothing half-written, nothing moved
     assert not _moved(tmp_path)
 
