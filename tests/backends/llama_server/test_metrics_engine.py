@@ -43,8 +43,9 @@ def test_two_slots_busy_one_deferred_and_counters_match_the_replies(llama_server
                 threads = fire(server.base_url, replies, 3)
                 loaded = await sample_until(telemetry, lambda s: s.slots_busy == 2 and s.requests_deferred == 1,
                                             "2 slots busy and 1 request deferred")
-                finished = await sample_until(telemetry, lambda s: len(replies) == 3 and s.slots_busy == 0,
-                                              "all three replies and no busy slot")
+                finished = await sample_until(telemetry, lambda s: len(replies) == 3 and s.slots_busy == 0
+                                              and s.requests_processing == 0,
+                                              "all three replies, no busy slot and none processing")
                 for thread in threads:
                     thread.join()
                 return before, loaded, finished[-1]

@@ -29,6 +29,7 @@ from app.ui.server.controller import ServerController
 from tests.adapters.storage.test_history import make_run
 from tests.fakes.ollama.server_fixtures import free_port
 from tests.ui.page_context import page_context_on
+from tests.ui.pages.bench.measured import measured
 
 WAIT_MS = 30_000
 FAST = {"FAKE_OLLAMA_TOKENS_PER_S": "1000", "FAKE_OLLAMA_PROMPT_TOKENS_PER_S": "100000",
@@ -86,7 +87,8 @@ def test_a_sweep_fills_the_table_charts_and_recommendation_and_apply_saves_the_w
         qtbot.waitUntil(lambda: not page.editor.start_button.isEnabled(), timeout=WAIT_MS)
         assert page.editor.cancel_button.isEnabled() and not page.editor.parallel.isEnabled()
     run = finished.args[0]
-    assert [r.status for r in run.results] == ["ok", "ok", "failed"]
+    assert [measured(r) for r in run.results[:2]] == [True, True] and run.results[2].status == "failed", \
+        [(r.status, r.reason) for r in run.results]
     table = page.run_view.table
     assert table.rowCount() == 3
     assert [table.item(r, 0).text() for r in range(3)] == ["1", "★ 2", "4"]
