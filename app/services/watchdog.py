@@ -92,6 +92,9 @@ class Watchdog:
         self._loaded_seen = False
         self._launches = 0
         self._listening = 0
+        # The app (re)started the server and its "listening" line has not been read yet: the status may reach the
+        # watch before the log line does, so that line is the app's own start even once the status says running.
+        self._own_start_pending = False
         self._status: ServerStatus | None = None
         self._server_prev: ServerSample | None = None
         self._had_attached = False  # an attached server was seen running (its return is a restart)
@@ -239,7 +242,8 @@ class Watchdog:
                                 "loads the model again.", ev)]
         if isinstance(signal, ServerListening):
             self._listening += 1
-            if self._status is not None and self._status.state is ServerState.STARTING:
+            own, self._own_start_pending = self._own_start_pending, False
+            if own or (self._status is not None and self._status.state is ServerState.STARTING):
                 return []  # the app's own (re)start, not one behind its back
             if self._listening > 1:
                 return [self._event(EventKind.SERVER_RESTARTED, Severity.WARNING, self._subject,
@@ -433,6 +437,8 @@ class Watchdog:
         prev, self._status = self._status, st
         if st.state in (ServerState.STARTING, ServerState.STOPPING):
             self._server_prev = None  # the app (re)starts it: its counters starting over say nothing
+        if st.state is ServerState.STARTING:
+            self._own_start_pending = True
         if prev is None:
             return []
         lines = "\n".join(st.last_log_lines[-3:])

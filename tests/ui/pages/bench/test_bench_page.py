@@ -88,7 +88,7 @@ def test_a_sweep_fills_the_table_charts_and_recommendation_and_apply_saves_the_w
         assert page.editor.cancel_button.isEnabled() and not page.editor.parallel.isEnabled()
     run = finished.args[0]
     assert [measured(r) for r in run.results[:2]] == [True, True] and run.results[2].status == "failed", \
-        [(r.status, r.reason) for r in run.results]
+        [(r.status, r.reason, [e.summary for e in r.events]) for r in run.results]
     table = page.run_view.table
     assert table.rowCount() == 3
     assert [table.item(r, 0).text() for r in range(3)] == ["1", "★ 2", "4"]

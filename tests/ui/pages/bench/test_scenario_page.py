@@ -188,7 +188,8 @@ def test_a_scenario_sweep_reports_each_class_and_history_reopens_it(qtbot, page_
     with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
         qtbot.mouseClick(editor.start_button, Qt.MouseButton.LeftButton)
     run = finished.args[0]
-    assert [measured(r) for r in run.results] == [True, True], [(r.status, r.reason) for r in run.results]
+    assert [measured(r) for r in run.results] == [True, True], [(r.status, r.reason, [e.summary for e in r.events])
+                                                                 for r in run.results]
     # Progress named each class's requests done, of its share of the 8 (200 req/s against one client: 7 and 1).
     last = [p for p in seen if p.classes and p.point == 0][-1]
     assert [(c.name, c.done, c.of) for c in last.classes] == [("questions", 7, 7), ("review", 1, 1)]
