@@ -93,11 +93,7 @@ def _fleet(path: str) -> tuple[str, list[BehindArg]]:
     if fleet.balancer is None:
         raise ArgProblem(f"--fleet {path} has no [balancer] section: add one with its url and the names of the "
                          "[[server]] entries behind it")
-    behind = []
-    for name in fleet.balancer.servers:
-        server = fleet.server(name)
-        assert server is not None  # parse_fleet checked the names
-        behind.append(BehindArg(server.name, server.base_url, server.backend))
+    behind = [BehindArg(server.name, server.base_url, server.backend) for server in fleet.behind_balancer()]
     return fleet.balancer.base_url, behind
 
 

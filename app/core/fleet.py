@@ -163,6 +163,12 @@ class FleetFile:
     def server(self, name: str) -> FleetServer | None:
         return next((s for s in self.servers if s.name == name), None)
 
+    def behind_balancer(self) -> tuple[FleetServer, ...]:
+        """The servers behind the balancer, in its order (none without a balancer; the parser checked the names)."""
+        if self.balancer is None:
+            return ()
+        return tuple(s for s in (self.server(name) for name in self.balancer.servers) if s is not None)
+
 
 _TOP_KEYS = frozenset({"server", "balancer", "prometheus"})
 _SERVER_KEYS = frozenset({"name", "url", "backend", "host"})

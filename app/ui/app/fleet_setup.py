@@ -45,8 +45,8 @@ def behind_the_balancer(fleet: FleetFile | None, base_url: str,
     balancer = fleet.balancer if fleet is not None else None
     if balancer is None or balancer.base_url.rstrip("/") != base_url.rstrip("/"):
         return ()
-    servers = [fleet.server(name) for name in balancer.servers] if fleet is not None else []
-    return tuple(Behind(s.name, s.base_url, backends[s.backend].server_telemetry) for s in servers if s is not None)
+    servers = fleet.behind_balancer() if fleet is not None else ()
+    return tuple(Behind(s.name, s.base_url, backends[s.backend].server_telemetry) for s in servers)
 
 
 __all__ = ["behind_the_balancer", "fleet_page"]
