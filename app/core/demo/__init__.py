@@ -1,0 +1,1 @@
+"""The scripted demo and the pre-flight: pure data and rules."""
