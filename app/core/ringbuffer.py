@@ -40,6 +40,15 @@ class TimeSeriesRing:
             self._count = min(self._count + 1, self.capacity)
             self.version += 1
 
+    def clear(self) -> None:
+        """Forget every row (a reset); `version` still grows, so a reader redraws the empty buffer."""
+        with self._lock:
+            self._t.fill(np.nan)
+            self._v.fill(np.nan)
+            self._next = 0
+            self._count = 0
+            self.version += 1
+
     def view(self, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Copies of (t, values) in time order, optionally only rows with t >= since."""
         with self._lock:

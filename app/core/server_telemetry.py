@@ -212,6 +212,11 @@ class ServerTelemetryRing:
         self.latest = sample
         self._ring.append(sample.at, sample_row(sample))
 
+    def clear(self) -> None:
+        """Forget the history and the newest sample (a reset: the graphs start empty)."""
+        self.latest = None
+        self._ring.clear()
+
     def gap(self, at: float) -> None:
         """Mark that no sample could be taken at `at` (curves break there instead of bridging)."""
         self._ring.append(at, [math.nan] * ServerColumn.COUNT)

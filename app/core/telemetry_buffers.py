@@ -92,6 +92,10 @@ class TelemetryBuffers:
         row[Channel.IN_FLIGHT] = in_flight
         self._ring.append(sample.t, row)
 
+    def clear(self) -> None:
+        """Forget every sample (a reset: the dashboard starts empty; the next sample comes on its own)."""
+        self._ring.clear()
+
     def append_row(self, t: float, values: Sequence[float]) -> None:
         """Add one raw row of Channel.COUNT values at time t (seconds); for replays and tests."""
         self._ring.append(t, values)

@@ -115,3 +115,18 @@ def check_view_matches_history(capacity: int, appended: int, since: float | None
 @given(st.integers(2, 12), st.integers(0, 40), st.one_of(st.none(), st.floats(-2.0, 25.0, allow_nan=False)))
 def test_views_since_any_time_across_the_wrap(capacity: int, appended: int, since: float | None) -> None:
     check_view_matches_history(capacity, appended, since)
+
+
+def test_clear_empties_the_ring_and_moves_its_version() -> None:
+    ring = TimeSeriesRing(4, 2)
+    for i in range(6):  # wrapped
+        ring.append(float(i), [i, -i])
+    before = ring.version
+    ring.clear()
+    assert len(ring) == 0 and ring.last() is None
+    t, v = ring.view()
+    assert t.size == 0 and v.shape == (0, 2)
+    assert ring.version > before  # a reader redraws the empty buffer
+    ring.append(10.0, [1, 2])
+    t, v = ring.view()
+    assert list(t) == [10.0] and list(v[0]) == [1, 2]
