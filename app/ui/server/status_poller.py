@@ -64,7 +64,14 @@ class StatusPoller(QObject):
 
     # --- callbacks from the loop thread -------------------------------------------------
     def on_status(self, status: ServerStatus) -> None:
-        """Supervisor callback (loop thread): re-emitted as a queued signal."""
+        """Supervisor callback (loop thread): re-emitted as a queued signal, after the log lines the server wrote
+        before it. Lines wait for the next flush, a status does not: without this a stopped server's last lines
+        (its launch line among them) reached the GUI after the next server's start, as if the new one wrote them."""
+        with self._lines_lock:
+            lines = list(self._pending_lines)
+            self._pending_lines.clear()
+        if lines:
+            self.log_lines.emit(lines)  # queued from this thread in order, before the status
         self.status_changed.emit(status)
 
     def on_log(self, line: str) -> None:

@@ -11,7 +11,7 @@ from app.adapters.aio import LoopThread
 from app.backends.ollama.client import OllamaClient
 from app.backends.ollama.supervisor import ServerSupervisor
 from app.core.server.settings import ServerSettings
-from app.core.server.state import ServerState
+from app.core.server.state import ServerState, ServerStatus
 from app.ui.server.lifecycle import ServerLifecycle
 from app.ui.server.loop_gate import LoopGate
 from app.core.server.url import settings_for_url
@@ -88,6 +88,33 @@ def test_the_poller_batches_log_lines_and_follows_the_loaded_models(qtbot, attac
                           check_params_cb=lambda models: [m.name for m in models] == ["qwen3:0.6b"]):
         loop.run(load(), timeout=10)
     assert poller.status.state is ServerState.RUNNING_ATTACHED
+    poller.stop()
+
+
+def test_a_status_never_overtakes_the_log_lines_written_before_it(qtbot, attached):
+    """The loop thread logs a stopped server's last lines, then the next server's start: the GUI sees them in
+    that order, although lines wait for the next flush and a status does not (a late launch line of the old
+    server was read as the new one's)."""
+    _loop, gate, _supervisor = attached
+    poller = StatusPoller(gate, OllamaClient)
+    poller._log_timer.stop()  # no flush on its own: only the status can carry the lines out in time
+    seen: list[object] = []
+    poller.log_lines.connect(lambda lines: seen.extend(lines))
+    poller.status_changed.connect(seen.append)
+    starting = ServerStatus(ServerState.STARTING, "Starting…")
+
+    def loop_thread() -> None:
+        poller.on_log("old server: starting runner -np 1")
+        poller.on_status(starting)
+        poller.on_log("new server: listening")
+
+    writer = threading.Thread(target=loop_thread)
+    writer.start()
+    writer.join()
+    qtbot.waitUntil(lambda: starting in seen, timeout=WAIT_MS)
+    assert seen == ["old server: starting runner -np 1", starting]
+    poller._flush_log()
+    assert seen[-1] == "new server: listening"
     poller.stop()
 
 
