@@ -361,7 +361,8 @@ class PresenterView(QWidget):
         self._histories["tokens"].add(now, self._aggregate_tps(now))
         self._histories["per_request"].add(now, live.per_request_tps if live is not None else None)
         self._histories["ttft"].add(now, live.ttft_ms if live is not None else None)
-        self._histories["in_flight"].add(now, float(live.in_flight) if live is not None else None)
+        in_flight = self._in_flight()
+        self._histories["in_flight"].add(now, float(in_flight) if in_flight is not None else None)
         self._show_figures(now)
 
     def _show_figures(self, now: float | None = None) -> None:
@@ -376,7 +377,7 @@ class PresenterView(QWidget):
         tiles["per_request"].set_figure(value, unit, self._per_request_detail(live))
         value, unit = format_ms(live.ttft_ms if live is not None else None)
         tiles["ttft"].set_figure(value, unit, "median of the replies" if value != NO_DATA else "")
-        self._show_in_flight(live)
+        self._show_in_flight()
         for key in ("tokens", "per_request", "ttft"):
             tiles[key].set_graph(self._own_graph(key, now, plots.TOKENS_COLOR if key == "tokens" else
                                                  tiles[key].accent))
@@ -392,7 +393,7 @@ class PresenterView(QWidget):
             return live.aggregate_tps
         meter = self._context.meter
         if meter is not None:
-            return meter.rate(now, TOKEN_WINDOW_S) if meter.total_tokens > self._meter_tokens_at_clear else None
+            return meter.rate(now, TOKEN_WINDOW_S) if self._meter_counted() else None
         _, rows = self._recent_samples()
         column = rows[:, Channel.TOKENS_PER_S] if len(rows) else np.zeros(0)
         if not np.any(column[np.isfinite(column)] > 0):
@@ -423,14 +424,28 @@ class PresenterView(QWidget):
         name = self._context.backend.tuning.setting_name("num_parallel")
         return self._context.server.settings.num_parallel, name or "parallel setting"
 
-    def _show_in_flight(self, live: LiveRequests | None) -> None:
+    def _meter_counted(self) -> bool:
+        """True once the app's token meter has seen a request or a token since the last clear."""
+        meter = self._context.meter
+        return meter is not None and (meter.total_tokens > self._meter_tokens_at_clear or meter.in_flight > 0)
+
+    def _in_flight(self) -> int | None:
+        """The running step's requests in flight, else the app's (the token meter's count, once it has seen
+        any); None without either."""
+        if self._live is not None:
+            return self._live.in_flight
+        meter = self._context.meter
+        return meter.in_flight if meter is not None and self._meter_counted() else None
+
+    def _show_in_flight(self) -> None:
         slots, source = self._slots()
         tile = self.tiles["in_flight"]
-        waiting = live.in_flight - slots if live is not None and live.in_flight > slots else 0
+        in_flight = self._in_flight()
+        waiting = in_flight - slots if in_flight is not None and in_flight > slots else 0
         detail = f"of {slots} slot{'s' if slots != 1 else ''} ({source})"
         if waiting:
             detail = f"{waiting} waiting · {detail}"
-        tile.set_figure(f"{live.in_flight} / {slots}" if live is not None else NO_DATA, "", detail)
+        tile.set_figure(f"{in_flight} / {slots}" if in_flight is not None else NO_DATA, "", detail)
         history = self._histories["in_flight"]
         x, y = history.arrays(self._clock())
         peak = history.peak()

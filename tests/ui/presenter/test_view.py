@@ -165,11 +165,17 @@ def test_figures_without_data_show_an_em_dash_not_zero(qtbot, make_view) -> None
     for key in ("tokens", "per_request", "ttft", "in_flight", "memory", "util"):
         assert view.tiles[key].value == NO_DATA, key
         assert view.tiles[key].unit == "", key
-    # An idle meter's 0.0 is no measurement; once it has counted tokens, its rate is the figure.
+    # An idle meter's 0.0 is no measurement; once it has seen a request, its rate and its count are the figures
+    # (the app's own requests, where no demo step gives its own).
+    meter.begin()
     meter.add(40, time.monotonic())
     qtbot.waitUntil(lambda: view.tiles["tokens"].value != NO_DATA, timeout=WAIT_MS)
     assert view.tiles["tokens"].unit == "tok/s"
     assert view.tiles["tokens"].detail == "the app's requests, last 2 s"
+    qtbot.waitUntil(lambda: figure(view, "in_flight") == ("1 / 1", ""), timeout=WAIT_MS)
+    assert view.tiles["in_flight"].detail == "of 1 slot (OLLAMA_NUM_PARALLEL)"
+    meter.end()
+    qtbot.waitUntil(lambda: figure(view, "in_flight") == ("0 / 1", ""), timeout=WAIT_MS)
 
 
 def test_without_a_gpu_the_memory_figure_is_host_ram_and_says_so(qtbot, make_view) -> None:
