@@ -379,8 +379,7 @@ class PresenterView(QWidget):
         tiles["ttft"].set_figure(value, unit, "median of the replies" if value != NO_DATA else "")
         self._show_in_flight()
         for key in ("tokens", "per_request", "ttft"):
-            tiles[key].set_graph(self._own_graph(key, now, plots.TOKENS_COLOR if key == "tokens" else
-                                                 tiles[key].accent))
+            tiles[key].set_graph(self._own_graph(key, now, tiles[key].accent))
         rows_t, rows = self._recent_samples()
         self._show_memory(rows_t, rows)
         self._show_util(rows_t, rows)
