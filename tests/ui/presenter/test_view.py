@@ -252,6 +252,11 @@ def test_clear_empties_the_figures_and_their_graphs(qtbot, make_view) -> None:
     samples.append_row(2.0, gpu_row(used_mib=12_288.0))  # a new reading shows again, alone on its graph
     qtbot.waitUntil(lambda: figure(view, "memory")[0] == "12.0", timeout=WAIT_MS)
     assert view.tiles["memory"].graph.traces[0].y.tolist() == [12.0]
+    # A reset that also empties the shared buffers (the dashboard's) leaves the figure empty until the next sample.
+    samples.clear()
+    qtbot.waitUntil(lambda: figure(view, "memory")[0] == NO_DATA, timeout=WAIT_MS)
+    samples.append_row(3.0, gpu_row(used_mib=13_312.0))
+    qtbot.waitUntil(lambda: figure(view, "memory")[0] == "13.0", timeout=WAIT_MS)
 
 
 def test_settings_line_follows_the_settings_applied_and_the_model(qtbot, make_view, page_context) -> None:
