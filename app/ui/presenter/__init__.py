@@ -1,0 +1,1 @@
+"""The presenter mode: the big view, the demo director and the pre-flight."""
