@@ -197,7 +197,12 @@ async def check_model(target: PreflightTarget, status: ServerStatus | None) -> C
         state = status.state.value if status is not None else "not found"
         return Check(CheckName.MODEL, CheckVerdict.WARN, f"not checked: {target.label} is {state}",
                      _not_running_fix(target))
-    names = await listed_models(target)
+    try:
+        names = await listed_models(target)
+    except (DeckError, TimeoutError) as exc:
+        why = exc.user_text() if isinstance(exc, DeckError) else f"no list within {CATALOG_TIMEOUT_S:g} s"
+        return Check(CheckName.MODEL, CheckVerdict.FAIL, f"{target.label} did not list its models: {why}",
+                     target.backend.command_words.start_hint)
     if not names:
         return Check(CheckName.MODEL, CheckVerdict.FAIL, f"{target.label} lists no model to send the script's prompts to",
                      target.backend.command_words.first_model)
@@ -247,6 +252,13 @@ async def time_one_step(target: PreflightTarget, model: str, prompt: str, max_to
         await client.aclose()
 
 
+def _no_answer(target: PreflightTarget, index: int, error: BaseException | None) -> Check:
+    why = error.user_text() if isinstance(error, DeckError) else \
+        f"{type(error).__name__} {error}".strip() if error is not None else "the reply did not finish"
+    return Check(CheckName.STEP_TIME, CheckVerdict.FAIL, f"{target.label} did not answer step {index + 1}'s prompt: {why}",
+                 target.backend.command_words.start_hint)
+
+
 async def check_step_time(script: DemoScript, target: PreflightTarget, status: ServerStatus | None,
                           presets: Sequence[Preset] = BUILTIN_PRESETS, max_tokens: int | None = None) -> Check:
     """Run the script's first prompt step once, measure TTFT and decode rate, and estimate the whole script.
@@ -277,7 +289,10 @@ async def check_step_time(script: DemoScript, target: PreflightTarget, status: S
                          f"{target.label} did not start: {status.message or status.state.value}",
                          "see the Server page's log, or run ollama-deck --demo and read its banner")
     try:
-        names = await listed_models(target)
+        try:
+            names = await listed_models(target)
+        except (DeckError, TimeoutError) as exc:
+            return _no_answer(target, index, exc)
         if not names:
             return Check(CheckName.STEP_TIME, CheckVerdict.FAIL, f"not measured: {target.label} lists no model",
                          target.backend.command_words.first_model)
@@ -292,10 +307,7 @@ async def check_step_time(script: DemoScript, target: PreflightTarget, status: S
         if started:
             await server.stop()  # only what the pre-flight started
     if outcome.error is not None or not outcome.ok:
-        why = outcome.error.user_text() if outcome.error is not None else "the reply did not finish"
-        return Check(CheckName.STEP_TIME, CheckVerdict.FAIL,
-                     f"{target.label} did not answer step {index + 1}'s prompt: {why}",
-                     target.backend.command_words.start_hint)
+        return _no_answer(target, index, outcome.error)
     rate = _rate(outcome)
     if rate is None:
         return Check(CheckName.STEP_TIME, CheckVerdict.FAIL,
