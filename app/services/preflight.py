@@ -178,7 +178,9 @@ async def listed_models(target: PreflightTarget) -> list[str]:
         return [m.name for m in await asyncio.wait_for(catalog.tags(), CATALOG_TIMEOUT_S)]
 
 
-def _not_running_fix(target: PreflightTarget) -> str:
+def _not_running_fix(target: PreflightTarget, status: ServerStatus | None) -> str:
+    if status is None or status.state is not ServerState.STOPPED:
+        return "fix the server check first, then run the pre-flight again"
     return f"start {target.label} (Server page, Start) and run the pre-flight again"
 
 
@@ -196,7 +198,7 @@ async def check_model(target: PreflightTarget, status: ServerStatus | None) -> C
     if status is None or not status.state.is_running:
         state = status.state.value if status is not None else "not found"
         return Check(CheckName.MODEL, CheckVerdict.WARN, f"not checked: {target.label} is {state}",
-                     _not_running_fix(target))
+                     _not_running_fix(target, status))
     try:
         names = await listed_models(target)
     except (DeckError, TimeoutError) as exc:
@@ -281,7 +283,7 @@ async def check_step_time(script: DemoScript, target: PreflightTarget, status: S
         if not target.embedded:
             verdict = CheckVerdict.FAIL if status.state is not ServerState.STOPPED else CheckVerdict.WARN
             return Check(CheckName.STEP_TIME, verdict, f"not measured: {target.label} is {status.state.value}",
-                         _not_running_fix(target))
+                         _not_running_fix(target, status))
         status = await server.start()
         started = status.state is ServerState.RUNNING_MANAGED and not status.orphan
         if not status.state.is_running:

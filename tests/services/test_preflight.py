@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import pytest
 
 from app.adapters.demo_script import load_script
 from app.adapters.telemetry.nvml import NullGpuBackend

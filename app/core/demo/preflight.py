@@ -92,8 +92,8 @@ def gpu_check(name: str | None, memory_mib: float | None, unavailable_reason: st
     if name is not None:
         memory = f", {memory_mib / 1024:.1f} GiB" if memory_mib is not None and math.isfinite(memory_mib) else ""
         return Check(CheckName.GPU, CheckVerdict.PASS, f"{name}{memory}")
-    why = unavailable_reason.split(" — ")[0].strip() or "no NVIDIA GPU found"
-    return Check(CheckName.GPU, CheckVerdict.WARN, f"no NVIDIA GPU ({why}): {CPU_NOTE}",
+    why = unavailable_reason.split(" — ")[0].strip() or "No NVIDIA GPU found"
+    return Check(CheckName.GPU, CheckVerdict.WARN, f"{why}; {CPU_NOTE}",
                  "nothing to do for the demo; for real figures use a machine with an NVIDIA GPU and its driver")
 
 

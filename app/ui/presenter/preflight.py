@@ -107,7 +107,7 @@ class PreflightDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Pre-flight")
         self.setModal(False)
-        self.resize(980, 420)
+        self.resize(1000, 580)
         self._script = script
         self._target = target
         self._probes = probes
@@ -218,6 +218,9 @@ class PreflightDialog(QDialog):
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
+        if not self.checks and not self.running:  # the first show: never larger than the screen (--scale)
+            room = self.screen().availableGeometry()
+            self.resize(min(self.width(), int(room.width() * 0.95)), min(self.height(), int(room.height() * 0.9)))
         if not self.checks and not self.running:
             self.run()
 
