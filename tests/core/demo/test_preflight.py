@@ -196,3 +196,10 @@ def test_any_script_is_refused_with_its_reason_or_estimated_finite_and_faster_fo
     assert check.verdict in (PASS, WARN) and "\n" not in check.line()
     for c in script_text(script):
         script_of(c)  # names any character without raising
+
+
+@given(st.sampled_from(list(CheckName)), st.sampled_from(list(CheckVerdict)), st.text(), st.text())
+def test_any_words_make_one_printable_line(name: CheckName, verdict: CheckVerdict, detail: str, fix: str) -> None:
+    line = Check(name, verdict, detail, fix).line()
+    assert line.startswith(f"{verdict.value}  {name.value}  ")
+    assert all(c.isprintable() for c in line)
