@@ -284,7 +284,11 @@ async def check_step_time(script: DemoScript, target: PreflightTarget, status: S
             verdict = CheckVerdict.FAIL if status.state is not ServerState.STOPPED else CheckVerdict.WARN
             return Check(CheckName.STEP_TIME, verdict, f"not measured: {target.label} is {status.state.value}",
                          _not_running_fix(target, status))
-        status = await server.start()
+        try:
+            status = await server.start()
+        except asyncio.CancelledError:
+            await asyncio.shield(server.stop())  # stopped mid-start: nothing ran before, so only what it started
+            raise
         started = status.state is ServerState.RUNNING_MANAGED and not status.orphan
         if not status.state.is_running:
             return Check(CheckName.STEP_TIME, CheckVerdict.FAIL,

@@ -8,6 +8,7 @@ The composition root builds the target (the server the talk uses) and the probes
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QFontInfo, QFontMetrics, QGuiApplication, QRawFont, QShowEvent
@@ -180,16 +181,22 @@ class PreflightDialog(QDialog):
         coverage = font_coverage(script_text(self._script, self._probes.presets))
         facts = screen_facts()
         probes = dataclasses.replace(self._probes, fonts=lambda _text: coverage, screen=lambda: facts)
-        future = self._loop.submit(run_checks(self._script, self._target, probes, on_check=self.check_done.emit,
+        future = self._loop.submit(run_checks(self._script, self._target, probes, on_check=self._emit_check,
                                               max_tokens=self._max_tokens))
         future.add_done_callback(self._done_in_loop)
         self._future = future
+
+    def _emit_check(self, check: Check) -> None:
+        """Called on the loop thread; the signal queues it to the GUI thread (nothing once the dialog is gone)."""
+        with contextlib.suppress(RuntimeError):  # the dialog was deleted while the run ended
+            self.check_done.emit(check)
 
     def _done_in_loop(self, future: concurrent.futures.Future[list[Check]]) -> None:
         if future.cancelled():
             return
         error = future.exception()
-        self.run_finished.emit(error if error is not None else future.result())
+        with contextlib.suppress(RuntimeError):
+            self.run_finished.emit(error if error is not None else future.result())
 
     def _show_check(self, check: Check) -> None:
         self._set_row(_ROWS[check.name], check.verdict.value, _COLORS[check.verdict], check.name.value, check.detail,

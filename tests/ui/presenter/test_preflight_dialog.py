@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+import psutil
+import pytest
+
 from app.adapters.demo_script import load_script
 from app.adapters.process.procs import loopback_port_holder
+from app.backends.llama_server.engine import embedded_settings, engine_status
+from app.backends.llama_server.spec import LLAMA_SERVER
 from app.backends.ollama.spec import OLLAMA
 from app.core.demo.preflight import CheckName, CheckVerdict
 from app.core.server.settings import ServerSettings
-from app.services.preflight import PreflightProbes, PreflightTarget
+from app.core.server.state import ServerState, ServerStatus
+from app.services.preflight import EngineFacts, PreflightProbes, PreflightTarget
 from app.ui.presenter.preflight import PreflightDialog
 from tests.fakes.scripted_gpu import ScriptedGpuBackend
 
@@ -70,3 +76,33 @@ def test_closing_the_dialog_stops_a_run_in_flight(qtbot, make_fake_ollama, make_
     qtbot.waitUntil(future.done, timeout=WAIT_MS)
     assert future.cancelled() or len(future.result()) == len(CheckName)  # it may have ended just before
     assert not dialog.running
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_closing_while_the_embedded_engine_starts_for_the_timing_stops_it(qtbot, tmp_path, supervisor_loop,
+                                                                         llama_server_binary, bundled_model) -> None:
+    status = engine_status()
+    engine = EngineFacts(status.ready, str(status.server), str(status.model), status.problems, status.commands)
+    settings = embedded_settings()
+    heard: list[ServerStatus] = []
+    server = LLAMA_SERVER.server(settings, on_status=heard.append, on_log=lambda line: None,
+                                 runtime_dir=tmp_path / "run")
+    target = PreflightTarget(LLAMA_SERVER.bound(lambda: settings), server, "llama-server (embedded)", engine)
+    dialog = PreflightDialog(load_script("builtin"), target, PreflightProbes(loopback_port_holder,
+                                                                             ScriptedGpuBackend()), supervisor_loop)
+    qtbot.addWidget(dialog)
+    try:
+        dialog.show()
+        qtbot.waitUntil(lambda: any(s.state is ServerState.STARTING for s in heard), timeout=WAIT_MS)
+        future = dialog._future
+        assert future is not None
+        dialog.reject()  # mid-start, or mid-reply on a fast machine: either way what it started is stopped
+        qtbot.waitUntil(future.done, timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: server.status.state is ServerState.STOPPED, timeout=WAIT_MS)
+        pids = {s.pid for s in heard if s.pid is not None}
+        _gone, alive = psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)], timeout=30)
+        assert not alive
+        assert loopback_port_holder(settings.port) is None
+    finally:
+        supervisor_loop.run(server.close(), 30)
