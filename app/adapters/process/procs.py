@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,22 @@ async def port_accepts(host: str, port: int, timeout_s: float) -> bool:
     except OSError:
         pass
     return True
+
+
+def loopback_port_holder(port: int) -> str | None:
+    """None when a TCP server could bind `port` on 127.0.0.1 now (tested by binding it there, and only there);
+    else who holds it, e.g. "nginx (pid 812)", or "another program" when that cannot be seen."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As servers do: a port whose last connections linger in TIME_WAIT is free to them.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            pass
+        else:
+            return None
+    listener = find_listener("127.0.0.1", port)
+    return listener.description if listener is not None else "another program"
 
 
 def find_listener(host: str, port: int) -> Listener | None:

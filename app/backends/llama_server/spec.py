@@ -92,7 +92,9 @@ LLAMA_SERVER = BackendSpec(
                     "window's header)."),
         model_hint=("llama-server serves the one model it was started with: give --model the name it lists "
                     "(GET /v1/models), or restart it with -m on another GGUF file."),
-        a_server="a llama-server"),
+        a_server="a llama-server",
+        first_model=("Start llama-server with a model: `llama-server -m MODEL.gguf --port PORT`, or run "
+                     "`ollama-deck --demo` (the embedded engine and its small model).")),
     process=LLAMA_SERVER_PROCESS,
     missing_reasons={
         "lists_loaded": ("llama-server names the model it serves but not how much of it sits in VRAM; the "

@@ -83,7 +83,8 @@ OLLAMA = BackendSpec(
         start_hint=("Is Ollama running? Start it with `ollama serve` (or `ollama-deck`, which starts it from its "
                     "window), or point --url at it."),
         model_hint="Pull it first with `ollama pull {model}`, or check the name and tag (`ollama list`).",
-        a_server="an Ollama"),
+        a_server="an Ollama",
+        first_model="Pull one: `ollama pull qwen3:0.6b` (0.5 GB; any from https://ollama.com/library works)."),
     process=OLLAMA_PROCESS,
     log_signals=ollama_log_signals,  # its own lines and its llama-server child's, as its log carries them
     missing_reasons={

@@ -107,7 +107,8 @@ OPENAI = BackendSpec(
                     "https://HOST/v1)? ollama-deck attaches to it and does not start it: start it on its machine, "
                     "e.g. `vllm serve MODEL`."),
         model_hint="Give --model an id the server lists (GET /v1/models).",
-        a_server="an OpenAI-compatible server"),
+        a_server="an OpenAI-compatible server",
+        first_model="Start the server with a model on its machine, e.g. `vllm serve MODEL`."),
     missing_reasons={
         "pull": NO_PULLS,
         "create": NO_VARIANTS,

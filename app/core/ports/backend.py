@@ -50,6 +50,8 @@ class CommandWords:
     start_hint: str = "Is the server running? Start it, or check --url."
     model_hint: str = "Check the model name, or list the server's models."
     a_server: str = "a server"  # one server of this kind in a sentence, with its article
+    # How to give a server that lists no model its first one (the pre-flight's fix).
+    first_model: str = "Start the server with a model."
 
 
 class VariantVerdict(Protocol):

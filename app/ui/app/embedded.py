@@ -90,4 +90,6 @@ class EmbeddedOffer:
             dialog.show()
 
 
-__all__ = ["BACKEND", "DEMO_NOTE", "EmbeddedOffer", "demo_label", "demo_model_name", "demo_settings"]
+# engine_status and embedded_settings are the pre-flight's too (app/ui/app/preflight.py).
+__all__ = ["BACKEND", "DEMO_NOTE", "EmbeddedOffer", "demo_label", "demo_model_name", "demo_settings",
+           "embedded_settings", "engine_status"]
