@@ -88,7 +88,7 @@ def parallel_headline(rates: Sequence[tuple[int, float | None]], users: int) -> 
     if not known:
         return f"{users} users: no figures"
     if len(rates) != 2 or len(known) != 2:
-        return f"{users} users: " + ", ".join(f"{parallel_key(v)} {rate_words(r)}" for v, r in rates)
+        return f"{users} users: " + ", ".join(f"{parallel_key(v)}: {rate_words(r)}" for v, r in rates)
     (first, a), (second, b) = known
     return (f"{users} users: {parallel_key(second)} gives {rate_words(b)} together, ×{b / a:.1f} "
             f"{parallel_key(first)}'s {rate_words(a)}")

@@ -31,7 +31,7 @@ from app.core.demo.headlines import (ab_headline, burst_figures, burst_headline,
 from app.core.demo.live import IDLE, LiveRequests
 from app.core.demo.script import DemoScript, DemoStep, StepAction, StepFailure, StepResult, StepState
 from app.core.errors import DeckError
-from app.core.models import LocalModel, ModelDetails
+from app.core.models import LocalModel, ModelDetails, RunningModel
 from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
 from app.services.guarded_apply import ApplyReport
@@ -124,6 +124,7 @@ class DemoDirector(QObject):
         self._report: ApplyReport | None = None
         self._sweeping = False
         self._deferred: list[Callable[[], None]] = []
+        self._loaded: list[RunningModel] = []  # the models the server has in memory, where it lists them
 
         self._live_timer = QTimer(self)
         self._live_timer.setInterval(LIVE_INTERVAL_MS)
@@ -139,6 +140,7 @@ class DemoDirector(QObject):
         self.session.run_progress.connect(self._on_progress)
         self.session.run_finished.connect(self._on_run_finished)
         self._server.apply_checked.connect(self._on_apply_checked)
+        self._server.running_models_changed.connect(self._on_loaded)
         bench.sweeps.finished.connect(self._on_sweep_finished)
         bench.sweeps.failed.connect(self._on_sweep_failed)
         bench.sweeps.progress.connect(self._on_sweep_progress)
@@ -180,8 +182,7 @@ class DemoDirector(QObject):
         apply, only where they differ) and go back to the first step, every step waiting."""
         self.stop_all()
         self._clear_steps()
-        if self._server.settings != self._original:
-            self._when_free(self._restore)
+        self._when_free(self._restore)  # after a restart still going, whose settings are not in force yet
 
     def set_script(self, script: DemoScript) -> None:
         """Run another script from its first step (what runs now is stopped)."""
@@ -250,12 +251,16 @@ class DemoDirector(QObject):
         if not models:
             self._fail(StepFailure.NO_MODEL, f"{self._backend.display_name} at {url} has no model to send to")
             return
-        run.model = models[0].name
+        loaded = {name for m in self._loaded for name in (m.name, m.model)}
+        run.model = next((m.name for m in models if m.name in loaded), models[0].name)
         if run.step.action is StepAction.SWEEP:
             self._sweep(run)
             return
         run.waiting = "details"
         self.session.load_details(url, run.model)
+
+    def _on_loaded(self, models: list[RunningModel]) -> None:
+        self._loaded = list(models)
 
     def _on_models_failed(self, url: str, text: str) -> None:
         run = self._run
@@ -291,6 +296,8 @@ class DemoDirector(QObject):
         """The thinking mode to send: the step's where the model can switch it, else none (as the Prompt page)."""
         details = run.details
         if details is None or not details.supports_thinking or not self._backend.can("thinking_control"):
+            if run.step.think and details is not None:
+                self.notice.emit(f"{run.model} cannot think: sent without thinking")
             return None
         return run.step.think
 
@@ -452,8 +459,10 @@ class DemoDirector(QObject):
             self._send(run, run.step.users)
 
     def _restore(self) -> None:
-        """Reset: the settings in force when the director was made, where they differ and can be applied."""
-        if self._run is not None or self._server.settings == self._original or self._cannot_change() is not None:
+        """Reset: the settings in force when the director was made, where they differ and can be applied (a
+        stopped server gets them for its next start)."""
+        problem = self._cannot_change()
+        if self._server.settings == self._original or (problem is not None and problem[0] is not StepFailure.NO_SERVER):
             return
         self.notice.emit(f"Putting the settings back: parallel {self._original.num_parallel}")
         self._apply(self._original, None, lambda _future: None)

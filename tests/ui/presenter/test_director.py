@@ -38,7 +38,8 @@ def step(action: StepAction, **fields) -> DemoStep:
     fields.setdefault("title", action.value)
     fields.setdefault("says", f"A {action.value} step.")
     if action in (StepAction.PROMPT, StepAction.BURST, StepAction.PARALLEL, StepAction.AB):
-        fields.setdefault("prompt", PROMPT)
+        if "preset" not in fields:
+            fields.setdefault("prompt", PROMPT)
         fields.setdefault("max_tokens", 8)
     return DemoStep(action=action, **fields)
 
@@ -96,7 +97,9 @@ def one_line(text: str) -> bool:
 
 @pytest.mark.engine
 def test_a_prompt_a_burst_and_a_note_end_done_with_their_figures(stage) -> None:
-    s = stage(step(StepAction.PROMPT, max_tokens=12), step(StepAction.BURST, users=3, max_tokens=12),
+    # The first as the built-in script's: the Prompt page's test prompt by its key.
+    s = stage(step(StepAction.PROMPT, preset="ai-trends-essay-zh", max_tokens=12),
+              step(StepAction.BURST, users=3, max_tokens=12),
               step(StepAction.NOTE))
     finished = []
     s.director.script_finished.connect(lambda: finished.append(True))
@@ -198,6 +201,21 @@ def test_a_step_against_a_stopped_server_fails_no_server_and_the_next_one_runs(s
         assert result.state is StepState.FAILED and result.failure is StepFailure.NO_SERVER
         assert one_line(result.reason) and result.reason.startswith("No server is running at http://127.0.0.1:")
     assert s.run_step(2).state is StepState.DONE
+
+
+@pytest.mark.engine
+def test_a_parallel_step_on_a_server_held_by_a_sweep_fails_cannot_apply_without_a_restart(stage) -> None:
+    s = stage(step(StepAction.PARALLEL, values=(1, 2)), step(StepAction.NOTE))
+    controller = s.deck.controller
+    restarts = []
+    controller.apply_checked.connect(restarts.append)
+    controller.hold("A benchmark sweep is running: the server's controls wait until it ends. More words.")
+    result = s.run_step(0)
+    assert result.state is StepState.FAILED and result.failure is StepFailure.CANNOT_APPLY
+    assert result.reason == "A benchmark sweep is running: the server's controls wait until it ends."
+    assert restarts == [] and controller.settings.num_parallel == 4
+    controller.release()
+    assert s.run_step(1).state is StepState.DONE
 
 
 def kept_run(model: str) -> SweepRun:
