@@ -123,6 +123,9 @@ class DemoDirector(QObject):
         self._applying: ServerSettings | None = None
         self._report: ApplyReport | None = None
         self._sweeping = False
+        # A sweep stopped before its coroutine began on the loop thread: cancelled again once it reports (a runner
+        # clears a cancel that came before it ran).
+        self._cancel_sweep = False
         self._deferred: list[Callable[[], None]] = []
         self._loaded: list[RunningModel] = []  # the models the server has in memory, where it lists them
 
@@ -144,6 +147,7 @@ class DemoDirector(QObject):
         bench.sweeps.finished.connect(self._on_sweep_finished)
         bench.sweeps.failed.connect(self._on_sweep_failed)
         bench.sweeps.progress.connect(self._on_sweep_progress)
+        bench.sweeps.started.connect(self._on_sweep_started)
 
     # --- the agreed API ----------------------------------------------------------------------
     @property
@@ -520,32 +524,42 @@ class DemoDirector(QObject):
             return
         self._sweeping = True
 
+    def _on_sweep_started(self, _run: SweepRun) -> None:
+        self._cancel_again()
+
+    def _cancel_again(self) -> None:
+        if self._sweeping and self._cancel_sweep:
+            self._cancel_sweep = False
+            self._bench.cancel_sweep()
+
     def _on_sweep_progress(self, progress: SweepProgress) -> None:
+        self._cancel_again()
         run = self._run
         if run is not None and self._current(run, "sweep") and progress.label:
             self.notice.emit(f"Sweep: point {min(progress.point + 1, progress.points)} of {progress.points}, "
                              f"{progress.label}")
 
     def _on_sweep_finished(self, swept: SweepRun) -> None:
-        if not self._sweeping:
-            return
-        self._sweeping = False
-        run = self._run
-        if run is not None and self._current(run, "sweep"):
-            if swept.status is RunStatus.CANCELLED:
-                self._finish(StepState.STOPPED, reason="The sweep was cancelled")
-            else:
-                self._finish(StepState.DONE, headline=sweep_headline(swept, swept.recommendation),
-                             figures=sweep_figures(swept))
-        self._run_deferred()
+        self._sweep_over(swept)
 
     def _on_sweep_failed(self, text: str) -> None:
+        self._sweep_over(text)
+
+    def _sweep_over(self, outcome: SweepRun | str) -> None:
+        """The sweep this director started ended (a run, or why it failed): the step says so, and what waited
+        for the server (the next step, a reset's restore) goes on."""
         if not self._sweeping:
-            return
-        self._sweeping = False
+            return  # one started on the Benchmark page by hand
+        self._sweeping = self._cancel_sweep = False
         run = self._run
         if run is not None and self._current(run, "sweep"):
-            self._fail(StepFailure.SWEEP_FAILED, text)
+            if isinstance(outcome, str):
+                self._fail(StepFailure.SWEEP_FAILED, outcome)
+            elif outcome.status is RunStatus.CANCELLED:
+                self._finish(StepState.STOPPED, reason="The sweep was cancelled")
+            else:
+                self._finish(StepState.DONE, headline=sweep_headline(outcome, outcome.recommendation),
+                             figures=sweep_figures(outcome))
         self._run_deferred()
 
     # --- ending ---------------------------------------------------------------------------------
@@ -574,6 +588,7 @@ class DemoDirector(QObject):
             self._emit_live(run, stopped=True)
         if run.waiting == "sweep" and self._sweeping:
             self._bench.cancel_sweep()
+            self._cancel_sweep = True
         line = " ".join(reason.split())  # one line, whatever the server's text held
         self._set_state(run.index, state, StepResult(state, headline, line, failure, dict(figures or run.figures)))
         if run.index == len(self.script) - 1:

@@ -269,3 +269,22 @@ def test_a_sweep_step_without_a_kept_run_sweeps_through_the_benchmark_page(stage
     assert controller.settings == before  # the sweep put the server back
     [summary] = s.deck.bench_page.history.list_runs()  # kept: the next talk's sweep step can show it
     assert summary.status is RunStatus.FINISHED
+
+
+@pytest.mark.engine
+def test_stop_all_during_a_sweep_cancels_it_and_the_next_step_waits_until_the_server_is_back(stage) -> None:
+    s = stage(step(StepAction.SWEEP, parallel=(1, 2), requests=4, max_tokens=32),
+              step(StepAction.PROMPT, max_tokens=8))
+    controller, sweeps = s.deck.controller, s.deck.bench_page.sweeps
+    before = controller.settings
+    s.director.advance()
+    s.qtbot.waitUntil(lambda: sweeps.running, timeout=WAIT_MS)
+    ended = []
+    sweeps.finished.connect(ended.append)
+    s.director.stop_all()
+    assert s.director.state(0) is StepState.STOPPED and not s.director.running
+    result = s.run_step(1)  # runs once the cancelled sweep has put the server back
+    assert result.state is StepState.DONE, result.reason
+    assert [run.status for run in ended] == [RunStatus.CANCELLED]
+    assert controller.settings == before
+    assert any(n.startswith("Waiting for the server") for n in s.notices)
