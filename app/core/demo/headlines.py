@@ -107,12 +107,10 @@ def first_sentence(text: str) -> str:
 
 def sweep_headline(run: SweepRun, recommendation: Recommendation | None) -> str:
     """The recommendation in words: "Recommended: parallel 2, 41 tok/s within the targets (parallel 1 gives 96 %
-    of it)", or why there is none in its first sentence."""
-    if recommendation is None:
-        return "No recommendation: the sweep measured nothing"
-    best = run.result_for(recommendation.index)
-    if best is None:
-        return first_sentence(recommendation.text)
+    of it)", or in a few words why there is none ("No recommendation: no point met the targets; …")."""
+    best = run.result_for(recommendation.index) if recommendation is not None else None
+    if recommendation is None or best is None:
+        return f"No recommendation: {_why_none(run, recommendation)}"
     line = f"Recommended: {best.point.label(run.varying)}, {rate_words(recommendation.output_tokens_per_s)}"
     line += " within the targets" if recommendation.meets_targets else ""
     cheaper = run.result_for(recommendation.plateau_index) if recommendation.plateau else None
@@ -120,6 +118,19 @@ def sweep_headline(run: SweepRun, recommendation: Recommendation | None) -> str:
         share = cheaper.stats.output_tokens_per_s / recommendation.output_tokens_per_s
         line += f" ({cheaper.point.label(run.varying)} gives {share * 100:.0f} % of it)"
     return line
+
+
+def _why_none(run: SweepRun, recommendation: Recommendation | None) -> str:
+    measured = measured_points(run.results)
+    if not measured:
+        return "no point produced a measurement"
+    left_out = set(recommendation.contended + recommendation.spoiled) if recommendation is not None else set()
+    if all(m.result.point.index in left_out for m in measured):
+        return ("other programs shared the device at every point" if recommendation and recommendation.contended
+                else "the server's events spoiled every point")
+    fastest = max(measured, key=lambda m: m.stats.output_tokens_per_s)
+    return (f"no point met the targets; the fastest, {fastest.result.point.label(run.varying)}, reached "
+            f"{rate_words(fastest.stats.output_tokens_per_s)}")
 
 
 def sweep_figures(run: SweepRun) -> dict[str, float]:

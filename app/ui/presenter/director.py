@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, SignalInstance
 
 from app.core.bench.outcome import RunStatus
 from app.core.bench.run import SweepRun
@@ -136,18 +136,17 @@ class DemoDirector(QObject):
         self._limit.setSingleShot(True)
         self._limit.timeout.connect(self._timed_out)
         self._delivered.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
-        self.session.models_loaded.connect(self._on_models)
-        self.session.models_failed.connect(self._on_models_failed)
-        self.session.details_loaded.connect(self._on_details)
-        self.session.details_failed.connect(self._on_details_failed)
-        self.session.run_progress.connect(self._on_progress)
-        self.session.run_finished.connect(self._on_run_finished)
-        self._server.apply_checked.connect(self._on_apply_checked)
-        self._server.running_models_changed.connect(self._on_loaded)
-        bench.sweeps.finished.connect(self._on_sweep_finished)
-        bench.sweeps.failed.connect(self._on_sweep_failed)
-        bench.sweeps.progress.connect(self._on_sweep_progress)
-        bench.sweeps.started.connect(self._on_sweep_started)
+        # Bound methods of this object: what the loop thread emits arrives queued, on the GUI thread.
+        session, server, sweeps = self.session, self._server, bench.sweeps
+        wiring: tuple[tuple[SignalInstance, Callable[..., None]], ...] = (
+            (session.models_loaded, self._on_models), (session.models_failed, self._on_models_failed),
+            (session.details_loaded, self._on_details), (session.details_failed, self._on_details_failed),
+            (session.run_progress, self._on_progress), (session.run_finished, self._on_run_finished),
+            (server.apply_checked, self._on_apply_checked), (server.running_models_changed, self._on_loaded),
+            (sweeps.finished, self._on_sweep_finished), (sweeps.failed, self._on_sweep_failed),
+            (sweeps.progress, self._on_sweep_progress), (sweeps.started, self._on_sweep_started))
+        for signal, slot in wiring:
+            signal.connect(slot)
 
     # --- the agreed API ----------------------------------------------------------------------
     @property

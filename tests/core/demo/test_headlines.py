@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from app.core.bench.stats import LatencyTargets
 from app.core.console.reply_stats import ReplyStats, summarize_burst
 from app.core.demo.headlines import (burst_headline, first_sentence, live_requests, parallel_headline, reply_rate,
-                                     seconds_words)
+                                     seconds_words, sweep_figures, sweep_headline)
+from tests.core.demo.sweep_runs import kept_run
 
 
 def stats(ttft_ms: float | None, tokens: int, wall_ms: float, *, rate: float | None = None,
@@ -49,3 +51,13 @@ def test_headlines_say_the_numbers_a_room_reads() -> None:
         "4 users: parallel 1: 12.0 tok/s, parallel 2: 20 tok/s, parallel 4: — tok/s"
     assert seconds_words(None) == "—" and seconds_words(12_400.0) == "12 s" and seconds_words(45.0) == "0.04 s"
     assert first_sentence("Recommended: parallel 2. It gives more.") == "Recommended: parallel 2."
+
+
+def test_a_sweep_s_headline_is_its_recommendation_or_in_a_few_words_why_there_is_none() -> None:
+    run = kept_run("SmolLM2")
+    assert sweep_headline(run, run.recommendation).startswith("Recommended: parallel 2, ")
+    assert sweep_headline(run, run.recommendation).endswith(" tok/s within the targets")
+    assert sweep_figures(run) == {"parallel 1": pytest.approx(80.0), "parallel 2": pytest.approx(160.0)}
+    strict = kept_run("SmolLM2", LatencyTargets(ttft_p95_ms=1.0))  # no first token comes within 1 ms
+    assert sweep_headline(strict, strict.recommendation) == \
+        "No recommendation: no point met the targets; the fastest, parallel 2, reached 160 tok/s"

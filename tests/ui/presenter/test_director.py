@@ -10,17 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from app.core.bench.outcome import PointStatus, RunStatus
-from app.core.bench.run import SweepRun
-from app.core.bench.stats import LatencyTargets, RequestRecord, summarize
-from app.core.bench.sweep import Fingerprint, GpuFigures, PointResult, SweepAxes, SweepSpec
-from app.core.bench.workload import LoadPlan
+from app.core.bench.outcome import RunStatus
 from app.core.demo.live import LiveRequests
 from app.core.demo.script import DemoScript, DemoStep, StepAction, StepFailure, StepState
-from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState
 from app.ui.app.main import DeckApp, page_context
 from app.ui.presenter.director import DemoDirector
+from tests.core.demo.sweep_runs import kept_run
 
 WAIT_MS = 120_000  # ceilings for a loaded 2-core machine; each step takes seconds
 PROMPT = "Say hello."
@@ -218,23 +214,6 @@ def test_a_parallel_step_on_a_server_held_by_a_sweep_fails_cannot_apply_without_
     assert s.run_step(1).state is StepState.DONE
 
 
-def kept_run(model: str) -> SweepRun:
-    """A finished parallel 1, 2 sweep of `model` as the history keeps one (parallel 2 the faster)."""
-    targets = LatencyTargets(1000, 100)
-    spec = SweepSpec(ServerSettings(backend="llama_server", num_parallel=4), SweepAxes(parallel=(1, 2)),
-                     LoadPlan(model, requests=4), targets)
-    plan = spec.plan()
-    results = []
-    for p in plan.points:
-        recs = tuple(RequestRecord(i, 0.0, 0.0, 2.0 / p.settings.num_parallel, first_token_s=0.1, output_tokens=40,
-                                   output_chunks=40, itl_s=(0.01,) * 39) for i in range(4))
-        results.append(PointResult(p, PointStatus.OK, stats=summarize(recs, targets), records=recs,
-                                   gpu=GpuFigures()))
-    run = SweepRun(spec, Fingerprint(model=model, backend_kind="llama_server"), plan.points, plan.varying,
-                   tuple(results), started_at="2026-08-01T12:00:00+02:00")
-    return run.finished(RunStatus.FINISHED, "2026-08-01T12:05:00+02:00")
-
-
 @pytest.mark.engine
 def test_a_sweep_step_shows_the_newest_kept_run_of_the_model_without_sweeping(stage) -> None:
     s = stage(step(StepAction.SWEEP, parallel=(1, 2), requests=2, max_tokens=8, use_history=True))
@@ -263,7 +242,8 @@ def test_a_sweep_step_without_a_kept_run_sweeps_through_the_benchmark_page(stage
     result = s.run_step(0, wait_ms=240_000)
     assert result.state is StepState.DONE, result.reason
     assert set(result.figures) == {"parallel 1", "parallel 2"}
-    assert result.headline.startswith(("Recommended: parallel ", "No point"))
+    # On a shared machine other programs may compete at every point: then nothing is recommended, and it says why.
+    assert result.headline.startswith(("Recommended: parallel ", "No recommendation: ")), result.headline
     assert s.deck.bench_page.current is not None and s.deck.bench_page.current.status is RunStatus.FINISHED
     s.qtbot.waitUntil(lambda: not s.deck.bench_page.sweeps.running, timeout=WAIT_MS)
     assert controller.settings == before  # the sweep put the server back
