@@ -36,7 +36,7 @@ from app.core.server.settings import ServerSettings
 from app.core.server.state import ServerState, ServerStatus
 from app.services.guarded_apply import ApplyReport
 from app.services.prompts import MAX_BURST, PromptOptions, PromptRequest, ReplyOutcome
-from app.ui.pages.bench.page import BenchPage
+from app.ui.pages.bench.page import PHASE_WORDS, BenchPage
 from app.ui.pages.bench.worker import SweepProgress
 from app.ui.pages.context import PageContext
 from app.ui.pages.prompt.session import ConsoleRun, ConsoleSession, Drained
@@ -126,6 +126,7 @@ class DemoDirector(QObject):
         # A sweep stopped before its coroutine began on the loop thread: cancelled again once it reports (a runner
         # clears a cancel that came before it ran).
         self._cancel_sweep = False
+        self._sweep_said = ""  # the sweep's last notice
         self._deferred: list[Callable[[], None]] = []
         self._loaded: list[RunningModel] = []  # the models the server has in memory, where it lists them
 
@@ -534,9 +535,14 @@ class DemoDirector(QObject):
     def _on_sweep_progress(self, progress: SweepProgress) -> None:
         self._cancel_again()
         run = self._run
-        if run is not None and self._current(run, "sweep") and progress.label:
-            self.notice.emit(f"Sweep: point {min(progress.point + 1, progress.points)} of {progress.points}, "
-                             f"{progress.label}")
+        if run is None or not self._current(run, "sweep"):
+            return
+        what = f", {progress.label}" if progress.label else ""
+        text = (f"Sweep: point {min(progress.point + 1, progress.points)} of {progress.points}{what}: "
+                f"{PHASE_WORDS.get(progress.phase, progress.phase).lower()}")
+        if text != self._sweep_said:  # a new point or phase, not each request
+            self._sweep_said = text
+            self.notice.emit(text)
 
     def _on_sweep_finished(self, swept: SweepRun) -> None:
         self._sweep_over(swept)

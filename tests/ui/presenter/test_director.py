@@ -245,6 +245,8 @@ def test_a_sweep_step_without_a_kept_run_sweeps_through_the_benchmark_page(stage
     # On a shared machine other programs may compete at every point: then nothing is recommended, and it says why.
     assert result.headline.startswith(("Recommended: parallel ", "No recommendation: ")), result.headline
     assert s.deck.bench_page.current is not None and s.deck.bench_page.current.status is RunStatus.FINISHED
+    said = [n for n in s.notices if n.startswith("Sweep: point ")]  # each point and phase once
+    assert "Sweep: point 2 of 2, parallel 2: measuring" in said and len(said) == len(set(said))
     s.qtbot.waitUntil(lambda: not s.deck.bench_page.sweeps.running, timeout=WAIT_MS)
     assert controller.settings == before  # the sweep put the server back
     [summary] = s.deck.bench_page.history.list_runs()  # kept: the next talk's sweep step can show it
@@ -268,3 +270,14 @@ def test_stop_all_during_a_sweep_cancels_it_and_the_next_step_waits_until_the_se
     assert [run.status for run in ended] == [RunStatus.CANCELLED]
     assert controller.settings == before
     assert any(n.startswith("Waiting for the server") for n in s.notices)
+
+
+@pytest.mark.engine
+def test_a_burst_the_server_refuses_fails_with_the_server_s_error_in_one_line(stage) -> None:
+    # Twice the engine's 4,096 tokens per slot: llama-server refuses every copy before generating anything.
+    s = stage(step(StepAction.BURST, users=2, prompt="apple " * 8000), step(StepAction.NOTE))
+    result = s.run_step(0)
+    assert result.state is StepState.FAILED and result.failure is StepFailure.REQUESTS_FAILED
+    assert result.reason.startswith("Every one of the 2 requests failed: ") and one_line(result.reason)
+    assert "context" in result.reason.lower(), result.reason
+    assert s.run_step(1).state is StepState.DONE
