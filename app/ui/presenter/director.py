@@ -10,7 +10,6 @@ script. Nothing here waits on the GUI thread: work runs on the loop thread and c
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import time
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from app.core.server.state import ServerState, ServerStatus
 from app.services.guarded_apply import ApplyReport
 from app.services.prompts import MAX_BURST, PromptOptions, PromptRequest, ReplyOutcome
 from app.ui.pages.bench.page import PHASE_WORDS, BenchPage
-from app.ui.pages.bench.worker import SweepProgress
+from app.ui.pages.bench.worker import Background, SweepProgress
 from app.ui.pages.context import PageContext
 from app.ui.pages.prompt.session import ConsoleRun, ConsoleSession, Drained
 
@@ -128,6 +127,7 @@ class DemoDirector(QObject):
         self._cancel_sweep = False
         self._sweep_said = ""  # the sweep's last notice
         self._deferred: list[Callable[[], None]] = []
+        self._background = Background(context.loop, self)  # the history's SQLite, off the GUI thread
         self._loaded: list[RunningModel] = []  # the models the server has in memory, where it lists them
 
         self._live_timer = QTimer(self)
@@ -466,7 +466,10 @@ class DemoDirector(QObject):
         """Reset: the settings in force when the director was made, where they differ and can be applied (a
         stopped server gets them for its next start)."""
         problem = self._cannot_change()
-        if self._server.settings == self._original or (problem is not None and problem[0] is not StepFailure.NO_SERVER):
+        if self._server.settings == self._original:
+            return
+        if problem is not None and problem[0] is not StepFailure.NO_SERVER:
+            self.notice.emit(f"The settings were not put back: {problem[1]}")
             return
         self.notice.emit(f"Putting the settings back: parallel {self._original.num_parallel}")
         self._apply(self._original, None, lambda _future: None)
@@ -478,8 +481,8 @@ class DemoDirector(QObject):
             self._start_sweep(run)
             return
         run.waiting = "history"
-        self._in_thread(history.list_runs, lambda runs: self._listed(run, runs),
-                        lambda _text: self._start_sweep(run) if self._current(run, "history") else None)
+        self._background.call(history.list_runs, on_done=lambda runs: self._listed(run, runs),
+                              on_error=lambda text: self._history_unread(run, text))
 
     def _listed(self, run: _Running, runs: list[RunSummary]) -> None:
         if not self._current(run, "history"):
@@ -490,9 +493,14 @@ class DemoDirector(QObject):
             self._start_sweep(run)
             return
         newest = max(kept, key=lambda s: s.started_at)
-        self._in_thread(history.load, lambda loaded: self._kept_run(run, loaded),
-                        lambda _text: self._start_sweep(run) if self._current(run, "history") else None,
-                        newest.run_id)
+        self._background.call(history.load, newest.run_id, on_done=lambda kept: self._kept_run(run, kept),
+                              on_error=lambda text: self._history_unread(run, text))
+
+    def _history_unread(self, run: _Running, text: str) -> None:
+        """The history could not be read: a short sweep instead, and the presenter is told why."""
+        if self._current(run, "history"):
+            self.notice.emit(f"The benchmark history could not be read ({first_sentence(text)}): sweeping instead")
+            self._start_sweep(run)
 
     def _kept_run(self, run: _Running, kept: SweepRun) -> None:
         if not self._current(run, "history"):
@@ -623,22 +631,6 @@ class DemoDirector(QObject):
     def _run_deferred(self) -> None:
         while self._deferred and self._apply_future is None and not self._sweeping:
             self._deferred.pop(0)()
-
-    def _in_thread(self, fn: Callable[..., Any], on_done: Callable[[Any], None], on_error: Callable[[str], None],
-                   *args: Any) -> None:
-        """fn(*args) in a worker thread (the history's SQLite); on_done(result) or on_error(text) on this thread."""
-        future = self._context.loop.submit(asyncio.to_thread(fn, *args))
-
-        def over(done: concurrent.futures.Future[Any]) -> None:
-            if done.cancelled():
-                return
-            exc = done.exception()
-            if exc is None:
-                on_done(done.result())
-            else:
-                on_error(exc.user_text() if isinstance(exc, DeckError) else repr(exc))
-
-        future.add_done_callback(lambda done: self._delivered.emit((over, done)))
 
     def _deliver(self, pair: tuple[Callable[[Any], None], Any]) -> None:
         callback, value = pair
