@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -106,11 +107,14 @@ def test_a_prompt_a_burst_and_a_note_end_done_with_their_figures(stage) -> None:
     assert s.live and s.live[-1].sent == 1 and s.live[-1].finished == 1 and s.live[-1].in_flight == 0
     seen = len(s.live)
 
+    began = time.monotonic()
     burst = s.run_step(1)
+    took_s = time.monotonic() - began
     assert burst.state is StepState.DONE, burst.reason
     assert burst.headline.startswith("3 users: ") and "together" in burst.headline and "each" in burst.headline
     assert burst.figures["aggregate tok/s"] > 0 and burst.figures["tok/s each"] > 0
     live = s.live[seen:]
+    assert len(live) <= took_s * 10 + 2  # at most about ten a second, never one per token or per drain
     assert live[-1].sent == 3 and live[-1].finished == 3 and live[-1].in_flight == 0
     assert live[-1].aggregate_tps and live[-1].ttft_ms and live[-1].per_request_tps
     assert s.deck.meter.in_flight == 0 and not s.director.session.active_runs
