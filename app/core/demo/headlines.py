@@ -32,12 +32,11 @@ def live_requests(streaming: Sequence[ReplyStats], finished: Sequence[ReplyStats
     """The figures of a step's requests now: decode rate the median over the replies streaming (over those
     finished when none streams), TTFT the median over every reply that has one, the aggregate all their
     tokens over the time since the requests went out."""
-    rates = [r for s in streaming if (r := reply_rate(s)) is not None] \
-        or [r for s in finished if (r := reply_rate(s)) is not None]
+    rate = median_rate(streaming)
     ttfts = [s.ttft_ms for s in (*streaming, *finished) if s.ttft_ms is not None]
     tokens = sum(reply_tokens(s) for s in (*streaming, *finished))
     return LiveRequests(in_flight=in_flight, sent=sent, finished=done,
-                        per_request_tps=statistics.median(rates) if rates else None,
+                        per_request_tps=rate if rate is not None else median_rate(finished),
                         ttft_ms=statistics.median(ttfts) if ttfts else None,
                         aggregate_tps=tokens / elapsed_s if elapsed_s > 0 and tokens else None)
 
@@ -57,22 +56,31 @@ def seconds_words(ms: float | None) -> str:
     return f"{seconds:.2f} s" if seconds < 0.1 else f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
-def burst_headline(summary: BurstSummary) -> str:
+def median_rate(replies: Sequence[ReplyStats]) -> float | None:
+    """The median decode rate of the replies that have one (the live figure's rule, so the headline says the
+    same)."""
+    rates = [r for s in replies if (r := reply_rate(s)) is not None]
+    return statistics.median(rates) if rates else None
+
+
+def burst_headline(summary: BurstSummary, each: float | None = None) -> str:
     """"8 users: 41 tok/s together, 5.2 tok/s each, TTFT 0.8 s" (one user: its rate, TTFT and tokens), and how
-    many failed or stopped when some did."""
+    many failed or stopped when some did; `each` is the typical reply's rate (None: the mean of the replies')."""
+    each = each if each is not None else summary.mean_decode_tokens_per_s
     if summary.requested == 1:
-        line = (f"One user: {rate_words(summary.mean_decode_tokens_per_s)}, TTFT "
-                f"{seconds_words(summary.ttft_median_ms)}, {summary.output_tokens} tokens")
+        line = (f"One user: {rate_words(each)}, TTFT {seconds_words(summary.ttft_median_ms)}, "
+                f"{summary.output_tokens} tokens")
     else:
         line = (f"{summary.requested} users: {rate_words(summary.aggregate_tokens_per_s)} together, "
-                f"{rate_words(summary.mean_decode_tokens_per_s)} each, TTFT {seconds_words(summary.ttft_median_ms)}")
+                f"{rate_words(each)} each, TTFT {seconds_words(summary.ttft_median_ms)}")
     lost = summary.requested - summary.completed
     return f"{line} ({lost} of {summary.requested} did not finish)" if lost else line
 
 
-def burst_figures(summary: BurstSummary) -> dict[str, float]:
-    """The burst's named results (those known)."""
-    named = {"aggregate tok/s": summary.aggregate_tokens_per_s, "tok/s each": summary.mean_decode_tokens_per_s,
+def burst_figures(summary: BurstSummary, each: float | None = None) -> dict[str, float]:
+    """The burst's named results (those known); `each` as in burst_headline."""
+    named = {"aggregate tok/s": summary.aggregate_tokens_per_s,
+             "tok/s each": each if each is not None else summary.mean_decode_tokens_per_s,
              "TTFT ms": summary.ttft_median_ms, "tokens": float(summary.output_tokens)}
     return {name: value for name, value in named.items() if value is not None}
 
@@ -97,6 +105,12 @@ def parallel_headline(rates: Sequence[tuple[int, float | None]], users: int) -> 
 def ab_headline(cost: ThinkingCost) -> str:
     """"Thinking costs +412 tokens, +3.2 s to the first answer token"."""
     return f"Thinking costs {cost.summary()}"
+
+
+def short_reason(text: str) -> str:
+    """A server's reason cut to its first clause, for a room: "this model's chat template has no thinking mode"
+    of "this model's chat template has no thinking mode (it reads neither …), so thinking is not sent."."""
+    return text.split(" (")[0].split(", so ")[0].split("; ")[0].rstrip(" .;:,") or text
 
 
 def first_sentence(text: str) -> str:
@@ -138,6 +152,6 @@ def sweep_figures(run: SweepRun) -> dict[str, float]:
     return {m.result.point.label(run.varying): m.stats.output_tokens_per_s for m in measured_points(run.results)}
 
 
-__all__ = ["ab_headline", "burst_figures", "burst_headline", "first_sentence", "live_requests", "parallel_headline",
-           "parallel_key", "rate_words", "reply_rate", "reply_tokens", "seconds_words", "sweep_figures",
-           "sweep_headline"]
+__all__ = ["ab_headline", "burst_figures", "burst_headline", "first_sentence", "live_requests", "median_rate",
+           "parallel_headline", "parallel_key", "rate_words", "reply_rate", "reply_tokens", "seconds_words",
+           "short_reason", "sweep_figures", "sweep_headline"]

@@ -26,7 +26,8 @@ from app.core.bench.workload import LoadPlan
 from app.core.console.presets import builtin
 from app.core.console.reply_stats import ReplyStats, summarize_burst, thinking_cost
 from app.core.demo.headlines import (ab_headline, burst_figures, burst_headline, first_sentence, live_requests,
-                                     parallel_headline, parallel_key, sweep_figures, sweep_headline)
+                                     median_rate, parallel_headline, parallel_key, short_reason, sweep_figures,
+                                     sweep_headline)
 from app.core.demo.live import IDLE, LiveRequests
 from app.core.demo.script import DemoScript, DemoStep, StepAction, StepFailure, StepResult, StepState
 from app.core.errors import DeckError
@@ -166,6 +167,7 @@ class DemoDirector(QObject):
         index = self.index
         self.index += 1
         step = self.script.step(index)
+        self.notice.emit("")  # what was said about the last step is over
         self._token += 1
         run = self._run = _Running(self._token, index, step, self._server.settings.base_url)
         self._set_state(index, StepState.RUNNING, None)
@@ -368,7 +370,8 @@ class DemoDirector(QObject):
                 run.figures[parallel_key(run.value)] = summary.aggregate_tokens_per_s
             self._next_value(run)
             return
-        self._finish(StepState.DONE, headline=burst_headline(summary), figures=burst_figures(summary))
+        each = median_rate([o.stats for o in outcomes if o.ok])
+        self._finish(StepState.DONE, headline=burst_headline(summary, each), figures=burst_figures(summary, each))
 
     # --- A/B ------------------------------------------------------------------------------------
     def _ab(self, run: _Running) -> None:
@@ -377,7 +380,7 @@ class DemoDirector(QObject):
             self._fail(StepFailure.CANNOT_THINK, f"Could not read whether {run.model} can think: the server did not "
                                                  "describe it")
         elif not details.supports_thinking:
-            self._fail(StepFailure.CANNOT_THINK, f"{run.model} cannot think: {details.why_no_thinking()}")
+            self._fail(StepFailure.CANNOT_THINK, f"{run.model} cannot think: {short_reason(details.why_no_thinking())}")
         elif not self._backend.can("thinking_control"):
             self._fail(StepFailure.CANNOT_THINK, f"{run.model} cannot switch thinking here: "
                                                  f"{self._backend.why_not('thinking_control')}")
@@ -437,6 +440,7 @@ class DemoDirector(QObject):
         def over(done: concurrent.futures.Future[ServerStatus]) -> None:
             self._apply_future = None
             self._applying = None
+            self.notice.emit("")  # "Restarting …" is over
             then(done)
             self._run_deferred()
 

@@ -7,7 +7,7 @@ import pytest
 from app.core.bench.stats import LatencyTargets
 from app.core.console.reply_stats import ReplyStats, summarize_burst
 from app.core.demo.headlines import (burst_headline, first_sentence, live_requests, parallel_headline, reply_rate,
-                                     seconds_words, sweep_figures, sweep_headline)
+                                     seconds_words, short_reason, sweep_figures, sweep_headline)
 from tests.core.demo.sweep_runs import kept_run
 
 
@@ -51,6 +51,16 @@ def test_headlines_say_the_numbers_a_room_reads() -> None:
         "4 users: parallel 1: 12.0 tok/s, parallel 2: 20 tok/s, parallel 4: — tok/s"
     assert seconds_words(None) == "—" and seconds_words(12_400.0) == "12 s" and seconds_words(45.0) == "0.04 s"
     assert first_sentence("Recommended: parallel 2. It gives more.") == "Recommended: parallel 2."
+    assert burst_headline(summary, each=5.0) == "8 users: 40 tok/s together, 5.0 tok/s each, TTFT 0.8 s"
+
+
+def test_a_server_s_reason_is_cut_to_its_first_clause_for_a_room() -> None:
+    llama = ("this model's chat template has no thinking mode (it reads neither enable_thinking nor a <think> "
+             "block), so thinking is not sent.")
+    assert short_reason(llama) == "this model's chat template has no thinking mode"
+    assert short_reason('it has no "thinking" capability (the server lists: completion)') == \
+        'it has no "thinking" capability'
+    assert short_reason("the port is taken.") == "the port is taken"
 
 
 def test_a_sweep_s_headline_is_its_recommendation_or_in_a_few_words_why_there_is_none() -> None:

@@ -133,6 +133,7 @@ def test_ab_on_smollm2_fails_cannot_think_without_sending_and_the_script_goes_on
     result = s.run_step(0)
     assert result.state is StepState.FAILED and result.failure is StepFailure.CANNOT_THINK
     assert one_line(result.reason) and "SmolLM2" in result.reason and " cannot think: " in result.reason
+    assert result.reason.endswith(": this model's chat template has no thinking mode")  # the server's first clause
     assert s.deck.meter.total_tokens == tokens and not s.live  # nothing was sent
     assert s.run_step(1).state is StepState.DONE
 
@@ -168,8 +169,10 @@ def test_stop_all_during_a_burst_stops_it_at_once_and_nothing_stays_in_flight(st
     s = stage(step(StepAction.BURST, users=4, max_tokens=64, prompt=LONG_PROMPT), step(StepAction.NOTE))
     director = s.director
     director.advance()
-    s.qtbot.waitUntil(lambda: bool(s.live) and s.live[-1].in_flight == 4, timeout=WAIT_MS)
-    assert director.running and s.deck.meter.in_flight == 4
+    # The four requests went out (the token meter counts them as they start) and wait on the long prompt.
+    s.qtbot.waitUntil(lambda: s.deck.meter.in_flight == 4 and bool(s.live) and s.live[-1].in_flight == 4,
+                      timeout=WAIT_MS)
+    assert director.running
     director.stop_all()
     assert not director.running and director.state(0) is StepState.STOPPED
     result = director.result(0)
