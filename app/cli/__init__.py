@@ -175,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     if qt_problem := xcb_problem():
         print(f"ollama-deck: {qt_problem}", file=sys.stderr)
         return EXIT_MISSING_LIBRARIES
+    if args.preflight:
+        from app.ui.app.preflight import run_preflight
+
+        return run_preflight(args)
     if args.install_engine:
         from app.ui.app.engine_offer import main as install_engine
 

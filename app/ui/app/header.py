@@ -52,8 +52,13 @@ class Header(QFrame):
         lay.addWidget(_separator())
         lay.addWidget(self.models_label, 1)
         lay.addWidget(self.gpu_label)
+        self._layout = lay
         self.set_status(ServerStatus(ServerState.STOPPED))
         self.set_gpu(None, "")
+
+    def add_tool(self, widget: QWidget) -> None:
+        """Put a control at the header's right end (its owner removes it with deleteLater)."""
+        self._layout.addWidget(widget)
 
     def set_server_name(self, server_name: str) -> None:
         """Name another server (the window switched to it); its version comes with its next status."""

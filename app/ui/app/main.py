@@ -65,7 +65,10 @@ from app.ui.pages.server.page import ServerPage
 from app.ui.pages.server.slots_view import SlotsView
 from app.ui.widgets.theme import app_icon_path, apply_theme
 from app.ui.app.store_report import FILES_HEADING, SETTINGS_HEADING, StoreReport
-from app.ui.app import embedded, exporter_switch
+from app.ui.app import embedded, exporter_switch, preflight
+from app.ui.app.stage import Stage, StepRecorder
+from app.ui.presenter.preflight import PreflightDialog
+from app.adapters.demo_script import BUILTIN as BUILTIN_SCRIPT, load_script
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +122,11 @@ class DeckApp:
         self.collection = GuiThreadCollection()
         # --demo: the embedded engine (bundled llama-server and model); ValueError says what to install.
         self.demo = bool(getattr(args, "demo", False))
-        self._screenshot = bool(getattr(args, "screenshot", None))
+        # A picture (or one per demo step) is taken and the app quits: nothing of the user's is read or kept.
+        self._screenshot = bool(getattr(args, "screenshot", None) or getattr(args, "screenshot_each", None))
         self.screenshot_timer: QTimer | None = None
+        self.recorder: StepRecorder | None = None
+        self._preflight: PreflightDialog | None = None
         config_dir = Path(args.config_dir) if args.config_dir else None
         # The one place the backend is chosen; pages get the spec and ask its capabilities.
         chosen = embedded.BACKEND if self.demo else getattr(args, "backend", None)
@@ -163,7 +169,10 @@ class DeckApp:
         self.controller.status_changed.connect(self.telemetry.on_status)
         self.exporter = exporter_switch.install(self.window.header, self.loop, self.backend.name, self.gpu.info(),
                                                 lambda: self.sampler.latest, self.controller, self.telemetry)
-        self._add_pages(page_context(self, config_dir))
+        context = page_context(self, config_dir)
+        self._stage: Stage | None = None
+        self._add_pages(context)
+        self.stage = self._stage = self._set_the_stage(context, args)
         self.gpu_watch.lost.connect(self._on_gpu_lost)
         self.store_report = self._report_store_problems(loaded.problems)
         self.embedded_offer = self._offer_embedded(args)
@@ -248,6 +257,30 @@ class DeckApp:
         # Attached at the fleet's balancer: each sweep point also reads every backend behind it for its share.
         self.bench_page.sweeps.behind = behind_the_balancer(fleet, self.controller.settings.base_url, backends)
         self.window.add_page("fleet", "Fleet", self.fleet_page)
+
+    def _set_the_stage(self, context: PageContext, args: argparse.Namespace) -> Stage:
+        """Presenter mode over this window, with the script asked for (the built-in one by default)."""
+        script = getattr(args, "script", None) or load_script(BUILTIN_SCRIPT)
+        stage = Stage(self.window, context, self.bench_page, script, clear_dashboard=self.dashboard.clear,
+                      open_preflight=self.open_preflight,
+                      show_error=lambda text: self.window.banner.show_message(text, "error"),
+                      stop_others=self._stop_in_flight)
+        stage.view.set_estimate_mib(self.dashboard.estimate_mib)
+        return stage
+
+    def _stop_in_flight(self) -> bool:
+        """Stop the Prompt page's run and a sweep of the Benchmark page; True if either was running."""
+        running = self.console_page.run is not None or self.bench_page.sweeps.running
+        self.console_page.stop()
+        if self.bench_page.sweeps.running:
+            self.bench_page.cancel_sweep()
+        return running
+
+    def open_preflight(self) -> None:
+        """The pre-flight check of this server and machine (with the script in use), in a dialog over the window;
+        showing it starts the checks."""
+        self._preflight = preflight.preflight_dialog(self, self.stage.director.script)
+        self._preflight.show()
 
     def _report_store_problems(self, settings_problems: list[str]) -> StoreReport:
         """The banner's list of what the settings, presets and history files could not do."""
@@ -336,7 +369,10 @@ class DeckApp:
     def _show_estimate(self, estimate: VramEstimate | None) -> None:
         """The predicted server memory at load (MiB) on the dashboard's VRAM plot, or no line; the watchdog
         learns the price (planned context, fits on the GPU) for when those settings start."""
-        self.dashboard.set_estimate_mib(estimate.total_gpu_bytes / MIB if estimate is not None else None)
+        mib = estimate.total_gpu_bytes / MIB if estimate is not None else None
+        self.dashboard.set_estimate_mib(mib)
+        if self._stage is not None:  # the stage is set after the pages (the first price comes before it)
+            self._stage.view.set_estimate_mib(mib)
         self.watch.set_price(self.server_page.fit_panel.priced_settings, estimate)
 
     def _notify_severe_events(self) -> SevereNotifier:
@@ -435,6 +471,7 @@ class DeckApp:
                                        recent_files=self._recent_files,
                                        notify_severe=self.notifier.enabled,
                                        exporter_port=self.exporter.port.value() if self.exporter.url else None))
+        self.stage.close()
         self._gpu_feed.stop()
         self._notify_bridge.close()
         self.dashboard.shutdown()
@@ -458,13 +495,14 @@ class DeckApp:
 
 
 def _take_screenshot(deck: DeckApp, path: str, app: QApplication) -> None:
-    """Once a few samples are in and the server probe finished, save the window as PNG and quit."""
+    """Once a few samples are in and the server probe finished (and, with the embedded engine, it runs), save the
+    window as PNG and quit."""
     deadline = time.monotonic() + SCREENSHOT_TIMEOUT_S
     timer = QTimer()
 
     def check() -> None:
         enough = len(deck.sampler.buffers) >= SCREENSHOT_MIN_SAMPLES
-        probed = deck.controller.probed
+        probed = deck.controller.probed and (not deck.demo or deck.controller.status.state.is_running)
         if (enough and probed and deck.fleet_page.ready) or time.monotonic() > deadline:
             timer.stop()
             deck.dashboard.redraw_now()
@@ -479,6 +517,18 @@ def _take_screenshot(deck: DeckApp, path: str, app: QApplication) -> None:
     deck.screenshot_timer = timer  # keep it alive
 
 
+def _record_each_step(deck: DeckApp, folder: Path, app: QApplication) -> None:
+    """--screenshot-each: the whole demo script once the server runs, a picture during and after each step."""
+    def ready() -> bool:
+        status = deck.controller.status.state
+        return len(deck.sampler.buffers) >= SCREENSHOT_MIN_SAMPLES and deck.controller.probed and status.is_running
+
+    recorder = StepRecorder(deck.stage, folder, app, ready=ready, redraw=deck.dashboard.redraw_now,
+                            grab=lambda: deck.window)
+    recorder.start()
+    deck.recorder = recorder  # keep it alive
+
+
 def run_gui(args: argparse.Namespace) -> int:
     """Build the window, run the Qt event loop and return the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -487,7 +537,8 @@ def run_gui(args: argparse.Namespace) -> int:
         # Qt scales every widget, font and plot by this factor; it must be set before the application exists.
         os.environ["QT_SCALE_FACTOR"] = f"{args.scale:g}"
     existing = QApplication.instance()
-    if args.screenshot and existing is None:
+    shots = args.screenshot or getattr(args, "screenshot_each", None)
+    if shots and existing is None:
         # Headless, the picture is taken on a full-HD screen unless one is configured (Qt's own is 800x800).
         folder = Path(tempfile.mkdtemp(prefix="ollama-deck-screen-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
@@ -510,7 +561,11 @@ def run_gui(args: argparse.Namespace) -> int:
     # that walks them all stalls the window ~50 ms (a fast stream triggers one every few seconds).
     gc.freeze()
     deck.start()
+    if getattr(args, "presenter", False):
+        deck.stage.set_presenting(True)
     if args.screenshot:
         _take_screenshot(deck, args.screenshot, app)
+    elif getattr(args, "screenshot_each", None):
+        _record_each_step(deck, Path(args.screenshot_each), app)
     app.aboutToQuit.connect(lambda: deck.current.close())  # the DeckApp in charge of the window by then
     return app.exec()

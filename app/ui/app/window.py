@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from PySide6.QtCore import QEvent, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -31,7 +31,10 @@ FRAME_SETTLE_MS = 200
 
 
 class MainWindow(QMainWindow):
-    """A sidebar of pages beside a stack, under a header that always shows the server and GPU."""
+    """A sidebar of pages beside a stack, under a header that always shows the server and GPU; or, in presenter
+    mode, one full-screen view instead of all of them."""
+
+    presenting_changed = Signal(bool)
 
     def __init__(self, controller: ServerController, server_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -67,7 +70,13 @@ class MainWindow(QMainWindow):
         rl.setSpacing(0)
         rl.addWidget(self.header)
         rl.addWidget(body, 1)
-        self.setCentralWidget(root)
+        # The panel (header, sidebar, pages) or the presenter's view, one at a time.
+        self._modes = QStackedWidget()
+        self._modes.addWidget(root)
+        self._panel = root
+        self.presenter: QWidget | None = None
+        self._was_full_screen = False
+        self.setCentralWidget(self._modes)
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
 
         QShortcut(QKeySequence(Qt.Key.Key_F11), self, self.toggle_full_screen)
@@ -188,10 +197,47 @@ class MainWindow(QMainWindow):
             self.showNormal()
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
-        """Esc is taken only while full screen, so that it still reaches a page otherwise."""
+        """Esc is taken only while full screen, so that it still reaches a page otherwise (in presenter mode the
+        presenter's keys have it)."""
         if event.type() == QEvent.Type.WindowStateChange:
-            self._leave_full_screen.setEnabled(self.isFullScreen())
+            self._leave_full_screen.setEnabled(self.isFullScreen() and not self.presenting)
         super().changeEvent(event)
+
+    # ---- presenter mode ---------------------------------------------------------------------------
+    def set_presenter(self, view: QWidget | None) -> None:
+        """The view presenter mode shows (None: no presenter mode); a previous one is taken out (not deleted)."""
+        if self.presenting:
+            self.set_presenting(False)
+        if self.presenter is not None:
+            self._modes.removeWidget(self.presenter)
+        self.presenter = view
+        if view is not None:
+            self._modes.addWidget(view)
+
+    @property
+    def presenting(self) -> bool:
+        """True while the presenter's view is on show."""
+        return self.presenter is not None and self._modes.currentWidget() is self.presenter
+
+    def set_presenting(self, on: bool, *, full_screen: bool = True) -> None:
+        """Show the presenter's view (full screen unless told not to) or the panel again (leaving full screen
+        only if presenter mode entered it)."""
+        if on == self.presenting or (on and self.presenter is None):
+            return
+        if on:
+            assert self.presenter is not None
+            self._was_full_screen = self.isFullScreen()
+            self._modes.setCurrentWidget(self.presenter)
+            self._leave_full_screen.setEnabled(False)
+            if full_screen and not self.isFullScreen():
+                self.showFullScreen()
+            self.presenter.setFocus()
+        else:
+            self._modes.setCurrentWidget(self._panel)
+            if self.isFullScreen() and not self._was_full_screen:
+                self.showNormal()
+            self._leave_full_screen.setEnabled(self.isFullScreen())
+        self.presenting_changed.emit(on)
 
 
 def quit_keys() -> list[QKeySequence]:

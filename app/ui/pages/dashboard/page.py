@@ -219,6 +219,18 @@ class DashboardPage(QWidget):
         self.gpu_lost_banner.setText(reason)
         self.gpu_lost_banner.setVisible(bool(reason))
 
+    def clear(self) -> None:
+        """Start empty (a demo's reset): the sampler's and the server's history, the events list and their marks;
+        the watchdog keeps its own history, and the next samples arrive on their own."""
+        self._buffers.clear()
+        if self.server.ring is not None:
+            self.server.ring.clear()
+        self.events.clear()
+        for marks in self.marks:
+            marks.clear()
+        self._drawn = None
+        self.redraw_now()
+
     def redraw_now(self) -> None:
         """Repaint tiles and visible plots from the buffers at once (also for tests and screenshots)."""
         state = self._state()
