@@ -11,12 +11,16 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 class ElidedLabel(QLabel):
     """One line of status beside buttons: it never takes their room; `full_text()` is what was set."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None, *, min_width_px: int = 40) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None, *, min_width_px: int = 40,
+                 whole_first: bool = False) -> None:
+        """`whole_first`: as wide as its whole text where the row has room, cut only where it has not (else
+        it takes only the room the others leave)."""
         super().__init__(parent)
         self._full = ""
         self._tip = ""
         self._min_width_px = min_width_px
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred if whole_first else QSizePolicy.Policy.Ignored,
+                           QSizePolicy.Policy.Preferred)
         self.setText(text)
 
     def setText(self, text: str) -> None:  # noqa: N802 - Qt override
