@@ -6,7 +6,7 @@ import os
 
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 from app.core.models import RunningModel
 from app.core.server.state import ServerState, ServerStatus
@@ -15,8 +15,9 @@ from app.ui.widgets.elided_label import ElidedLabel
 from app.ui.widgets.theme import STATE_COLOURS
 from app.core.units import GIB
 
-# The narrowest the server's name and the GPU get on a narrow window (a few characters each side of "…").
-VERSION_MIN_WIDTH_PX = 120
+# The narrowest the server's name, the loaded models and the GPU get on a narrow window (a few characters each side of "…").
+VERSION_MIN_WIDTH_PX = 90
+MODELS_MIN_WIDTH_PX = 40
 GPU_MIN_WIDTH_PX = 120  # "No NVIDIA GPU" whole
 
 
@@ -51,9 +52,8 @@ class Header(QFrame):
         self.version_label = ElidedLabel(f"{server_name} —", min_width_px=VERSION_MIN_WIDTH_PX,
                                          whole_first=True)
         self.version_label.setObjectName("HeaderField")
-        self.models_label = QLabel("no model loaded")
+        self.models_label = ElidedLabel("no model loaded", min_width_px=MODELS_MIN_WIDTH_PX, whole_first=True)
         self.models_label.setObjectName("HeaderField")
-        self.models_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.gpu_label = ElidedLabel(min_width_px=GPU_MIN_WIDTH_PX, whole_first=True)
         self.gpu_label.setObjectName("HeaderDim")
         for w in (self.title, self.state_pill, self.version_label):
@@ -69,7 +69,8 @@ class Header(QFrame):
         layout = self.layout()
         if layout is None:
             return True
-        hint = layout.sizeHint().width()
+        # the loaded models' line, however long, is cut before the title goes
+        hint = layout.sizeHint().width() - self.models_label.sizeHint().width() + MODELS_MIN_WIDTH_PX
         if self.title.isHidden():
             hint += self.title.sizeHint().width() + layout.spacing()
         return width >= hint

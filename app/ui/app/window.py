@@ -28,6 +28,7 @@ from app.ui.server.controller import ServerController
 DEFAULT_SIZE = QSize(1440, 900)
 # How long after showing the window manager has framed the window, so that the frame can be measured.
 FRAME_SETTLE_MS = 200
+FRAME_TRIES = 10  # so many waits at most (a screen without window manager frames nothing)
 # The sidebar's width on a wide window; narrower than NARROW_WINDOW_PX (a 1280x720 projector at --scale 1.5,
 # 853 px wide to the widgets) it narrows to its titles, and the page beside it keeps the room.
 SIDEBAR_WIDTH_PX = 170
@@ -202,7 +203,17 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._fitted_once:
             self._fitted_once = True
-            QTimer.singleShot(FRAME_SETTLE_MS, self.fit_into_screen)
+            QTimer.singleShot(FRAME_SETTLE_MS, self, functools.partial(self._fit_once_framed, FRAME_TRIES))
+
+    def _fit_once_framed(self, tries_left: int) -> None:
+        """Fit into the screen once the window manager has framed the window (a busy machine may take
+        more than FRAME_SETTLE_MS: fitted unframed, the title bar pushes the bottom off the screen)."""
+        unframed = self.frameGeometry() == self.geometry() and not (
+            self.windowFlags() & Qt.WindowType.FramelessWindowHint)
+        if unframed and tries_left > 1:
+            QTimer.singleShot(FRAME_SETTLE_MS, self, functools.partial(self._fit_once_framed, tries_left - 1))
+            return
+        self.fit_into_screen()
 
     def leave_full_screen(self) -> None:
         """Esc: back from full screen; nothing when the window is not full screen."""

@@ -8,6 +8,8 @@ scrolls down instead, the pane with the page's main actions first."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QScrollArea, QSizePolicy, QSplitter, QWidget
@@ -34,6 +36,12 @@ class AdaptiveSplitter(QSplitter):
             self._bars[widget] = widget.verticalScrollBarPolicy()
             content.installEventFilter(self)  # its content's height, which the pane takes stacked
         super().addWidget(widget)
+
+    def setSizes(self, sizes: Sequence[int]) -> None:  # noqa: N802 - Qt's name
+        """Side by side, the panes' widths (kept for when they are side by side again)."""
+        if not self.stacked:
+            self._side_sizes = list(sizes)
+        super().setSizes(sizes)
 
     @property
     def stacked(self) -> bool:
@@ -80,7 +88,7 @@ class AdaptiveSplitter(QSplitter):
     def _arrange(self, stack: bool) -> None:
         if stack == self.stacked or not self._panes:
             return
-        if stack:
+        if stack and self.isVisible():  # the widths a person left them at (else those the page set)
             self._side_sizes = self.sizes()
         self.setOrientation(Qt.Orientation.Vertical if stack else Qt.Orientation.Horizontal)
         for pane in self._panes:

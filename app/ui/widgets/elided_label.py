@@ -8,6 +8,10 @@ from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
+# Fewer characters than this each side of the "…" is no clue to the text: only "…" shows.
+MIN_CHARS_A_SIDE = 3
+
+
 class ElidedLabel(QLabel):
     """One line of status beside buttons: it never takes their room; `full_text()` is what was set."""
 
@@ -49,6 +53,8 @@ class ElidedLabel(QLabel):
 
     def _fit(self) -> None:
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, max(self.width(), 0))
+        if shown != self._full and len(shown) <= 2 * MIN_CHARS_A_SIDE:
+            shown = "…"  # "s…6" says nothing: "…" says there is more, in the tooltip
         super().setText(shown)
         tip = "\n".join(part for part in (self._full if shown != self._full else "", self._tip) if part)
         super().setToolTip(tip)
