@@ -18,6 +18,7 @@ from app.core.units import GIB
 # The narrowest the server's name, the loaded models and the GPU get on a narrow window (a few characters each side of "…").
 VERSION_MIN_WIDTH_PX = 90
 MODELS_MIN_WIDTH_PX = 40
+MODELS_READABLE_PX = 200  # the room the loaded models' line keeps before the title gives way
 GPU_MIN_WIDTH_PX = 120  # "No NVIDIA GPU" whole
 
 
@@ -69,8 +70,9 @@ class Header(QFrame):
         layout = self.layout()
         if layout is None:
             return True
-        # the loaded models' line, however long, is cut before the title goes
-        hint = layout.sizeHint().width() - self.models_label.sizeHint().width() + MODELS_MIN_WIDTH_PX
+        # the loaded models' line, however long, is cut before the title goes, but not to fewer than a few words
+        models = min(self.models_label.sizeHint().width(), MODELS_READABLE_PX)
+        hint = layout.sizeHint().width() - self.models_label.sizeHint().width() + models
         if self.title.isHidden():
             hint += self.title.sizeHint().width() + layout.spacing()
         return width >= hint
