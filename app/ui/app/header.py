@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 from app.core.models import RunningModel
 from app.core.server.state import ServerState, ServerStatus
 from app.core.telemetry import GpuInfo
+from app.ui.widgets.elided_label import ElidedLabel
 from app.ui.widgets.theme import STATE_COLOURS
 from app.core.units import GIB
+
+# The narrowest the server's name, the loaded models and the GPU get on a narrow window (a few characters each side of "…").
+VERSION_MIN_WIDTH_PX = 90
+MODELS_MIN_WIDTH_PX = 40
+MODELS_READABLE_PX = 200  # the room the loaded models' line keeps before the title gives way
+GPU_MIN_WIDTH_PX = 120  # "No NVIDIA GPU" whole
 
 
 def format_running_model(m: RunningModel) -> str:
@@ -35,19 +43,21 @@ class Header(QFrame):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(16, 10, 16, 10)
         lay.setSpacing(14)
-        title = QLabel("ollama-deck")
-        title.setObjectName("HeaderTitle")
+        # On a narrow window (1280x720 at --scale 1.5) the title goes first (the window's title bar says it too),
+        # then the server's name and the GPU are cut in the middle (whole in their tooltips); the state stays whole.
+        self.title = QLabel("ollama-deck")
+        self.title.setObjectName("HeaderTitle")
         self.state_pill = QLabel()
         self.state_pill.setObjectName("StatePill")
         self.state_pill.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.version_label = QLabel(f"{server_name} —")
+        self.version_label = ElidedLabel(f"{server_name} —", min_width_px=VERSION_MIN_WIDTH_PX,
+                                         whole_first=True)
         self.version_label.setObjectName("HeaderField")
-        self.models_label = QLabel("no model loaded")
+        self.models_label = ElidedLabel("no model loaded", min_width_px=MODELS_MIN_WIDTH_PX, whole_first=True)
         self.models_label.setObjectName("HeaderField")
-        self.models_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.gpu_label = QLabel()
+        self.gpu_label = ElidedLabel(min_width_px=GPU_MIN_WIDTH_PX, whole_first=True)
         self.gpu_label.setObjectName("HeaderDim")
-        for w in (title, self.state_pill, self.version_label):
+        for w in (self.title, self.state_pill, self.version_label):
             lay.addWidget(w)
         lay.addWidget(_separator())
         lay.addWidget(self.models_label, 1)
@@ -59,6 +69,36 @@ class Header(QFrame):
     def add_tool(self, widget: QWidget) -> None:
         """Put a control at the header's right end (its owner removes it with deleteLater)."""
         self._layout.addWidget(widget)
+
+    def title_fits(self, width: int) -> bool:
+        """Whether `width` holds the title beside everything else at its full width."""
+        layout = self.layout()
+        if layout is None:
+            return True
+        # the loaded models' line, however long, is cut before the title goes, but not to fewer than a few words
+        models = min(self.models_label.sizeHint().width(), MODELS_READABLE_PX)
+        hint = layout.sizeHint().width() - self.models_label.sizeHint().width() + models
+        if self.title.isHidden():
+            hint += self.title.sizeHint().width() + layout.spacing()
+        return width >= hint
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        """Without the title, which gives way first: it never holds the window wider."""
+        hint = super().minimumSizeHint()
+        layout = self.layout()
+        if layout is not None and not self.title.isHidden():
+            hint.setWidth(hint.width() - self.title.minimumSizeHint().width() - layout.spacing())
+        return hint
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.title.setVisible(self.title_fits(event.size().width()))
+
+    def event(self, event: QEvent) -> bool:
+        """A longer server name or another part added to the header may leave no room for the title."""
+        if event.type() == QEvent.Type.LayoutRequest:
+            self.title.setVisible(self.title_fits(self.width()))
+        return super().event(event)
 
     def set_server_name(self, server_name: str) -> None:
         """Name another server (the window switched to it); its version comes with its next status."""

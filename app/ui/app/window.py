@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut, QShowEvent
+from PySide6.QtGui import QGuiApplication, QKeySequence, QResizeEvent, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -28,6 +28,13 @@ from app.ui.server.controller import ServerController
 DEFAULT_SIZE = QSize(1440, 900)
 # How long after showing the window manager has framed the window, so that the frame can be measured.
 FRAME_SETTLE_MS = 200
+FRAME_TRIES = 10  # so many waits at most (a screen without window manager frames nothing)
+# The sidebar's width on a wide window; narrower than NARROW_WINDOW_PX (a 1280x720 projector at --scale 1.5,
+# 853 px wide to the widgets) it narrows to its titles, and the page beside it keeps the room.
+SIDEBAR_WIDTH_PX = 170
+NARROW_WINDOW_PX = 1000
+# What the style sheet puts around a sidebar title: its padding each side, the marker bar and the border.
+SIDEBAR_ITEM_EXTRA_PX = 2 * 18 + 3 + 1 + 8
 
 
 class MainWindow(QMainWindow):
@@ -44,7 +51,8 @@ class MainWindow(QMainWindow):
         self.banner = Banner()
         self.sidebar = QListWidget()
         self.sidebar.setObjectName("Sidebar")
-        self.sidebar.setFixedWidth(170)
+        self.sidebar.setFixedWidth(SIDEBAR_WIDTH_PX)
+        self.sidebar.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # narrowed, titles stay whole
         self.sidebar.setIconSize(QSize(18, 18))
         self.stack = QStackedWidget()
         self._pages: dict[str, QWidget] = {}
@@ -112,6 +120,21 @@ class MainWindow(QMainWindow):
         self.header.set_server_name(server_name)
         self.header.set_running_models([])
         self._follow(controller)
+
+    def narrow_sidebar_width(self) -> int:
+        """The sidebar's width on a narrow window: its longest title, whole."""
+        metrics = self.sidebar.fontMetrics()
+        titles = [self.sidebar.item(row).text() for row in range(self.sidebar.count())]
+        return min(SIDEBAR_WIDTH_PX, max((metrics.horizontalAdvance(t) for t in titles), default=0)
+                   + SIDEBAR_ITEM_EXTRA_PX)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        """A narrow window narrows the sidebar, and the page keeps the room."""
+        narrow = event.size().width() < NARROW_WINDOW_PX
+        width = self.narrow_sidebar_width() if narrow else SIDEBAR_WIDTH_PX
+        if self.sidebar.width() != width:
+            self.sidebar.setFixedWidth(width)
+        super().resizeEvent(event)
 
     def add_page(self, name: str, title: str, widget: QWidget) -> None:
         """Add a page under a short name used by --page. A page taller or wider than the window
@@ -189,7 +212,17 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._fitted_once:
             self._fitted_once = True
-            QTimer.singleShot(FRAME_SETTLE_MS, self.fit_into_screen)
+            QTimer.singleShot(FRAME_SETTLE_MS, self, functools.partial(self._fit_once_framed, FRAME_TRIES))
+
+    def _fit_once_framed(self, tries_left: int) -> None:
+        """Fit into the screen once the window manager has framed the window (a busy machine may take
+        more than FRAME_SETTLE_MS: fitted unframed, the title bar pushes the bottom off the screen)."""
+        unframed = self.frameGeometry() == self.geometry() and not (
+            self.windowFlags() & Qt.WindowType.FramelessWindowHint)
+        if unframed and tries_left > 1:
+            QTimer.singleShot(FRAME_SETTLE_MS, self, functools.partial(self._fit_once_framed, tries_left - 1))
+            return
+        self.fit_into_screen()
 
     def leave_full_screen(self) -> None:
         """Esc: back from full screen; nothing when the window is not full screen."""

@@ -8,15 +8,23 @@ from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 
+# Fewer characters than this each side of the "…" is no clue to the text: only "…" shows.
+MIN_CHARS_A_SIDE = 3
+
+
 class ElidedLabel(QLabel):
     """One line of status beside buttons: it never takes their room; `full_text()` is what was set."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None, *, min_width_px: int = 40) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None, *, min_width_px: int = 40,
+                 whole_first: bool = False) -> None:
+        """`whole_first`: as wide as its whole text where the row has room, cut only where it has not (else
+        it takes only the room the others leave)."""
         super().__init__(parent)
         self._full = ""
         self._tip = ""
         self._min_width_px = min_width_px
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred if whole_first else QSizePolicy.Policy.Ignored,
+                           QSizePolicy.Policy.Preferred)
         self.setText(text)
 
     def setText(self, text: str) -> None:  # noqa: N802 - Qt override
@@ -45,6 +53,8 @@ class ElidedLabel(QLabel):
 
     def _fit(self) -> None:
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, max(self.width(), 0))
+        if shown != self._full and len(shown) <= 2 * MIN_CHARS_A_SIDE:
+            shown = "…"  # "s…6" says nothing: "…" says there is more, in the tooltip
         super().setText(shown)
         tip = "\n".join(part for part in (self._full if shown != self._full else "", self._tip) if part)
         super().setToolTip(tip)

@@ -117,8 +117,8 @@ def test_attaches_to_running_server_and_header_shows_loaded_model(qtbot, tmp_pat
             await client.load("qwen3:14b")
 
     deck.loop.run(load(), timeout=10)
-    qtbot.waitUntil(lambda: "qwen3:14b" in header.models_label.text(), timeout=10_000)
-    assert "100% GPU" in header.models_label.text()
+    qtbot.waitUntil(lambda: "qwen3:14b" in header.models_label.full_text(), timeout=10_000)
+    assert "100% GPU" in header.models_label.full_text()
     # Samples keep arriving on the sampler thread while all this happens.
     qtbot.waitUntil(lambda: len(deck.sampler.buffers) >= 2, timeout=10_000)
 

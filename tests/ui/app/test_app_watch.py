@@ -105,7 +105,7 @@ def test_the_loaded_models_poll_feeds_it_a_model_leaving_memory_is_an_event(qtbo
             await client.unload("qwen3:14b")
 
     deck.loop.run(load(), timeout=10)
-    qtbot.waitUntil(lambda: "qwen3:14b" in deck.window.header.models_label.text(), timeout=10_000)
+    qtbot.waitUntil(lambda: "qwen3:14b" in deck.window.header.models_label.full_text(), timeout=10_000)
     deck.loop.run(unload(), timeout=10)
     qtbot.waitUntil(lambda: any(e.kind is EventKind.MODEL_UNLOADED for e in deck.dashboard.events.events),
                     timeout=15_000)

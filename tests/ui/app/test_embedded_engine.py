@@ -133,7 +133,7 @@ def test_the_switch_rebuilds_the_pages_in_the_same_window_on_the_page_shown(qtbo
     assert window.page("console") is new.console_page is not old_console and window.stack.count() == 6
     assert window.current_page_name() == "bench" and window.sidebar.count() == 6
     assert window.controller is new.controller
-    assert window.header.version_label.text() == f"{embedded.demo_label()} —"
+    assert window.header.version_label.full_text() == f"{embedded.demo_label()} —"
     assert "Embedded engine" in window.banner.text and "Ollama is not installed" not in window.banner.text
     qtbot.waitUntil(lambda: window.header.state_pill.text() == new.controller.status.state.value, timeout=WAIT_MS)
 
@@ -158,7 +158,7 @@ def test_starting_the_embedded_engine_from_the_banner_keeps_the_window(qtbot, tm
     qtbot.waitUntil(lambda: new.controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
     assert new.controller.status.binary == str(llama_server_binary)
     assert str(bundled_model) in new.controller.status.message
-    assert window.header.version_label.text().startswith(embedded.demo_label())
+    assert window.header.version_label.full_text().startswith(embedded.demo_label())
     assert window.header.state_pill.text() == ServerState.RUNNING_MANAGED.value
     tree = [psutil.Process(pid) for pid in new.controller.server_pids()]
     assert tree

@@ -25,13 +25,13 @@ def test_a_one_model_server_is_shown_serving_its_file_not_as_no_model_loaded(qtb
     header.set_status(ServerStatus(ServerState.RUNNING_MANAGED, version="b6000",
                                    serving="/models/Qwen3-14B-Q4_K_M.gguf"))
     header.set_running_models([])  # before its list of loaded models came
-    assert header.models_label.text() == "serving Qwen3-14B-Q4_K_M.gguf"
+    assert header.models_label.full_text() == "serving Qwen3-14B-Q4_K_M.gguf"
     assert header.models_label.toolTip() == "/models/Qwen3-14B-Q4_K_M.gguf"
     path = "/models/Qwen3-14B-Q4_K_M.gguf"  # listed as loaded, without the sizes it does not report
     header.set_running_models([RunningModel(path, path, None, None, context_length=8192)])
-    assert header.models_label.text() == "serving Qwen3-14B-Q4_K_M.gguf · ctx 8192"
+    assert header.models_label.full_text() == "serving Qwen3-14B-Q4_K_M.gguf · ctx 8192"
     header.set_status(ServerStatus(ServerState.STOPPED))
-    assert header.models_label.text() == "no model loaded"
+    assert header.models_label.full_text() == "no model loaded"
 
 
 @pytest.mark.engine

@@ -30,3 +30,15 @@ def test_a_long_text_is_cut_in_the_middle_and_the_button_beside_it_keeps_its_siz
     assert label.text() == "Saved 2 turns" and not label.is_elided() and label.toolTip() == "/tmp/out/end.csv"
     label.clear()
     assert label.text() == "" and label.toolTip() == ""
+
+
+def test_a_label_with_room_for_a_few_letters_shows_only_the_ellipsis(qtbot) -> None:
+    label = ElidedLabel(min_width_px=10)
+    qtbot.addWidget(label)
+    label.show()
+    label.setText(LONG)
+    label.resize(label.fontMetrics().horizontalAdvance("Sa…v") + 2, 20)
+    qtbot.waitUntil(lambda: label.text() == "…")  # not "Sa…v": a clue to nothing
+    assert LONG in label.toolTip()
+    label.resize(label.fontMetrics().horizontalAdvance("Saved 8…nd.csv") + 8, 20)
+    qtbot.waitUntil(lambda: label.text().startswith("Saved") and label.text().endswith(".csv"))

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QSplitter, QTabWidget, QVBoxLayout,
+from PySide6.QtWidgets import (QFrame, QLabel, QProgressBar, QScrollArea, QTabWidget, QVBoxLayout,
                                QWidget)
 
 from app.core.server.applied import SettingsKeeping
@@ -35,8 +35,11 @@ from app.services.bench.sweep_runner import ClassProgress
 from app.services.bench.sweep_watch import ServerFeed
 from app.ui.pages.bench.worker import Background, SweepController, SweepProgress
 from app.ui.pages.bench.history_view import HistoryView
+from app.ui.widgets.adaptive_splitter import AdaptiveSplitter
 from app.ui.widgets.forms import InlineMessage, guard_form
 
+# The results beside the editor get at least this much; narrower, they go under it.
+RESULTS_MIN_WIDTH_PX = 400
 PHASE_WORDS = {"preparing": "Preparing", "pricing": "Pricing the setting", "restarting": "Restarting the server",
                "loading": "Loading the model", "calibrating": "Counting prompt lengths in the model's tokens",
                "warm-up": "Warming up (not counted)", "measuring": "Measuring",
@@ -218,11 +221,13 @@ class BenchPage(QWidget):
         rl.addWidget(self.message)
         rl.addWidget(self.export_notice)
         rl.addWidget(self.run_view, 1)
-        split = QSplitter(Qt.Orientation.Horizontal)
+        split = AdaptiveSplitter(lead=0)  # too narrow for both, the results go under the editor and its Start
         editor_area = _scroll(self.editor)
         editor_area.setMinimumWidth(430)
+        results_area = _scroll(right)
+        results_area.setMinimumWidth(RESULTS_MIN_WIDTH_PX)
         split.addWidget(editor_area)
-        split.addWidget(_scroll(right))
+        split.addWidget(results_area)
         split.setStretchFactor(1, 1)
         split.setSizes([440, 840])
         self.tabs.addTab(split, "Sweep")

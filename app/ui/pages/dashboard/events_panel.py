@@ -67,10 +67,11 @@ class EventsPanel(QWidget):
         for text, severity in FILTERS:
             self.filter_combo.addItem(text, int(severity))
         self.filter_combo.currentIndexChanged.connect(lambda _i: self._apply_filter())
-        self.notify_check = QCheckBox("Desktop notification for severe events")
+        self.notify_check = QCheckBox("Notify severe events")  # short: the bar fits 1280x720 at --scale 1.5
         self.notify_check.setObjectName("EventsNotify")
         self.notify_check.setChecked(True)
-        self.notify_check.setToolTip("At most one notification per kind of event a minute.")
+        self.notify_check.setToolTip("A desktop notification for severe events, at most one per kind of event "
+                                     "a minute.")
         self.clear_button = QPushButton("Clear view")
         self.clear_button.setObjectName("EventsClear")
         self.clear_button.setToolTip("Empty this list and the plots' markers; the events are still kept for "

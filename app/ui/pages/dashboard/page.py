@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QResizeEvent, QShowEvent
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFrame,
@@ -29,12 +29,13 @@ from app.ui.pages.dashboard.plots import TimePlot, WindowRows, build_gpu_plots, 
 from app.ui.pages.dashboard.event_marks import EventMarks
 from app.ui.pages.dashboard.events_panel import EventsPanel
 from app.ui.pages.dashboard.server_section import ServerSection
+from app.ui.widgets.elided_label import ElidedLabel
+from app.ui.widgets.tile_grid import TileGrid
 from app.ui.widgets.watch_bridge import WatchBridge
 from app.core.units import MIB_PER_GIB
 from app.ui.pages.dashboard.tiles import (
     NO_DATA,
     NOT_AVAILABLE,
-    TILE_MIN_WIDTH_PX,
     TILE_STYLE,
     StatTile,
     finite,
@@ -96,11 +97,9 @@ class DashboardPage(QWidget):
         if gpu_info is None:
             self.gpu_off_panel = self._build_gpu_off_panel(context.gpu.unavailable_reason)
             root.addWidget(self.gpu_off_panel)
-        self._tile_grid = QGridLayout()
-        self._tile_grid.setSpacing(12)
-        self._tile_columns = 0
-        root.addLayout(self._tile_grid)
-        self._reflow_tiles(self.width())
+        # One row of tiles where they fit at a readable width, else as many rows as it takes.
+        self.tile_grid = TileGrid(list(self.tiles.values()), spacing=12)
+        root.addWidget(self.tile_grid)
 
         self.gpu_lost_banner = QLabel()
         self.gpu_lost_banner.setObjectName("GpuLostBanner")
@@ -267,10 +266,6 @@ class DashboardPage(QWidget):
         super().showEvent(event)
         self._redraw_if_changed()
 
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
-        super().resizeEvent(event)
-        self._reflow_tiles(event.size().width())
-
     # --- internals ------------------------------------------------------------------------
     def _state(self) -> tuple[int, int, int, int]:
         """What a frame draws from: (buffers version, window, server version, events version)."""
@@ -308,12 +303,12 @@ class DashboardPage(QWidget):
         header = QHBoxLayout()
         title = QLabel("Live telemetry")
         title.setObjectName("DashTitle")
-        cadence = QLabel(f"sampled every {self._buffers.interval_s:g} s · tokens/s averaged over 2 s")
+        # cut to its room (whole in its tooltip) before the window buttons beside it give way
+        cadence = ElidedLabel(f"sampled every {self._buffers.interval_s:g} s · tokens/s averaged over 2 s")
         cadence.setObjectName("DashDim")
         header.addWidget(title)
         header.addSpacing(12)
-        header.addWidget(cadence, alignment=Qt.AlignmentFlag.AlignBottom)
-        header.addStretch(1)
+        header.addWidget(cadence, 1, alignment=Qt.AlignmentFlag.AlignBottom)
         shown = QLabel("Show last")
         shown.setObjectName("DashDim")
         header.addWidget(shown)
@@ -352,6 +347,7 @@ class DashboardPage(QWidget):
         self._gpu_off_reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         hint = QLabel("Host memory, server CPU and throughput below keep updating.")
         hint.setObjectName("GpuOffHint")
+        hint.setWordWrap(True)
         for w in (title, self._gpu_off_reason, hint):
             layout.addWidget(w)
         return panel
@@ -382,22 +378,6 @@ class DashboardPage(QWidget):
         for r in range(rows):
             grid.setRowStretch(r, 1)
         return grid
-
-    def _reflow_tiles(self, width: int) -> None:
-        """One row of tiles when they fit at a readable width, else two rows."""
-        tiles = list(self.tiles.values())
-        spacing = self._tile_grid.spacing()
-        fits_one_row = width >= len(tiles) * (TILE_MIN_WIDTH_PX + spacing) + 32
-        columns = len(tiles) if fits_one_row else (len(tiles) + 1) // 2
-        if columns == self._tile_columns:
-            return
-        self._tile_columns = columns
-        for tile in tiles:
-            self._tile_grid.removeWidget(tile)
-        for i, tile in enumerate(tiles):
-            self._tile_grid.addWidget(tile, i // columns, i % columns)
-        for col in range(len(tiles)):
-            self._tile_grid.setColumnStretch(col, 1 if col < columns else 0)
 
     def _show_empty_tiles(self) -> None:
         if "gpu" in self.tiles:

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QSplitter, QTableWidget,
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.services.prompts import ReplyOutcome
@@ -19,6 +19,7 @@ from app.core.watch.events import WatchEvent
 from app.ui.pages.prompt.events import ReplyEvents
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.tiles import NO_DATA, TILE_STYLE, StatTile
+from app.ui.widgets.tile_grid import TileGrid
 
 def columns(words: ReplyWords) -> tuple[str, ...]:
     """The table's headers, the server's count under its own name."""
@@ -43,8 +44,6 @@ class BurstView(QWidget):
     def __init__(self, parent: QWidget | None = None, *, words: ReplyWords) -> None:
         super().__init__(parent)
         self.setStyleSheet(TILE_STYLE)
-        tiles = QHBoxLayout()
-        tiles.setSpacing(8)
         self.tiles = {
             "aggregate": StatTile("Aggregate decode", plots.TOKENS_COLOR),
             "per_reply": StatTile("Per reply", plots.GREEN),
@@ -53,7 +52,7 @@ class BurstView(QWidget):
         }
         for tile in self.tiles.values():
             tile.setMinimumWidth(150)
-            tiles.addWidget(tile)
+        tiles = TileGrid(list(self.tiles.values()), spacing=8)  # one row, or two where it is narrow
 
         self.plot = pg.PlotWidget(background=plots.PLOT_BACKGROUND)
         self.plot.setObjectName("BurstTimeline")
@@ -112,7 +111,7 @@ class BurstView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
-        layout.addLayout(tiles)
+        layout.addWidget(tiles)
         layout.addWidget(self.summary_label)
         layout.addWidget(self.note)
         self.events = ReplyEvents()  # what the server did without saying so during the burst's replies

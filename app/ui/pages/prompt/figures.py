@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QGridLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from app.core.console.reply_stats import ReplyStats, fmt_count, fmt_ms, fmt_rate
 from app.core.console.reply_words import ReplyWords
 from app.ui.widgets import plots
 from app.ui.pages.dashboard.tiles import NO_DATA, TILE_STYLE, StatTile
+from app.ui.widgets.tile_grid import TileGrid
 
 LIVE = "live estimate"
 
@@ -38,15 +39,14 @@ class ReplyFigures(QWidget):
             ("prompt", "Prompt", plots.MAGENTA),
             ("load", "Load", plots.RED),
         ]
-        grid = QGridLayout(self)
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.setSpacing(8)
         self.tiles: dict[str, StatTile] = {}
-        for i, (key, title, colour) in enumerate(spec):
+        for key, title, colour in spec:
             tile = StatTile(title, colour)
             tile.setMinimumWidth(150)
             self.tiles[key] = tile
-            grid.addWidget(tile, i // columns, i % columns)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(TileGrid(list(self.tiles.values()), max_columns=columns, spacing=8))  # fewer where narrow
         self.clear()
 
     def clear(self) -> None:

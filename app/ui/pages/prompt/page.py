@@ -11,7 +11,7 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMenu, QPlainTextEdit,
-                               QPushButton, QScrollArea, QSpinBox, QSplitter, QStackedWidget, QToolButton,
+                               QPushButton, QScrollArea, QSpinBox, QStackedWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
 from app.core.console.output_length import DEFAULT_NUM_PREDICT, NO_CAP, cap_note
@@ -29,6 +29,7 @@ from app.ui.pages.prompt.figures import ReplyFigures
 from app.ui.pages.prompt.presets import PresetBar
 from app.ui.pages.prompt.reply import REPLY_STYLE, Conversation, ReplyView
 from app.ui.pages.prompt.session import ConsoleRun, ConsoleSession, Drained
+from app.ui.widgets.adaptive_splitter import AdaptiveSplitter
 from app.ui.widgets.elided_label import ElidedLabel
 from app.ui.widgets.forms import InlineMessage
 from app.core.units import MIB
@@ -82,7 +83,7 @@ class ConsolePage(QWidget):
             self.mode_buttons[key] = button
             mode_row.addWidget(button)
         self.mode_buttons["chat"].setChecked(True)
-        self.ab_hint = QLabel()  # why A/B is off, beside its button
+        self.ab_hint = ElidedLabel(min_width_px=80, whole_first=True)  # why A/B is off, beside its button
         self.ab_hint.setObjectName("Dim")
         self.ab_hint.hide()
         self.server_label = ElidedLabel(min_width_px=120)  # gives way to the mode buttons and the A/B hint
@@ -184,7 +185,7 @@ class ConsolePage(QWidget):
         rl.addLayout(buttons)
         self.export_status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         rl.addWidget(self.export_status)  # a row of its own, under the buttons, shown while it says something
-        split = QSplitter(Qt.Orientation.Horizontal)
+        split = AdaptiveSplitter(lead=1)  # too narrow for both, the reply and the Send button come first
         split.addWidget(controls_scroll)
         split.addWidget(right)
         split.setStretchFactor(1, 1)

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -27,6 +26,7 @@ from app.core.server.mapping import PROGRAM, OptionSpec
 from app.core.server.state import ExternalKind, ServerState, ServerStatus
 from app.core.server.settings import ServerSettings
 from app.services.guarded_apply import ApplyReport
+from app.ui.widgets.adaptive_splitter import AdaptiveSplitter
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.forms import guard_form
 from app.ui.widgets.wrapping_text import WrappingText
@@ -286,7 +286,7 @@ class ServerPage(QWidget):
         for area, content in ((form_scroll, self.form), (right_scroll, right)):
             area.setMinimumWidth(content.minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width()
                                  + 2 * area.frameWidth())
-        split = QSplitter(Qt.Orientation.Horizontal)
+        split = AdaptiveSplitter(lead=1)  # too narrow for both, the status and its buttons come first
         split.addWidget(form_scroll)
         split.addWidget(right_scroll)
         split.setStretchFactor(0, 0)

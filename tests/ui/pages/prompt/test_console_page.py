@@ -201,7 +201,7 @@ def test_a_model_without_thinking_gets_the_switch_disabled_with_the_reason(qtbot
     # A/B cannot run on it: its button says why, in its tooltip and beside it.
     ab = c.page.mode_buttons["ab"]
     assert not ab.isEnabled() and "llama3.2:3b cannot think" in ab.toolTip() and "completion, tools" in ab.toolTip()
-    assert c.page.ab_hint.isVisible() and c.page.ab_hint.text() == "A/B needs a model that can think"
+    assert c.page.ab_hint.isVisible() and c.page.ab_hint.full_text() == "A/B needs a model that can think"
     c.page.set_mode("ab")  # as a saved page state would
     assert not c.page.send_button.isEnabled() and "cannot think" in c.page.send_button.toolTip()
     assert c.page.send() is None and "A/B needs a model with the thinking capability" in c.page.message.message
