@@ -265,8 +265,15 @@ class DeckApp:
                       open_preflight=self.open_preflight,
                       show_error=lambda text: self.window.banner.show_message(text, "error"),
                       stop_others=self._stop_in_flight)
-        stage.view.set_estimate_mib(self.dashboard.estimate_mib)
+        stage.view.set_estimate_mib(self._presenter_estimate_mib(self.server_page.fit_panel.estimate))
         return stage
+
+    def _presenter_estimate_mib(self, estimate: VramEstimate | None) -> float | None:
+        """The price the presenter's memory figure is held to: the GPU's at load, or on a machine without an
+        NVIDIA GPU (its figure is host RAM) the host RAM the load needs."""
+        if estimate is None:
+            return None
+        return (estimate.total_gpu_bytes if self.gpu.info() is not None else estimate.host_bytes) / MIB
 
     def _stop_in_flight(self) -> bool:
         """Stop the Prompt page's run and a sweep of the Benchmark page; True if either was running."""
@@ -372,7 +379,7 @@ class DeckApp:
         mib = estimate.total_gpu_bytes / MIB if estimate is not None else None
         self.dashboard.set_estimate_mib(mib)
         if self._stage is not None:  # the stage is set after the pages (the first price comes before it)
-            self._stage.view.set_estimate_mib(mib)
+            self._stage.view.set_estimate_mib(self._presenter_estimate_mib(estimate))
         self.watch.set_price(self.server_page.fit_panel.priced_settings, estimate)
 
     def _notify_severe_events(self) -> SevereNotifier:

@@ -76,10 +76,9 @@ class Stage(QObject):
         button.setToolTip("Presenter mode, the demo script, its reset and the pre-flight check before a talk")
         button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(button)
-        self.presenter_action = QAction("Presenter mode", menu)
+        # The key is the window's shortcut, named here only: a second F5 binding would make the key ambiguous.
+        self.presenter_action = QAction("Presenter mode (F5)", menu)
         self.presenter_action.setCheckable(True)
-        self.presenter_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
-        self.presenter_action.setShortcutVisibleInContextMenu(True)
         self.presenter_action.triggered.connect(lambda on: self.set_presenting(bool(on)))
         menu.addAction(self.presenter_action)
         menu.addAction("Run the pre-flight check…", self._open_preflight)

@@ -479,7 +479,10 @@ class PresenterView(QWidget):
             total = self._gpu_info.memory_total_mib
         parts = [f"of {format_gib(total)} GiB"] if finite(total) else []
         estimate = self._estimate_mib
-        parts.append(f"estimate {format_gib(estimate)} GiB" if estimate is not None else "no estimate")
+        if estimate is None:
+            parts.append("no estimate")
+        else:  # on the CPU the figure is the whole machine's RAM and the estimate the server's share of it
+            parts.append(f"estimate {format_gib(estimate)} GiB" if gpu else f"server needs ~{format_gib(estimate)} GiB")
         value = format_gib(used)
         tile.set_figure(value, "GiB", " · ".join(parts))
         top = total if finite(total) else max(used if finite(used) else 0.0, estimate or 0.0) * 1.2

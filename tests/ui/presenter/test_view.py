@@ -188,7 +188,7 @@ def test_without_a_gpu_the_memory_figure_is_host_ram_and_says_so(qtbot, make_vie
     samples.append_row(3.0, host_row(5_427.0))
     view.set_estimate_mib(720.0)
     qtbot.waitUntil(lambda: figure(view, "memory") == ("5.3", "GiB"), timeout=WAIT_MS)
-    assert view.tiles["memory"].detail == "of 15.5 GiB · estimate 0.7 GiB"
+    assert view.tiles["memory"].detail == "of 15.5 GiB · server needs ~0.7 GiB"
     assert view.tiles["memory"].graph.traces[0].y.tolist() == pytest.approx([5_427.0 / 1024])
 
 
