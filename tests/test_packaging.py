@@ -54,5 +54,7 @@ def test_setuptools_packs_the_stylesheet_icons_and_prompt_corpus(tmp_path):
     assert Path(src) == Path("app/resources")
     corpus = [f"corpus/{p.name}" for p in (RESOURCES / "corpus").iterdir() if p.suffix == ".txt"]
     assert corpus  # the prompt corpus travels with the stylesheet and icons
+    demo = [f"demo/{p.name}" for p in (RESOURCES / "demo").iterdir() if p.suffix == ".toml"]
+    assert "demo/builtin.toml" in demo  # the shipped demo script too
     assert sorted(files) == sorted([p.name for p in RESOURCES.iterdir() if p.suffix in (".qss", ".svg", ".png")]
-                                   + corpus)
+                                   + corpus + demo)

@@ -23,7 +23,7 @@ from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QToolButton, QWidget
 
 from app.adapters.demo_script import load_script
-from app.core.demo.live import LiveRequests
+from app.core.demo.live import IDLE, LiveRequests
 from app.core.demo.script import DemoScript, ScriptError, StepResult, StepState
 from app.ui.app.window import MainWindow
 from app.ui.pages.bench.page import BenchPage
@@ -52,6 +52,7 @@ class Stage(QObject):
         self.view.set_script(script)
         self.director = DemoDirector(script, context, bench, parent=self)
         self.director.step_changed.connect(self.view.show_step)
+        self.director.step_changed.connect(self._step_changed)
         self.director.live_changed.connect(self.view.set_live)
         self.director.notice.connect(self.view.set_notice)
         window.set_presenter(self.view)
@@ -67,6 +68,12 @@ class Stage(QObject):
         self.menu_button = self._menu_button()
         window.header.add_tool(self.menu_button)
         window.presenting_changed.connect(self._presenting_changed)
+
+    def _step_changed(self, _index: int, state: object, _result: object) -> None:
+        """A step that starts shows its own requests only: the last step's figures go (a step that fails before
+        sending anything shows none)."""
+        if state is StepState.RUNNING:
+            self.view.set_live(IDLE)
 
     # ---- the header's menu ----------------------------------------------------------------------------
     def _menu_button(self) -> QToolButton:
