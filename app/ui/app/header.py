@@ -62,13 +62,8 @@ class Header(QFrame):
         lay.addWidget(_separator())
         lay.addWidget(self.models_label, 1)
         lay.addWidget(self.gpu_label)
-        self._layout = lay
         self.set_status(ServerStatus(ServerState.STOPPED))
         self.set_gpu(None, "")
-
-    def add_tool(self, widget: QWidget) -> None:
-        """Put a control at the header's right end (its owner removes it with deleteLater)."""
-        self._layout.addWidget(widget)
 
     def title_fits(self, width: int) -> bool:
         """Whether `width` holds the title beside everything else at its full width."""

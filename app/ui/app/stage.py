@@ -66,7 +66,7 @@ class Stage(QObject):
                 self._presenter_keys.append(shortcut)
         self._keys.extend(self._presenter_keys)
         self.menu_button = self._menu_button()
-        window.header.add_tool(self.menu_button)
+        window.add_sidebar_tool(self.menu_button)
         window.presenting_changed.connect(self._presenting_changed)
 
     def _step_changed(self, _index: int, state: object, _result: object) -> None:

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QScrollArea,
+    QSizePolicy,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
@@ -63,7 +64,17 @@ class MainWindow(QMainWindow):
         bl = QHBoxLayout(body)
         bl.setContentsMargins(0, 0, 0, 0)
         bl.setSpacing(0)
-        bl.addWidget(self.sidebar)
+        # The sidebar's column: the pages, and under them the tools that belong to no page (the stage's menu).
+        side = QWidget()
+        side.setObjectName("SidebarColumn")
+        sl = QVBoxLayout(side)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(0)
+        sl.addWidget(self.sidebar, 1)
+        self._side_tools = QVBoxLayout()
+        self._side_tools.setContentsMargins(8, 8, 8, 12)
+        sl.addLayout(self._side_tools)
+        bl.addWidget(side)
         col = QWidget()
         cl = QVBoxLayout(col)
         cl.setContentsMargins(0, 0, 0, 0)
@@ -120,6 +131,11 @@ class MainWindow(QMainWindow):
         self.header.set_server_name(server_name)
         self.header.set_running_models([])
         self._follow(controller)
+
+    def add_sidebar_tool(self, widget: QWidget) -> None:
+        """Put a control under the pages in the sidebar (it never widens the sidebar; its owner deletes it)."""
+        widget.setSizePolicy(QSizePolicy.Policy.Ignored, widget.sizePolicy().verticalPolicy())
+        self._side_tools.addWidget(widget)
 
     def narrow_sidebar_width(self) -> int:
         """The sidebar's width on a narrow window: its longest title, whole."""
