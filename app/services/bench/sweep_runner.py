@@ -213,7 +213,8 @@ class SweepRunner:
         Raises DeckError before anything changed when the sweep cannot start (no such model,
         a managed sweep on a server ollama-deck did not start, an unusable workload)."""
         self._loop = asyncio.get_running_loop()
-        self._cancelled = False
+        # A cancel that came before run() (a Cancel pressed while the sweep was being handed to the loop) stands:
+        # the run ends before its first point and puts nothing out of place. The flag is cleared when run() ends.
         self._makers = {}
         self._watch = watch = RunWatch(self.base_url, self._log_signals,
                                        learner=self._learner if self._teach else None)
@@ -221,6 +222,7 @@ class SweepRunner:
         try:
             return await self._run(spec, on_progress, on_point, on_start, after)
         finally:
+            self._cancelled = False
             if follow is not None:
                 follow()
 

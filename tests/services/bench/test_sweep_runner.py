@@ -152,6 +152,21 @@ def test_cancel_stops_at_once_and_puts_the_server_back(make_supervisor, env):
     assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
 
 
+def test_a_cancel_before_the_run_begins_ends_it_before_its_first_point_and_the_next_run_is_whole(make_supervisor, env):
+    env(**FAST)
+    base = ServerSettings(port=free_port(), num_parallel=1)
+    h = make_supervisor(base)
+    h.run(h.supervisor.start())
+    runner = SweepRunner(h.supervisor, OllamaClient, load_client, planner=OLLAMA_PLANNER)
+    runner.cancel()  # pressed while the sweep was still on its way to the loop
+    run = h.run(runner.run(spec(base, (2, 4))), timeout=60)
+    assert run.status == "cancelled" and run.results == ()
+    assert parallel_started(h.logs.lines) == [1]  # no point restarted the server
+    assert h.supervisor.settings == base and h.supervisor.status.state is ServerState.RUNNING_MANAGED
+    again = h.run(runner.run(spec(base, (2,))), timeout=60)  # the cancel belonged to the run it ended
+    assert again.status == "finished" and [r.status for r in again.results] == [PointStatus.OK]
+
+
 @pytest.mark.parametrize("phase", ["pricing", "restarting", "loading", "warm-up"])
 def test_cancel_in_any_phase_of_the_second_point_restores_the_settings(make_supervisor, env, phase):
     env()
