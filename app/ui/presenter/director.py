@@ -107,7 +107,9 @@ class DemoDirector(QObject):
         self._server = context.server
         self._backend = context.backend
         self._bench = bench
-        self._original: ServerSettings = context.server.settings  # what reset() puts back
+        # What reset() puts back: the settings in force now, then each one applied and saved from elsewhere (the
+        # Server page, a sweep's recommendation), never the ones this director applies for a step.
+        self._original: ServerSettings = context.server.settings
         self.session = ConsoleSession(context.loop, context.backend.console, context.meter, self,
                                       watchdog=context.watchdog, counter_factory=context.backend.prompt_counter,
                                       catalog_factory=context.backend.catalog
@@ -145,6 +147,7 @@ class DemoDirector(QObject):
             (session.details_loaded, self._on_details), (session.details_failed, self._on_details_failed),
             (session.run_progress, self._on_progress), (session.run_finished, self._on_run_finished),
             (server.apply_checked, self._on_apply_checked), (server.running_models_changed, self._on_loaded),
+            (server.settings_applied, self._on_settings_saved),
             (sweeps.finished, self._on_sweep_finished), (sweeps.failed, self._on_sweep_failed),
             (sweeps.progress, self._on_sweep_progress), (sweeps.started, self._on_sweep_started))
         for signal, slot in wiring:
@@ -184,8 +187,9 @@ class DemoDirector(QObject):
             self._finish(StepState.STOPPED, reason="Stopped by the presenter")
 
     def reset(self) -> None:
-        """Stop everything, put back the settings in force when the director was made (through the guarded
-        apply, only where they differ) and go back to the first step, every step waiting."""
+        """Stop everything, put back the saved settings (those in force when the director was made, or applied
+        since from elsewhere; through the guarded apply, only where they differ) and go back to the first step,
+        every step waiting."""
         self.stop_all()
         self._clear_steps()
         self._when_free(self._restore)  # after a restart still going, whose settings are not in force yet
@@ -435,7 +439,8 @@ class DemoDirector(QObject):
                then: Callable[[concurrent.futures.Future[ServerStatus]], None]) -> None:
         """The controller's guarded apply; `then(future)` on the GUI thread when it is over."""
         self._applying, self._report = settings, None
-        future = self._apply_future = self._server.apply(settings, model=model or None)
+        # Not saved: a step's settings are the demo's, and the user's saved ones stay on disk as they were.
+        future = self._apply_future = self._server.apply(settings, model=model or None, keep=False)
 
         def over(done: concurrent.futures.Future[ServerStatus]) -> None:
             self._apply_future = None
@@ -445,6 +450,12 @@ class DemoDirector(QObject):
             self._run_deferred()
 
         future.add_done_callback(lambda done: self._delivered.emit((over, done)))
+
+    def _on_settings_saved(self, settings: ServerSettings) -> None:
+        # Saved while this director applies nothing: the user's own settings, which a reset comes back to. (What
+        # the director's own apply saves arrives before that apply ends, so it is told apart by `_applying`.)
+        if self._applying is None:
+            self._original = settings
 
     def _on_apply_checked(self, report: ApplyReport) -> None:
         if self._applying is not None and report.tried == self._applying:
@@ -467,8 +478,8 @@ class DemoDirector(QObject):
             self._send(run, run.step.users)
 
     def _restore(self) -> None:
-        """Reset: the settings in force when the director was made, where they differ and can be applied (a
-        stopped server gets them for its next start)."""
+        """Reset: the saved settings, where they differ and can be applied (a stopped server gets them for its
+        next start)."""
         problem = self._cannot_change()
         if self._server.settings == self._original:
             return

@@ -205,9 +205,9 @@ class ServerController(QObject):
         return self.lifecycle.stop()
 
     def apply(self, settings: ServerSettings, then_start: bool = False, model: str | None = None,
-              predicted: VramEstimate | None = None) -> concurrent.futures.Future[ServerStatus]:
-        """Save and apply the settings (see ServerLifecycle.apply)."""
-        return self.lifecycle.apply(settings, then_start, model, predicted)
+              predicted: VramEstimate | None = None, keep: bool = True) -> concurrent.futures.Future[ServerStatus]:
+        """Save and apply the settings (see ServerLifecycle.apply; `keep=False` applies without saving)."""
+        return self.lifecycle.apply(settings, then_start, model, predicted, keep)
 
     # --- model lookups ----------------------------------------------------------------------
     def publish_models(self, models: list[LocalModel]) -> None:

@@ -87,13 +87,15 @@ class ServerLifecycle(QObject):
         return self._run_unless_held(self._gate.server.stop())
 
     def apply(self, settings: ServerSettings, then_start: bool = False, model: str | None = None,
-              predicted: VramEstimate | None = None) -> concurrent.futures.Future[ServerStatus]:
+              predicted: VramEstimate | None = None, keep: bool = True) -> concurrent.futures.Future[ServerStatus]:
         """Save the settings; restart a managed server with them (verified with `model` against
-        `predicted` when a guarded applier is set, rolling back if it broke), or start one if asked."""
+        `predicted` when a guarded applier is set, rolling back if it broke), or start one if asked.
+        `keep=False`: in force for now (settings_applied says so) but not saved, as a demo step's are."""
         server = self._gate.server
 
         async def save(s: ServerSettings) -> None:
-            await asyncio.get_running_loop().run_in_executor(None, self._save_settings, s)
+            if keep:
+                await asyncio.get_running_loop().run_in_executor(None, self._save_settings, s)
             self.settings_applied.emit(s)
 
         async def work() -> ServerStatus:

@@ -165,6 +165,22 @@ def test_parallel_applies_each_value_with_a_restart_and_reset_puts_the_settings_
 
 
 @pytest.mark.engine
+def test_reset_comes_back_to_settings_applied_from_elsewhere_after_the_director_was_made(stage) -> None:
+    s = stage(step(StepAction.PARALLEL, values=(1,), users=1, max_tokens=8))
+    controller = s.deck.controller
+    mine = 3 if controller.settings.num_parallel != 3 else 2  # neither the start's value nor the step's
+    applied = controller.apply(dataclasses.replace(controller.settings, num_parallel=mine))  # the Server page's way
+    s.qtbot.waitUntil(applied.done, timeout=WAIT_MS)
+    assert controller.settings.num_parallel == mine
+    result = s.run_step(0)
+    assert result.state is StepState.DONE, result.reason
+    assert controller.settings.num_parallel == 1  # the step's own apply is not what a reset comes back to
+    s.director.reset()
+    s.qtbot.waitUntil(lambda: controller.settings.num_parallel == mine
+                      and controller.status.state is ServerState.RUNNING_MANAGED, timeout=WAIT_MS)
+
+
+@pytest.mark.engine
 def test_stop_all_during_a_burst_stops_it_at_once_and_nothing_stays_in_flight(stage) -> None:
     s = stage(step(StepAction.BURST, users=4, max_tokens=64, prompt=LONG_PROMPT), step(StepAction.NOTE))
     director = s.director

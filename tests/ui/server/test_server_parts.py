@@ -3,6 +3,8 @@ stand-in Ollama over real sockets, and the controller that joins them for the pa
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 
 import pytest
@@ -65,6 +67,19 @@ def test_a_held_lifecycle_refuses_start_stop_and_apply_with_the_reason(qtbot, at
     with qtbot.waitSignal(lifecycle.busy_changed, timeout=WAIT_MS, check_params_cb=lambda busy: not busy):
         status = lifecycle.probe()
     assert status.result(5).state is ServerState.RUNNING_ATTACHED and lifecycle.probed
+
+
+def test_an_apply_that_does_not_keep_puts_the_settings_in_force_without_saving_them(qtbot, attached):
+    _loop, gate, supervisor = attached
+    saved: list[ServerSettings] = []
+    lifecycle = ServerLifecycle(gate, saved.append)
+    kept, passing = (dataclasses.replace(supervisor.settings, num_parallel=n) for n in (2, 8))
+    for settings, keep in ((passing, False), (kept, True)):
+        with qtbot.waitSignal(lifecycle.settings_applied, timeout=WAIT_MS) as applied:
+            future = lifecycle.apply(settings, keep=keep)
+        assert applied.args == [settings]
+        assert future.result(WAIT_MS / 1000).state is ServerState.RUNNING_ATTACHED
+    assert saved == [kept]
 
 
 def test_the_poller_batches_log_lines_and_follows_the_loaded_models(qtbot, attached, fake_ollama):
