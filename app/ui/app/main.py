@@ -309,7 +309,7 @@ class DeckApp:
         """In demo mode, the banner says so; without Ollama (none installed, none answering) the first probe
         offers the embedded engine."""
         if self.demo:
-            self.window.banner.show_message(embedded.DEMO_NOTE.format(model=embedded.demo_model_name()), "info")
+            self.window.banner.show_message(embedded.demo_note(), "info")
             return None
         # What setting up the server's access warned of (an API key sent in clear to another machine), on screen too.
         warnings = [note.removeprefix("warning: ") for note in getattr(args, "access_notes", ())

@@ -33,6 +33,7 @@ def test_demo_runs_the_bundled_engine_and_stops_it_on_close(qtbot, tmp_path, dec
     assert status.binary == str(llama_server_binary)
     assert str(bundled_model) in status.message
     assert "Embedded engine" in deck.window.banner.text and embedded.demo_model_name() in deck.window.banner.text
+    assert f"({bundled_model.stat().st_size / 1e6:.0f} MB)" in deck.window.banner.text  # the file's own size
     # The console lists the model the engine serves.
     deck.console_page.refresh_models()
     qtbot.waitUntil(lambda: bool(deck.console_page.controls.model()), timeout=WAIT_MS)
