@@ -125,9 +125,6 @@ class DemoDirector(QObject):
         self._applying: ServerSettings | None = None
         self._report: ApplyReport | None = None
         self._sweeping = False
-        # A sweep stopped before its coroutine began on the loop thread: cancelled again once it reports (a runner
-        # clears a cancel that came before it ran).
-        self._cancel_sweep = False
         self._sweep_said = ""  # the sweep's last notice
         self._deferred: list[Callable[[], None]] = []
         self._background = Background(context.loop, self)  # the history's SQLite, off the GUI thread
@@ -149,7 +146,7 @@ class DemoDirector(QObject):
             (server.apply_checked, self._on_apply_checked), (server.running_models_changed, self._on_loaded),
             (server.settings_applied, self._on_settings_saved),
             (sweeps.finished, self._on_sweep_finished), (sweeps.failed, self._on_sweep_failed),
-            (sweeps.progress, self._on_sweep_progress), (sweeps.started, self._on_sweep_started))
+            (sweeps.progress, self._on_sweep_progress))
         for signal, slot in wiring:
             signal.connect(slot)
 
@@ -547,16 +544,7 @@ class DemoDirector(QObject):
             return
         self._sweeping = True
 
-    def _on_sweep_started(self, _run: SweepRun) -> None:
-        self._cancel_again()
-
-    def _cancel_again(self) -> None:
-        if self._sweeping and self._cancel_sweep:
-            self._cancel_sweep = False
-            self._bench.cancel_sweep()
-
     def _on_sweep_progress(self, progress: SweepProgress) -> None:
-        self._cancel_again()
         run = self._run
         if run is None or not self._current(run, "sweep"):
             return
@@ -578,7 +566,7 @@ class DemoDirector(QObject):
         for the server (the next step, a reset's restore) goes on."""
         if not self._sweeping:
             return  # one started on the Benchmark page by hand
-        self._sweeping = self._cancel_sweep = False
+        self._sweeping = False
         run = self._run
         if run is not None and self._current(run, "sweep"):
             if isinstance(outcome, str):
@@ -615,8 +603,7 @@ class DemoDirector(QObject):
                 self.session.stop(console_run)
             self._emit_live(run, stopped=True)
         if run.waiting == "sweep" and self._sweeping:
-            self._bench.cancel_sweep()
-            self._cancel_sweep = True
+            self._bench.cancel_sweep()  # kept by the sweep even before its run began on the loop thread
         line = " ".join(reason.split())  # one line, whatever the server's text held
         self._set_state(run.index, state, StepResult(state, headline, line, failure, dict(figures or run.figures)))
         if run.index == len(self.script) - 1:
