@@ -178,10 +178,12 @@ class BenchPage(QWidget):
         self.history = context.history
         self.background = Background(context.loop, self)
         self.backend = backend = context.backend
-        # The server's log lines and statuses as the page gets them, for a running sweep's watchdog.
+        # The server's log lines and statuses for a running sweep's watchdog, on the loop thread as the supervisor
+        # reads them: in order with the sweep's own restarts, which the same thread makes. (Through the GUI thread a
+        # line of the server before a restart could reach the watchdog of the server after it, judged against
+        # the new point's settings: "fewer slots than asked" from the last point's launch line.)
         self.server_feed = ServerFeed()
-        controller.log_lines.connect(self.server_feed.on_log_lines)
-        controller.status_changed.connect(self.server_feed.on_status)
+        controller.tap(on_log=self.server_feed.on_log, on_status=self.server_feed.on_status)
         self.sweeps = SweepController(context.loop, controller.supervisor, backend.catalog, backend.load_client,
                                       gpu=context.gpu, server_pids=controller.server_pids, meter=context.meter,
                                       history=self.history, server_telemetry=backend.server_telemetry,

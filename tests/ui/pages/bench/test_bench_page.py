@@ -76,10 +76,6 @@ def fill(page: BenchPage, model: str = "qwen3:0.6b", parallel: str = "1, 2, 4", 
     editor.num_predict.setValue(0)
 
 
-# A known race, not what this test tests: after a managed restart the watch can read the previous server's launch
-# line late and flag "fewer slots than asked", which moves the recommendation (to be fixed by tying each reading to
-# the server that wrote it). The failure names the event; four more tries, then it fails.
-@pytest.mark.flaky(reruns=4)
 def test_a_sweep_fills_the_table_charts_and_recommendation_and_apply_saves_the_winner(qtbot, page_factory, tmp_path):
     controller, page, store = page_factory(FAKE_OLLAMA_OOM_ABOVE_MIB="2200")
     controller.probe()

@@ -21,7 +21,7 @@ def test_a_spilled_point_shows_its_event_and_the_page_feeds_the_servers_log(qtbo
     with qtbot.waitSignal(page.sweeps.finished, timeout=WAIT_MS) as finished:
         qtbot.mouseClick(page.editor.start_button, Qt.MouseButton.LeftButton)
     run = finished.args[0]
-    assert [len(r.events) for r in run.results] == [0, 1] and run.results[1].spoiled
+    assert [len(r.events) for r in run.results] == [0, 1] and run.results[1].spoiled, "\n".join(repr(e) for r in run.results for e in r.events)
     table = page.run_view.table
     headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
     events = headers.index("Events")
