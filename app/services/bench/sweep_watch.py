@@ -60,11 +60,6 @@ class ServerFeed:
             except Exception:  # noqa: BLE001 - a follower must never break the supervisor's log reading
                 pass
 
-    def on_log_lines(self, lines: Sequence[str]) -> None:
-        """Lines of the server's log, oldest first."""
-        for line in lines:
-            self.on_log(line)
-
     def on_status(self, status: ServerStatus) -> None:
         """The server's status, each time it changes."""
         with self._lock:

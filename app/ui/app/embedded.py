@@ -38,7 +38,7 @@ def demo_label() -> str:
     return f"llama-server · embedded ({demo_model_name()})"
 
 
-DEMO_NOTE = ("Embedded engine: {model}{size} on the bundled llama-server, so every page works here. Small and fast, "
+_DEMO_NOTE = ("Embedded engine: {model}{size} on the bundled llama-server, so every page works here. Small and fast, "
              "not smart: for real work, start ollama-deck without --demo on your own server. Settings applied "
              "here last for this session.")
 
@@ -47,7 +47,7 @@ def demo_note() -> str:
     """The banner's line on the embedded engine, with the bundled model's name and size."""
     model = find_bundled_model()
     size = f" ({model.stat().st_size / 1e6:.0f} MB)" if model is not None and model.is_file() else ""
-    return DEMO_NOTE.format(model=demo_model_name(), size=size)
+    return _DEMO_NOTE.format(model=demo_model_name(), size=size)
 
 
 class EmbeddedOffer:
@@ -97,5 +97,5 @@ class EmbeddedOffer:
 
 
 # engine_status and embedded_settings are the pre-flight's too (app/ui/app/preflight.py).
-__all__ = ["BACKEND", "DEMO_NOTE", "demo_note", "EmbeddedOffer", "demo_label", "demo_model_name", "demo_settings",
+__all__ = ["BACKEND", "demo_note", "EmbeddedOffer", "demo_label", "demo_model_name", "demo_settings",
            "embedded_settings", "engine_status"]

@@ -41,7 +41,8 @@ def test_each_point_the_sweep_loads_teaches_the_learner() -> None:
     unsubscribe = feed.subscribe(watch.log, watch.status)
     for r in ROWS[:3]:
         watch.restarting(None)  # the sweep restarts the server for the point
-        feed.on_log_lines(lines(r))
+        for line in lines(r):
+            feed.on_log(line)
         watch.learn(reading(r["process_mib"]))  # after the load, before the work
         watch.gpu(reading(r["peak_mib"]))  # during the work: the pool grown
     unsubscribe()
